@@ -1,0 +1,267 @@
+"""Shared vocabulary of the pure model: wire messages, effects, and an immutable map.
+
+Theory of operation
+-------------------
+Every node of the contract (the workspace agent, each chatd replica, the database) is a
+pure state machine. A handler takes the node's current state, one input and the node's
+own clock reading in integer milliseconds, and returns ``(new_state, effects)``. It never
+asks for the time, never draws a random number and never performs I/O; the effects say
+what it wants done and a driver (the simpy world, the exhaustive explorer, hypothesis)
+decides when and whether it happens.
+
+Rule 1. States are frozen dataclasses. Containers inside them are tuples or ``FMap``, so
+        a state can be shared between explored branches and fingerprinted canonically.
+Rule 2. Effects are a small closed set of frozen dataclasses (``Send``, ``Reply``,
+        ``SetTimer``, ``CancelTimer``, ``Truth``, ``Note``). Drivers interpret them;
+        the model never does.
+Rule 3. Ground truth (a process really started, an edit really applied) is a ``Truth``
+        effect, kept apart from what any node believes, so checkers can compare the two.
+Rule 4. Only durations cross nodes (guarantee A6). No message carries a clock reading.
+
+The HTTP shapes are kept at the level the contract talks about: method, path, raw query,
+header pairs (a header may repeat, which the parse rules care about) and body bytes.
+"""
+
+from __future__ import annotations
+
+import json
+from dataclasses import dataclass
+from typing import Any, Iterable, Iterator, Mapping
+
+
+# ---------------------------------------------------------------------------
+# Immutable sorted map
+# ---------------------------------------------------------------------------
+
+
+class FMap(Mapping):
+    """An immutable mapping whose iteration order is the sorted order of its keys.
+
+    Iteration never depends on insertion history or on hashing, so two states built by
+    different paths iterate, print and fingerprint identically. Updates return a new map
+    (copy on write); maps in this model are small (records of one message, processes of
+    one agent), so the copy is cheap and sharing between branches is safe.
+    """
+
+    __slots__ = ("_items", "_index")
+
+    def __init__(self, items: Iterable[tuple[Any, Any]] | Mapping | None = None):
+        if items is None:
+            pairs: list[tuple[Any, Any]] = []
+        elif isinstance(items, Mapping):
+            pairs = list(items.items())
+        else:
+            pairs = list(items)
+        index = dict(pairs)
+        self._items = tuple(sorted(index.items(), key=lambda kv: kv[0]))
+        self._index = index
+
+    def __getitem__(self, key):
+        return self._index[key]
+
+    def __iter__(self) -> Iterator:
+        return (k for k, _ in self._items)
+
+    def __len__(self) -> int:
+        return len(self._items)
+
+    def __hash__(self) -> int:
+        return hash(self._items)
+
+    def __eq__(self, other) -> bool:
+        if isinstance(other, FMap):
+            return self._items == other._items
+        return NotImplemented
+
+    def __repr__(self) -> str:
+        return "FMap({" + ", ".join(f"{k!r}: {v!r}" for k, v in self._items) + "})"
+
+    def items(self):  # type: ignore[override]
+        return self._items
+
+    def set(self, key, value) -> "FMap":
+        new = dict(self._index)
+        new[key] = value
+        return FMap(new)
+
+    def remove(self, key) -> "FMap":
+        if key not in self._index:
+            return self
+        new = dict(self._index)
+        del new[key]
+        return FMap(new)
+
+
+EMPTY = FMap()
+
+
+# ---------------------------------------------------------------------------
+# Wire messages
+# ---------------------------------------------------------------------------
+
+Headers = tuple[tuple[str, str], ...]
+
+
+def header_values(headers: Headers, name: str) -> list[str]:
+    """All values of one header, case-insensitively, in the order they were sent."""
+    lname = name.lower()
+    return [v for k, v in headers if k.lower() == lname]
+
+
+def header_value(headers: Headers, name: str) -> str | None:
+    """The first value of a header, or None when absent."""
+    values = header_values(headers, name)
+    return values[0] if values else None
+
+
+def with_header(headers: Headers, name: str, value: str) -> Headers:
+    """Set a header, replacing every existing value of that name (Go's Header.Set)."""
+    lname = name.lower()
+    return tuple((k, v) for k, v in headers if k.lower() != lname) + ((name, value),)
+
+
+@dataclass(frozen=True)
+class Request:
+    """One HTTP request from a chatd replica to the workspace agent.
+
+    ``req_id`` and ``src`` are envelope fields (who sent it, which answer belongs to it);
+    they are not part of the HTTP request and not part of the input hash.
+    """
+
+    req_id: str
+    src: str
+    method: str
+    path: str
+    query: str = ""
+    headers: Headers = ()
+    body: bytes = b""
+
+    def json(self) -> Any:
+        return json.loads(self.body.decode("utf-8"))
+
+
+@dataclass(frozen=True)
+class Response:
+    """An HTTP answer to the request ``req_id``."""
+
+    req_id: str
+    status: int
+    content_type: str = ""
+    body: bytes = b""
+    headers: Headers = ()
+
+    def json(self) -> Any:
+        return json.loads(self.body.decode("utf-8"))
+
+
+@dataclass(frozen=True)
+class TransportError:
+    """The request ``req_id`` failed without an HTTP answer (Go's ``*url.Error``).
+
+    The connection was refused or broke, for example because the agent restarted while
+    the request was in flight or waiting. chatd classifies it as Unreachable.
+    """
+
+    req_id: str
+    reason: str
+
+
+def json_body(value: Any) -> bytes:
+    """Canonical JSON bytes: sorted keys and no spaces, so equal values hash equally."""
+    return json.dumps(value, sort_keys=True, separators=(",", ":")).encode("utf-8")
+
+
+# ---------------------------------------------------------------------------
+# Effects
+# ---------------------------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class Send:
+    """Put a request on the network from ``request.src`` to node ``dst``."""
+
+    dst: str
+    request: Request
+
+
+@dataclass(frozen=True)
+class Reply:
+    """Answer a request; the driver routes it back to ``dst`` (the request's sender).
+
+    ``answer`` is a ``Response`` or a ``TransportError``.
+    """
+
+    dst: str
+    answer: Response | TransportError
+
+
+@dataclass(frozen=True)
+class SetTimer:
+    """Ask to be woken with ``name`` after ``after_ms`` on this node's own clock.
+
+    Setting a timer whose name is already set replaces it.
+    """
+
+    name: str
+    after_ms: int
+
+
+@dataclass(frozen=True)
+class CancelTimer:
+    name: str
+
+
+@dataclass(frozen=True)
+class Truth:
+    """Ground truth: something that really happened on the workspace (or in the database).
+
+    ``kind`` is one of ``process_started``, ``process_exited``, ``process_killed``,
+    ``edit_applied``, ``result_committed`` ...; ``fields`` holds the ids involved as
+    sorted ``(name, value)`` pairs so the record serialises deterministically.
+    """
+
+    kind: str
+    fields: tuple[tuple[str, Any], ...] = ()
+
+    def get(self, name: str, default: Any = None) -> Any:
+        for k, v in self.fields:
+            if k == name:
+                return v
+        return default
+
+
+def truth(kind: str, **fields: Any) -> Truth:
+    return Truth(kind, tuple(sorted(fields.items())))
+
+
+@dataclass(frozen=True)
+class Note:
+    """A decision worth a trace record (a "mark"): e.g. ``replayed``, ``refused``.
+
+    Notes change nothing; they let tests and reports see which branch of a rule ran.
+    """
+
+    kind: str
+    fields: tuple[tuple[str, Any], ...] = ()
+
+    def get(self, name: str, default: Any = None) -> Any:
+        for k, v in self.fields:
+            if k == name:
+                return v
+        return default
+
+
+def note(kind: str, **fields: Any) -> Note:
+    return Note(kind, tuple(sorted(fields.items())))
+
+
+@dataclass(frozen=True)
+class Publish:
+    """A database commit announces a change of ``chat_id`` on a pubsub ``channel``
+    (``chat:update`` or ``chat:ownership``); the driver delivers it to every replica."""
+
+    channel: str
+    chat_id: str
+
+
+Effect = Send | Reply | SetTimer | CancelTimer | Truth | Note | Publish
