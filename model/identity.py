@@ -18,6 +18,15 @@ Rule 3. Ages and run ages cross the wire as whole milliseconds. Writing floors a
         millisecond count that fits in a Go Duration).
 Rule 4. A response is a ``ToolCallError`` only when it is a 409 with a JSON body whose
         ``code`` is one of the four known codes; anything else is a plain HTTP error.
+        The body is decoded the way Go's ``json.Unmarshal`` fills the struct (inferred,
+        see ``read_tool_call_error``): a field of the wrong JSON type is a decode error
+        (so a plain HTTP error), ``null`` leaves a field empty, and invalid UTF-8 inside
+        a string becomes U+FFFD.
+Rule 5. A provider ID is bytes on the wire (Go strings are bytes). Header parsing can
+        yield bytes that are not UTF-8 (``%FF``); they are kept in the ``str`` as
+        ``surrogateescape`` code points, and every function that turns the ID back into
+        bytes (the UUID, path escaping) uses ``surrogateescape`` too, so the agent derives
+        the same UUID Go would instead of failing.
 
 Differences from the design (codagt-757-design.md): none in this module. The literal run
 age header name was not seen in code (agent-contract.md 6.4); we use the design's name.
@@ -78,7 +87,8 @@ def tool_call_uuid(chat_id: str, message_id: int, tool_call_id: str) -> str:
     name = (
         uuid.UUID(chat_id).bytes
         + (message_id & 0xFFFF_FFFF_FFFF_FFFF).to_bytes(8, "big")
-        + tool_call_id.encode("utf-8")
+        # surrogateescape: a parsed ID may hold non-UTF-8 bytes (rule 5); Go hashes them raw.
+        + tool_call_id.encode("utf-8", errors="surrogateescape")
     )
     digest = hashlib.sha1(TOOL_CALL_UUID_NAMESPACE.bytes + name).digest()
     return str(uuid.UUID(bytes=digest[:16], version=5))
@@ -86,8 +96,11 @@ def tool_call_uuid(chat_id: str, message_id: int, tool_call_id: str) -> str:
 
 def path_escape(value: str) -> str:
     """Go's ``url.PathEscape``: keep letters, digits, ``-._~`` and ``$&+:=@``; escape the
-    rest, '/', ';', ',' and '?' included (Go's shouldEscape for a path segment)."""
-    return quote(value, safe="-._~$&+:=@")
+    rest, '/', ';', ',' and '?' included (Go's shouldEscape for a path segment).
+
+    ``surrogateescape`` turns the raw bytes of a parsed non-UTF-8 ID back into the same
+    ``%XX`` escapes they came from (rule 5), so escape and unescape stay inverses."""
+    return quote(value, safe="-._~$&+:=@", errors="surrogateescape")
 
 
 def path_unescape(value: str) -> str:
@@ -233,21 +246,57 @@ def tool_call_error(code: str) -> ToolCallError:
     return ToolCallError(code, ERROR_MESSAGES[code])
 
 
+def _go_string(value) -> str:
+    """A JSON value decoded into a Go ``string`` field: null leaves it empty, a string is
+    kept, any other type is a decode error (``json.UnmarshalTypeError``)."""
+    if value is None:
+        return ""
+    if not isinstance(value, str):
+        raise ValueError("cannot unmarshal into a string field")
+    return value
+
+
+def _reject_constant(name: str):
+    # Python's json accepts NaN and Infinity; Go's does not, so they are syntax errors.
+    raise ValueError(f"invalid JSON constant {name}")
+
+
 def read_tool_call_error(status: int, body: bytes) -> ToolCallError | None:
-    """Rule 4: a ToolCallError only for 409 + JSON object + one of the four codes."""
+    """Rule 4: a ToolCallError only for 409 + JSON object + one of the four codes.
+
+    None means "a plain HTTP error": the caller handles it exactly as it handles any
+    other failed response (Go's ``codersdk.ReadBodyAsError``). Any decode error, a wrong
+    field type included, gives None. That Go falls back to ReadBodyAsError whenever
+    ``json.Unmarshal`` into ``ToolCallError`` fails is inferred: the reference lists the
+    cases of agentconn_internal_test.go, not readToolCallError's source.
+    """
     if status != 409:
         return None
     try:
-        value = json.loads(body.decode("utf-8"))
-    except (UnicodeDecodeError, ValueError):
+        # errors="replace": Go's decoder turns invalid UTF-8 in a string into U+FFFD.
+        value = json.loads(body.decode("utf-8", errors="replace"), parse_constant=_reject_constant)
+        if not isinstance(value, dict):
+            return None
+        code = _go_string(value.get("code"))
+        if code not in ERROR_CODES:
+            return None
+        raw_validations = value.get("validations")
+        if raw_validations is None:
+            raw_validations = []
+        if not isinstance(raw_validations, list):
+            return None
+        validations = []
+        for entry in raw_validations:
+            if entry is None:  # null element of a []struct: a zero struct in Go
+                entry = {}
+            if not isinstance(entry, dict):
+                return None
+            validations.append((_go_string(entry.get("field")), _go_string(entry.get("detail"))))
+        return ToolCallError(
+            code,
+            _go_string(value.get("message")),
+            _go_string(value.get("detail")),
+            tuple(validations),
+        )
+    except ValueError:  # json.JSONDecodeError and the type errors above
         return None
-    if not isinstance(value, dict) or value.get("code") not in ERROR_CODES:
-        return None
-    validations = tuple(
-        (str(v.get("field", "")), str(v.get("detail", "")))
-        for v in value.get("validations") or ()
-        if isinstance(v, dict)
-    )
-    return ToolCallError(
-        value["code"], str(value.get("message", "")), str(value.get("detail", "") or ""), validations
-    )

@@ -1,0 +1,512 @@
+"""The chat database that every chatd replica shares: chats, messages, heartbeats, fences.
+
+Theory of operation
+-------------------
+The database is one pure value (``Db``). A replica's handler runs its transactions
+synchronously: it passes the database in, gets a new one back, and hands it to the world
+together with its effects. A transaction therefore never interleaves with another
+replica's, which is exactly what row locking buys the real chatd (chatd-contract.md 1.1,
+2.4). Time enters as ``db_now_ms``, the database clock (Postgres ``now()``); replica
+clocks never touch the database.
+
+Rule 1 (1.1). Every state-machine transition locks the chat row and raises
+        ``snapshot_version`` by one before it changes anything.
+Rule 2 (1.1). Inserting messages sets ``history_version = snapshot_version`` and resets
+        ``generation_attempt`` to 0 (the trigger). Message IDs come from one increasing
+        sequence shared by all chats; ``created_at_ms`` is the database clock.
+Rule 3 (2.4). Task reads and writes check the task fence, per operation, from the table
+        ``FENCES``: owner (``worker_id`` and ``runner_id``), status, ``history_version``,
+        and for generation commits ``generation_attempt``. A fenced-out write changes
+        nothing, is reported as a ``Note("fenced_out")`` and is never retried by the task.
+Rule 4 (2.2). Heartbeats change neither ``snapshot_version`` nor publish anything.
+Rule 5. A commit that changes a chat publishes ``chat:update``; a transition that leaves
+        a chat runnable and unowned also publishes ``chat:ownership`` (2.2).
+Rule 6. ``db_up`` false makes every transaction fail with ``DB_DOWN``; tasks treat that
+        as a retryable error, user actions are refused.
+Rule 7 (1.3). The unresolved tool calls of a chat are the calls of its LAST assistant
+        message that no later tool result answers (by provider ID), in call order.
+
+Model abstractions:
+- All tool calls are local; provider-executed and dynamic calls do not exist, so
+  ``requires_action`` and ``error`` are never entered by the modelled transitions.
+- The model is scripted (``Chat.turns``): the k-th assistant message after the latest user
+  message holds ``turns[k]``; once the script is used up the next generation finishes the
+  turn. A turn with no calls is a text answer, after which the turn finishes too.
+- No message part buffer and no billing: partial messages of an interrupt are empty
+  (as after an ownership change, chatd-contract.md 3.2 step 2).
+- Inserting a user message never has open calls to answer here: a user message is
+  inserted from ``waiting`` (every call resolved by FinishTurn / FinishInterruption) or by
+  promoting the queue inside those transitions (chatd-contract.md 8.9 is thus moot).
+- ``RecordGenerationAttempt`` publishes nothing: it changes neither history nor status,
+  so every runner ignores it (runner rule 3) and the publish would only add world events.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, replace
+from typing import Any
+
+from .core import EMPTY, FMap, Note, Publish, note, truth
+from .identity import tool_call_uuid
+
+# Chat statuses (chatd-contract.md 1.1).
+WAITING = "waiting"
+RUNNING = "running"
+INTERRUPTING = "interrupting"
+REQUIRES_ACTION = "requires_action"
+ERROR = "error"
+ARCHIVED = "archived"
+STATUSES = (WAITING, RUNNING, INTERRUPTING, REQUIRES_ACTION, ERROR, ARCHIVED)
+RUNNABLE = (RUNNING, INTERRUPTING, REQUIRES_ACTION)
+
+CHANNEL_UPDATE = "chat:update"
+CHANNEL_OWNERSHIP = "chat:ownership"
+
+# Outcomes of a task transaction. Anything starting with "fenced" is an expected exit.
+OK = "ok"
+DB_DOWN = "db_down"
+FENCED_NO_CHAT = "fenced:no_chat"
+FENCED_OWNER = "fenced:owner"
+FENCED_STATUS = "fenced:status"
+FENCED_HISTORY = "fenced:history"
+FENCED_ATTEMPT = "fenced:attempt"
+
+
+def is_fenced(outcome: str) -> bool:
+    return outcome.startswith("fenced")
+
+
+# ---------------------------------------------------------------------------
+# Rows
+# ---------------------------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class Message:
+    """One ``chat_messages`` row. ``role`` is ``user``, ``assistant`` or ``tool``.
+
+    An assistant message carries its tool calls (``chattool.ToolCall``); a tool message
+    answers one call by ``provider_id`` and carries the ``chattool.Result``.
+    """
+
+    id: int
+    role: str
+    created_at_ms: int
+    text: str = ""
+    tool_calls: tuple = ()
+    provider_id: str = ""
+    result: Any = None
+
+
+@dataclass(frozen=True)
+class Chat:
+    chat_id: str
+    status: str
+    worker_id: str | None = None
+    runner_id: str | None = None
+    snapshot_version: int = 0
+    history_version: int = 0
+    generation_attempt: int = 0
+    messages: tuple[Message, ...] = ()
+    queue: tuple[str, ...] = ()  # queued user messages, promoted by FinishTurn/Interruption
+    turns: tuple[tuple, ...] = ()  # the scripted model: one tuple of ToolCalls per answer
+    gen_time_ms: int = 2_000
+
+    @property
+    def owned(self) -> bool:
+        return self.worker_id is not None
+
+
+@dataclass(frozen=True)
+class Db:
+    db_up: bool = True
+    next_message_id: int = 1
+    chats: FMap = EMPTY  # chat_id -> Chat
+    heartbeats: FMap = EMPTY  # (chat_id, runner_id) -> heartbeat_at_ms (database clock)
+
+
+def db_empty() -> Db:
+    return Db()
+
+
+def db_set_up(db: Db, up: bool) -> Db:
+    """World action: the database goes down or comes back."""
+    return replace(db, db_up=up)
+
+
+# ---------------------------------------------------------------------------
+# Fences (rule 3)
+# ---------------------------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class TaskFence:
+    """What a task was started for: its owner, status and history version."""
+
+    worker_id: str
+    runner_id: str
+    status: str
+    history_version: int
+
+
+@dataclass(frozen=True)
+class FenceRule:
+    owner: bool
+    status: bool
+    history: bool
+    attempt: bool
+
+
+# operation -> which parts of the fence it checks (chatd-contract.md 2.4, 2.3).
+FENCES: dict[str, FenceRule] = {
+    #                                 owner  status history attempt
+    "load_generation": FenceRule(True, True, True, False),
+    "begin_generation_attempt": FenceRule(True, True, True, False),
+    "commit_step": FenceRule(True, True, True, True),
+    "finish_turn": FenceRule(True, True, True, True),
+    "load_interrupt": FenceRule(True, True, True, False),
+    "finish_interruption": FenceRule(True, True, True, False),
+    # Abandon is fenced by owner and status only (TestAbandonTask_*).
+    "abandon": FenceRule(True, True, False, False),
+}
+
+
+def check_fence(
+    db: Db, chat_id: str, op: str, fence: TaskFence, rules: Any, generation_attempt: int | None = None
+) -> tuple[str, Chat | None]:
+    """Lock the chat row and check the fence of ``op``; ``(OK, chat)`` or an outcome.
+
+    ``rules`` is the replica's ``ChatdRules``: its ``owner_fence``, ``history_fence`` and
+    ``attempt_fence`` switches exist to plant bugs, never to model a real variant.
+    """
+    if not db.db_up:
+        return DB_DOWN, None
+    chat = db.chats.get(chat_id)
+    if chat is None:
+        return FENCED_NO_CHAT, None
+    rule = FENCES[op]
+    if rule.owner and rules.owner_fence and (chat.worker_id, chat.runner_id) != (
+        fence.worker_id,
+        fence.runner_id,
+    ):
+        return FENCED_OWNER, chat
+    if rule.status and chat.status != fence.status:
+        return FENCED_STATUS, chat
+    if rule.history and rules.history_fence and chat.history_version != fence.history_version:
+        return FENCED_HISTORY, chat
+    if rule.attempt and rules.attempt_fence and chat.generation_attempt != generation_attempt:
+        return FENCED_ATTEMPT, chat
+    return OK, chat
+
+
+def fenced_note(op: str, outcome: str, chat_id: str, fence: TaskFence, chat: Chat | None) -> Note:
+    return note(
+        "fenced_out",
+        op=op,
+        outcome=outcome,
+        chat_id=chat_id,
+        task_runner=fence.runner_id,
+        owner_runner=chat.runner_id if chat else None,
+    )
+
+
+# ---------------------------------------------------------------------------
+# Row helpers (rules 1, 2, 7)
+# ---------------------------------------------------------------------------
+
+
+def _put(db: Db, chat: Chat) -> Db:
+    return replace(db, chats=db.chats.set(chat.chat_id, chat))
+
+
+def _lock(chat: Chat) -> Chat:
+    """Rule 1: every transition bumps the snapshot before it changes anything."""
+    return replace(chat, snapshot_version=chat.snapshot_version + 1)
+
+
+def _insert_messages(db: Db, chat: Chat, messages: list[Message]) -> tuple[Db, Chat, tuple[int, ...]]:
+    """Rule 2: assign IDs from the one sequence, move history, reset the attempt."""
+    next_id = db.next_message_id
+    stored = []
+    for m in messages:
+        stored.append(replace(m, id=next_id))
+        next_id += 1
+    chat = replace(
+        chat,
+        messages=chat.messages + tuple(stored),
+        history_version=chat.snapshot_version,
+        generation_attempt=0,
+    )
+    return replace(db, next_message_id=next_id), chat, tuple(m.id for m in stored)
+
+
+def _publishes(before: Chat | None, after: Chat) -> list:
+    """Rule 5."""
+    out: list = [Publish(CHANNEL_UPDATE, after.chat_id)]
+    became_runnable_unowned = after.status in RUNNABLE and not after.owned
+    was = before is not None and before.status in RUNNABLE and not before.owned
+    if became_runnable_unowned and not was:
+        out.append(Publish(CHANNEL_OWNERSHIP, after.chat_id))
+    return out
+
+
+def last_assistant(chat: Chat) -> Message | None:
+    for m in reversed(chat.messages):
+        if m.role == "assistant":
+            return m
+    return None
+
+
+def unresolved_calls(chat: Chat) -> tuple[Message | None, tuple]:
+    """Rule 7: ``(tool call message, unresolved calls in call order)``."""
+    idx = None
+    for i in range(len(chat.messages) - 1, -1, -1):
+        if chat.messages[i].role == "assistant":
+            idx = i
+            break
+    if idx is None:
+        return None, ()
+    msg = chat.messages[idx]
+    answered = tuple(m.provider_id for m in chat.messages[idx + 1 :] if m.role == "tool")
+    calls = tuple(c for c in msg.tool_calls if c.provider_id not in answered)
+    return msg, calls
+
+
+def turn_index(chat: Chat) -> int:
+    """How many assistant messages the current user turn already has (the script cursor)."""
+    k = 0
+    for m in reversed(chat.messages):
+        if m.role == "user":
+            break
+        if m.role == "assistant":
+            k += 1
+    return k
+
+
+def decide_generation_action(chat: Chat) -> str:
+    """``decideGenerationAction`` for the scripted model (chatd-contract.md 1.3)."""
+    _, calls = unresolved_calls(chat)
+    if calls:
+        return "execute_local_tools"
+    last = chat.messages[-1] if chat.messages else None
+    if last is not None and last.role == "assistant" and not last.tool_calls:
+        return "finish_turn"  # a text answer completes the turn
+    if turn_index(chat) >= len(chat.turns):
+        return "finish_turn"
+    return "generate_assistant"
+
+
+# ---------------------------------------------------------------------------
+# Task transactions (the caller has checked the fence with check_fence)
+# ---------------------------------------------------------------------------
+
+
+def tx_begin_generation_attempt(db: Db, chat: Chat) -> tuple[Db, Chat]:
+    """``RecordGenerationAttempt``: generation_attempt + 1 (no publish, see docstring)."""
+    chat = replace(_lock(chat), generation_attempt=chat.generation_attempt + 1)
+    return _put(db, chat), chat
+
+
+def tx_commit_assistant(db: Db, chat: Chat, tool_calls: tuple, db_now_ms: int) -> tuple[Db, list]:
+    """``CommitStep`` of generate_assistant: insert the assistant message with its calls."""
+    before = chat
+    chat = _lock(chat)
+    db, chat, ids = _insert_messages(
+        db, chat, [Message(0, "assistant", db_now_ms, tool_calls=tuple(tool_calls))]
+    )
+    effects: list = [note("assistant_committed", chat_id=chat.chat_id, message_id=ids[0], calls=len(tool_calls))]
+    return _put(db, chat), effects + _publishes(before, chat)
+
+
+def _result_truths(
+    chat: Chat, call_msg: Message, committed: list[tuple[int, str, Any]], replica: str, attempt: int,
+    generation_attempt: int, task: str, db_now_ms: int,
+) -> list:
+    out = []
+    for result_id, provider_id, result in committed:
+        out.append(
+            truth(
+                "result_committed",
+                chat_id=chat.chat_id,
+                message_id=call_msg.id,
+                provider_id=provider_id,
+                uuid=tool_call_uuid(chat.chat_id, call_msg.id, provider_id),
+                kind=result.kind,
+                is_error=result.is_error,
+                replica=replica,
+                attempt=attempt,
+                generation_attempt=generation_attempt,
+                task=task,
+                result_message_id=result_id,
+                at_db_ms=db_now_ms,
+            )
+        )
+    return out
+
+
+def tx_commit_results(
+    db: Db, chat: Chat, results: list[tuple[str, Any]], db_now_ms: int, replica: str, attempt: int,
+    generation_attempt: int,
+) -> tuple[Db, list]:
+    """``CommitStep`` of a tool batch: every result in ONE transaction (1.3 step 5)."""
+    call_msg, _ = unresolved_calls(chat)
+    assert call_msg is not None
+    before = chat
+    chat = _lock(chat)
+    db, chat, ids = _insert_messages(
+        db, chat, [Message(0, "tool", db_now_ms, provider_id=p, result=r) for p, r in results]
+    )
+    committed = [(i, p, r) for i, (p, r) in zip(ids, results)]
+    effects = _result_truths(
+        chat, call_msg, committed, replica, attempt, generation_attempt, "generation", db_now_ms
+    )
+    return _put(db, chat), effects + _publishes(before, chat)
+
+
+def _finish(db: Db, chat: Chat, db_now_ms: int) -> tuple[Db, Chat]:
+    """The end of a turn: ``waiting``, or promote the queue head into history (running)."""
+    if chat.queue:
+        head, rest = chat.queue[0], chat.queue[1:]
+        chat = replace(chat, queue=rest, status=RUNNING)
+        db, chat, _ = _insert_messages(db, chat, [Message(0, "user", db_now_ms, text=head)])
+        return db, chat
+    return db, replace(chat, status=WAITING)
+
+
+def tx_finish_turn(db: Db, chat: Chat, db_now_ms: int) -> tuple[Db, list]:
+    before = chat
+    db, chat = _finish(db, _lock(chat), db_now_ms)
+    return _put(db, chat), [note("turn_finished", chat_id=chat.chat_id, status=chat.status)] + _publishes(
+        before, chat
+    )
+
+
+def tx_finish_interruption(
+    db: Db, chat: Chat, results_by_provider: FMap, generic: Any, db_now_ms: int, replica: str, attempt: int
+) -> tuple[Db, list]:
+    """Commit of ``StartInterrupt`` (3.2 step 4): re-read the unresolved calls, write one
+    result for EVERY one of them (the interrupt's result for its provider ID, else the
+    generic result), then ``FinishInterruption``."""
+    call_msg, calls = unresolved_calls(chat)
+    before = chat
+    chat = _lock(chat)
+    effects: list = []
+    if calls:
+        results = [(c.provider_id, results_by_provider.get(c.provider_id, generic)) for c in calls]
+        db, chat, ids = _insert_messages(
+            db, chat, [Message(0, "tool", db_now_ms, provider_id=p, result=r) for p, r in results]
+        )
+        committed = [(i, p, r) for i, (p, r) in zip(ids, results)]
+        effects += _result_truths(chat, call_msg, committed, replica, attempt, 0, "interrupt", db_now_ms)
+    db, chat = _finish(db, chat, db_now_ms)
+    effects.append(note("interruption_finished", chat_id=chat.chat_id, status=chat.status, results=len(calls)))
+    return _put(db, chat), effects + _publishes(before, chat)
+
+
+def tx_acquire(db: Db, chat: Chat, worker_id: str, runner_id: str, db_now_ms: int) -> tuple[Db, list]:
+    """``Acquire``: set both owner columns and insert the heartbeat row (2.1)."""
+    before = chat
+    chat = replace(_lock(chat), worker_id=worker_id, runner_id=runner_id)
+    db = replace(db, heartbeats=db.heartbeats.set((chat.chat_id, runner_id), db_now_ms))
+    return _put(db, chat), [
+        note("acquired", chat_id=chat.chat_id, worker_id=worker_id, runner_id=runner_id, previous=before.runner_id)
+    ] + _publishes(before, chat)
+
+
+def tx_abandon(db: Db, chat: Chat) -> tuple[Db, list]:
+    """``Abandon``: clear the owner columns and the runner's heartbeat (2.3)."""
+    before = chat
+    hb = db.heartbeats.remove((chat.chat_id, chat.runner_id))
+    chat = replace(_lock(chat), worker_id=None, runner_id=None)
+    db = replace(db, heartbeats=hb)
+    return _put(db, chat), [note("abandoned", chat_id=chat.chat_id, status=chat.status)] + _publishes(before, chat)
+
+
+def heartbeat_stale(db: Db, chat: Chat, db_now_ms: int, stale_ms: int) -> bool:
+    """Acquisition's takeover test: the current runner's heartbeat is missing or old."""
+    at = db.heartbeats.get((chat.chat_id, chat.runner_id))
+    return at is None or at < db_now_ms - stale_ms
+
+
+def upsert_heartbeats(db: Db, keys: list[tuple[str, str]], db_now_ms: int) -> Db:
+    hb = db.heartbeats
+    for key in keys:
+        hb = hb.set(key, db_now_ms)
+    return replace(db, heartbeats=hb)
+
+
+def cleanup_heartbeats(db: Db, db_now_ms: int, stale_ms: int) -> Db:
+    """The cleanup loop: delete rows older than the stale limit (2.2)."""
+    keep = [(k, v) for k, v in db.heartbeats.items() if v >= db_now_ms - stale_ms]
+    if len(keep) == len(db.heartbeats):
+        return db
+    return replace(db, heartbeats=FMap(keep))
+
+
+# ---------------------------------------------------------------------------
+# User actions (the HTTP API; not fenced, refused when they do not apply)
+# ---------------------------------------------------------------------------
+
+
+def db_new_chat(db: Db, chat_id: str, turns, gen_time_ms: int, db_now_ms: int) -> tuple[Db, list]:
+    """Create an idle chat whose model answers with the scripted ``turns``.
+
+    ``chat_id`` must be a UUID string: the tool call UUID is derived from its bytes.
+    """
+    if not db.db_up:
+        return db, [note("refused", action="new_chat", chat_id=chat_id, reason=DB_DOWN)]
+    if chat_id in db.chats:
+        return db, [note("refused", action="new_chat", chat_id=chat_id, reason="exists")]
+    chat = Chat(chat_id, WAITING, turns=tuple(tuple(t) for t in turns), gen_time_ms=gen_time_ms)
+    return _put(db, chat), [note("chat_created", chat_id=chat_id)]
+
+
+def db_send_user_message(
+    db: Db, chat_id: str, text: str, db_now_ms: int, interrupt: bool = False
+) -> tuple[Db, list]:
+    """``SendMessage``: from waiting/error start a turn (-> running); while busy queue it,
+    and with ``interrupt`` also move running -> interrupting (3.1)."""
+    if not db.db_up:
+        return db, [note("refused", action="send_message", chat_id=chat_id, reason=DB_DOWN)]
+    chat = db.chats.get(chat_id)
+    if chat is None or chat.status == ARCHIVED:
+        return db, [note("refused", action="send_message", chat_id=chat_id, reason="no_chat")]
+    before = chat
+    chat = _lock(chat)
+    if chat.status in (WAITING, ERROR):
+        chat = replace(chat, status=RUNNING)
+        db, chat, _ = _insert_messages(db, chat, [Message(0, "user", db_now_ms, text=text)])
+    else:
+        chat = replace(chat, queue=chat.queue + (text,))
+        if interrupt and chat.status == RUNNING:
+            chat = replace(chat, status=INTERRUPTING)
+    return _put(db, chat), [note("user_message", chat_id=chat_id, status=chat.status)] + _publishes(before, chat)
+
+
+def db_interrupt(db: Db, chat_id: str, db_now_ms: int) -> tuple[Db, list]:
+    """``Interrupt(user_cancel)``: running -> interrupting; history unchanged (3.1)."""
+    if not db.db_up:
+        return db, [note("refused", action="interrupt", chat_id=chat_id, reason=DB_DOWN)]
+    chat = db.chats.get(chat_id)
+    if chat is None or chat.status != RUNNING:
+        return db, [note("refused", action="interrupt", chat_id=chat_id, reason="not_running")]
+    before = chat
+    chat = replace(_lock(chat), status=INTERRUPTING)
+    return _put(db, chat), [note("interrupt_requested", chat_id=chat_id)] + _publishes(before, chat)
+
+
+def db_archive(db: Db, chat_id: str, db_now_ms: int) -> tuple[Db, list]:
+    """Archive a chat; its runner abandons it (nothing is canceled on the agent)."""
+    if not db.db_up:
+        return db, [note("refused", action="archive", chat_id=chat_id, reason=DB_DOWN)]
+    chat = db.chats.get(chat_id)
+    if chat is None or chat.status == ARCHIVED:
+        return db, [note("refused", action="archive", chat_id=chat_id, reason="no_chat")]
+    before = chat
+    chat = replace(_lock(chat), status=ARCHIVED)
+    return _put(db, chat), [note("archived", chat_id=chat_id)] + _publishes(before, chat)
+
+
+# The issue's names for the user actions.
+send_user_message = db_send_user_message
+interrupt = db_interrupt

@@ -1,0 +1,1 @@
+"""Renders traces and verdicts for people; never decides anything."""

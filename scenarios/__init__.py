@@ -1,0 +1,1 @@
+"""Scenario files (TOML) that read like stories; see scenarios/README.md."""

@@ -1,0 +1,1 @@
+"""The simulated world: the only place where time passes and chance is consulted."""

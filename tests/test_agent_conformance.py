@@ -1,0 +1,748 @@
+"""Rev C conformance: every agent case of agent-contract.md sections 5.1 to 5.5, ported.
+
+The Go middleware tests wrap a counting handler that answers 201 "ran N"; here the
+middleware wraps the real start, edit and write handlers, so "calls" is the number of
+processes started (or edits applied) and a success is the start route's 200. Each case's
+docstring names the Go test it mirrors.
+"""
+
+from __future__ import annotations
+
+import pytest
+
+from agent_harness import CHAT, HOUR_MS, OTHER_CHAT, AgentHarness
+from model import agent
+from model.core import FMap, json_body
+from model.identity import MAX_MS, Key, tool_call_uuid
+
+S = 1_000
+MIN = 60 * S
+
+# ---------------------------------------------------------------------------
+# 5.1 middleware_test.go
+# ---------------------------------------------------------------------------
+
+# (id, docstring, prior runs [(m, call, command)], uptime_ms, request (m, call, age_ms, command),
+#  expected status, expected code, expected starts, current key and value)
+DECISIONS = [
+    ("NoRecordRuns", None, [], HOUR_MS, (1, "call", 0, "echo a"), 200, None, 1, ((1, "call"), True)),
+    ("RecordReturnsRecordedResponse", None, [(1, "call", "echo a")], HOUR_MS, (1, "call", 0, "echo a"), 200, None, 1, ((1, "call"), True)),
+    ("RecordIgnoresAge", None, [(1, "call", "echo a")], HOUR_MS, (1, "call", 2 * HOUR_MS, "echo a"), 200, None, 1, ((1, "call"), True)),
+    ("InputMismatch", None, [(1, "call", "echo first")], HOUR_MS, (1, "call", 0, "echo second"), 409, "input_mismatch", 1, ((1, "call"), True)),
+    ("StaleMessage", None, [(2, "other", "echo a")], HOUR_MS, (1, "call", 0, "echo a"), 409, "stale_tool_call", 1, ((1, "call"), False)),
+    ("StaleBeforeAgentStartedAfterToolCall", None, [(2, "other", "echo a")], HOUR_MS, (1, "call", 2 * HOUR_MS, "echo a"), 409, "stale_tool_call", 1, ((1, "call"), False)),
+    ("OtherToolCallInLatestMessage", None, [(1, "other", "echo a")], HOUR_MS, (1, "call", 0, "echo a"), 200, None, 2, ((1, "other"), True)),
+    ("SameToolCallIDInNewerMessageRuns", None, [(1, "call", "echo first")], HOUR_MS, (2, "call", 0, "echo second"), 200, None, 2, ((2, "call"), True)),
+    ("AgentStartedAfterToolCall", None, [], 10 * S, (1, "call", 60 * S, "echo a"), 409, "agent_started_after_tool_call", 0, ((1, "call"), False)),
+    ("AgentStartedAtMargin", None, [], 10 * S, (1, "call", 8_000, "echo a"), 409, "agent_started_after_tool_call", 0, ((1, "call"), False)),
+    ("AgentStartedPastMargin", None, [], 10 * S, (1, "call", 7_999, "echo a"), 200, None, 1, ((1, "call"), True)),
+    ("AgentStartedAfterMaxAge", None, [], HOUR_MS, (1, "call", MAX_MS, "echo a"), 409, "agent_started_after_tool_call", 0, ((1, "call"), False)),
+]
+
+
+@pytest.mark.parametrize("case", DECISIONS, ids=[c[0] for c in DECISIONS])
+def test_middleware_decisions(case):
+    """Mirrors TestMiddlewareDecisions/<id> (items 1, 2, 4-13): one decision-table row each."""
+    _, _, prior, uptime, (m, call, age, command), status, code, starts, (cur_key, cur_value) = case
+    h = AgentHarness(uptime_ms=uptime)
+    for pm, pcall, pcommand in prior:
+        assert h.status(h.start(pm, pcall, command=pcommand)) == 200
+    rid = h.start(m, call, command=command, age_ms=age)
+    assert h.status(rid) == status
+    if code:
+        assert h.code(rid) == code
+    assert h.starts() == starts
+    assert h.current(*cur_key) is cur_value
+
+
+def test_record_returns_recorded_failure():
+    """Mirrors TestMiddlewareDecisions/RecordReturnsRecordedFailure (item 3): a recorded 500
+    is replayed as 500 and the handler does not run again."""
+    h = AgentHarness()
+    body = json_body({"command": "true", "workdir": "/missing"})
+    first = h.start(body=body)
+    again = h.start(body=body)
+    assert h.status(first) == h.status(again) == 500
+    assert h.answer(first).body == h.answer(again).body
+    assert h.starts() == 0
+
+
+@pytest.mark.parametrize(
+    "method,path,query,body,status",
+    [
+        ("POST", agent.START_PATH, "x=1", b"a", 200),  # 14 SameRequest
+        ("POST", agent.START_PATH, "x=1", b"b", 409),  # 15 DifferentBody
+        ("POST", agent.START_PATH, "x=2", b"a", 409),  # 16 DifferentQuery
+        ("POST", agent.EDIT_PATH, "x=1", b"a", 409),  # 17 DifferentPath
+    ],
+    ids=["SameRequest", "DifferentBody", "DifferentQuery", "DifferentPath"],
+)
+def test_middleware_input_mismatch(method, path, query, body, status):
+    """Mirrors TestMiddlewareInputMismatch (items 14-17): the input hash covers method,
+    path, raw query and body; the handler runs once."""
+    h = AgentHarness()
+    first = h.request("POST", agent.START_PATH, query="x=1", body=b"a", m=1, call="call")
+    assert h.status(first) == 400  # the start handler's own 400 for a non-JSON body is recorded
+    rid = h.request(method, path, query=query, body=body, m=1, call="call")
+    if status == 409:
+        assert h.code(rid) == "input_mismatch"
+    else:
+        assert h.answer(rid).body == h.answer(first).body
+
+
+def test_middleware_input_mismatch_method():
+    """Mirrors TestMiddlewareInputMismatch/DifferentMethod (item 18): the method is hashed.
+    Only POST routes are wrapped in the agent, so the observable decision is checked on the
+    hash itself: PUT and POST of the same path, query and body differ."""
+    base = dict(req_id="x", src="s", path=agent.START_PATH, query="x=1", body=b"a")
+    from model.core import Request
+
+    assert agent.input_hash(Request(method="POST", **base)) != agent.input_hash(Request(method="PUT", **base))
+
+
+def test_middleware_without_tool_call_headers():
+    """Mirrors TestMiddlewareWithoutToolCallHeaders (item 19): without tool call headers
+    (none, or chat only) every request runs, gets an agent-chosen ID, no run-age header."""
+    h = AgentHarness()
+    ids = []
+    for chat in (None, None, CHAT, CHAT):
+        rid = h.request("POST", agent.START_PATH, body=json_body({"command": "true"}), chat=chat)
+        assert h.status(rid) == 200 and h.run_age(rid) is None
+        ids.append(h.json(rid)["id"])
+    assert h.starts() == 4 and len(set(ids)) == 4
+
+
+@pytest.mark.parametrize(
+    "kwargs",
+    [
+        dict(chat=None),  # 20 WithoutChat
+        dict(headers=(("Coder-Tool-Call-Message-Id", "1"),), m=None),  # 21 PartialHeaders
+        dict(headers=(("Coder-Tool-Call-Message-Id", "1"), ("Coder-Tool-Call-Id", "call"), ("Coder-Tool-Call-Age-Ms", "-1")), m=None),  # 22
+    ],
+    ids=["WithoutChat", "PartialHeaders", "MalformedAge"],
+)
+def test_middleware_bad_request(kwargs):
+    """Mirrors TestMiddlewareBadRequest/<id> (items 20-22): 400, the handler is not called,
+    nothing is recorded, a later valid request runs."""
+    h = AgentHarness()
+    rid = h.start(**kwargs)
+    assert h.status(rid) == 400 and h.starts() == 0
+    assert h.status(h.start()) == 200 and h.starts() == 1
+
+
+def test_middleware_tool_call_context():
+    """Mirrors TestMiddlewareToolCallContext (item 23): the handler sees the key and UUID;
+    observable here as the process ID being ToolCallUUID(chat, 1, "call") with its key."""
+    h = AgentHarness()
+    rid = h.start(1, "call")
+    pid = h.json(rid)["id"]
+    assert pid == tool_call_uuid(CHAT, 1, "call")
+    assert h.process(pid).key == Key(CHAT, 1, "call")
+
+
+def test_middleware_records_response():
+    """Mirrors TestMiddlewareRecordsResponse (item 24): status, Content-Type and body are
+    recorded and replayed identically; no other handler header is forwarded."""
+    h = AgentHarness()
+    a, b = h.start(), h.start()
+    ra, rb = h.answer(a), h.answer(b)
+    assert (ra.status, ra.content_type, ra.body) == (rb.status, rb.content_type, rb.body)
+    assert [k for k, _ in rb.headers] == ["Coder-Tool-Call-Run-Age-Ms"]
+
+
+def test_middleware_run_age():
+    """Mirrors TestMiddlewareRunAge (item 25): the handler run takes 300 ms, so the first
+    answer carries run age 300; a replay 1 200 ms later carries 1500."""
+    h = AgentHarness()
+    first = h.start(run=False)
+    h.now_ms += 300  # the pending run publishes 300 ms after the record was created
+    h.run_handlers()
+    assert h.run_age(first) == "300"
+    h.advance(1_200)
+    assert h.run_age(h.start()) == "1500"
+
+
+def test_newer_message_drops_older_records():
+    """Mirrors TestNewerMessage/DropsOlderRecords (item 26)."""
+    h = AgentHarness()
+    h.start(1, "first")
+    h.start(1, "second", command="echo 2")
+    assert h.status(h.start(2, "newer")) == 200
+    assert h.current(2, "newer") and not h.current(1, "first") and not h.current(1, "second")
+    assert h.code(h.start(1, "first")) == "stale_tool_call"
+
+
+def test_newer_message_refused_keeps_records():
+    """Mirrors TestNewerMessage/AgentStartedAfterToolCallKeepsRecords (item 27): a refusal
+    changes nothing."""
+    h = AgentHarness()
+    h.start(1, "first")
+    h.start(1, "second", command="echo 2")
+    assert h.code(h.start(2, "newer", age_ms=2 * HOUR_MS)) == "agent_started_after_tool_call"
+    assert not h.current(2, "newer") and h.current(1, "first") and h.current(1, "second")
+
+
+def test_chats_are_independent():
+    """Mirrors TestChatsAreIndependent (item 28): chat B's message 1 is not stale because
+    chat A is at message 5."""
+    h = AgentHarness()
+    h.start(5, "call", chat=CHAT)
+    assert h.status(h.start(1, "call", chat=OTHER_CHAT)) == 200
+    assert h.starts() == 2 and h.current(5, "call") and h.current(1, "call", OTHER_CHAT)
+
+
+def test_done_context_no_record_runs():
+    """Mirrors TestMiddlewareDoneContext/NoRecordRuns (item 29): the creating request runs
+    the handler even though its client is already gone."""
+    h = AgentHarness()
+    rid = h.start(run=False)
+    h.gone(rid)
+    h.run_handlers()
+    assert h.starts() == 1 and h.answer(rid) is None
+    assert h.status(h.start()) == 200 and h.starts() == 1
+
+
+def test_done_context_published_response_wins():
+    """Mirrors TestMiddlewareDoneContext/PublishedResponseWins (item 30): with a published
+    record, a request whose client is gone is still answered (50 times)."""
+    h = AgentHarness()
+    h.start()
+    for _ in range(50):
+        rid = h.start()
+        h.gone(rid)
+        assert h.status(rid) == 200
+    assert h.starts() == 1
+
+
+def test_concurrent_runs_once():
+    """Mirrors TestMiddlewareConcurrentRunsOnce (item 31): 8 requests while the first run is
+    pending; none answered before it publishes; all get the same answer; one run."""
+    h = AgentHarness()
+    rids = [h.start(run=False) for _ in range(8)]
+    assert all(h.answer(r) is None for r in rids) and h.current()
+    h.run_handlers()
+    assert len({h.answer(r).body for r in rids}) == 1 and h.starts() == 1
+
+
+def test_input_mismatch_does_not_wait():
+    """Mirrors TestMiddlewareInputMismatchDoesNotWait (item 32)."""
+    h = AgentHarness()
+    first = h.start(command="echo a", run=False)
+    other = h.start(command="echo b", run=False)
+    assert h.code(other) == "input_mismatch" and h.answer(first) is None
+    h.run_handlers()
+    assert h.status(first) == 200
+
+
+def test_waiter_context_ends():
+    """Mirrors TestMiddlewareWaiterContextEnds (item 33): a waiter whose client leaves gets
+    nothing written; the run and later requests are unaffected."""
+    h = AgentHarness()
+    first = h.start(run=False)
+    waiter = h.start(run=False)
+    h.gone(waiter)
+    h.run_handlers()
+    assert h.answer(waiter) is None and h.status(first) == 200
+    assert h.answer(h.start()).body == h.answer(first).body
+
+
+def test_handler_panics():
+    """Mirrors TestMiddlewareHandlerPanics (item 34): the panicking run is recorded as 500
+    "The tool call handler failed."; waiters and later requests get it; one run."""
+    h = AgentHarness()
+    first = h.start(run=False)
+    waiter = h.start(run=False)
+    h.run_handlers(panic=True)
+    later = h.start()
+    for rid in (first, waiter, later):
+        assert h.status(rid) == 500 and h.json(rid) == {"message": "The tool call handler failed."}
+    assert h.starts() == 0
+
+
+def test_dropped_pending_record_wakes_waiters():
+    """Mirrors TestMiddlewareDroppedPendingRecordWakesWaiters (item 35)."""
+    h = AgentHarness()
+    first = h.start(1, "call", run=False)
+    waiter = h.start(1, "call", run=False)
+    newer = h.start(2, "call", run=False)
+    assert not h.current(1, "call")
+    h.run_handlers()
+    assert h.json(first)["id"] == h.json(waiter)["id"] == tool_call_uuid(CHAT, 1, "call")
+    assert h.json(newer)["id"] == tool_call_uuid(CHAT, 2, "call")
+    assert h.current(2, "call") and h.code(h.start(1, "call")) == "stale_tool_call"
+
+
+# ---------------------------------------------------------------------------
+# 5.2 cancel_test.go
+# ---------------------------------------------------------------------------
+
+
+def test_cancel_never_received():
+    """Mirrors TestCancelHandler/NeverReceived (item 36): two cancels answer started=false,
+    record a marker (Current), and a later start is refused with tool_call_canceled."""
+    h = AgentHarness()
+    for _ in range(2):
+        rid = h.cancel(threshold_ms=1_000)
+        assert h.status(rid) == 200 and h.cancel_value(rid) == {"started": False}
+        assert h.run_age(rid) is None
+    assert h.current()
+    assert h.code(h.start()) == "tool_call_canceled" and h.starts() == 0
+
+
+def test_cancel_started_with_process():
+    """Mirrors TestCancelHandler/StartedWithProcess (item 37): run age header 700, the
+    recorded response round-trips, the process state is attached after the stop rule."""
+    h = AgentHarness()
+    first = h.start(command="sleep 300")
+    h.advance(700)
+    rid = h.cancel(threshold_ms=1_500)
+    value = h.cancel_value(rid)
+    assert h.run_age(rid) == "700"
+    assert value["started"] is True and value["status_code"] == 200
+    assert value["content_type"] == "application/json" and value["body"] == h.answer(first).body
+    assert value["process"]["canceled"] is True and value["process"]["run_age_ms"] == 700
+
+
+def test_cancel_started_without_process():
+    """Mirrors TestCancelHandler/StartedWithoutProcess (item 38): a started call with no
+    process (a failed start, or a file tool) answers the record with no process."""
+    h = AgentHarness()
+    h.start(body=json_body({"command": "true", "workdir": "/missing"}))
+    value = h.cancel_value(h.cancel(threshold_ms=1_000))
+    assert value["started"] is True and value["status_code"] == 500 and "process" not in value
+
+
+def test_cancel_negative_threshold_never_stops():
+    """Mirrors TestCancelHandler/NegativeThresholdNeverStops (item 39): -5 becomes 0."""
+    h = AgentHarness()
+    h.start(command="sleep 300")
+    h.advance(1)
+    value = h.cancel_value(h.cancel(threshold_ms=-5))
+    assert value["process"]["running"] is True and value["process"]["canceled"] is False
+
+
+def test_cancel_threshold_clamped_to_max():
+    """Mirrors stopThreshold's upper clamp (section 3 step 8): a huge threshold saturates
+    at MAX_MS and still stops a young process."""
+    h = AgentHarness()
+    h.start(command="sleep 300")
+    value = h.cancel_value(h.cancel(threshold_ms=2**62))
+    assert value["process"]["canceled"] is True
+
+
+def test_cancel_stopper_error():
+    """Mirrors TestCancelHandler/StopperError (item 40): not observable in the model, whose
+    stopper cannot fail (a kill of a known process always succeeds); the observable part,
+    that the cancel still answers 200 with the process state, is checked instead."""
+    h = AgentHarness()
+    h.start(command="sleep 300")
+    assert h.status(h.cancel(threshold_ms=1)) == 200
+
+
+def test_cancel_stale_message():
+    """Mirrors TestCancelHandler/StaleMessage (item 41)."""
+    h = AgentHarness()
+    h.start(2, "other")
+    assert h.code(h.cancel(1, "call")) == "stale_tool_call"
+
+
+def test_cancel_agent_started_after_tool_call():
+    """Mirrors TestCancelHandler/AgentStartedAfterToolCall (item 42): no marker created."""
+    h = AgentHarness(uptime_ms=10 * S)
+    assert h.code(h.cancel(age_ms=60 * S)) == "agent_started_after_tool_call"
+    assert not h.current()
+
+
+def test_cancel_newer_message_drops_older_records():
+    """Mirrors TestCancelHandler/NewerMessageDropsOlderRecords (item 43)."""
+    h = AgentHarness()
+    h.start(1, "call")
+    assert h.status(h.cancel(2, "call")) == 200
+    assert not h.current(1, "call") and h.code(h.start(1, "call")) == "stale_tool_call"
+
+
+@pytest.mark.parametrize(
+    "kwargs",
+    [
+        dict(path_id="33333333-3333-4333-8333-333333333333"),  # 44 WrongID
+        dict(path_id=tool_call_uuid(OTHER_CHAT, 1, "call")),  # 45 OtherChatID
+        dict(chat=None),  # 46 WithoutChat
+        dict(m=None, path_id=tool_call_uuid(CHAT, 1, "call")),  # 47 WithoutToolCallHeaders
+        dict(m=None, headers=(("Coder-Tool-Call-Message-Id", "1"), ("Coder-Tool-Call-Id", "call"), ("Coder-Tool-Call-Age-Ms", "x"))),  # 48
+        dict(body=b"{"),  # 49 MalformedBody
+    ],
+    ids=["WrongID", "OtherChatID", "WithoutChat", "WithoutToolCallHeaders", "MalformedHeaders", "MalformedBody"],
+)
+def test_cancel_bad_request(kwargs):
+    """Mirrors TestCancelHandlerBadRequest/<id> (items 44-49): 400 before the store is
+    touched; a later start still runs."""
+    h = AgentHarness()
+    assert h.status(h.cancel(**kwargs)) == 400
+    assert h.status(h.start()) == 200 and h.starts() == 1
+
+
+def test_cancel_waits_for_pending_run():
+    """Mirrors TestCancelHandlerWaitsForPendingRun (item 50): the cancel is answered and the
+    stopper called only after the run publishes."""
+    h = AgentHarness()
+    start = h.start(command="sleep 300", run=False)
+    rid = h.cancel(threshold_ms=10 * MIN, run=False)
+    assert h.answer(rid) is None and h.answer(start) is None
+    h.run_handlers()
+    value = h.cancel_value(rid)
+    assert value["started"] is True and value["process"]["canceled"] is True
+    assert h.status(start) == 200
+
+
+def test_cancel_request_context_ends():
+    """Mirrors TestCancelHandlerRequestContextEnds (item 51): a cancel whose client left
+    while the run is pending writes nothing and never calls the stopper."""
+    h = AgentHarness()
+    h.start(command="sleep 300", run=False)
+    rid = h.cancel(threshold_ms=10 * MIN, run=False)
+    h.gone(rid)
+    h.run_handlers()
+    assert h.answer(rid) is None
+    assert h.process(tool_call_uuid(CHAT, 1, "call")).running
+
+
+# ---------------------------------------------------------------------------
+# 5.3 store_internal_test.go
+# ---------------------------------------------------------------------------
+
+
+def test_negative_age_counts_as_zero():
+    """Mirrors TestNegativeAgeCountsAsZero (item 52): uptime 1 s, age -1 h -> refused for
+    both the start and the cancel lookup (1 s - 2 s <= 0)."""
+    h = AgentHarness(uptime_ms=1 * S)
+    assert agent.lookup(h.state, Key(CHAT, 1, "call"), -HOUR_MS, h.now_ms)[0] == "not_provable"
+
+
+# ---------------------------------------------------------------------------
+# 5.4 agentproc/toolcall_test.go
+# ---------------------------------------------------------------------------
+
+
+def test_start_process_tool_call_new():
+    """Mirrors TestStartProcessToolCall/New (item 53)."""
+    h = AgentHarness()
+    rid = h.start(command="echo run")
+    assert h.json(rid) == {"id": tool_call_uuid(CHAT, 1, "call"), "started": True} and h.starts() == 1
+
+
+def test_start_process_tool_call_repeated_same_input():
+    """Mirrors TestStartProcessToolCall/RepeatedSameInput (item 54): the earlier start has
+    exited; the repeat replays and runs nothing."""
+    h = AgentHarness()
+    first = h.start(command="echo run")
+    h.advance(10)
+    assert h.answer(h.start(command="echo run")).body == h.answer(first).body and h.starts() == 1
+
+
+def test_start_process_tool_call_input_mismatch():
+    """Mirrors TestStartProcessToolCall/InputMismatch (item 55): Background differs."""
+    h = AgentHarness()
+    h.start(command="echo run", background=True)
+    assert h.code(h.start(command="echo run")) == "input_mismatch" and h.starts() == 1
+
+
+def test_start_process_tool_call_stale():
+    """Mirrors TestStartProcessToolCall/StaleMessage (item 56)."""
+    h = AgentHarness()
+    h.cancel(2, "other")
+    assert h.code(h.start(1, "call")) == "stale_tool_call" and h.starts() == 0
+
+
+def test_start_process_tool_call_agent_started_after():
+    """Mirrors TestStartProcessToolCall/AgentStartedAfterToolCall (item 57)."""
+    h = AgentHarness(uptime_ms=10 * S)
+    assert h.code(h.start(age_ms=60 * S)) == "agent_started_after_tool_call" and h.starts() == 0
+
+
+def test_start_process_tool_call_canceled_before_start():
+    """Mirrors TestStartProcessToolCall/CanceledBeforeStart (item 58), US10."""
+    h = AgentHarness()
+    assert h.cancel_value(h.cancel())["started"] is False
+    assert h.code(h.start()) == "tool_call_canceled" and h.starts() == 0
+
+
+def test_start_process_tool_call_concurrent():
+    """Mirrors TestStartProcessToolCallConcurrent (item 59): 8 identical starts, one run."""
+    h = AgentHarness()
+    rids = [h.start(command="echo run", run=False) for _ in range(8)]
+    h.run_handlers()
+    assert {h.json(r)["id"] for r in rids} == {tool_call_uuid(CHAT, 1, "call")} and h.starts() == 1
+
+
+def test_start_process_tool_call_start_error():
+    """Mirrors TestStartProcessToolCallStartError (item 60): a missing workdir gives 500,
+    replayed identically; a cancel reports Started, StatusCode 500, no process."""
+    h = AgentHarness()
+    body = json_body({"command": "true", "workdir": "/missing"})
+    a, b = h.start(body=body), h.start(body=body)
+    assert h.status(a) == h.status(b) == 500 and h.answer(a).body == h.answer(b).body
+    value = h.cancel_value(h.cancel(threshold_ms=10 * MIN))
+    assert value["started"] is True and value["status_code"] == 500 and "process" not in value
+
+
+def test_start_process_without_tool_call_unchanged():
+    """Mirrors TestStartProcessWithoutToolCallUnchanged (item 61)."""
+    h = AgentHarness()
+    a = h.request("POST", agent.START_PATH, body=json_body({"command": "true"}))
+    b = h.request("POST", agent.START_PATH, body=json_body({"command": "true"}))
+    assert h.run_age(a) is None and h.json(a)["id"] != h.json(b)["id"]
+
+
+@pytest.mark.parametrize(
+    "kwargs",
+    [
+        dict(chat=None),
+        dict(m=None, headers=(("Coder-Tool-Call-Message-Id", "1"),)),
+        dict(m=None, headers=(("Coder-Tool-Call-Message-Id", "1"), ("Coder-Tool-Call-Id", "call"), ("Coder-Tool-Call-Age-Ms", "-1"))),
+    ],
+    ids=["WithoutChat", "PartialHeaders", "MalformedAge"],
+)
+def test_start_process_tool_call_bad_request(kwargs):
+    """Mirrors TestStartProcessToolCallBadRequest/<id> (item 62)."""
+    h = AgentHarness()
+    assert h.status(h.start(**kwargs)) == 400
+    assert h.status(h.start()) == 200
+
+
+STOP_ANY = 10 * MIN
+
+
+def test_cancel_tool_call_process_running():
+    """Mirrors TestCancelToolCallProcess/Running (item 63): killed with partial output,
+    exit code -1, run age 2000; the output route shows the same exit code."""
+    h = AgentHarness()
+    first = h.start(command="echo before; sleep 300")
+    pid = h.json(first)["id"]
+    h.advance(2 * S)
+    value = h.cancel_value(h.cancel(threshold_ms=STOP_ANY))
+    assert value["started"] is True and value["status_code"] == 200 and pid.encode() in value["body"]
+    assert value["process"] == {"running": False, "canceled": True, "output": "before\n", "exit_code": -1, "run_age_ms": 2000}
+    assert h.json(h.output(pid))["exit_code"] == -1
+
+
+def test_cancel_tool_call_process_repeated():
+    """Mirrors TestCancelToolCallProcess/RepeatedCancel (item 64): Canceled is sticky and
+    the answers are equal."""
+    h = AgentHarness()
+    h.start(command="sleep 300")
+    a, b = h.cancel(threshold_ms=STOP_ANY), h.cancel(threshold_ms=STOP_ANY)
+    assert h.cancel_value(a) == h.cancel_value(b) and h.cancel_value(b)["process"]["canceled"]
+
+
+def test_cancel_tool_call_process_exited():
+    """Mirrors TestCancelToolCallProcess/Exited (item 65)."""
+    h = AgentHarness()
+    h.start(command="echo done; exit 3")
+    h.advance(1)
+    proc = h.cancel_value(h.cancel(threshold_ms=STOP_ANY))["process"]
+    assert (proc["canceled"], proc["output"], proc["exit_code"]) == (False, "done\n", 3)
+
+
+def test_cancel_aborted_request_still_kills():
+    """Mirrors TestCancelToolCallProcess/AbortedRequestStillKills (item 66): the record is
+    published, so the stopper runs on arrival even though the client leaves."""
+    h = AgentHarness()
+    h.start(command="sleep 300")
+    rid = h.cancel(threshold_ms=STOP_ANY)
+    h.gone(rid)
+    assert h.process(tool_call_uuid(CHAT, 1, "call")).exit_code is not None
+    assert h.cancel_value(h.cancel(threshold_ms=STOP_ANY))["process"]["canceled"] is True
+
+
+def test_signal_kill_is_not_canceled():
+    """Mirrors TestCancelToolCallProcess/SignalKillIsNotCanceled (item 67)."""
+    h = AgentHarness()
+    pid = h.json(h.start(command="sleep 300"))["id"]
+    assert h.status(h.signal(pid)) == 200
+    proc = h.cancel_value(h.cancel(threshold_ms=STOP_ANY))["process"]
+    assert proc["running"] is False and proc["canceled"] is False
+
+
+def test_cancel_tool_call_process_never_received():
+    """Mirrors TestCancelToolCallProcess/NeverReceived (item 68)."""
+    h = AgentHarness()
+    assert [h.cancel_value(h.cancel(threshold_ms=STOP_ANY)) for _ in range(2)] == [{"started": False}] * 2
+
+
+def test_cancel_tool_call_process_agent_started_after():
+    """Mirrors TestCancelToolCallProcess/AgentStartedAfterToolCall (item 69)."""
+    h = AgentHarness(uptime_ms=10 * S)
+    assert h.code(h.cancel(threshold_ms=STOP_ANY, age_ms=60 * S)) == "agent_started_after_tool_call"
+
+
+def test_cancel_tool_call_process_stale():
+    """Mirrors TestCancelToolCallProcess/StaleMessage (item 70)."""
+    h = AgentHarness()
+    h.start(2, "other")
+    assert h.code(h.cancel(1, "call", threshold_ms=STOP_ANY)) == "stale_tool_call"
+
+
+def test_cancel_tool_call_process_other_chat():
+    """Mirrors TestCancelToolCallProcess/OtherChat (item 71), A5/US9."""
+    h = AgentHarness()
+    pid = h.json(h.start(command="sleep 300", chat=CHAT))["id"]
+    assert h.status(h.cancel(chat=OTHER_CHAT, path_id=pid, threshold_ms=STOP_ANY)) == 400
+    assert h.cancel_value(h.cancel(chat=OTHER_CHAT, threshold_ms=STOP_ANY)) == {"started": False}
+    assert h.process(pid).running
+    assert h.status(h.output(pid, chat=OTHER_CHAT)) == 404 and h.status(h.signal(pid, chat=OTHER_CHAT)) == 404
+
+
+@pytest.mark.parametrize(
+    "run_age_ms,threshold_ms,running,canceled",
+    [(4 * S, 5 * S, False, True), (5 * S, 5 * S, True, False), (6 * S, 5 * S, True, False), (0, 0, True, False)],
+    ids=["BelowThresholdKills", "AtThresholdLeavesRunning", "AboveThresholdLeavesRunning", "ZeroNeverStops"],
+)
+def test_cancel_run_age_rule(run_age_ms, threshold_ms, running, canceled):
+    """Mirrors TestCancelToolCallProcessRunAgeRule/<id> (items 72-75)."""
+    h = AgentHarness()
+    pid = h.json(h.start(command="sleep 300"))["id"]
+    h.advance(run_age_ms)
+    proc = h.cancel_value(h.cancel(threshold_ms=threshold_ms))["process"]
+    assert (proc["running"], proc["canceled"], proc["run_age_ms"]) == (running, canceled, run_age_ms)
+    assert h.json(h.output(pid))["running"] is running
+
+
+def test_tool_call_run_age():
+    """Mirrors TestToolCallRunAge (item 76)."""
+    h = AgentHarness()
+    first = h.start(command="true")
+    assert h.run_age(first) == "0"
+    h.advance(1_500)
+    again = h.start(command="true")
+    assert h.run_age(again) == "1500" and h.answer(again).body == h.answer(first).body
+    assert h.cancel_value(h.cancel(threshold_ms=0))["process"]["run_age_ms"] == 1_500
+
+
+def test_tool_call_process_reaping():
+    """Mirrors TestToolCallProcessReaping (item 77): an exited tool call process is kept
+    while its record is current; a plain one goes after 5 minutes; a newer message frees it."""
+    h = AgentHarness()
+    tool_pid = h.json(h.start(1, "call", command="true"))["id"]
+    plain_pid = h.json(h.request("POST", agent.START_PATH, body=json_body({"command": "true"})))["id"]
+    h.advance(6 * MIN)
+    assert h.list() == [tool_pid]
+    new_pid = h.json(h.start(2, "call", command="sleep 1"))["id"]
+    assert h.list() == [new_pid]
+    assert plain_pid not in h.state.processes
+
+
+def test_cancel_waits_for_pending_start():
+    """Mirrors TestCancelToolCallWaitsForPendingStart (item 78): a cancel during the pending
+    start waits, then kills the new process."""
+    h = AgentHarness()
+    start = h.start(command="sleep 300", run=False)
+    rid = h.cancel(threshold_ms=STOP_ANY, run=False)
+    h.run_handlers()
+    assert h.status(start) == 200
+    value = h.cancel_value(rid)
+    assert value["started"] is True and value["process"]["canceled"] is True
+
+
+def test_close_kills_tool_call_process():
+    """Mirrors TestCloseKillsToolCallProcess (item 79): shutdown kills, not a cancel."""
+    h = AgentHarness()
+    pid = h.json(h.start(command="sleep 300"))["id"]
+    h.shutdown()
+    killed = [t for t in h.truths if t.kind == "process_killed"]
+    assert [(t.get("pid"), t.get("by")) for t in killed] == [(pid, "shutdown")]
+    assert h.state.processes == agent.EMPTY and h.state.chats == agent.EMPTY
+
+
+def test_repeated_start_notifies_once():
+    """Mirrors TestRepeatedStartNotifiesGitOnce (item 80): only the real run has a side
+    effect (one process_started truth); the replay has none."""
+    h = AgentHarness()
+    h.start(command="true")
+    h.advance(10)
+    h.start(command="true")
+    assert h.starts() == 1
+
+
+# ---------------------------------------------------------------------------
+# 5.5 agentfiles tool-call test
+# ---------------------------------------------------------------------------
+
+EDIT_BODY = json_body({"files": [{"path": "/a.txt", "edits": [{"search": "one", "replace": "two"}]}]})
+
+
+@pytest.mark.parametrize("tool", ["edit", "write"])
+@pytest.mark.parametrize("tool_call", [True, False])
+def test_file_tool_call_runs_once(tool, tool_call):
+    """Mirrors TestFileToolCallRunsOnce/{EditFiles,WriteFile}/ToolCall={true,false}
+    (items 81-84): with tool call headers a repeat replays and leaves the file alone, and a
+    cancel answers the recorded response with no process; without them it applies again."""
+    h = AgentHarness(files=FMap({"/a.txt": "one\n"}))
+
+    def send():
+        kw = dict(m=1, call="call") if tool_call else {}
+        if tool == "edit":
+            return h.request("POST", agent.EDIT_PATH, body=EDIT_BODY, **kw)
+        return h.request("POST", agent.WRITE_PATH, query="path=/a.txt", body=b"two\n", **kw)
+
+    first = send()
+    assert h.status(first) == 200 and h.state.files["/a.txt"] == "two\n"
+    h.state = agent.replace(h.state, files=FMap({"/a.txt": "one\n"}))
+    again = send()
+    assert h.status(again) == 200
+    if tool_call:
+        assert h.answer(again).body == h.answer(first).body and h.run_age(again) == "0"
+        assert h.state.files["/a.txt"] == "one\n" and h.edits() == 1
+        value = h.cancel_value(h.cancel(threshold_ms=0))
+        assert value["started"] is True and value["status_code"] == 200 and "process" not in value
+        assert value["body"] == h.answer(first).body and h.state.files["/a.txt"] == "one\n"
+    else:
+        assert h.state.files["/a.txt"] == "two\n" and h.edits() == 2 and h.run_age(again) is None
+
+
+# ---------------------------------------------------------------------------
+# Behaviour the reference states outside the listed tests
+# ---------------------------------------------------------------------------
+
+
+def test_agent_restart_loses_records_and_processes():
+    """Section 4.5: a restart loses every record and process; a retry of a call committed
+    before the restart gets agent_started_after_tool_call; a call committed more than 2 s
+    after the new start runs."""
+    h = AgentHarness()
+    h.start(command="sleep 300")
+    h._absorb(agent.restart(h.state, h.now_ms))
+    h.advance(30 * S)
+    assert h.code(h.start(command="sleep 300", age_ms=60 * S)) == "agent_started_after_tool_call"
+    assert h.status(h.start(2, "later", age_ms=27 * S)) == 200
+    assert h.state.incarnation == 2 and h.starts() == 2
+
+
+def test_first_two_seconds_refuse_every_unknown_call():
+    """Section 2.3 consequence: during the first 2 s after agent start every call without a
+    record is refused, even at age 0."""
+    h = AgentHarness(uptime_ms=2 * S)
+    assert h.code(h.start(age_ms=0)) == "agent_started_after_tool_call"
+    h.advance(1)
+    assert h.status(h.start(age_ms=0)) == 200
+
+
+def test_output_wait_is_capped_at_five_minutes():
+    """Section 4.1 / maxWaitDuration: a blocking read answers at exit or after 5 minutes."""
+    h = AgentHarness()
+    pid = h.json(h.start(command="sleep 600"))["id"]
+    rid = h.output(pid, wait=True)
+    assert h.answer(rid) is None
+    h.advance(5 * MIN)
+    assert h.json(rid)["running"] is True
+    rid2 = h.output(pid, wait=True)
+    h.advance(5 * MIN)
+    assert h.json(rid2) == {"running": False, "exit_code": 0, "output": ""}
+
+
+def test_shutdown_breaks_open_requests():
+    """A7: a request waiting on the agent when it shuts down gets a transport error."""
+    h = AgentHarness()
+    h.start(run=False)
+    waiter = h.start(run=False)
+    h.shutdown()
+    assert type(h.answer(waiter)).__name__ == "TransportError"
