@@ -66,6 +66,7 @@ import hashlib
 import json
 import re
 import uuid
+from urllib.parse import unquote_plus
 from dataclasses import dataclass, replace
 from typing import Any
 
@@ -312,7 +313,7 @@ def _query(req: Request) -> dict[str, str]:
     out: dict[str, str] = {}
     for part in req.query.split("&") if req.query else ():
         name, _, value = part.partition("=")
-        out.setdefault(name, value)
+        out.setdefault(unquote_plus(name), unquote_plus(value))
     return out
 
 

@@ -230,7 +230,7 @@ class Truth:
         return default
 
 
-def truth(kind: str, **fields: Any) -> Truth:
+def truth(kind: str, /, **fields: Any) -> Truth:
     return Truth(kind, tuple(sorted(fields.items())))
 
 
@@ -251,7 +251,7 @@ class Note:
         return default
 
 
-def note(kind: str, **fields: Any) -> Note:
+def note(kind: str, /, **fields: Any) -> Note:
     return Note(kind, tuple(sorted(fields.items())))
 
 

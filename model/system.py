@@ -1,0 +1,640 @@
+"""The whole world as one pure state machine: ``apply(system, action) -> Step``.
+
+Theory of operation
+-------------------
+``System`` holds every node's state (the agent, each chatd replica, the database), the
+messages in flight, the armed timers, the partitions and the true simulated time. An
+``Action`` is one thing the world lets happen: a message is delivered or lost, a timer
+fires, or a fault strikes. ``apply`` runs the node's pure handler for it, turns the
+handler's effects into new in-flight messages and timers, and returns the new system with
+the trace records of the step. Three drivers choose the actions: the simpy world (which
+decides *when* and, through one seeded generator, *whether*), the exhaustive explorer, and
+hypothesis. Whatever chose them, the list of actions replays the same run with no simpy and
+no randomness.
+
+Rule 1. Time moves only through actions: every action carries ``at_ms`` (true time) and
+        ``apply`` never moves time backwards. Each node reads its own clock
+        (``ClockSpec.read``), and only durations cross nodes (A6).
+Rule 2. Actions are labelled, not positional: a delivery names the message's sequence
+        number *and* what it is (``start toolu_01 replica-1 -> agent``), so a replay that
+        stops matching says at which step and why (``ReplayMismatch``).
+Rule 3. Faults are actions too. Faults with a duration (agent downtime, replica downtime,
+        a partition, a database outage) arm a timer on the node ``world`` that ends them,
+        so every driver ends them the same way.
+Rule 4. The world, not the agent, answers a dial: 200 once the agent is up, nothing while
+        it is down (the dialer's own timer ends the wait). A request that reaches a down
+        agent is refused (a transport error); a message across a partition is lost.
+Rule 5. Ground truth (``Truth`` effects) becomes ``truth`` records, kept apart from what
+        chatd believes and commits, which is what the checkers compare.
+
+Model abstractions: a caller that stops waiting does not tell the agent (the agent's
+waiter answers into the void, which the caller ignores); a cancel waiting on a pending run
+therefore still calls the stopper, which a retried cancel would do anyway.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+from dataclasses import dataclass, field, fields, is_dataclass, replace
+from typing import Any
+
+from . import agent, chatd
+from .core import (
+    EMPTY,
+    CancelTimer,
+    FMap,
+    Note,
+    Publish,
+    Reply,
+    Request,
+    Response,
+    Send,
+    SetTimer,
+    TransportError,
+    Truth,
+    header_value,
+)
+from .identity import TOOL_CALL_ID_HEADER, path_unescape
+
+AGENT = "agent"
+WORLD = "world"
+DB = "db"
+
+
+# ---------------------------------------------------------------------------
+# Configuration
+# ---------------------------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class ClockSpec:
+    """A node clock: ``offset + true + drift + steps`` in integer milliseconds."""
+
+    offset_ms: int = 0
+    drift_ppm: int = 0
+    steps: tuple[tuple[int, int], ...] = ()  # (at true ms, jump ms)
+
+    def read(self, true_ms: int) -> int:
+        jumps = sum(by for at, by in self.steps if at <= true_ms)
+        return self.offset_ms + true_ms + (true_ms * self.drift_ppm) // 1_000_000 + jumps
+
+    def true_delay(self, after_ms: int) -> int:
+        """How much true time passes while this clock advances ``after_ms``."""
+        if self.drift_ppm == 0:
+            return after_ms
+        rate = 1_000_000 + self.drift_ppm
+        return -((-after_ms * 1_000_000) // rate)  # ceiling division
+
+
+@dataclass(frozen=True)
+class ChatSpec:
+    name: str
+    chat_id: str
+    turns: tuple  # tuple of turns, each a tuple of chattool.ToolCall
+    gen_time_ms: int = chatd.DEFAULT_GEN_TIME_MS
+    start_at_ms: int = 0
+
+
+@dataclass(frozen=True)
+class WorldConfig:
+    replicas: tuple[str, ...] = ("replica-1", "replica-2")
+    chatd_rules: Any = chatd.CONTRACT
+    agent_config: agent.AgentConfig = agent.AgentConfig()
+    chats: tuple[ChatSpec, ...] = ()
+    clocks: FMap = EMPTY  # node -> ClockSpec
+    files: FMap = EMPTY
+    agent_boot_at_ms: int = 0
+
+    def clock(self, node: str) -> ClockSpec:
+        return self.clocks.get(node) or ClockSpec()
+
+
+# ---------------------------------------------------------------------------
+# State
+# ---------------------------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class Envelope:
+    """A message in flight. ``what`` describes it for labels and fault triggers."""
+
+    seq: int
+    src: str
+    dst: str
+    payload: Any  # Request | Response | TransportError | Publish
+    sent_at_ms: int
+    what: str
+    route: str
+    tool_call: str | None
+
+
+@dataclass(frozen=True)
+class Timer:
+    node: str
+    name: str
+    due_ms: int  # true time
+    seq: int  # which arming this is; a replaced timer's old wake-up is stale
+
+
+@dataclass(frozen=True)
+class System:
+    config: WorldConfig
+    now_ms: int = 0
+    agent: Any = None  # AgentState, or None while the agent is down
+    agent_incarnation: int = 0
+    agent_files: FMap = EMPTY  # the disk while the agent is down
+    replicas: FMap = EMPTY  # name -> ReplicaState or None while crashed
+    replica_boots: FMap = EMPTY  # name -> number of boots
+    db: Any = None
+    in_flight: tuple[Envelope, ...] = ()
+    timers: FMap = EMPTY  # (node, name) -> Timer
+    partitions: tuple[tuple[str, str], ...] = ()
+    dials_waiting: tuple[Envelope, ...] = ()
+    open_requests: FMap = EMPTY  # req_id -> (route, tool_call) for labelling answers
+    seq: int = 0
+
+
+# ---------------------------------------------------------------------------
+# Actions
+# ---------------------------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class Deliver:
+    at_ms: int
+    seq: int
+    what: str
+
+    def label(self) -> str:
+        return f"deliver #{self.seq} {self.what}"
+
+
+@dataclass(frozen=True)
+class Drop:
+    at_ms: int
+    seq: int
+    what: str
+
+    def label(self) -> str:
+        return f"lose #{self.seq} {self.what}"
+
+
+@dataclass(frozen=True)
+class Fire:
+    at_ms: int
+    node: str
+    name: str
+
+    def label(self) -> str:
+        return f"timer {self.node} {self.name}"
+
+
+@dataclass(frozen=True)
+class Fault:
+    at_ms: int
+    kind: str
+    params: tuple[tuple[str, Any], ...] = ()
+
+    def get(self, name: str, default: Any = None) -> Any:
+        return dict(self.params).get(name, default)
+
+    def label(self) -> str:
+        args = " ".join(f"{k}={v}" for k, v in self.params)
+        return f"fault {self.kind}" + (f" {args}" if args else "")
+
+
+Action = Deliver | Drop | Fire | Fault
+
+ACTION_TYPES = {"deliver": Deliver, "lose": Drop, "timer": Fire, "fault": Fault}
+
+
+def action_to_json(action: Action) -> dict:
+    kind = {Deliver: "deliver", Drop: "lose", Fire: "timer", Fault: "fault"}[type(action)]
+    out: dict[str, Any] = {"action": kind, "at_ms": action.at_ms}
+    for f in fields(action):
+        if f.name == "at_ms":
+            continue
+        value = getattr(action, f.name)
+        out[f.name] = [list(p) for p in value] if f.name == "params" else value
+    return out
+
+
+def action_from_json(value: dict) -> Action:
+    kind = value["action"]
+    cls = ACTION_TYPES[kind]
+    args = {k: v for k, v in value.items() if k != "action"}
+    if cls is Fault:
+        args["params"] = tuple((k, tuple(v) if isinstance(v, list) else v) for k, v in args.get("params", ()))
+    return cls(**args)
+
+
+class ReplayMismatch(Exception):
+    """An action does not fit the system it is applied to (the code or the run changed)."""
+
+
+@dataclass(frozen=True)
+class Step:
+    system: System
+    records: tuple[dict, ...] = field(default=())
+
+
+# ---------------------------------------------------------------------------
+# Describing messages
+# ---------------------------------------------------------------------------
+
+_ROUTE_BY_SUFFIX = (("/output", "output"), ("/signal", "signal"), ("/cancel", "cancel"))
+
+
+def route_of(req: Request) -> str:
+    if req.method == "DIAL":
+        return "dial"
+    if req.path == agent.START_PATH:
+        return "start"
+    if req.path == agent.EDIT_PATH:
+        return "edit"
+    if req.path == agent.WRITE_PATH:
+        return "write"
+    if req.path == agent.LIST_PATH:
+        return "list"
+    for suffix, route in _ROUTE_BY_SUFFIX:
+        if req.path.endswith(suffix):
+            return route
+    return "other"
+
+
+def tool_call_of(req: Request) -> str | None:
+    raw = header_value(req.headers, TOOL_CALL_ID_HEADER)
+    if raw is None:
+        return None
+    try:
+        return path_unescape(raw)
+    except ValueError:
+        return raw
+
+
+def _describe_answer(answer, route: str, tool_call: str | None) -> str:
+    status = answer.status if isinstance(answer, Response) else "transport-error"
+    return f"{route} {tool_call or '-'} answer {status}"
+
+
+# ---------------------------------------------------------------------------
+# Building and applying
+# ---------------------------------------------------------------------------
+
+
+class _Builder:
+    """Accumulates one step: the evolving system and its trace records."""
+
+    def __init__(self, system: System, action: Action | None):
+        self.s = system
+        self.records: list[dict] = []
+        self.action = action
+
+    def clock(self, node: str) -> int:
+        return self.s.config.clock(node).read(self.s.now_ms)
+
+    def record(self, node: str, kind: str, **fields_: Any):
+        rec = {"t_ms": self.s.now_ms, "node": node, "clock_ms": self.clock(node), "kind": kind}
+        rec.update(fields_)
+        self.records.append(rec)
+
+    def next_seq(self) -> int:
+        self.s = replace(self.s, seq=self.s.seq + 1)
+        return self.s.seq
+
+    # -- effects -------------------------------------------------------------
+    def absorb(self, node: str, effects):
+        for eff in effects:
+            if isinstance(eff, Send):
+                self.send(node, eff.dst, eff.request)
+            elif isinstance(eff, Reply):
+                self.reply(node, eff.dst, eff.answer)
+            elif isinstance(eff, SetTimer):
+                self.set_timer(node, eff.name, eff.after_ms)
+            elif isinstance(eff, CancelTimer):
+                self.s = replace(self.s, timers=self.s.timers.remove((node, eff.name)))
+            elif isinstance(eff, Truth):
+                self.record(node, "truth", truth=eff.kind, **_safe_fields(eff.fields))
+            elif isinstance(eff, Note):
+                self.record(node, "note", note=eff.kind, **_safe_fields(eff.fields))
+            elif isinstance(eff, Publish):
+                for name in self.s.config.replicas:
+                    self.put_in_flight(DB, name, eff, "publish", None, f"{eff.channel} {eff.chat_id} db -> {name}")
+
+    def put_in_flight(self, src, dst, payload, route, tool_call, what):
+        env = Envelope(self.next_seq(), src, dst, payload, self.s.now_ms, what, route, tool_call)
+        self.s = replace(self.s, in_flight=self.s.in_flight + (env,))
+        return env
+
+    def send(self, src: str, dst: str, req: Request):
+        route, tool_call = route_of(req), tool_call_of(req)
+        what = f"{route} {tool_call or '-'} {src} -> {dst}"
+        env = self.put_in_flight(src, dst, req, route, tool_call, what)
+        self.s = replace(self.s, open_requests=self.s.open_requests.set(req.req_id, (route, tool_call)))
+        self.record(src, "send", seq=env.seq, req=req.req_id, route=route, tool_call=tool_call, dst=dst)
+
+    def reply(self, src: str, dst: str, answer):
+        route, tool_call = self.s.open_requests.get(answer.req_id, ("other", None))
+        what = f"{_describe_answer(answer, route, tool_call)} {src} -> {dst}"
+        env = self.put_in_flight(src, dst, answer, route, tool_call, what)
+        status = answer.status if isinstance(answer, Response) else None
+        self.record(src, "reply", seq=env.seq, req=answer.req_id, route=route, tool_call=tool_call, status=status)
+
+    def set_timer(self, node: str, name: str, after_ms: int):
+        due = self.s.now_ms + self.s.config.clock(node).true_delay(max(after_ms, 0))
+        timer = Timer(node, name, due, self.next_seq())
+        self.s = replace(self.s, timers=self.s.timers.set((node, name), timer))
+
+    # -- nodes ---------------------------------------------------------------
+    def agent_step(self, fn, *args):
+        state, effects = fn(self.s.agent, *args)
+        self.s = replace(self.s, agent=state)
+        self.absorb(AGENT, effects)
+
+    def replica_step(self, name: str, fn, *args):
+        rep = self.s.replicas.get(name)
+        if rep is None:
+            return
+        rep, db, effects = fn(rep, self.s.db, *args, self.clock(name), self.clock(DB))
+        self.s = replace(self.s, replicas=self.s.replicas.set(name, rep), db=db)
+        self.absorb(name, effects)
+
+    def db_step(self, fn, *args):
+        db, effects = fn(self.s.db, *args, self.clock(DB))
+        self.s = replace(self.s, db=db)
+        self.absorb(DB, effects)
+
+
+_RESERVED = {"kind": "result_kind", "t_ms": "at_t_ms", "node": "at_node", "clock_ms": "at_clock_ms"}
+
+
+def _safe_fields(pairs) -> dict:
+    """Effect fields as record fields; names the record itself uses are renamed (a
+    result's ``kind`` becomes ``result_kind``)."""
+    return {_RESERVED.get(k, k): v for k, v in pairs}
+
+
+def initial(config: WorldConfig) -> Step:
+    """The world at true time 0: agent and replicas booted, chats created, each chat's
+    first user message scheduled (a ``world`` timer) at its start time."""
+    b = _Builder(System(config=config, db=chatd.db_empty(), agent_files=config.files), None)
+    b.record(WORLD, "world_start", replicas=list(config.replicas), chatd=config.chatd_rules.name,
+             agent=config.agent_config.rules.name)
+    if config.agent_boot_at_ms == 0:
+        _boot_agent(b)
+    else:
+        b.set_timer(WORLD, "agent_boot", config.agent_boot_at_ms)
+    for name in config.replicas:
+        _boot_replica(b, name)
+    for chat in config.chats:
+        b.db_step(chatd.db_new_chat, chat.chat_id, chat.turns, chat.gen_time_ms)
+        b.set_timer(WORLD, f"user_message:{chat.chat_id}", chat.start_at_ms)
+    return Step(b.s, tuple(b.records))
+
+
+def _boot_agent(b: _Builder):
+    inc = b.s.agent_incarnation + 1
+    state = agent.boot(b.s.config.agent_config, b.clock(AGENT), b.s.agent_files, inc)
+    b.s = replace(b.s, agent=state, agent_incarnation=inc)
+    b.record(AGENT, "agent_up", incarnation=inc)
+    waiting, b.s = b.s.dials_waiting, replace(b.s, dials_waiting=())
+    for env in waiting:
+        b.reply(AGENT, env.src, Response(env.payload.req_id, 200))
+
+
+def _agent_down(b: _Builder, why: str):
+    if b.s.agent is None:
+        return
+    dead, effects = agent.shutdown(b.s.agent, b.clock(AGENT))
+    b.s = replace(b.s, agent=None, agent_files=dead.files)
+    b.s = replace(b.s, timers=FMap((k, t) for k, t in b.s.timers.items() if t.node != AGENT))
+    b.absorb(AGENT, effects)
+    b.record(AGENT, "agent_down", why=why, incarnation=b.s.agent_incarnation)
+
+
+def _boot_replica(b: _Builder, name: str):
+    boots = b.s.replica_boots.get(name, 0) + 1
+    rep, effects = chatd.replica_boot(name, b.clock(name), b.s.config.chatd_rules, boots)
+    b.s = replace(b.s, replicas=b.s.replicas.set(name, rep), replica_boots=b.s.replica_boots.set(name, boots))
+    b.absorb(name, effects)
+
+
+def _crash_replica(b: _Builder, name: str):
+    rep = b.s.replicas.get(name)
+    if rep is None:
+        return
+    effects = chatd.replica_crash(rep)
+    b.s = replace(b.s, replicas=b.s.replicas.set(name, None))
+    b.s = replace(b.s, timers=FMap((k, t) for k, t in b.s.timers.items() if t.node != name))
+    b.absorb(name, effects)
+
+
+def _partitioned(s: System, a: str, b: str) -> bool:
+    return (a, b) in s.partitions or (b, a) in s.partitions
+
+
+def _find(s: System, seq: int) -> Envelope | None:
+    for env in s.in_flight:
+        if env.seq == seq:
+            return env
+    return None
+
+
+def apply(system: System, action: Action) -> Step:
+    """Apply one action. Raises ReplayMismatch when it does not fit."""
+    if action.at_ms < system.now_ms:
+        raise ReplayMismatch(f"{action.label()}: at {action.at_ms} ms is before now ({system.now_ms} ms)")
+    b = _Builder(replace(system, now_ms=action.at_ms), action)
+    if isinstance(action, (Deliver, Drop)):
+        env = _find(b.s, action.seq)
+        if env is None:
+            raise ReplayMismatch(f"{action.label()}: no message #{action.seq} is in flight")
+        if env.what != action.what:
+            raise ReplayMismatch(f"{action.label()}: message #{action.seq} is now '{env.what}'")
+        b.s = replace(b.s, in_flight=tuple(e for e in b.s.in_flight if e.seq != env.seq))
+        if isinstance(action, Drop):
+            b.record(env.dst, "lost", seq=env.seq, what=env.what, route=env.route, tool_call=env.tool_call)
+            _forget_answered(b, env)
+        else:
+            _deliver(b, env)
+    elif isinstance(action, Fire):
+        timer = b.s.timers.get((action.node, action.name))
+        if timer is None:
+            raise ReplayMismatch(f"{action.label()}: no such timer is armed")
+        if timer.due_ms > action.at_ms:
+            raise ReplayMismatch(f"{action.label()}: due at {timer.due_ms} ms, not {action.at_ms} ms")
+        b.s = replace(b.s, timers=b.s.timers.remove((action.node, action.name)))
+        _fire(b, action.node, action.name)
+    else:
+        _fault(b, action)
+    return Step(b.s, tuple(b.records))
+
+
+def _forget_answered(b: _Builder, env: Envelope):
+    payload = env.payload
+    if isinstance(payload, (Response, TransportError)):
+        b.s = replace(b.s, open_requests=b.s.open_requests.remove(payload.req_id))
+
+
+def _deliver(b: _Builder, env: Envelope):
+    if _partitioned(b.s, env.src, env.dst):
+        b.record(env.dst, "lost", seq=env.seq, what=env.what, why="partition", route=env.route, tool_call=env.tool_call)
+        _forget_answered(b, env)
+        return
+    payload = env.payload
+    b.record(env.dst, "deliver", seq=env.seq, what=env.what, route=env.route, tool_call=env.tool_call)
+    if env.dst == AGENT:
+        if b.s.agent is None:
+            if env.route == "dial":
+                b.s = replace(b.s, dials_waiting=b.s.dials_waiting + (env,))
+            else:
+                b.reply(AGENT, env.src, TransportError(payload.req_id, "connection refused: the agent is down"))
+            return
+        if env.route == "dial":
+            b.reply(AGENT, env.src, Response(payload.req_id, 200))
+            return
+        b.agent_step(agent.on_request, payload, b.clock(AGENT))
+        return
+    if isinstance(payload, Publish):
+        b.replica_step(env.dst, chatd.replica_on_publish, payload.channel, payload.chat_id)
+        return
+    _forget_answered(b, env)
+    b.replica_step(env.dst, chatd.replica_on_answer, payload)
+
+
+def _fire(b: _Builder, node: str, name: str):
+    b.record(node, "timer", name=name)
+    if node == AGENT:
+        if b.s.agent is not None:
+            b.agent_step(agent.on_timer, name, b.clock(AGENT))
+        return
+    if node == WORLD:
+        kind, _, arg = name.partition(":")
+        if kind == "agent_boot":
+            if b.s.agent is None:
+                _boot_agent(b)
+        elif kind == "replica_boot":
+            if b.s.replicas.get(arg) is None:
+                _boot_replica(b, arg)
+        elif kind == "heal":
+            a, _, c = arg.partition("|")
+            b.s = replace(b.s, partitions=tuple(p for p in b.s.partitions if p not in ((a, c), (c, a))))
+            b.record(WORLD, "healed", between=[a, c])
+        elif kind == "db_up":
+            b.s = replace(b.s, db=chatd.db_set_up(b.s.db, True))
+            b.record(DB, "db_up")
+        elif kind == "user_message":
+            b.db_step(chatd.db_send_user_message, arg, "go")
+        elif kind == "resume_heartbeats":
+            rep = b.s.replicas.get(arg)
+            if rep is not None:
+                b.s = replace(b.s, replicas=b.s.replicas.set(arg, chatd.replica_pause_heartbeats(rep, False)))
+        return
+    b.replica_step(node, chatd.replica_on_timer, name)
+
+
+FAULT_KINDS = (
+    "agent_restart", "agent_shutdown", "replica_crash", "ownership_change", "interrupt",
+    "user_message", "partition", "heal", "db_outage", "handler_panic",
+)
+
+
+def chat_owner(s: System, chat_id: str) -> str | None:
+    chat = s.db.chats.get(chat_id) if s.db is not None else None
+    if chat is None or not chat.worker_id:
+        return None
+    for name, rep in s.replicas.items():
+        if rep is not None and rep.worker_id == chat.worker_id:
+            return name
+    return None
+
+
+def _fault(b: _Builder, f: Fault):
+    b.record(WORLD, "fault", fault=f.kind, **{k: (list(v) if isinstance(v, tuple) else v) for k, v in f.params})
+    kind = f.kind
+    if kind in ("agent_restart", "agent_shutdown"):
+        _agent_down(b, kind)
+        if kind == "agent_restart":
+            downtime = f.get("downtime", 0)
+            if downtime:
+                b.set_timer(WORLD, "agent_boot", downtime)
+            else:
+                _boot_agent(b)
+    elif kind == "replica_crash":
+        name = f.get("replica")
+        _crash_replica(b, name)
+        downtime = f.get("downtime", 0)
+        if downtime:
+            b.set_timer(WORLD, f"replica_boot:{name}", downtime)
+        else:
+            _boot_replica(b, name)
+    elif kind == "ownership_change":
+        chat_id = f.get("chat") or _first_chat(b.s)
+        owner = chat_owner(b.s, chat_id)
+        if owner is None:
+            b.record(WORLD, "fault_skipped", fault=kind, why="chat has no owner")
+            return
+        # The owner's heartbeats stop; another replica's acquisition poll takes the chat
+        # over once the heartbeat is 30 s stale; the old runner then notices and stops.
+        rep = b.s.replicas[owner]
+        b.s = replace(b.s, replicas=b.s.replicas.set(owner, chatd.replica_pause_heartbeats(rep, True)))
+        b.set_timer(WORLD, f"resume_heartbeats:{owner}", f.get("pause", 90_000))
+    elif kind == "interrupt":
+        b.db_step(chatd.db_interrupt, f.get("chat") or _first_chat(b.s))
+    elif kind == "user_message":
+        b.db_step(chatd.db_send_user_message, f.get("chat") or _first_chat(b.s), "more")
+    elif kind == "partition":
+        x, y = f.get("between")
+        b.s = replace(b.s, partitions=b.s.partitions + ((x, y),))
+        if f.get("duration"):
+            b.set_timer(WORLD, f"heal:{x}|{y}", f.get("duration"))
+    elif kind == "heal":
+        between = f.get("between")
+        if between:
+            x, y = between
+            b.s = replace(b.s, partitions=tuple(p for p in b.s.partitions if p not in ((x, y), (y, x))))
+        else:
+            b.s = replace(b.s, partitions=())
+    elif kind == "db_outage":
+        b.s = replace(b.s, db=chatd.db_set_up(b.s.db, False))
+        b.record(DB, "db_down")
+        if f.get("duration"):
+            b.set_timer(WORLD, "db_up", f.get("duration"))
+    elif kind == "handler_panic":
+        run_id = f.get("run")
+        b.s = replace(b.s, timers=b.s.timers.remove((AGENT, f"handler:{run_id}")))
+        if b.s.agent is not None:
+            b.agent_step(agent.on_handler_done, run_id, b.clock(AGENT), True)
+    else:
+        raise ReplayMismatch(f"{f.label()}: unknown fault kind")
+
+
+def _first_chat(s: System) -> str:
+    return s.config.chats[0].chat_id
+
+
+# ---------------------------------------------------------------------------
+# Fingerprints
+# ---------------------------------------------------------------------------
+
+
+def canonical(value: Any) -> Any:
+    """A JSON-able canonical form of any model value: dataclasses by field order, FMaps
+    by sorted keys, tuples as lists, bytes as hex. Stable across processes."""
+    if is_dataclass(value) and not isinstance(value, type):
+        return [type(value).__name__] + [canonical(getattr(value, f.name)) for f in fields(value)]
+    if isinstance(value, FMap):
+        return [[canonical(k), canonical(v)] for k, v in value.items()]
+    if isinstance(value, (tuple, list)):
+        return [canonical(v) for v in value]
+    if isinstance(value, bytes):
+        return value.hex()
+    if isinstance(value, dict):
+        return [[canonical(k), canonical(v)] for k, v in sorted(value.items())]
+    return value
+
+
+def fingerprint(value: Any) -> str:
+    text = json.dumps(canonical(value), separators=(",", ":"), sort_keys=True)
+    return hashlib.sha256(text.encode()).hexdigest()

@@ -1,0 +1,31 @@
+"""Human output of a run: a short story per tool call, then the verdict and trace hash."""
+
+from __future__ import annotations
+
+
+def story(result) -> str:
+    lines = [
+        f"scenario {result.scenario.name} under {result.variant} (seed {result.seed}), "
+        f"{result.until_ms / 3_600_000:g}h simulated, {len(result.world.trace)} trace records",
+    ]
+    if result.scenario.summary:
+        lines.append(f"  {result.scenario.summary}")
+    for row in result.tool_call_rows():
+        kinds = ", ".join(f"{r['kind']} at {r['committed_at_s']:g}s" for r in row["results"]) or "none"
+        effect = (
+            f"{row['process_starts']} process start(s)" if row["tool"] == "execute" else f"{row['edits_applied']} edit(s) applied"
+        )
+        lines.append(f"  {row['chat']} {row['id']} ({row['tool']}, {row['uuid'][:8]}): {effect}; results: {kinds}")
+    if result.violations:
+        for v in result.violations:
+            lines.append(f"  VIOLATION {v.property} at {v.at_ms / 1000:g}s: {v.detail}")
+    else:
+        lines.append("  no property violated")
+    failures = result.expectation_failures()
+    if failures:
+        lines.append("  expectations NOT met:")
+        lines.extend(f"    {f}" for f in failures)
+    else:
+        lines.append("  expectations met")
+    lines.append(f"  trace sha256 {result.trace_sha256}")
+    return "\n".join(lines) + "\n"

@@ -1,0 +1,192 @@
+"""Run a scenario in the simulated world and summarise it.
+
+``build(scenario, variant)`` turns a validated scenario into the pure model's
+``WorldConfig`` plus the world's options; ``run_scenario`` runs it under simpy, checks the
+properties and the scenario's expectations, and returns a ``RunResult`` that the command
+line prints as a story or as JSON.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import uuid
+from dataclasses import dataclass, field
+
+from model import agent, chatd, chattool
+from model import properties as props
+from model import system as msys
+from model.core import FMap
+
+from .scenario import Scenario, ScenarioError, ToolCallSpec, format_duration
+from .world import LinkSpec, World, WorldOptions
+
+# Chat names in scenarios become stable UUIDs (the tool call UUID needs a real chat UUID).
+CHAT_NAMESPACE = uuid.UUID("6f1c2d3e-4b5a-5c6d-8e7f-101112131415")
+
+
+def chat_uuid(name: str) -> str:
+    try:
+        return str(uuid.UUID(name))
+    except ValueError:
+        return str(uuid.uuid5(CHAT_NAMESPACE, name))
+
+
+def variants() -> dict:
+    return dict(chatd.VARIANTS)
+
+
+def _tool_call(spec: ToolCallSpec) -> chattool.ToolCall:
+    if spec.tool == "execute":
+        args: dict = {"command": spec.command}
+        if spec.timeout_ms is not None:
+            args["timeout"] = format_duration(spec.timeout_ms)
+        if spec.background:
+            args["run_in_background"] = True
+    elif spec.tool == "edit_files":
+        edits = [{"search": s, "replace": r} for s, r in spec.edits]
+        args = {"files": [{"path": spec.path, "edits": edits}]}
+    else:
+        args = {"path": spec.path, "content": spec.content}
+    return chattool.ToolCall(spec.id, spec.tool, json.dumps(args, sort_keys=True, separators=(",", ":")))
+
+
+def build(scenario: Scenario, variant: str) -> tuple[msys.WorldConfig, WorldOptions]:
+    rules = chatd.VARIANTS.get(variant)
+    if rules is None:
+        raise ScenarioError(f"{scenario.path}: variant: unknown variant {variant!r} (known: {', '.join(sorted(chatd.VARIANTS))})")
+    chats: dict[str, list] = {}
+    scripts = {}
+    for turn in scenario.turns:
+        chats.setdefault(turn.chat, []).append(tuple(_tool_call(tc) for tc in turn.tool_calls))
+        for tc in turn.tool_calls:
+            if tc.tool == "execute":
+                scripts[tc.command.rstrip().rstrip("&").rstrip()] = agent.Script(
+                    runs_for_ms=tc.runs_for_ms, exit_code=tc.exit_code, output_at_start=tc.output
+                )
+    gen_ms = scenario.world_value("generation_time", chatd.DEFAULT_GEN_TIME_MS)
+    chat_specs = tuple(
+        msys.ChatSpec(name, chat_uuid(name), tuple(turns), gen_ms) for name, turns in chats.items()
+    )
+    agent_rules = agent.AgentRules()
+    if scenario.world_value("age_margin") is not None:
+        agent_rules = agent.AgentRules(age_margin_ms=scenario.world_value("age_margin"))
+    clocks = FMap(
+        (node, msys.ClockSpec(dict(v)["offset_ms"], dict(v)["drift_ppm"], dict(v)["steps"]))
+        for node, v in scenario.clocks
+    )
+    replicas = tuple(f"replica-{i + 1}" for i in range(scenario.world_value("replicas", 2)))
+    config = msys.WorldConfig(
+        replicas=replicas,
+        chatd_rules=rules,
+        agent_config=agent.AgentConfig(rules=agent_rules, scripts=FMap(scripts)),
+        chats=chat_specs,
+        clocks=clocks,
+        files=FMap(scenario.world_value("files", ())),
+        agent_boot_at_ms=scenario.world_value("agent_boot_at", 0),
+    )
+    links = {}
+    for name, values in scenario.links:
+        v = dict(values)
+        links[name] = LinkSpec(
+            v.get("latency_min_ms", scenario.latency_min_ms), v.get("latency_max_ms", scenario.latency_max_ms),
+            v.get("loss", scenario.loss),
+        )
+    options = WorldOptions(scenario.latency_min_ms, scenario.latency_max_ms, scenario.loss, links, scenario.faults)
+    return config, options
+
+
+@dataclass
+class RunResult:
+    scenario: Scenario
+    variant: str
+    seed: int
+    until_ms: int
+    world: World
+    violations: list
+    calls: list = field(default_factory=list)
+
+    @property
+    def trace_bytes(self) -> bytes:
+        return ("\n".join(self.world.trace_lines()) + "\n").encode()
+
+    @property
+    def trace_sha256(self) -> str:
+        return hashlib.sha256(self.trace_bytes).hexdigest()
+
+    def tool_call_rows(self) -> list[dict]:
+        ev = props.Evidence(self.world.trace, self.world.system)
+        names = {c.chat_id: n for n, c in ((s.name, s) for s in self.world.system.config.chats)}
+        rows = []
+        for c in ev.calls:
+            results = [
+                {
+                    "kind": self.world.trace[i].get("result_kind"),
+                    "is_error": self.world.trace[i].get("is_error"),
+                    "committed_at_s": self.world.trace[i]["t_ms"] / 1000,
+                }
+                for i in ev.results[c.uuid]
+            ]
+            rows.append(
+                {
+                    "chat": names.get(c.chat_id, c.chat_id),
+                    "message_id": c.message_id,
+                    "id": c.provider_id,
+                    "uuid": c.uuid,
+                    "tool": c.tool,
+                    "process_starts": len(ev.starts[c.uuid]),
+                    "edits_applied": len(ev.edits[c.uuid]),
+                    "results": results,
+                }
+            )
+        return rows
+
+    def expectation_failures(self) -> list[str]:
+        exp = self.scenario.expectation(self.variant)
+        found = sorted({v.property for v in self.violations})
+        if exp is None:
+            return [f"violations: {', '.join(found)}"] if found else []
+        failures = []
+        rows = {r["id"]: r for r in self.tool_call_rows()}
+        for call_id, wanted in exp.tool_calls:
+            row = rows.get(call_id)
+            for key, value in wanted:
+                if row is None:
+                    got = 0 if key != "results" else ()
+                elif key == "results":
+                    got = tuple(r["kind"] for r in row["results"])
+                else:
+                    got = row[key]
+                if got != value:
+                    failures.append(f"{call_id}.{key}: expected {value!r}, got {got!r}")
+        if exp.violations is not None and tuple(sorted(exp.violations)) != tuple(found):
+            failures.append(f"violations: expected {sorted(exp.violations)}, got {found}")
+        return failures
+
+    def to_json(self) -> dict:
+        return {
+            "scenario": self.scenario.name,
+            "variant": self.variant,
+            "seed": self.seed,
+            "trace_sha256": self.trace_sha256,
+            "events": len(self.world.trace),
+            "sim_time_s": self.until_ms / 1000,
+            "tool_calls": self.tool_call_rows(),
+            "violations": [
+                {"property": v.property, "uuid": v.uuid, "id": v.provider_id, "at_s": v.at_ms / 1000, "detail": v.detail}
+                for v in self.violations
+            ],
+            "expect_met": not self.expectation_failures(),
+        }
+
+
+def run_scenario(scenario: Scenario, variant: str | None = None, seed: int | None = None,
+                 until_ms: int | None = None) -> RunResult:
+    variant = variant or scenario.variant
+    seed = scenario.seed if seed is None else seed
+    until_ms = scenario.until_ms if until_ms is None else until_ms
+    config, options = build(scenario, variant)
+    world = World(config, seed, options)
+    world.run(until_ms)
+    violations = props.check(world.trace, world.system)
+    return RunResult(scenario, variant, seed, until_ms, world, violations)

@@ -1,0 +1,231 @@
+"""The simulated world: simpy decides *when*, one seeded generator decides *whether*, and
+the pure ``model.system`` decides *what*.
+
+Theory of operation
+-------------------
+``World`` owns a simpy environment (integer milliseconds of true time), the current
+``model.system.System``, the trace, and one ``Random`` per component, each seeded from the
+scenario seed and the component's name (``"<seed>:network"``, ``"<seed>:nemesis"``), so
+adding a draw to one component never shifts another's stream. Every change to the world is
+``World.step(action)``: it calls ``system.apply``, appends the step's records to the trace,
+and schedules a simpy process for each new message in flight (sleep a drawn latency, then
+deliver or lose it) and each newly armed timer (sleep until due, then fire it if it is
+still the same arming). Faults come from the scenario: at a time, or when a named event
+happens (plus an offset), so narrow races can be hit on purpose.
+
+Rule 1. Nothing here reads the wall clock or the global ``random``; ties at the same
+        simulated time are broken by simpy's insertion counter, which follows the order
+        of the (deterministic) steps.
+Rule 2. The list of applied actions *is* the run: replaying it through ``system.apply``
+        with no simpy and no randomness gives the same trace, byte for byte.
+Rule 3. A named message can be lost or delayed on purpose (``lose``/``delay`` faults);
+        otherwise the network's loss probability and latency range decide.
+"""
+
+from __future__ import annotations
+
+import json
+import random
+from dataclasses import dataclass, field
+from typing import Any
+
+import simpy
+
+from model import system as msys
+from model.system import Deliver, Drop, Fault, Fire
+
+from .scenario import Fault as FaultSpec
+from .scenario import MessageMatch
+
+
+@dataclass
+class LinkSpec:
+    latency_min_ms: int
+    latency_max_ms: int
+    loss: float
+
+
+@dataclass
+class WorldOptions:
+    latency_min_ms: int = 2
+    latency_max_ms: int = 40
+    loss: float = 0.0
+    links: dict[str, LinkSpec] = field(default_factory=dict)  # "src->dst" -> spec
+    faults: tuple[FaultSpec, ...] = ()
+
+
+class World:
+    def __init__(self, config: msys.WorldConfig, seed: int, options: WorldOptions | None = None):
+        self.options = options or WorldOptions()
+        self.seed = seed
+        self.env = simpy.Environment()
+        self.rng_network = random.Random(f"{seed}:network")
+        self.rng_nemesis = random.Random(f"{seed}:nemesis")
+        self.trace: list[dict] = []
+        self.actions: list[Any] = []
+        self.sent_counts: dict[tuple, int] = {}
+        self.event_counts: dict[tuple, int] = {}
+        self.panic_runs: set[str] = set()
+        step = msys.initial(config)
+        self.system = step.system
+        self._record_step(None, step)
+        self._schedule_new(step.system, known_seq=0)
+        for spec in self.options.faults:
+            if spec.trigger.at_ms is not None:
+                self.env.process(self._fault_at(spec, spec.trigger.at_ms + spec.trigger.offset_ms))
+
+    # -- the one entry point -----------------------------------------------------
+    def step(self, action) -> msys.Step:
+        before_seq = self.system.seq
+        step = msys.apply(self.system, action)
+        self.system = step.system
+        self.actions.append(action)
+        self._record_step(action, step)
+        self._schedule_new(step.system, known_seq=before_seq)
+        self._watch(step.records)
+        return step
+
+    def run(self, until_ms: int):
+        self.env.run(until=until_ms)
+
+    # -- trace -------------------------------------------------------------------
+    def _record_step(self, action, step: msys.Step):
+        if action is not None:
+            self.trace.append({"kind": "action", "t_ms": action.at_ms, "label": action.label(), **_action_fields(action)})
+        self.trace.extend(step.records)
+
+    # -- scheduling ----------------------------------------------------------------
+    def _schedule_new(self, s: msys.System, known_seq: int):
+        for env in s.in_flight:
+            if env.seq > known_seq:
+                self.env.process(self._carry(env))
+        for timer in s.timers.values():
+            if timer.seq > known_seq:
+                self.env.process(self._wake(timer))
+
+    def _link(self, src: str, dst: str) -> LinkSpec:
+        spec = self.options.links.get(f"{src}->{dst}")
+        if spec is not None:
+            return spec
+        return LinkSpec(self.options.latency_min_ms, self.options.latency_max_ms, self.options.loss)
+
+    def _carry(self, envelope: msys.Envelope):
+        link = self._link(envelope.src, envelope.dst)
+        delay_ms = self.rng_network.randint(link.latency_min_ms, link.latency_max_ms)
+        lost = link.loss > 0 and self.rng_network.random() < link.loss
+        named = self._named_fate(envelope)
+        if named is not None:
+            kind, extra_ms = named
+            lost = kind == "lose"
+            delay_ms += extra_ms
+        yield self.env.timeout(delay_ms)
+        if msys._find(self.system, envelope.seq) is None:
+            return
+        cls = Drop if lost else Deliver
+        self.step(cls(int(self.env.now), envelope.seq, envelope.what))
+
+    def _wake(self, timer: msys.Timer):
+        yield self.env.timeout(max(0, timer.due_ms - int(self.env.now)))
+        current = self.system.timers.get((timer.node, timer.name))
+        if current is None or current.seq != timer.seq:
+            return  # replaced or canceled since it was armed
+        if timer.node == msys.AGENT and timer.name.startswith("handler:") and timer.name[8:] in self.panic_runs:
+            self.step(Fault(int(self.env.now), "handler_panic", (("run", timer.name[8:]),)))
+            return
+        self.step(Fire(int(self.env.now), timer.node, timer.name))
+
+    # -- faults --------------------------------------------------------------------
+    def _named_fate(self, envelope: msys.Envelope):
+        """A lose/delay fault naming this message (route, tool call, direction, nth)."""
+        direction = "request" if envelope.src != msys.AGENT else "response"
+        if envelope.route == "publish":
+            return None
+        key = (envelope.route, envelope.tool_call, direction)
+        self.sent_counts[key] = self.sent_counts.get(key, 0) + 1
+        for spec in self.options.faults:
+            if spec.kind not in ("lose", "delay"):
+                continue
+            m: MessageMatch = spec.get("message")
+            if _matches(m, envelope.route, envelope.tool_call, direction, self.sent_counts[key]):
+                return (spec.kind, spec.get("by", 0) if spec.kind == "delay" else 0)
+        return None
+
+    def _fault_at(self, spec: FaultSpec, at_ms: int):
+        yield self.env.timeout(max(0, at_ms - int(self.env.now)))
+        self.step(_fault_action(spec, int(self.env.now)))
+
+    def _watch(self, records):
+        """Event triggers: count events and start the faults that wait for them."""
+        for rec in records:
+            event = _event_of(rec)
+            if event is None:
+                continue
+            name, route, tool_call, direction = event
+            key = (name, route, tool_call)
+            self.event_counts[key] = self.event_counts.get(key, 0) + 1
+            for spec in self.options.faults:
+                t = spec.trigger
+                if t.event != name or t.match is None:
+                    continue
+                if not _matches(t.match, route, tool_call, direction, self.event_counts[key]):
+                    continue
+                if spec.kind == "handler_panic":
+                    continue
+                self.env.process(self._fault_at(spec, int(self.env.now) + t.offset_ms))
+            if name == "request_delivered" and rec.get("route") in ("start", "edit", "write"):
+                for spec in self.options.faults:
+                    if spec.kind == "handler_panic":
+                        m = spec.get("message")
+                        if _matches(m, route, tool_call, "request", self.event_counts[key]):
+                            self.panic_runs.add(self._req_of_seq(rec))
+
+    def _req_of_seq(self, rec) -> str:
+        for r in reversed(self.trace):
+            if r.get("kind") == "send" and r.get("seq") == rec.get("seq"):
+                return r["req"]
+        return ""
+
+    # -- output --------------------------------------------------------------------
+    def trace_lines(self) -> list[str]:
+        return [json.dumps(rec, sort_keys=True, separators=(",", ":"), default=str) for rec in self.trace]
+
+
+def _action_fields(action) -> dict:
+    out = msys.action_to_json(action)
+    out.pop("at_ms", None)
+    return out
+
+
+def _matches(m: MessageMatch, route, tool_call, direction, count) -> bool:
+    if m is None or m.route != route or m.direction != direction:
+        return False
+    if m.tool_call is not None and m.tool_call != tool_call:
+        return False
+    return m.nth == count
+
+
+def _event_of(rec: dict):
+    kind = rec.get("kind")
+    if kind == "send":
+        return ("request_sent", rec.get("route"), rec.get("tool_call"), "request")
+    if kind == "deliver" and rec.get("node") == msys.AGENT:
+        return ("request_delivered", rec.get("route"), rec.get("tool_call"), "request")
+    if kind == "reply":
+        return ("response_sent", rec.get("route"), rec.get("tool_call"), "response")
+    if kind == "truth" and rec.get("truth") == "process_started":
+        return ("process_started", "start", rec.get("provider_id"), "request")
+    if kind == "truth" and rec.get("truth") == "result_committed":
+        return ("result_committed", "start", rec.get("provider_id"), "request")
+    return None
+
+
+def _fault_action(spec: FaultSpec, at_ms: int) -> Fault:
+    params = []
+    for key, value in spec.params:
+        if key == "between":
+            value = tuple(value)
+        params.append((key, value))
+    kind = spec.kind
+    if kind in ("lose", "delay", "handler_panic"):
+        raise ValueError("message faults are applied to messages, not scheduled")
+    return Fault(at_ms, kind, tuple(params))
