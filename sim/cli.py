@@ -79,20 +79,23 @@ def _run(args, out) -> int:
 def _check_determinism(args, out) -> int:
     """Run the same scenario and seed in two fresh processes with different hash seeds and
     name the first trace record where they part."""
+    import tempfile
+
     traces = []
-    for hashseed in ("1", "2"):
-        cmd = [sys.executable, "-m", "sim", "run", _resolve(args.scenario), "--trace", "/dev/stdout", "--json"]
-        for flag in ("variant", "seed", "until"):
-            value = getattr(args, flag)
-            if value is not None:
-                cmd += [f"--{flag}", str(value)]
-        env = dict(os.environ, PYTHONHASHSEED=hashseed)
-        proc = subprocess.run(cmd, capture_output=True, env=env, check=False)
-        if proc.returncode == 2:
-            out.write(proc.stderr.decode())
-            return 2
-        text = proc.stdout.decode()
-        traces.append(text[: text.rfind("\n{")].splitlines() if "\n{" in text else text.splitlines())
+    with tempfile.TemporaryDirectory() as tmp:
+        for hashseed in ("1", "2"):
+            trace_path = Path(tmp) / f"trace-{hashseed}.jsonl"
+            cmd = [sys.executable, "-m", "sim", "run", _resolve(args.scenario), "--trace", str(trace_path), "--json"]
+            for flag in ("variant", "seed", "until"):
+                value = getattr(args, flag)
+                if value is not None:
+                    cmd += [f"--{flag}", str(value)]
+            env = dict(os.environ, PYTHONHASHSEED=hashseed)
+            proc = subprocess.run(cmd, capture_output=True, env=env, check=False)
+            if proc.returncode == 2:
+                out.write(proc.stderr.decode())
+                return 2
+            traces.append(trace_path.read_text().splitlines())
     a, b = traces
     for i, (x, y) in enumerate(zip(a, b)):
         if x != y:

@@ -1,0 +1,46 @@
+"""Replay a list of labelled actions through the pure model, with no simpy and no chance.
+
+The simpy world records every action it applies; feeding them back through
+``model.system.apply`` rebuilds the same trace, record for record. A replay that no longer
+fits (the code changed) stops at the first action that does not apply and says why.
+"""
+
+from __future__ import annotations
+
+import json
+from dataclasses import dataclass
+
+from model import system as msys
+
+
+@dataclass
+class ReplayResult:
+    trace: list[dict]
+    final: msys.System
+    applied: int
+    mismatch: str | None = None
+
+
+def replay(config: msys.WorldConfig, actions) -> ReplayResult:
+    step = msys.initial(config)
+    s = step.system
+    trace = list(step.records)
+    for i, action in enumerate(actions):
+        try:
+            step = msys.apply(s, action)
+        except msys.ReplayMismatch as err:
+            return ReplayResult(trace, s, i, f"step {i + 1}: {err}")
+        s = step.system
+        trace.append({"kind": "action", "t_ms": action.at_ms, "label": action.label(), **_fields(action)})
+        trace.extend(step.records)
+    return ReplayResult(trace, s, len(actions))
+
+
+def _fields(action) -> dict:
+    out = msys.action_to_json(action)
+    out.pop("at_ms", None)
+    return out
+
+
+def trace_lines(trace: list[dict]) -> list[str]:
+    return [json.dumps(rec, sort_keys=True, separators=(",", ":"), default=str) for rec in trace]
