@@ -25,6 +25,11 @@ Rule 6. ``db_up`` false makes every transaction fail with ``DB_DOWN``; tasks tre
         as a retryable error, user actions are refused.
 Rule 7 (1.3). The unresolved tool calls of a chat are the calls of its LAST assistant
         message that no later tool result answers (by provider ID), in call order.
+Rule 8. Every committed tool result emits ``Truth("result_committed")`` with chat_id,
+        message_id (the tool call message), provider_id, uuid, kind and is_error (from
+        ``chattool.Result``), replica, attempt (the retry wrapper's 1-based attempt
+        number), generation_attempt (0 for interrupt commits), task (generation or
+        interrupt), result_message_id and at_db_ms (the database clock).
 
 Model abstractions:
 - All tool calls are local; provider-executed and dynamic calls do not exist, so
@@ -345,12 +350,14 @@ def _result_truths(
 
 
 def tx_commit_results(
-    db: Db, chat: Chat, results: list[tuple[str, Any]], db_now_ms: int, replica: str, attempt: int,
-    generation_attempt: int,
+    db: Db, chat: Chat, message_id: int, results: list[tuple[str, Any]], db_now_ms: int, replica: str,
+    attempt: int, generation_attempt: int,
 ) -> tuple[Db, list]:
-    """``CommitStep`` of a tool batch: every result in ONE transaction (1.3 step 5)."""
-    call_msg, _ = unresolved_calls(chat)
-    assert call_msg is not None
+    """``CommitStep`` of a tool batch: every result in ONE transaction (1.3 step 5).
+
+    ``message_id`` is the tool call message the batch answered (passed in, not re-derived,
+    so a planted missing history fence still records what the stale task meant)."""
+    call_msg = next(m for m in chat.messages if m.id == message_id)
     before = chat
     chat = _lock(chat)
     db, chat, ids = _insert_messages(

@@ -1,0 +1,737 @@
+"""chatd, the control plane: one worker per coderd replica, a runner per owned chat, and
+the tasks a runner starts (generation, interrupt, abandon) inside the retry wrapper.
+
+Theory of operation
+-------------------
+A replica is a pure state machine (``ReplicaState``). The world calls four handlers:
+``replica_on_timer``, ``replica_on_answer`` (an agent or dial answer), ``replica_on_publish``
+(a pubsub event any replica's commit produced) and ``replica_crash``. Each takes the shared
+database (``chatd_db.Db``), runs its transactions synchronously, and returns the new
+replica, the new database and effects. ``now_ms`` is the replica's monotonic clock and
+``db_now_ms`` the database clock; the two are never compared (guarantee A6, C1).
+
+Rule 1 (worker, chatd-contract.md 2.1/2.2). Every 30 s (timer ``acquire``) and on
+        ``chat:ownership`` the worker acquires up to 10 runnable chats (running,
+        interrupting, requires_action) that have no owner or whose current runner's
+        heartbeat is older than 30 s, each with a new ``runner_id``. Every 9 s (timer
+        ``heartbeat``) it upserts a heartbeat for each of its runners. A crash loses all
+        replica state; a booted replica has a new ``worker_id``. A paused worker
+        (``replica_pause_heartbeats``) runs neither loop; its runners carry on.
+Rule 2 (runner, 1.2). On ``chat:update`` and every 15 s (timer ``sync/<chat_id>``) the
+        runner reads the chat: ignore a snapshot that is not newer; if the owner is not its
+        own, drop the runner; if neither history_version nor status changed, do nothing;
+        otherwise cancel the active task WITHOUT waiting and start the task for the status
+        (table ``TASK_FOR_STATUS``).
+Rule 3 (C4). Canceling a task aborts its tool calls (``chattool.abort``): timers are
+        canceled and nothing more is sent to the agent; their late answers are dropped.
+        Nothing is committed by a canceled or timed-out attempt.
+Rule 4 (retry wrapper, 1.4a). Each attempt has a 15-minute timer (``<attempt>/timeout``)
+        that tool work never extends. A timed-out attempt is always retried; a DB error is
+        retried; a fence mismatch is an expected exit and never retried. Backoff is 100 ms,
+        doubling, capped at 5 s, with no retry limit.
+Rule 5 (generation, 1.3). One attempt takes ONE action decided from the committed
+        history: execute the unresolved calls of the last assistant message as one
+        parallel batch (beginGenerationAttempt, one DB clock read for the tool call age,
+        one dial, every call begun at once, wait for ALL, then ONE commit fenced on
+        history_version and generation_attempt); or generate the next scripted assistant
+        message (timer ``<attempt>/gen``); or finish the turn.
+Rule 6 (interrupt, 3.2 design B2). Under the ``interrupting`` fence: select the cancels
+        (``chattool.select_cancels``); none -> no dial; else one DB clock read, one dial;
+        dial failure -> ``chattool.unreachable_result`` per cancel; else every cancel in
+        parallel, each bounded by chattool's 1-minute answer timeout. Then one commit that
+        writes a result for EVERY unresolved call (the cancel's, else the generic one) and
+        FinishInterruption. If the attempt ends first, nothing is committed.
+Rule 7 (routing). Every request id and timer name of a task starts with its task id
+        ``<worker_id>/t<n>``; an attempt's with ``<task>/a<m>``; a call's with
+        ``<attempt>/c<i>`` (the prefix handed to chattool, which appends ``:<kind><n>``). The worker id is in every
+        prefix, so answers to a crashed incarnation's requests never reach a new one.
+
+Variants (``VARIANTS``) are objects naming their rules, never forks of the code:
+``today`` sends no tool call headers (the agent picks process IDs, so every retry or new
+owner starts again) and its interrupt commits the generic result without contacting the
+agent; ``contract`` is design B. The fence switches exist to plant bugs.
+
+Where chatd-contract.md (code facts) and the design differ, we follow chatd-contract.md:
+- the interrupt bounds each cancel by the 1-minute agent answer timeout plus the dial's own
+  30 s timeout (B2, 8.4), not one timer for the whole interrupt (B1);
+- the stop age of a foreground execute uses the 10 s default timeout (8.5), which is
+  chattool's business;
+- the attempt timeout is re-armed only by a healthy model stream (1.4a), which the
+  scripted model never needs (generation time is far below 15 min), so it is never
+  re-armed here.
+
+Model abstractions (see also chatd_db's docstring):
+- Dynamic tools, requires_action's timeout task, LLM retries (recordGenerationRetry),
+  compaction, the prepare phase's own retries, billing and the message part buffer are
+  not modelled.
+- A publish carries only the chat ID; the runner reads the chat when the event is
+  delivered (a newer snapshot than the event's, never an older one). Pubsub rides on the
+  database, so with the DB down events and syncs are skipped (the next sync catches up).
+- The dial is a ``Request(method="DIAL")`` that the world answers (interfaces.md).
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, replace
+from typing import Any
+
+from . import chattool
+from .chatd_db import (  # noqa: F401  (re-exported: the world uses chatd as one module)
+    ARCHIVED,
+    CHANNEL_OWNERSHIP,
+    CHANNEL_UPDATE,
+    DB_DOWN,
+    ERROR,
+    INTERRUPTING,
+    OK,
+    REQUIRES_ACTION,
+    RUNNABLE,
+    RUNNING,
+    WAITING,
+    Chat,
+    Db,
+    Message,
+    TaskFence,
+    check_fence,
+    cleanup_heartbeats,
+    db_archive,
+    db_empty,
+    db_interrupt,
+    db_new_chat,
+    db_send_user_message,
+    db_set_up,
+    decide_generation_action,
+    fenced_note,
+    heartbeat_stale,
+    interrupt,
+    is_fenced,
+    send_user_message,
+    turn_index,
+    tx_abandon,
+    tx_acquire,
+    tx_begin_generation_attempt,
+    tx_commit_assistant,
+    tx_commit_results,
+    tx_finish_interruption,
+    tx_finish_turn,
+    unresolved_calls,
+    upsert_heartbeats,
+)
+from .core import (
+    EMPTY,
+    CancelTimer,
+    FMap,
+    Request,
+    Response,
+    Send,
+    SetTimer,
+    TransportError,
+    note,
+)
+
+# ---------------------------------------------------------------------------
+# Constants (chatd-contract.md appendix)
+# ---------------------------------------------------------------------------
+
+TASK_TIMEOUT_MS = 15 * 60_000  # defaultTaskTimeout
+TASK_RETRY_INITIAL_BACKOFF_MS = 100
+TASK_RETRY_MAX_BACKOFF_MS = 5_000
+ACQUISITION_INTERVAL_MS = 30_000
+ACQUISITION_BATCH_SIZE = 10
+RUNNER_SYNC_INTERVAL_MS = 15_000
+HEARTBEAT_INTERVAL_MS = 9_000
+HEARTBEAT_STALE_MS = 30_000
+DIAL_TIMEOUT_MS = 30_000  # chatd's dial timeout (design section 9, PR 5 text)
+DEFAULT_GEN_TIME_MS = 2_000
+
+AGENT = "agent"
+TIMER_ACQUIRE = "acquire"
+TIMER_HEARTBEAT = "heartbeat"
+SYNC_PREFIX = "sync/"
+
+# Dial answers -> the dial error kind chattool maps to a result. The world answers a dial
+# with 200, nothing (our dial timer fires), or a TransportError (interfaces.md); a non-200
+# answer is how a world says there is no agent / workspace (chatd learns that from the
+# database in Go, before dialing; the world owns that fact here).
+DIAL_FAILURE_FOR_STATUS = {
+    404: chattool.DIAL_NO_AGENT,
+    410: chattool.DIAL_DELETED,
+    424: chattool.DIAL_NO_WORKSPACE,
+}
+DIAL_FAILURE_TRANSPORT = "refused"
+DIAL_FAILURE_TIMEOUT = "timeout"
+
+# Runner rule 2: chat status -> the task its runner starts (None: not modelled, stay idle).
+TASK_FOR_STATUS = {
+    RUNNING: "generation",
+    INTERRUPTING: "interrupt",
+    REQUIRES_ACTION: None,  # the dynamic-tool timeout task; dynamic tools are not modelled
+    WAITING: "abandon",
+    ERROR: "abandon",
+    ARCHIVED: "abandon",
+}
+
+# Attempt outcomes (rule 4).
+PENDING = "pending"
+DONE = "done"
+RETRY = "retry"  # retry:<why>
+EXIT = "exit"  # exit:<why>  (expected exit, never retried)
+
+
+# ---------------------------------------------------------------------------
+# Variants
+# ---------------------------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class ChatdRules:
+    """The rules one chatd build follows. Real variants differ in the first two fields;
+    the fence switches are for planted bugs (a checker must catch them)."""
+
+    name: str
+    send_identity: bool  # C1/C2: tool call headers (identity from the DB clock) on requests
+    interrupt_cancels: bool  # C5: the interrupt task cancels on the agent; else generic
+    history_fence: bool = True  # 2.4 requireHistory
+    attempt_fence: bool = True  # 2.4 requireGenerationAttempt
+    owner_fence: bool = True  # 2.4 ownedByTask
+
+
+TODAY = ChatdRules("today", send_identity=False, interrupt_cancels=False)
+CONTRACT = ChatdRules("contract", send_identity=True, interrupt_cancels=True)
+VARIANTS: dict[str, ChatdRules] = {"today": TODAY, "contract": CONTRACT}
+
+
+# ---------------------------------------------------------------------------
+# Replica state
+# ---------------------------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class Attempt:
+    """One run of a task inside the retry wrapper.
+
+    ``targets`` are ``(ToolCall, plan)`` pairs: the calls of an execute batch (plan None)
+    or the selected cancels of an interrupt. ``states`` and ``results`` are aligned with
+    them; a result is filled by chattool or by a dial failure.
+    """
+
+    key: str
+    number: int  # 1-based attempt number of the retry wrapper
+    action: str  # generate_assistant | execute_local_tools | interrupt
+    step: str  # generate | dial | calls
+    generation_attempt: int = 0
+    message_id: int = 0
+    targets: tuple = ()
+    states: tuple = ()
+    results: tuple = ()
+    age: Any = None  # chattool.ToolCallAge, None when no identity is sent
+    turn: tuple = ()  # generate_assistant: the scripted calls to commit
+
+
+@dataclass(frozen=True)
+class Task:
+    task_id: str
+    kind: str  # generation | interrupt | abandon
+    chat_id: str
+    fence: TaskFence
+    attempts: int = 0
+    backoff_ms: int = TASK_RETRY_INITIAL_BACKOFF_MS
+    attempt: Attempt | None = None  # None while backing off
+
+
+@dataclass(frozen=True)
+class Runner:
+    chat_id: str
+    runner_id: str
+    seen_snapshot: int = -1
+    seen_history: int = -1
+    seen_status: str = ""
+    task: Task | None = None
+
+
+@dataclass(frozen=True)
+class ReplicaState:
+    name: str
+    worker_id: str
+    rules: ChatdRules = CONTRACT
+    next_seq: int = 1  # source of runner and task IDs (deterministic "random" IDs)
+    runners: FMap = EMPTY  # chat_id -> Runner
+    heartbeats_paused: bool = False
+
+
+Out = tuple[ReplicaState, Db, list]
+
+
+def replica_boot(name: str, now_ms: int, rules: ChatdRules | str = CONTRACT, incarnation: int | None = None):
+    """A fresh replica: a new ``worker_id`` and the worker's two loops.
+
+    ``incarnation`` should count the replica's boots (the world knows it); when absent the
+    boot clock reading stands in, which is unique as long as restarts take time.
+    """
+    if isinstance(rules, str):
+        rules = VARIANTS[rules]
+    inc = now_ms if incarnation is None else incarnation
+    rep = ReplicaState(name=name, worker_id=f"{name}-w{inc}", rules=rules)
+    return rep, [
+        SetTimer(TIMER_ACQUIRE, ACQUISITION_INTERVAL_MS),
+        SetTimer(TIMER_HEARTBEAT, HEARTBEAT_INTERVAL_MS),
+        note("replica_booted", replica=name, worker_id=rep.worker_id, rules=rules.name),
+    ]
+
+
+def replica_crash(rep: ReplicaState) -> list:
+    """The replica dies: nothing is sent, its goroutines just stop (the world drops its
+    timers and forgets the state)."""
+    return [note("replica_crashed", replica=rep.name, worker_id=rep.worker_id, runners=len(rep.runners))]
+
+
+def replica_pause_heartbeats(rep: ReplicaState, paused: bool) -> ReplicaState:
+    """World action: the worker's loops stall (or resume) while its runners keep running,
+    so another replica takes its chats over after 30 s and the old runners notice later.
+
+    Both loops stall, acquisition too: a worker whose heartbeat loop alone stopped would
+    find its own chats stale and re-acquire them itself, which is no ownership change."""
+    return replace(rep, heartbeats_paused=paused)
+
+
+# ---------------------------------------------------------------------------
+# Entry points
+# ---------------------------------------------------------------------------
+
+
+def replica_on_timer(rep: ReplicaState, db: Db, name: str, now_ms: int, db_now_ms: int) -> Out:
+    if name == TIMER_ACQUIRE:
+        rep, db, eff = _acquire(rep, db, now_ms, db_now_ms)
+        return rep, db, eff + [SetTimer(TIMER_ACQUIRE, ACQUISITION_INTERVAL_MS)]
+    if name == TIMER_HEARTBEAT:
+        db, eff = _heartbeat(rep, db, db_now_ms)
+        return rep, db, eff + [SetTimer(TIMER_HEARTBEAT, HEARTBEAT_INTERVAL_MS)]
+    if name.startswith(SYNC_PREFIX):
+        chat_id = name[len(SYNC_PREFIX) :]
+        if chat_id not in rep.runners:
+            return rep, db, [note("stale_timer", replica=rep.name, timer=name)]
+        rep, db, eff = _observe(rep, db, chat_id, now_ms, db_now_ms, "sync")
+        if chat_id in rep.runners:
+            eff.append(SetTimer(name, RUNNER_SYNC_INTERVAL_MS))
+        return rep, db, eff
+    found = _find_task(rep, name)
+    if found is None:
+        return rep, db, [note("stale_timer", replica=rep.name, timer=name)]
+    runner, task, rest = found
+    if rest == ["backoff"]:
+        if task.attempt is not None:
+            return rep, db, [note("stale_timer", replica=rep.name, timer=name)]
+        return _start_attempt(rep, db, runner, task, now_ms, db_now_ms)
+    att = task.attempt
+    if att is None or f"{task.task_id}/{rest[0]}" != att.key or len(rest) < 2:
+        return rep, db, [note("stale_timer", replica=rep.name, timer=name)]
+    what = rest[1]
+    if what == "timeout":
+        return _settle(rep, db, runner, task, f"{RETRY}:timeout", [note("attempt_timeout", task=task.task_id)])
+    if what == "dial":
+        if att.step != "dial":
+            return rep, db, [note("stale_timer", replica=rep.name, timer=name)]
+        return _on_dial(rep, db, runner, task, None, now_ms, db_now_ms)
+    if what == "gen":
+        return _commit_assistant(rep, db, runner, task, db_now_ms)
+    i = _call_index(what)
+    if i is None or i >= len(att.states) or att.states[i] is None or att.results[i] is not None:
+        return rep, db, [note("stale_timer", replica=rep.name, timer=name)]
+    cs, eff = chattool.on_timer(att.states[i], name, now_ms)
+    return _call_progress(rep, db, runner, task, i, cs, eff, db_now_ms)
+
+
+def replica_on_answer(rep: ReplicaState, db: Db, answer: Response | TransportError, now_ms: int, db_now_ms: int) -> Out:
+    found = _find_task(rep, answer.req_id)
+    if found is None:
+        return rep, db, [note("late_answer", replica=rep.name, req_id=answer.req_id)]
+    runner, task, rest = found
+    att = task.attempt
+    if att is None or len(rest) < 2 or f"{task.task_id}/{rest[0]}" != att.key:
+        return rep, db, [note("late_answer", replica=rep.name, req_id=answer.req_id)]
+    if rest[1] == "dial":
+        if att.step != "dial":
+            return rep, db, [note("late_answer", replica=rep.name, req_id=answer.req_id)]
+        return _on_dial(rep, db, runner, task, answer, now_ms, db_now_ms)
+    i = _call_index(rest[1])
+    if i is None or i >= len(att.states) or att.states[i] is None or att.results[i] is not None:
+        return rep, db, [note("late_answer", replica=rep.name, req_id=answer.req_id)]
+    cs, eff = chattool.on_answer(att.states[i], answer, now_ms)
+    return _call_progress(rep, db, runner, task, i, cs, eff, db_now_ms)
+
+
+def replica_on_publish(rep: ReplicaState, db: Db, channel: str, chat_id: str, now_ms: int, db_now_ms: int) -> Out:
+    if channel == CHANNEL_OWNERSHIP:
+        return _acquire(rep, db, now_ms, db_now_ms)
+    if channel == CHANNEL_UPDATE and chat_id in rep.runners:
+        return _observe(rep, db, chat_id, now_ms, db_now_ms, "publish")
+    return rep, db, []
+
+
+# ---------------------------------------------------------------------------
+# Worker: acquisition and heartbeats (rule 1)
+# ---------------------------------------------------------------------------
+
+
+def _new_id(rep: ReplicaState, kind: str) -> tuple[ReplicaState, str]:
+    return replace(rep, next_seq=rep.next_seq + 1), f"{rep.worker_id}{kind}{rep.next_seq}"
+
+
+def _acquire(rep: ReplicaState, db: Db, now_ms: int, db_now_ms: int) -> Out:
+    if rep.heartbeats_paused:
+        return rep, db, []
+    if not db.db_up:
+        return rep, db, [note("db_down", replica=rep.name, op="acquire")]
+    db = cleanup_heartbeats(db, db_now_ms, HEARTBEAT_STALE_MS)
+    candidates = [
+        chat
+        for chat in db.chats.values()
+        if chat.status in RUNNABLE and (not chat.owned or heartbeat_stale(db, chat, db_now_ms, HEARTBEAT_STALE_MS))
+    ][:ACQUISITION_BATCH_SIZE]
+    effects: list = []
+    for chat in candidates:
+        if chat.chat_id in rep.runners:
+            # Our own runner went stale (heartbeats stopped): replace it, like the old
+            # runner would clean itself up on seeing the new runner_id.
+            rep, eff = _drop_runner(rep, chat.chat_id, "reacquired")
+            effects += eff
+        rep, runner_id = _new_id(rep, "/r")
+        db, eff = tx_acquire(db, chat, rep.worker_id, runner_id, db_now_ms)
+        effects += eff
+        rep = replace(rep, runners=rep.runners.set(chat.chat_id, Runner(chat.chat_id, runner_id)))
+        effects.append(SetTimer(SYNC_PREFIX + chat.chat_id, RUNNER_SYNC_INTERVAL_MS))
+        rep, db, eff = _observe(rep, db, chat.chat_id, now_ms, db_now_ms, "acquired")
+        effects += eff
+    return rep, db, effects
+
+
+def _heartbeat(rep: ReplicaState, db: Db, db_now_ms: int) -> tuple[Db, list]:
+    if rep.heartbeats_paused or not rep.runners:
+        return db, []
+    if not db.db_up:
+        return db, [note("db_down", replica=rep.name, op="heartbeat")]
+    keys = [(r.chat_id, r.runner_id) for r in rep.runners.values()]
+    return upsert_heartbeats(db, keys, db_now_ms), []
+
+
+# ---------------------------------------------------------------------------
+# Runner (rule 2)
+# ---------------------------------------------------------------------------
+
+
+def _drop_runner(rep: ReplicaState, chat_id: str, reason: str) -> tuple[ReplicaState, list]:
+    runner = rep.runners.get(chat_id)
+    if runner is None:
+        return rep, []
+    effects = _cancel_task(runner.task) if runner.task else []
+    effects += [
+        CancelTimer(SYNC_PREFIX + chat_id),
+        note("runner_dropped", replica=rep.name, chat_id=chat_id, reason=reason),
+    ]
+    return replace(rep, runners=rep.runners.remove(chat_id)), effects
+
+
+def _put_runner(rep: ReplicaState, runner: Runner) -> ReplicaState:
+    return replace(rep, runners=rep.runners.set(runner.chat_id, runner))
+
+
+def _observe(rep: ReplicaState, db: Db, chat_id: str, now_ms: int, db_now_ms: int, why: str) -> Out:
+    runner = rep.runners.get(chat_id)
+    if runner is None:
+        return rep, db, []
+    if not db.db_up:
+        return rep, db, [note("db_down", replica=rep.name, op="runner_" + why)]
+    chat = db.chats.get(chat_id)
+    if chat is None:
+        rep, eff = _drop_runner(rep, chat_id, "deleted")
+        return rep, db, eff
+    if chat.snapshot_version <= runner.seen_snapshot:
+        return rep, db, []
+    if (chat.worker_id, chat.runner_id) != (rep.worker_id, runner.runner_id):
+        rep, eff = _drop_runner(rep, chat_id, "owner_changed")
+        return rep, db, eff
+    changed = chat.history_version != runner.seen_history or chat.status != runner.seen_status
+    runner = replace(runner, seen_snapshot=chat.snapshot_version)
+    if not changed:
+        return _put_runner(rep, runner), db, []
+    effects = _cancel_task(runner.task) if runner.task else []
+    runner = replace(runner, seen_history=chat.history_version, seen_status=chat.status, task=None)
+    kind = TASK_FOR_STATUS.get(chat.status)
+    rep = _put_runner(rep, runner)
+    if kind is None:
+        return rep, db, effects
+    rep, task_id = _new_id(rep, "/t")
+    fence = TaskFence(rep.worker_id, runner.runner_id, chat.status, chat.history_version)
+    task = Task(task_id, kind, chat_id, fence)
+    effects.append(note("task_started", replica=rep.name, chat_id=chat_id, task=task_id, kind=kind))
+    rep, db, eff = _start_attempt(rep, db, runner, task, now_ms, db_now_ms)
+    return rep, db, effects + eff
+
+
+# ---------------------------------------------------------------------------
+# Retry wrapper (rule 4)
+# ---------------------------------------------------------------------------
+
+
+def _cancel_task(task: Task) -> list:
+    """Rule 3: stop waiting, send nothing."""
+    effects = [CancelTimer(f"{task.task_id}/backoff")]
+    if task.attempt is not None:
+        effects += _end_attempt(task.attempt)
+    effects.append(note("task_canceled", task=task.task_id, chat_id=task.chat_id, kind=task.kind))
+    return effects
+
+
+def _end_attempt(att: Attempt) -> list:
+    effects: list = [CancelTimer(f"{att.key}/timeout")]
+    if att.step == "dial":
+        effects.append(CancelTimer(f"{att.key}/dial"))
+    if att.step == "generate":
+        effects.append(CancelTimer(f"{att.key}/gen"))
+    for cs, res in zip(att.states, att.results):
+        if cs is not None and res is None:
+            effects += list(chattool.abort(cs))
+    return effects
+
+
+def _start_attempt(rep: ReplicaState, db: Db, runner: Runner, task: Task, now_ms: int, db_now_ms: int) -> Out:
+    number = task.attempts + 1
+    task = replace(task, attempts=number, attempt=None)
+    key = f"{task.task_id}/a{number}"
+    start = _ATTEMPT_STARTS[task.kind]
+    db, outcome, att, effects = start(rep, db, task, key, number, now_ms, db_now_ms)
+    if outcome == PENDING:
+        effects = [SetTimer(f"{key}/timeout", TASK_TIMEOUT_MS)] + effects
+    return _settle(rep, db, runner, replace(task, attempt=att), outcome, effects)
+
+
+def _settle(rep: ReplicaState, db: Db, runner: Runner, task: Task, outcome: str, effects: list) -> Out:
+    """Apply an attempt's outcome to the runner (the body of ``runTaskWithRetry``)."""
+    if outcome == PENDING:
+        return _put_runner(rep, replace(runner, task=task)), db, effects
+    effects = list(effects)
+    if task.attempt is not None:
+        effects += _end_attempt(task.attempt)
+    if outcome.startswith(RETRY):
+        effects += [
+            SetTimer(f"{task.task_id}/backoff", task.backoff_ms),
+            note("task_retry", task=task.task_id, chat_id=task.chat_id, why=outcome[len(RETRY) + 1 :],
+                 attempt=task.attempts, backoff_ms=task.backoff_ms),
+        ]
+        task = replace(task, attempt=None, backoff_ms=min(task.backoff_ms * 2, TASK_RETRY_MAX_BACKOFF_MS))
+        return _put_runner(rep, replace(runner, task=task)), db, effects
+    effects.append(note("task_" + ("done" if outcome == DONE else "exit"), task=task.task_id,
+                        chat_id=task.chat_id, kind=task.kind, why=outcome))
+    rep = _put_runner(rep, replace(runner, task=None))
+    if task.kind == "abandon" and outcome in (DONE, f"{EXIT}:fenced:owner"):
+        # Abandoned, or someone else owns it: either way this runner is finished (2.3).
+        rep, eff = _drop_runner(rep, task.chat_id, "abandoned" if outcome == DONE else "owner_changed")
+        effects += eff
+    return rep, db, effects
+
+
+def _failed(outcome: str, op: str, task: Task, chat: Chat | None) -> tuple[str, list]:
+    """A transaction that did not go through: DB errors retry, fences exit (2.4)."""
+    if outcome == DB_DOWN:
+        return f"{RETRY}:db_down", [note("db_down", op=op, task=task.task_id)]
+    return f"{EXIT}:{outcome}", [fenced_note(op, outcome, task.chat_id, task.fence, chat)]
+
+
+def _find_task(rep: ReplicaState, name: str):
+    """Rule 7: ``<worker_id>/t<n>/...`` -> (runner, task, remaining parts)."""
+    if not name.startswith(rep.worker_id + "/"):
+        return None
+    parts = name[len(rep.worker_id) + 1 :].split("/")
+    task_id = f"{rep.worker_id}/{parts[0]}"
+    for runner in rep.runners.values():
+        if runner.task is not None and runner.task.task_id == task_id:
+            return runner, runner.task, parts[1:]
+    return None
+
+
+def _call_index(part: str) -> int | None:
+    """``c<i>:<chattool's suffix>`` -> i."""
+    head = part.split(":", 1)[0]
+    if head.startswith("c") and head[1:].isdigit() and ":" in part:
+        return int(head[1:])
+    return None
+
+
+# ---------------------------------------------------------------------------
+# Tasks (rules 5, 6) and abandon
+# ---------------------------------------------------------------------------
+
+
+def _dial(rep: ReplicaState, key: str) -> list:
+    return [
+        Send(AGENT, Request(req_id=f"{key}/dial", src=rep.name, method="DIAL", path="/")),
+        SetTimer(f"{key}/dial", DIAL_TIMEOUT_MS),
+    ]
+
+
+def _generation_start(rep, db, task, key, number, now_ms, db_now_ms):
+    rules = rep.rules
+    st, chat = check_fence(db, task.chat_id, "load_generation", task.fence, rules)
+    if st != OK:
+        outcome, eff = _failed(st, "load_generation", task, chat)
+        return db, outcome, None, eff
+    action = decide_generation_action(chat)
+    if action == "finish_turn":
+        st, chat = check_fence(db, task.chat_id, "finish_turn", task.fence, rules, chat.generation_attempt)
+        if st != OK:
+            outcome, eff = _failed(st, "finish_turn", task, chat)
+            return db, outcome, None, eff
+        db, eff = tx_finish_turn(db, chat, db_now_ms)
+        return db, DONE, None, eff
+    st, chat = check_fence(db, task.chat_id, "begin_generation_attempt", task.fence, rules)
+    if st != OK:
+        outcome, eff = _failed(st, "begin_generation_attempt", task, chat)
+        return db, outcome, None, eff
+    db, chat = tx_begin_generation_attempt(db, chat)
+    gen_attempt = chat.generation_attempt
+    if action == "generate_assistant":
+        att = Attempt(key, number, action, "generate", gen_attempt, turn=tuple(chat.turns[turn_index(chat)]))
+        return db, PENDING, att, [SetTimer(f"{key}/gen", chat.gen_time_ms)]
+    msg, calls = unresolved_calls(chat)
+    # C1: one DB clock read per attempt; the age is measured from database timestamps only.
+    age = chattool.ToolCallAge(db_now_ms - msg.created_at_ms, now_ms) if rules.send_identity else None
+    n = len(calls)
+    att = Attempt(key, number, action, "dial", gen_attempt, msg.id, tuple((c, None) for c in calls),
+                  (None,) * n, (None,) * n, age)
+    mark = note("batch_started", task=task.task_id, calls=n, generation_attempt=gen_attempt)
+    return db, PENDING, att, [mark] + _dial(rep, key)
+
+
+def _interrupt_start(rep, db, task, key, number, now_ms, db_now_ms):
+    st, chat = check_fence(db, task.chat_id, "load_interrupt", task.fence, rep.rules)
+    if st != OK:
+        outcome, eff = _failed(st, "load_interrupt", task, chat)
+        return db, outcome, None, eff
+    msg, calls = unresolved_calls(chat)
+    picks = chattool.select_cancels(calls) if rep.rules.interrupt_cancels and calls else ()
+    targets = tuple((pick.call, pick.plan) for pick in picks)
+    if not targets:
+        # Nothing to cancel: no dial, commit right away (3.2 step 3).
+        att = Attempt(key, number, "interrupt", "calls")
+        db, outcome, eff = _interrupt_commit(rep, db, task, att, db_now_ms)
+        return db, outcome, None, eff
+    age = chattool.ToolCallAge(db_now_ms - msg.created_at_ms, now_ms)
+    n = len(targets)
+    att = Attempt(key, number, "interrupt", "dial", 0, msg.id, targets, (None,) * n, (None,) * n, age)
+    mark = note("cancels_selected", task=task.task_id, cancels=n, unresolved=len(calls))
+    return db, PENDING, att, [mark] + _dial(rep, key)
+
+
+def _abandon_start(rep, db, task, key, number, now_ms, db_now_ms):
+    st, chat = check_fence(db, task.chat_id, "abandon", task.fence, rep.rules)
+    if st != OK:
+        outcome, eff = _failed(st, "abandon", task, chat)
+        return db, outcome, None, eff
+    db, eff = tx_abandon(db, chat)
+    return db, DONE, None, eff
+
+
+_ATTEMPT_STARTS = {"generation": _generation_start, "interrupt": _interrupt_start, "abandon": _abandon_start}
+
+
+def _identity(task: Task, att: Attempt, call) -> Any:
+    if att.age is None:
+        return None
+    return chattool.Identity(task.chat_id, att.message_id, call.provider_id, att.age)
+
+
+def _dial_failure_kind(answer: Response | TransportError | None) -> str | None:
+    if answer is None:
+        return DIAL_FAILURE_TIMEOUT
+    if isinstance(answer, TransportError):
+        return DIAL_FAILURE_TRANSPORT
+    if answer.status == 200:
+        return None
+    return DIAL_FAILURE_FOR_STATUS.get(answer.status, DIAL_FAILURE_TRANSPORT)
+
+
+def _on_dial(rep, db, runner, task, answer, now_ms, db_now_ms) -> Out:
+    """The dial ended: begin every call (or cancel) at once, or map the dial failure."""
+    att = task.attempt
+    effects: list = [CancelTimer(f"{att.key}/dial")]
+    kind = _dial_failure_kind(answer)
+    states = list(att.states)
+    results = list(att.results)
+    if kind is None:
+        effects.append(note("dialed", task=task.task_id))
+        for i, (call, plan) in enumerate(att.targets):
+            ident = _identity(task, att, call)
+            prefix = f"{att.key}/c{i}"
+            if att.action == "interrupt":
+                cs, eff = chattool.begin_cancel(call, plan, ident, rep.name, prefix, task.chat_id, now_ms)
+            else:
+                cs, eff = chattool.begin_call(
+                    call, ident, rep.name, prefix, task.chat_id, now_ms, rep.rules.send_identity
+                )
+            states[i], results[i] = cs, cs.result
+            effects += list(eff)
+    else:
+        effects.append(note("dial_failed", task=task.task_id, kind=kind))
+        for i, (call, plan) in enumerate(att.targets):
+            ident = _identity(task, att, call)
+            if att.action == "interrupt":
+                results[i] = chattool.unreachable_result(call, plan, ident, kind)
+            else:
+                results[i] = chattool.dial_failed_result(call, ident, kind)
+    task = replace(task, attempt=replace(att, step="calls", states=tuple(states), results=tuple(results)))
+    return _maybe_commit(rep, db, runner, task, effects, db_now_ms)
+
+
+def _call_progress(rep, db, runner, task, i, cs, eff, db_now_ms) -> Out:
+    att = task.attempt
+    states = att.states[:i] + (cs,) + att.states[i + 1 :]
+    results = att.results[:i] + (cs.result,) + att.results[i + 1 :]
+    task = replace(task, attempt=replace(att, states=states, results=results))
+    return _maybe_commit(rep, db, runner, task, list(eff), db_now_ms)
+
+
+def _maybe_commit(rep, db, runner, task, effects, db_now_ms) -> Out:
+    """Wait for ALL results of the batch, then one fenced commit (1.3 step 4-5)."""
+    att = task.attempt
+    if any(r is None for r in att.results):
+        return _settle(rep, db, runner, task, PENDING, effects)
+    if att.action == "interrupt":
+        db, outcome, eff = _interrupt_commit(rep, db, task, att, db_now_ms)
+    else:
+        db, outcome, eff = _execute_commit(rep, db, task, att, db_now_ms)
+    return _settle(rep, db, runner, task, outcome, effects + eff)
+
+
+def _execute_commit(rep, db, task, att, db_now_ms):
+    st, chat = check_fence(db, task.chat_id, "commit_step", task.fence, rep.rules, att.generation_attempt)
+    if st != OK:
+        outcome, eff = _failed(st, "commit_step", task, chat)
+        return db, outcome, eff
+    results = [(call.provider_id, res) for (call, _), res in zip(att.targets, att.results)]
+    db, eff = tx_commit_results(
+        db, chat, att.message_id, results, db_now_ms, rep.name, att.number, att.generation_attempt
+    )
+    return db, DONE, eff
+
+
+def _interrupt_commit(rep, db, task, att, db_now_ms):
+    st, chat = check_fence(db, task.chat_id, "finish_interruption", task.fence, rep.rules)
+    if st != OK:
+        outcome, eff = _failed(st, "finish_interruption", task, chat)
+        return db, outcome, eff
+    by_provider = FMap((call.provider_id, res) for (call, _), res in zip(att.targets, att.results))
+    db, eff = tx_finish_interruption(db, chat, by_provider, chattool.generic_result(), db_now_ms, rep.name, att.number)
+    return db, DONE, eff
+
+
+def _commit_assistant(rep, db, runner, task, db_now_ms) -> Out:
+    att = task.attempt
+    if att.step != "generate":
+        return rep, db, [note("stale_timer", replica=rep.name, timer=f"{att.key}/gen")]
+    st, chat = check_fence(db, task.chat_id, "commit_step", task.fence, rep.rules, att.generation_attempt)
+    if st != OK:
+        outcome, eff = _failed(st, "commit_step", task, chat)
+        task = replace(task, attempt=replace(att, step="calls"))
+        return _settle(rep, db, runner, task, outcome, eff)
+    db, eff = tx_commit_assistant(db, chat, att.turn, db_now_ms)
+    return _settle(rep, db, runner, replace(task, attempt=replace(att, step="calls")), DONE, eff)
