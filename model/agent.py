@@ -129,6 +129,7 @@ class AgentRules:
     object over the same code. ``AgentRules()`` is Rev C."""
 
     name: str = "rev-c"
+    understands_tool_calls: bool = True  # False: an old agent (US8) ignores the headers
     age_margin_ms: int = 2_000  # ageMargin: transit allowance after chatd measured the age
     record_before_run: bool = True  # A1: insert the record before running the handler
     cancel_inserts_marker: bool = True  # US10: a cancel of an unknown call refuses later starts
@@ -136,6 +137,10 @@ class AgentRules:
     drop_only_older_messages: bool = True  # a new record drops only older messages' records
     exited_reap_after_ms: int = 300_000  # exitedProcessReapAge
     output_wait_cap_ms: int = 300_000  # maxWaitDuration of ?wait=true reads
+
+
+OLD_AGENT = AgentRules(name="old-agent", understands_tool_calls=False)
+AGENT_VARIANTS = {"rev-c": AgentRules(), "old": OLD_AGENT}
 
 
 @dataclass(frozen=True)
@@ -393,9 +398,14 @@ def on_request(state: AgentState, req: Request, now_ms: int) -> tuple[AgentState
     """A request arrives at the agent. The clock is read on arrival, before the body
     (C1): ``now_ms`` is that reading."""
     route = MIDDLEWARE_ROUTES.get((req.method, req.path))
+    old = not state.config.rules.understands_tool_calls
+    if route is not None and old:
+        # An old agent has no middleware: every request runs and picks its own ID.
+        state, rec, effects = _run_handler(state, route, req, None, now_ms)
+        return state, effects + [Reply(req.src, Response(req.req_id, rec.status, rec.content_type, rec.body))]
     if route is not None:
         return _middleware(state, req, route, now_ms)
-    if req.method == "POST" and (m := _CANCEL_RE.match(req.path)):
+    if req.method == "POST" and not old and (m := _CANCEL_RE.match(req.path)):
         return _cancel(state, req, m.group(1), now_ms)
     if req.method == "GET" and (m := _OUTPUT_RE.match(req.path)):
         return _output(state, req, m.group(1), now_ms)
@@ -403,7 +413,7 @@ def on_request(state: AgentState, req: Request, now_ms: int) -> tuple[AgentState
         return _signal(state, req, m.group(1), now_ms)
     if req.method == "GET" and req.path == LIST_PATH:
         return _list(state, req, now_ms)
-    return state, [_message(req, 404, "Route not found.")]
+    return state, [Reply(req.src, Response(req.req_id, 404, "text/plain; charset=utf-8", b"404 page not found\n"))]
 
 
 def _middleware(state: AgentState, req: Request, kind: str, now_ms: int) -> tuple[AgentState, Effects]:

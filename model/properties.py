@@ -103,6 +103,8 @@ class Evidence:
         self.starts: dict[str, list[int]] = {c.uuid: [] for c in self.calls}
         self.edits: dict[str, list[int]] = {c.uuid: [] for c in self.calls}
         self.results: dict[str, list[int]] = {c.uuid: [] for c in self.calls}
+        self.exits: dict[str, list[int]] = {c.uuid: [] for c in self.calls}
+        self.kills: dict[str, list[int]] = {c.uuid: [] for c in self.calls}
         self.pid_owner: dict[str, str] = {}
         by_uuid = {c.uuid: c for c in self.calls}
         by_command = {(c.chat_id, c.command): c for c in self.calls if c.tool == "execute"}
@@ -116,6 +118,10 @@ class Evidence:
                 if call is not None:
                     self.starts[call.uuid].append(i)
                     self.pid_owner[f"{rec.get('incarnation')}/{rec.get('pid')}"] = call.uuid
+            elif kind in ("process_exited", "process_killed"):
+                owner = self.pid_owner.get(f"{rec.get('incarnation')}/{rec.get('pid')}")
+                if owner is not None:
+                    (self.exits if kind == "process_exited" else self.kills)[owner].append(i)
             elif kind == "edit_applied":
                 call = by_uuid.get(rec.get("uuid")) or by_path.get(rec.get("path"))
                 if call is not None:

@@ -36,6 +36,7 @@ from __future__ import annotations
 
 import hashlib
 import json
+from urllib.parse import unquote_plus
 from dataclasses import dataclass, field, fields, is_dataclass, replace
 from typing import Any
 
@@ -273,6 +274,42 @@ def tool_call_of(req: Request) -> str | None:
         return raw
 
 
+def _tool_call_by_input(config: "WorldConfig", req: Request, route: str) -> str | None:
+    """Which scripted tool call a header-less request serves (today's chatd sends no tool
+    call headers): the execute call of that chat with that command, or the file call with
+    that path. Only for labels, triggers and attribution; the agent never sees it."""
+    if route not in ("start", "edit", "write"):
+        return None
+    try:
+        body = json.loads(req.body.decode("utf-8")) if route != "write" else {}
+    except ValueError:
+        return None
+    if route == "start":
+        key = str(body.get("command", "")) if isinstance(body, dict) else ""
+    elif route == "edit":
+        files = body.get("files") if isinstance(body, dict) else None
+        key = str(files[0].get("path", "")) if isinstance(files, list) and files and isinstance(files[0], dict) else ""
+    else:
+        key = next((v for k, v in (p.split("=", 1) for p in req.query.split("&") if "=" in p) if k == "path"), "")
+        key = unquote_plus(key)
+    for chat in config.chats:
+        for turn in chat.turns:
+            for call in turn:
+                try:
+                    args = json.loads(call.args_json)
+                except ValueError:
+                    continue
+                if not isinstance(args, dict):
+                    continue
+                values = (str(args.get("command", "")).rstrip().rstrip("&").rstrip(), str(args.get("path", "")))
+                files = args.get("files")
+                if isinstance(files, list) and files and isinstance(files[0], dict):
+                    values += (str(files[0].get("path", "")),)
+                if key and key in values:
+                    return call.provider_id
+    return None
+
+
 def _describe_answer(answer, route: str, tool_call: str | None) -> str:
     status = answer.status if isinstance(answer, Response) else "transport-error"
     return f"{route} {tool_call or '-'} answer {status}"
@@ -328,7 +365,8 @@ class _Builder:
         return env
 
     def send(self, src: str, dst: str, req: Request):
-        route, tool_call = route_of(req), tool_call_of(req)
+        route = route_of(req)
+        tool_call = tool_call_of(req) or _tool_call_by_input(self.s.config, req, route)
         what = f"{route} {tool_call or '-'} {src} -> {dst}"
         env = self.put_in_flight(src, dst, req, route, tool_call, what)
         self.s = replace(self.s, open_requests=self.s.open_requests.set(req.req_id, (route, tool_call)))

@@ -35,12 +35,15 @@ def main(argv: list[str] | None = None) -> int:
     run.add_argument("--check-determinism", action="store_true",
                      help="run twice in separate processes and compare the traces")
     sub.add_parser("list", help="list scenarios, variants, fault kinds and properties")
+    sub.add_parser("incident", help="replay the CODAGT-757 incident under today and under the contract")
     args = parser.parse_args(argv)
     try:
         if args.command == "demo":
             return demo.main(sys.stdout)
         if args.command == "list":
             return _list(sys.stdout)
+        if args.command == "incident":
+            return _incident(sys.stdout)
         if args.command == "run":
             return _run(args, sys.stdout)
     except ScenarioError as err:
@@ -109,6 +112,21 @@ def _check_determinism(args, out) -> int:
     digest = hashlib.sha256(("\n".join(a) + "\n").encode()).hexdigest()
     out.write(f"deterministic: {len(a)} records, identical in two processes (PYTHONHASHSEED=1, 2), sha256 {digest}\n")
     return 0
+
+
+def _incident(out) -> int:
+    """The README's main job: the incident under both variants, then past the timeout."""
+    from .report import story
+    from .run import run_scenario
+
+    status = 0
+    for name in ("codagt757_incident", "codagt757_incident_past_timeout"):
+        scenario = load(_resolve(name))
+        for variant in ("today", "contract"):
+            result = run_scenario(scenario, variant)
+            out.write(story(result) + "\n")
+            status |= 1 if result.expectation_failures() else 0
+    return status
 
 
 def _list(out) -> int:

@@ -11,7 +11,7 @@ from __future__ import annotations
 import hashlib
 import json
 import uuid
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 
 from model import agent, chatd, chattool
 from model import properties as props
@@ -68,9 +68,12 @@ def build(scenario: Scenario, variant: str) -> tuple[msys.WorldConfig, WorldOpti
     chat_specs = tuple(
         msys.ChatSpec(name, chat_uuid(name), tuple(turns), gen_ms) for name, turns in chats.items()
     )
-    agent_rules = agent.AgentRules()
+    agent_name = scenario.world_value("agent", "rev-c")
+    agent_rules = agent.AGENT_VARIANTS.get(agent_name)
+    if agent_rules is None:
+        raise ScenarioError(f"{scenario.path}: world.agent: unknown agent {agent_name!r} (known: {', '.join(sorted(agent.AGENT_VARIANTS))})")
     if scenario.world_value("age_margin") is not None:
-        agent_rules = agent.AgentRules(age_margin_ms=scenario.world_value("age_margin"))
+        agent_rules = replace(agent_rules, age_margin_ms=scenario.world_value("age_margin"))
     clocks = FMap(
         (node, msys.ClockSpec(dict(v)["offset_ms"], dict(v)["drift_ppm"], dict(v)["steps"]))
         for node, v in scenario.clocks
@@ -136,6 +139,8 @@ class RunResult:
                     "tool": c.tool,
                     "process_starts": len(ev.starts[c.uuid]),
                     "edits_applied": len(ev.edits[c.uuid]),
+                    "processes_killed": len(ev.kills[c.uuid]),
+                    "processes_running_at_end": len(ev.starts[c.uuid]) - len(ev.exits[c.uuid]) - len(ev.kills[c.uuid]),
                     "results": results,
                 }
             )

@@ -38,6 +38,7 @@ FAULT_KINDS = {
     "db_outage": ((), ("duration",)),
     "handler_panic": (("message",), ()),
 }
+MESSAGE_FAULTS = ("lose", "delay", "handler_panic")
 EVENT_KINDS = ("request_sent", "request_delivered", "response_sent", "process_started", "result_committed")
 ROUTES = ("start", "edit", "write", "cancel", "output", "dial")
 WORLD_KEYS = {
@@ -52,7 +53,11 @@ WORLD_KEYS = {
     "heartbeat_stale": "duration",
     "acquisition_interval": "duration",
     "files": dict,
+    "agent": str,
 }
+
+
+EXPECT_COUNTS = ("process_starts", "edits_applied", "processes_killed", "processes_running_at_end")
 
 
 class ScenarioError(Exception):
@@ -367,12 +372,17 @@ def from_dict(data: dict, shown: str = "<scenario>") -> Scenario:
         for r in required:
             if r not in f:
                 c.fail(f"{where}.{r}", f"missing (a {kind} fault needs it)")
-        if ("at" in f) == ("when" in f):
+        message_fault = kind in MESSAGE_FAULTS
+        if message_fault and ("at" in f or "when" in f):
+            c.fail(where, f"a {kind} fault names its message and takes no 'at' or 'when'")
+        if not message_fault and ("at" in f) == ("when" in f):
             c.fail(where, "give exactly one of 'at' (a time) or 'when' (an event)")
         trigger_match = None
         event = None
         at_ms = None
-        if "at" in f:
+        if message_fault:
+            pass
+        elif "at" in f:
             at_ms = c.typed(f["at"], "duration", f"{where}.at")
         else:
             when = c.table(f["when"], f"{where}.when")
@@ -415,9 +425,9 @@ def from_dict(data: dict, shown: str = "<scenario>") -> Scenario:
             if key not in seen_ids:
                 c.fail(f"{where}.{key}", f"names a tool call that does not exist (tool calls: {', '.join(sorted(seen_ids)) or 'none'})")
             value = c.table(value, f"{where}.{key}")
-            c.keys(value, {"process_starts", "edits_applied", "results"}, f"{where}.{key}")
+            c.keys(value, set(EXPECT_COUNTS) | {"results"}, f"{where}.{key}")
             items = []
-            for k in ("process_starts", "edits_applied"):
+            for k in EXPECT_COUNTS:
                 if k in value:
                     items.append((k, c.typed(value[k], int, f"{where}.{key}.{k}")))
             if "results" in value:

@@ -152,7 +152,8 @@ class World:
 
     def _fault_at(self, spec: FaultSpec, at_ms: int):
         yield self.env.timeout(max(0, at_ms - int(self.env.now)))
-        self.step(_fault_action(spec, int(self.env.now)))
+        names = {c.name: c.chat_id for c in self.system.config.chats}
+        self.step(_fault_action(spec, int(self.env.now), names))
 
     def _watch(self, records):
         """Event triggers: count events and start the faults that wait for them."""
@@ -219,11 +220,15 @@ def _event_of(rec: dict):
     return None
 
 
-def _fault_action(spec: FaultSpec, at_ms: int) -> Fault:
+def _fault_action(spec: FaultSpec, at_ms: int, chat_ids: dict[str, str]) -> Fault:
+    """The model's Fault action for a scheduled scenario fault; chat names become the
+    chats' UUIDs."""
     params = []
     for key, value in spec.params:
         if key == "between":
             value = tuple(value)
+        elif key == "chat":
+            value = chat_ids.get(value, value)
         params.append((key, value))
     kind = spec.kind
     if kind in ("lose", "delay", "handler_panic"):

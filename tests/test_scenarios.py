@@ -1,0 +1,34 @@
+"""Every shipped scenario meets its expectations under both variants (the stories of the
+design's user stories and the CODAGT-757 incident, as runs)."""
+
+from __future__ import annotations
+
+import pathlib
+
+import pytest
+
+from sim.run import run_scenario
+from sim.scenario import load
+
+SCENARIOS = sorted((pathlib.Path(__file__).resolve().parent.parent / "scenarios").glob("*.toml"))
+
+
+@pytest.mark.parametrize("variant", ["today", "contract"])
+@pytest.mark.parametrize("path", SCENARIOS, ids=lambda p: p.stem)
+def test_scenario_meets_expectations(path, variant):
+    """The scenario's [expect.<variant>] holds (with none: no property is violated)."""
+    result = run_scenario(load(path), variant)
+    assert result.expectation_failures() == []
+
+
+def test_incident_numbers():
+    """The incident: 36 starts in 9 h and no result under today; one start under the
+    contract, and past 10 h one timed_out result with the process still running."""
+    root = SCENARIOS[0].parent
+    today = run_scenario(load(root / "codagt757_incident.toml"), "today").tool_call_rows()[0]
+    assert (today["process_starts"], today["results"]) == (36, [])
+    contract = run_scenario(load(root / "codagt757_incident.toml"), "contract").tool_call_rows()[0]
+    assert (contract["process_starts"], contract["results"]) == (1, [])
+    past = run_scenario(load(root / "codagt757_incident_past_timeout.toml"), "contract").tool_call_rows()[0]
+    assert past["process_starts"] == 1 and [r["kind"] for r in past["results"]] == ["timed_out"]
+    assert past["processes_running_at_end"] == 1
