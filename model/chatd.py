@@ -76,6 +76,7 @@ from dataclasses import dataclass, replace
 from typing import Any
 
 from . import chattool
+from .timing import DEFAULT_TIMING, Timing
 from .chatd_db import (  # noqa: F401  (re-exported: the world uses chatd as one module)
     ARCHIVED,
     CHANNEL_OWNERSHIP,
@@ -133,16 +134,19 @@ from .core import (
 # Constants (chatd-contract.md appendix)
 # ---------------------------------------------------------------------------
 
-TASK_TIMEOUT_MS = 15 * 60_000  # defaultTaskTimeout
-TASK_RETRY_INITIAL_BACKOFF_MS = 100
-TASK_RETRY_MAX_BACKOFF_MS = 5_000
-ACQUISITION_INTERVAL_MS = 30_000
-ACQUISITION_BATCH_SIZE = 10
-RUNNER_SYNC_INTERVAL_MS = 15_000
-HEARTBEAT_INTERVAL_MS = 9_000
-HEARTBEAT_STALE_MS = 30_000
-DIAL_TIMEOUT_MS = 30_000  # chatd's dial timeout (design section 9, PR 5 text)
-DEFAULT_GEN_TIME_MS = 2_000
+# The reference durations, for readers and tests: the code reads ``rules.timing``
+# (model/timing.py), whose defaults these are.
+TASK_TIMEOUT_MS = DEFAULT_TIMING.task_timeout_ms  # defaultTaskTimeout, 15 min
+TASK_RETRY_INITIAL_BACKOFF_MS = DEFAULT_TIMING.task_retry_initial_backoff_ms  # 100 ms
+TASK_RETRY_MAX_BACKOFF_MS = DEFAULT_TIMING.task_retry_max_backoff_ms  # 5 s
+ACQUISITION_INTERVAL_MS = DEFAULT_TIMING.acquisition_interval_ms  # 30 s
+RUNNER_SYNC_INTERVAL_MS = DEFAULT_TIMING.runner_sync_interval_ms  # 15 s
+HEARTBEAT_INTERVAL_MS = DEFAULT_TIMING.heartbeat_interval_ms  # 9 s
+HEARTBEAT_STALE_MS = DEFAULT_TIMING.heartbeat_stale_ms  # 30 s
+DIAL_TIMEOUT_MS = DEFAULT_TIMING.dial_timeout_ms  # 30 s, design section 9, PR 5 text
+DEFAULT_GEN_TIME_MS = DEFAULT_TIMING.default_gen_time_ms  # 2 s
+
+ACQUISITION_BATCH_SIZE = 10  # a count, not a duration: the same at every timing
 
 AGENT = "agent"
 TIMER_ACQUIRE = "acquire"
@@ -186,7 +190,9 @@ EXIT = "exit"  # exit:<why>  (expected exit, never retried)
 @dataclass(frozen=True)
 class ChatdRules:
     """The rules one chatd build follows. Real variants differ in the first two fields;
-    the fence switches are for planted bugs (a checker must catch them)."""
+    the fence switches are for planted bugs (a checker must catch them). ``timing`` holds
+    every duration chatd and its tool layer wait for: the reference values by default,
+    ``replace(rules, timing=Timing.small())`` for exhaustive exploration (model/timing.py)."""
 
     name: str
     send_identity: bool  # C1/C2: tool call headers (identity from the DB clock) on requests
@@ -194,6 +200,7 @@ class ChatdRules:
     history_fence: bool = True  # 2.4 requireHistory
     attempt_fence: bool = True  # 2.4 requireGenerationAttempt
     owner_fence: bool = True  # 2.4 ownedByTask
+    timing: Timing = DEFAULT_TIMING
 
 
 TODAY = ChatdRules("today", send_identity=False, interrupt_cancels=False)
@@ -235,7 +242,7 @@ class Task:
     chat_id: str
     fence: TaskFence
     attempts: int = 0
-    backoff_ms: int = TASK_RETRY_INITIAL_BACKOFF_MS
+    backoff_ms: int = TASK_RETRY_INITIAL_BACKOFF_MS  # the task sets its rules' initial backoff
     attempt: Attempt | None = None  # None while backing off
 
 
@@ -273,8 +280,8 @@ def replica_boot(name: str, now_ms: int, rules: ChatdRules | str = CONTRACT, inc
     inc = now_ms if incarnation is None else incarnation
     rep = ReplicaState(name=name, worker_id=f"{name}-w{inc}", rules=rules)
     return rep, [
-        SetTimer(TIMER_ACQUIRE, ACQUISITION_INTERVAL_MS),
-        SetTimer(TIMER_HEARTBEAT, HEARTBEAT_INTERVAL_MS),
+        SetTimer(TIMER_ACQUIRE, rules.timing.acquisition_interval_ms),
+        SetTimer(TIMER_HEARTBEAT, rules.timing.heartbeat_interval_ms),
         note("replica_booted", replica=name, worker_id=rep.worker_id, rules=rules.name),
     ]
 
@@ -300,19 +307,20 @@ def replica_pause_heartbeats(rep: ReplicaState, paused: bool) -> ReplicaState:
 
 
 def replica_on_timer(rep: ReplicaState, db: Db, name: str, now_ms: int, db_now_ms: int) -> Out:
+    timing = rep.rules.timing
     if name == TIMER_ACQUIRE:
         rep, db, eff = _acquire(rep, db, now_ms, db_now_ms)
-        return rep, db, eff + [SetTimer(TIMER_ACQUIRE, ACQUISITION_INTERVAL_MS)]
+        return rep, db, eff + [SetTimer(TIMER_ACQUIRE, timing.acquisition_interval_ms)]
     if name == TIMER_HEARTBEAT:
         db, eff = _heartbeat(rep, db, db_now_ms)
-        return rep, db, eff + [SetTimer(TIMER_HEARTBEAT, HEARTBEAT_INTERVAL_MS)]
+        return rep, db, eff + [SetTimer(TIMER_HEARTBEAT, timing.heartbeat_interval_ms)]
     if name.startswith(SYNC_PREFIX):
         chat_id = name[len(SYNC_PREFIX) :]
         if chat_id not in rep.runners:
             return rep, db, [note("stale_timer", replica=rep.name, timer=name)]
         rep, db, eff = _observe(rep, db, chat_id, now_ms, db_now_ms, "sync")
         if chat_id in rep.runners:
-            eff.append(SetTimer(name, RUNNER_SYNC_INTERVAL_MS))
+            eff.append(SetTimer(name, timing.runner_sync_interval_ms))
         return rep, db, eff
     found = _find_task(rep, name)
     if found is None:
@@ -382,11 +390,12 @@ def _acquire(rep: ReplicaState, db: Db, now_ms: int, db_now_ms: int) -> Out:
         return rep, db, []
     if not db.db_up:
         return rep, db, [note("db_down", replica=rep.name, op="acquire")]
-    db = cleanup_heartbeats(db, db_now_ms, HEARTBEAT_STALE_MS)
+    stale_ms = rep.rules.timing.heartbeat_stale_ms
+    db = cleanup_heartbeats(db, db_now_ms, stale_ms)
     candidates = [
         chat
         for chat in db.chats.values()
-        if chat.status in RUNNABLE and (not chat.owned or heartbeat_stale(db, chat, db_now_ms, HEARTBEAT_STALE_MS))
+        if chat.status in RUNNABLE and (not chat.owned or heartbeat_stale(db, chat, db_now_ms, stale_ms))
     ][:ACQUISITION_BATCH_SIZE]
     effects: list = []
     for chat in candidates:
@@ -399,7 +408,7 @@ def _acquire(rep: ReplicaState, db: Db, now_ms: int, db_now_ms: int) -> Out:
         db, eff = tx_acquire(db, chat, rep.worker_id, runner_id, db_now_ms)
         effects += eff
         rep = replace(rep, runners=rep.runners.set(chat.chat_id, Runner(chat.chat_id, runner_id)))
-        effects.append(SetTimer(SYNC_PREFIX + chat.chat_id, RUNNER_SYNC_INTERVAL_MS))
+        effects.append(SetTimer(SYNC_PREFIX + chat.chat_id, rep.rules.timing.runner_sync_interval_ms))
         rep, db, eff = _observe(rep, db, chat.chat_id, now_ms, db_now_ms, "acquired")
         effects += eff
     return rep, db, effects
@@ -462,7 +471,7 @@ def _observe(rep: ReplicaState, db: Db, chat_id: str, now_ms: int, db_now_ms: in
         return rep, db, effects
     rep, task_id = _new_id(rep, "/t")
     fence = TaskFence(rep.worker_id, runner.runner_id, chat.status, chat.history_version)
-    task = Task(task_id, kind, chat_id, fence)
+    task = Task(task_id, kind, chat_id, fence, backoff_ms=rep.rules.timing.task_retry_initial_backoff_ms)
     effects.append(note("task_started", replica=rep.name, chat_id=chat_id, task=task_id, kind=kind))
     rep, db, eff = _start_attempt(rep, db, runner, task, now_ms, db_now_ms)
     return rep, db, effects + eff
@@ -501,7 +510,7 @@ def _start_attempt(rep: ReplicaState, db: Db, runner: Runner, task: Task, now_ms
     start = _ATTEMPT_STARTS[task.kind]
     db, outcome, att, effects = start(rep, db, task, key, number, now_ms, db_now_ms)
     if outcome == PENDING:
-        effects = [SetTimer(f"{key}/timeout", TASK_TIMEOUT_MS)] + effects
+        effects = [SetTimer(f"{key}/timeout", rep.rules.timing.task_timeout_ms)] + effects
     return _settle(rep, db, runner, replace(task, attempt=att), outcome, effects)
 
 
@@ -518,7 +527,8 @@ def _settle(rep: ReplicaState, db: Db, runner: Runner, task: Task, outcome: str,
             note("task_retry", task=task.task_id, chat_id=task.chat_id, why=outcome[len(RETRY) + 1 :],
                  attempt=task.attempts, backoff_ms=task.backoff_ms),
         ]
-        task = replace(task, attempt=None, backoff_ms=min(task.backoff_ms * 2, TASK_RETRY_MAX_BACKOFF_MS))
+        max_backoff_ms = rep.rules.timing.task_retry_max_backoff_ms
+        task = replace(task, attempt=None, backoff_ms=min(task.backoff_ms * 2, max_backoff_ms))
         return _put_runner(rep, replace(runner, task=task)), db, effects
     effects.append(note("task_" + ("done" if outcome == DONE else "exit"), task=task.task_id,
                         chat_id=task.chat_id, kind=task.kind, why=outcome))
@@ -565,7 +575,7 @@ def _call_index(part: str) -> int | None:
 def _dial(rep: ReplicaState, key: str) -> list:
     return [
         Send(AGENT, Request(req_id=f"{key}/dial", src=rep.name, method="DIAL", path="/")),
-        SetTimer(f"{key}/dial", DIAL_TIMEOUT_MS),
+        SetTimer(f"{key}/dial", rep.rules.timing.dial_timeout_ms),
     ]
 
 
@@ -608,7 +618,7 @@ def _interrupt_start(rep, db, task, key, number, now_ms, db_now_ms):
         outcome, eff = _failed(st, "load_interrupt", task, chat)
         return db, outcome, None, eff
     msg, calls = unresolved_calls(chat)
-    picks = chattool.select_cancels(calls) if rep.rules.interrupt_cancels and calls else ()
+    picks = chattool.select_cancels(calls, rep.rules.timing) if rep.rules.interrupt_cancels and calls else ()
     targets = tuple((pick.call, pick.plan) for pick in picks)
     if not targets:
         # Nothing to cancel: no dial, commit right away (3.2 step 3).
@@ -663,11 +673,11 @@ def _on_dial(rep, db, runner, task, answer, now_ms, db_now_ms) -> Out:
             ident = _identity(task, att, call)
             prefix = f"{att.key}/c{i}"
             if att.action == "interrupt":
-                cs, eff = chattool.begin_cancel(call, plan, ident, rep.name, prefix, task.chat_id, now_ms)
+                cs, eff = chattool.begin_cancel(call, plan, ident, rep.name, prefix, task.chat_id, now_ms,
+                                                timing=rep.rules.timing)
             else:
-                cs, eff = chattool.begin_call(
-                    call, ident, rep.name, prefix, task.chat_id, now_ms, rep.rules.send_identity
-                )
+                cs, eff = chattool.begin_call(call, ident, rep.name, prefix, task.chat_id, now_ms,
+                                              rep.rules.send_identity, timing=rep.rules.timing)
             states[i], results[i] = cs, cs.result
             effects += list(eff)
     else:

@@ -8,7 +8,10 @@ execute.go, interrupt.go, filetoolcall.go). It knows nothing about tasks, attemp
 replicas or the database: the task layer (model/chatd.py) dials the agent, creates one
 ``CallState`` per tool call and feeds it answers and timer firings, and commits
 ``CallState.result``. Everything here is a pure function of its arguments; time enters as
-the replica's own clock reading in integer milliseconds.
+the replica's own clock reading in integer milliseconds. Every duration this layer waits
+for comes from the ``timing`` (model/timing.py) the task passes to ``begin_call``,
+``begin_cancel`` and ``select_cancels`` and ``CallState`` keeps; the durations named below
+are its defaults (the reference values), which a scaled run replaces.
 
 Rule 1 (identity, 4.1). ``ToolCallAge`` is measured from database timestamps at the read
         plus the replica's monotonic time since then, never negative; its zero value
@@ -20,20 +23,20 @@ Rule 2 (one request at a time). A call has at most one request in flight
         with the caller's ``req_prefix`` and carry a per-call sequence number, so several
         calls share a replica and an old timer can never be mistaken for a new one.
 Rule 3 (agent answer timeout, 4.5). Every start, edit, write and cancel request waits at
-        most ``AGENT_ANSWER_TIMEOUT_MS`` for its answer; output reads never do. A
-        foreground start also ends at the execute timeout; when both are equal the
-        execute timeout wins (so the result is "could not be reached", 7.17).
+        most ``timing.agent_answer_timeout_ms`` (1 min) for its answer; output reads
+        never do. A foreground start also ends at the execute timeout; when both are
+        equal the execute timeout wins (so the result is "could not be reached", 7.17).
 Rule 4 (classifier, 5.1). A failed request is classified in this order: NoAnswer (our
-        1-minute timer fired), Refused(code) (a coded 409), Response (any other HTTP
+        answer timer fired), Refused(code) (a coded 409), Response (any other HTTP
         error, 404 included), Unreachable (a transport failure or a deadline inside the
         transport), Unreadable (a 2xx answer we cannot decode). ``AGENT_ERROR_OUTCOMES``
         maps the class to a result kind or to "fall back" (AgentErrorText's ok=false).
 Rule 5 (foreground execute, 4.2 step 4, 4.3). A start answer whose ID is the tool call
         UUID is a new agent: wait ``timeout - max(run_age, 0)`` from the answer with
-        blocking reads (the agent caps each at ``AGENT_OUTPUT_WAIT_CAP_MS``; a read that
+        blocking reads (the agent caps each at its output wait cap, 5 min; a read that
         returns "running" is simply repeated). Any other ID is an old agent: the legacy
         wait runs until the execute timeout counted from this attempt's start. When the
-        wait deadline passes or a read fails, one snapshot (``SNAPSHOT_TIMEOUT_MS``)
+        wait deadline passes or a read fails, one snapshot (``timing.snapshot_timeout_ms``)
         decides: exited -> completed; running past the deadline -> timed out with
         ``background_process_id``; the snapshot itself failing past the deadline ->
         unknown "not received" (never "timed out"; C6, Q9c).
@@ -56,8 +59,9 @@ reference:
 - A live or recorded HTTP error of a file tool reads ``unexpected status code N: <message>``
   (5.4's write example), not the newer message-only text.
 - Stale / canceled refusals of a file request read ``<action>: <err>`` (5.4).
-- The interrupt stop age uses ``EXECUTE_DEFAULT_TIMEOUT_MS`` when the call has no timeout
-  argument (section 8 item 5); this layer has no ``ExecuteOptions.DefaultTimeout`` at all.
+- The interrupt stop age uses the execute default (10 s) when the call has no timeout
+  argument (section 8 item 5); the timing's execute default is the only default here
+  (no separate ``ExecuteOptions.DefaultTimeout``).
 
 Model abstractions (recorded so a reader can check them against the Go code):
 - ``send_identity=False`` with an identity models a chatd that knows the identity but sends
@@ -94,16 +98,19 @@ from . import identity as ident
 from .core import (
     CancelTimer, Effect, Headers, Request, Response, Send, SetTimer, TransportError, json_body, note,
 )
+from .timing import DEFAULT_TIMING, Timing
 
 # ---------------------------------------------------------------------------
 # Constants (chatd-contract.md appendix, design B)
 # ---------------------------------------------------------------------------
 
-AGENT_ANSWER_TIMEOUT_MS = 60_000
-EXECUTE_DEFAULT_TIMEOUT_MS = 10_000
-SNAPSHOT_TIMEOUT_MS = 30_000
+# The reference durations, for readers and tests: the code reads the call's ``timing``
+# (model/timing.py), whose defaults these are.
+AGENT_ANSWER_TIMEOUT_MS = DEFAULT_TIMING.agent_answer_timeout_ms  # 1 min
+EXECUTE_DEFAULT_TIMEOUT_MS = DEFAULT_TIMING.execute_default_timeout_ms  # 10 s
+SNAPSHOT_TIMEOUT_MS = DEFAULT_TIMING.snapshot_timeout_ms  # 30 s
 # Enforced by the agent, not here: why one blocking read can return "running" early.
-AGENT_OUTPUT_WAIT_CAP_MS = 300_000
+AGENT_OUTPUT_WAIT_CAP_MS = DEFAULT_TIMING.agent_output_wait_cap_ms  # 5 min
 MAX_OUTPUT_TO_MODEL_BYTES = 32 * 1024
 
 AGENT_NODE = "agent"
@@ -386,10 +393,10 @@ def runs_in_background(args: ExecuteArgs) -> bool:
     return strip_trailing_ampersand(args.command)[1]
 
 
-def effective_timeout_ms(args: ExecuteArgs) -> int:
-    """The timeout argument, or ``EXECUTE_DEFAULT_TIMEOUT_MS``; no maximum in design B."""
+def effective_timeout_ms(args: ExecuteArgs, timing: Timing = DEFAULT_TIMING) -> int:
+    """The timeout argument, or the timing's execute default (10 s); no maximum in design B."""
     if args.timeout is None:
-        return EXECUTE_DEFAULT_TIMEOUT_MS
+        return timing.execute_default_timeout_ms
     try:
         return parse_duration_ms(args.timeout)
     except DurationError as err:
@@ -500,19 +507,24 @@ class ErrorClass(str, Enum):
 
 @dataclass(frozen=True)
 class AgentError:
-    """A failed agent request: its class, refusal code, and Go's ``err.Error()`` text."""
+    """A failed agent request: its class, refusal code, and Go's ``err.Error()`` text.
+    ``sentinel`` is the wrapped sentinel error's text that AgentErrorText words an unknown
+    reason with: ErrAgentAnswerTimeout's for NoAnswer, else empty."""
 
     cls: ErrorClass
     text: str
     code: str = ""
+    sentinel: str = ""
 
 
 @dataclass(frozen=True)
 class NoAnswer:
-    """Our own agent answer timer ended the request (``ErrAgentAnswerTimeout``)."""
+    """Our own agent answer timer ended the request (``ErrAgentAnswerTimeout``) after
+    ``after_ms``, the answer timeout of the call's timing."""
 
     op: str  # "Post" / "Get": Go's url.Error Op
     url: str
+    after_ms: int = AGENT_ANSWER_TIMEOUT_MS
 
 
 @dataclass(frozen=True)
@@ -530,7 +542,14 @@ class Undecodable:
     detail: str
 
 
-NO_ANSWER_REASON = f"the workspace agent did not answer within {format_duration_ms(AGENT_ANSWER_TIMEOUT_MS)}"
+def no_answer_reason(answer_timeout_ms: int) -> str:
+    """ErrAgentAnswerTimeout's text. Go formats it from the answer timeout constant, so a
+    scaled timing prints its own timeout ("... within 17ms"), as a Go build with that
+    constant would."""
+    return f"the workspace agent did not answer within {format_duration_ms(answer_timeout_ms)}"
+
+
+NO_ANSWER_REASON = no_answer_reason(AGENT_ANSWER_TIMEOUT_MS)  # the reference text, "... 1m0s"
 AGENT_RESTARTED_REASON = "the workspace agent restarted after this tool call"
 NO_PROCESS_REASON = "the workspace agent reported no process for this tool call"
 
@@ -585,7 +604,8 @@ def classify(failure: Any, op: str = "", url: str = "") -> AgentError:
     cls = next(c for _, match, c in CLASSIFIER if match(failure))
     if cls is ErrorClass.NO_ANSWER:
         # AwaitAgentAnswer wraps the request's own error with ErrAgentAnswerTimeout.
-        return AgentError(cls, f'{failure.op} "{failure.url}": context canceled: {NO_ANSWER_REASON}')
+        reason = no_answer_reason(failure.after_ms)
+        return AgentError(cls, f'{failure.op} "{failure.url}": context canceled: {reason}', sentinel=reason)
     if cls is ErrorClass.REFUSED:
         refusal = ident.read_tool_call_error(failure.status, failure.body)
         assert refusal is not None
@@ -609,7 +629,7 @@ def _reason_text(reason: str, err: AgentError) -> str:
         "agent_restarted": AGENT_RESTARTED_REASON,
         "unreachable": f"the workspace agent could not be reached ({err.text})",
         "unreadable": f"the workspace agent's answer could not be read ({err.text})",
-        "no_answer": NO_ANSWER_REASON,
+        "no_answer": err.sentinel,
     }
     return texts[reason]
 
@@ -757,9 +777,10 @@ class InterruptPlan:
     background: bool
 
 
-def interrupted_call(call: ToolCall) -> InterruptPlan | None:
+def interrupted_call(call: ToolCall, timing: Timing = DEFAULT_TIMING) -> InterruptPlan | None:
     """``NewInterruptedCall``: None keeps the generic result without a cancel (another
-    tool, unparsable execute arguments, an invalid timeout)."""
+    tool, unparsable execute arguments, an invalid timeout). A foreground execute without
+    a timeout argument stops below the timing's execute default."""
     if call.tool in FILE_TOOLS:
         return InterruptPlan(call.tool, 0, False)
     if call.tool != EXECUTE:
@@ -771,7 +792,7 @@ def interrupted_call(call: ToolCall) -> InterruptPlan | None:
     if runs_in_background(args):
         return InterruptPlan(EXECUTE, 0, True)
     try:
-        return InterruptPlan(EXECUTE, effective_timeout_ms(args), False)
+        return InterruptPlan(EXECUTE, effective_timeout_ms(args, timing), False)
     except InvalidTimeout:
         return None
 
@@ -791,7 +812,7 @@ class CancelPick:
     plan: InterruptPlan
 
 
-def select_cancels(calls: Sequence[ToolCall]) -> tuple[CancelPick, ...]:
+def select_cancels(calls: Sequence[ToolCall], timing: Timing = DEFAULT_TIMING) -> tuple[CancelPick, ...]:
     """The cancels of one interrupt, in order of first appearance. A provider ID gets one
     cancel only when every call with that ID has a plan and all plans ``same_cancel``;
     every call whose ID is not picked keeps the generic result. An empty answer means
@@ -802,7 +823,7 @@ def select_cancels(calls: Sequence[ToolCall]) -> tuple[CancelPick, ...]:
         if call.provider_id not in groups:
             order.append(call.provider_id)
             groups[call.provider_id] = []
-        groups[call.provider_id].append((call, interrupted_call(call)))
+        groups[call.provider_id].append((call, interrupted_call(call, timing)))
     picks = []
     for provider_id in order:
         entries = groups[provider_id]
@@ -833,6 +854,7 @@ class CallState:
 
     The task layer reads ``result`` (None until done), ``pending_req_id`` and the armed
     timer names; it routes an answer here when its ``req_id`` starts with ``req_prefix``.
+    ``timing`` is the task's, kept so that every later step arms the same durations.
     """
 
     call: ToolCall
@@ -841,6 +863,7 @@ class CallState:
     chat_id: str
     identity: Identity | None
     send_identity: bool = True
+    timing: Timing = DEFAULT_TIMING
     phase: Phase = Phase.START
     background: bool = False
     command: str = ""
@@ -947,10 +970,13 @@ def begin_call(
     chat_id: str,
     now_ms: int,
     send_identity: bool = True,
+    *,
+    timing: Timing = DEFAULT_TIMING,
 ) -> Step:
-    """Run ``call`` in a generation attempt whose connection to the agent is live."""
+    """Run ``call`` in a generation attempt whose connection to the agent is live, with
+    the durations of ``timing`` (the replica's)."""
     cs = CallState(call=call, src=src, req_prefix=req_prefix, chat_id=chat_id, identity=identity,
-                   send_identity=send_identity, started_at_ms=now_ms)
+                   send_identity=send_identity, timing=timing, started_at_ms=now_ms)
     if call.tool == EXECUTE:
         return _begin_execute(cs, now_ms)
     if call.tool in FILE_TOOLS:
@@ -974,7 +1000,7 @@ def _begin_execute(cs: CallState, now_ms: int) -> Step:
     cs = replace(cs, background=background, command=command)
     if not background:
         try:
-            timeout_ms = effective_timeout_ms(args)
+            timeout_ms = effective_timeout_ms(args, cs.timing)
         except InvalidTimeout as err:
             return _finish(cs, _text_error("failed", str(err)))
         cs = replace(cs, timeout_ms=timeout_ms, deadline_at_ms=now_ms + timeout_ms)
@@ -987,8 +1013,8 @@ def _begin_execute(cs: CallState, now_ms: int) -> Step:
         body["workdir"] = args.workdir
     cs, send = _send(cs, "start", "POST", START_PATH, "", _headers(cs, now_ms, True), json_body(body))
     effects: list[Effect] = [send]
-    if background or cs.timeout_ms > AGENT_ANSWER_TIMEOUT_MS:
-        cs, armed = _arm(cs, "answer_timer", AGENT_ANSWER_TIMEOUT_MS)
+    if background or cs.timeout_ms > cs.timing.agent_answer_timeout_ms:
+        cs, armed = _arm(cs, "answer_timer", cs.timing.agent_answer_timeout_ms)
         effects += armed
     if not background:
         # cmdCtx: ends the start request first when the timeout is short, and is the
@@ -1028,7 +1054,7 @@ def _begin_file(cs: CallState, now_ms: int) -> Step:
         content = value.get("content") if isinstance(value.get("content"), str) else ""
         op, path, query, body = "write", WRITE_PATH, urlencode({"path": path_arg}), content.encode("utf-8")
     cs, send = _send(cs, op, "POST", path, query, _headers(cs, now_ms, True), body)
-    cs, armed = _arm(cs, "answer_timer", AGENT_ANSWER_TIMEOUT_MS)
+    cs, armed = _arm(cs, "answer_timer", cs.timing.agent_answer_timeout_ms)
     return replace(cs, phase=Phase.START), (send, *armed)
 
 
@@ -1054,7 +1080,7 @@ def on_timer(cs: CallState, name: str, now_ms: int) -> Step:
     op, method, url = cs.pending_op, cs.pending_method, cs.pending_url
     if name == cs.answer_timer:
         cs = replace(cs, answer_timer=None, pending_req_id=None)
-        return _on_failure(cs, op, classify(NoAnswer(method, url)), now_ms)
+        return _on_failure(cs, op, classify(NoAnswer(method, url, cs.timing.agent_answer_timeout_ms)), now_ms)
     if name == cs.deadline_timer:
         cs = replace(cs, deadline_timer=None, pending_req_id=None)
         if cs.phase is Phase.START:
@@ -1224,11 +1250,12 @@ def _on_output_answer(cs: CallState, answer: Response, now_ms: int) -> Step:
 
 
 def _begin_snapshot(cs: CallState, now_ms: int, *, timed_out: bool, read_error: str) -> Step:
-    """Stop the blocking read and take one snapshot, limited to 30 s on the attempt."""
+    """Stop the blocking read and take one snapshot, limited to the timing's snapshot
+    timeout (30 s) on the attempt."""
     cs, effects = _disarm(cs, "deadline_timer")
     cs = replace(cs, phase=Phase.SNAPSHOT, timed_out=timed_out, read_error=read_error)
     cs, send = _send_output_read(cs, now_ms, wait=False)
-    cs, armed = _arm(cs, "snapshot_timer", SNAPSHOT_TIMEOUT_MS)
+    cs, armed = _arm(cs, "snapshot_timer", cs.timing.snapshot_timeout_ms)
     mark = note("chattool_snapshot", provider_id=cs.call.provider_id, timed_out=timed_out)
     return cs, (*effects, mark, send, *armed)
 
@@ -1310,17 +1337,20 @@ def begin_cancel(
     req_prefix: str,
     chat_id: str,
     now_ms: int,
+    *,
+    timing: Timing = DEFAULT_TIMING,
 ) -> Step:
     """Send the one cancel of ``call`` (C5): tool call headers, the stop run age, at most
-    one minute for the answer, never resent."""
+    the timing's answer timeout (1 min) for the answer, never resent. ``plan`` comes from
+    ``select_cancels`` with the same timing."""
     timeout_ms = plan.stop_run_age_ms if plan.tool == EXECUTE and not plan.background else 0
     cs = CallState(call=call, src=src, req_prefix=req_prefix, chat_id=chat_id, identity=identity,
-                   plan=plan, background=plan.background, timeout_ms=timeout_ms, started_at_ms=now_ms,
-                   process_id=identity.uuid)
+                   timing=timing, plan=plan, background=plan.background, timeout_ms=timeout_ms,
+                   started_at_ms=now_ms, process_id=identity.uuid)
     path = f"/api/v0/tool-calls/{identity.uuid}/cancel"
     body = json_body({"stop_if_run_age_below_ms": plan.stop_run_age_ms})
     cs, send = _send(cs, "cancel", "POST", path, "", _headers(cs, now_ms, True), body)
-    cs, armed = _arm(cs, "answer_timer", AGENT_ANSWER_TIMEOUT_MS)
+    cs, armed = _arm(cs, "answer_timer", timing.agent_answer_timeout_ms)
     mark = note("chattool_cancel_sent", provider_id=call.provider_id, stop_if_run_age_below_ms=plan.stop_run_age_ms)
     return replace(cs, phase=Phase.CANCEL), (mark, send, *armed)
 

@@ -1,32 +1,40 @@
 """Properties: pure functions of a run's trace and final state that say whether the
-contract held.
+contract held, with the evidence that proves it.
 
 Theory of operation
 -------------------
-A run leaves two kinds of evidence in its trace: ground truth (``truth`` records: a process
-really started, exited, was killed; an edit was really applied) and belief (``truth``
-records of kind ``result_committed``: what chatd told the model). A property reads both,
-plus the final ``System`` (to know which tool calls were committed), and returns
-``Violation``s, each naming the tool call, the simulated time and the trace records that
-prove it.
+A run leaves two kinds of evidence in its trace. Ground truth: ``truth`` records of the
+agent (a process started, exited or was killed; an edit was applied), each with the
+request that caused it (``cause``, ``cause_chat``, ``cause_headers``). Belief: ``truth``
+records of kind ``result_committed``, what chatd told the model, with the result kind and
+the task and attempt that committed it. A property reads both, plus the final ``System``
+(which tool calls were committed, and their arguments), and returns ``Violation``s naming
+the property, the tool call, the simulated time and the trace records that prove it.
 
-Rule 1. A property is ``always`` (safety: checked on any prefix), ``eventually``
-        (liveness: checked once the run has quiesced) or ``sometimes`` (reachability:
-        reported when never seen, to catch vacuous runs).
-Rule 2. Properties read result *kinds*, never result texts.
-Rule 3. Ground truth is attributed to a tool call by its UUID when the request carried
-        tool call headers, and otherwise by (chat, command) or (chat, path): under
-        ``today`` the agent picks process IDs, so the command is the only link. Scenarios
-        therefore give each execute call of a chat its own command.
+Rule 1. A property is ``always`` (safety: it can be checked on any prefix), ``eventually``
+        (liveness: checked only once the run has quiesced, i.e. no chat is still runnable)
+        or ``sometimes`` (reachability: reported as *unreached*, never as a violation, so a
+        run that never exercised the interesting path is visible).
+Rule 2. Properties read result *kinds* (and exit codes, process IDs), never result texts.
+Rule 3. Ground truth is attributed to a tool call by its UUID when the agent knew it, and
+        otherwise by (chat, command) or (chat, path): under ``today`` the agent picks
+        process IDs, so the command is the only link. Scenarios give each execute call of a
+        chat its own command.
+Rule 4. A violation that matches a residual risk the design documents (section 7) is
+        reported as that risk, with its reference, not as a new finding (``classify``).
 """
 
 from __future__ import annotations
 
 import json
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from typing import Callable
 
 from .identity import tool_call_uuid
+
+AGENT_ANSWER_BOUND_MS = 60_000  # chatd's agent answer timeout
+DIAL_BOUND_MS = 30_000  # chatd's dial timeout
+INTERRUPT_SLACK_MS = 30_000  # runner notice, backoff, commit: allowance on top of the bounds
 
 
 @dataclass(frozen=True)
@@ -38,6 +46,8 @@ class CallInfo:
     tool: str
     command: str = ""
     path: str = ""
+    background: bool = False
+    timeout_ms: int = 10_000
 
 
 @dataclass(frozen=True)
@@ -47,7 +57,19 @@ class Violation:
     provider_id: str | None
     at_ms: int
     detail: str
-    evidence: tuple[int, ...] = ()  # indexes of trace records that prove it
+    evidence: tuple[int, ...] = ()  # indexes of the trace records that prove it
+    residual_risk: str | None = None  # the design's name for it, when it is a known risk
+
+    def to_json(self) -> dict:
+        return {
+            "property": self.property,
+            "uuid": self.uuid,
+            "id": self.provider_id,
+            "at_s": self.at_ms / 1000,
+            "detail": self.detail,
+            "evidence": list(self.evidence),
+            "residual_risk": self.residual_risk,
+        }
 
 
 @dataclass(frozen=True)
@@ -56,7 +78,36 @@ class Property:
     kind: str  # always | eventually | sometimes
     story: str
     statement: str
-    check: Callable[["Evidence"], list[Violation]] = field(compare=False)
+    check: Callable[["Evidence"], list] = field(compare=False)
+
+
+# ---------------------------------------------------------------------------
+# Indexing the trace
+# ---------------------------------------------------------------------------
+
+
+def _duration_ms(text) -> int | None:
+    """Go-style duration text ("10s", "1h30m", "250ms") in ms; None when unreadable."""
+    if not isinstance(text, str) or not text:
+        return None
+    units = (("ms", 1), ("h", 3_600_000), ("m", 60_000), ("s", 1_000))
+    total, num = 0.0, ""
+    i = 0
+    while i < len(text):
+        ch = text[i]
+        if ch.isdigit() or ch == ".":
+            num += ch
+            i += 1
+            continue
+        for unit, size in units:
+            if text.startswith(unit, i) and num:
+                total += float(num) * size
+                num = ""
+                i += len(unit)
+                break
+        else:
+            return None
+    return None if num else int(total)
 
 
 def committed_calls(final) -> list[CallInfo]:
@@ -72,6 +123,10 @@ def committed_calls(final) -> list[CallInfo]:
                 except ValueError:
                     args = {}
                 args = args if isinstance(args, dict) else {}
+                command = str(args.get("command", "")).rstrip()
+                background = bool(args.get("run_in_background")) or (
+                    command.endswith("&") and not command.endswith("&&") and not command.endswith("|&")
+                )
                 out.append(
                     CallInfo(
                         chat_id,
@@ -79,8 +134,10 @@ def committed_calls(final) -> list[CallInfo]:
                         tc.provider_id,
                         tool_call_uuid(chat_id, msg.id, tc.provider_id),
                         tc.tool,
-                        str(args.get("command", "")).rstrip().rstrip("&").rstrip(),
+                        command.rstrip("&").rstrip(),
                         str(args.get("path", "")) or _first_path(args),
+                        background,
+                        _duration_ms(args.get("timeout")) or 10_000,
                     )
                 )
     return out
@@ -100,38 +157,101 @@ class Evidence:
         self.trace = trace
         self.final = final
         self.calls = committed_calls(final)
-        self.starts: dict[str, list[int]] = {c.uuid: [] for c in self.calls}
-        self.edits: dict[str, list[int]] = {c.uuid: [] for c in self.calls}
-        self.results: dict[str, list[int]] = {c.uuid: [] for c in self.calls}
-        self.exits: dict[str, list[int]] = {c.uuid: [] for c in self.calls}
-        self.kills: dict[str, list[int]] = {c.uuid: [] for c in self.calls}
-        self.pid_owner: dict[str, str] = {}
+        uuids = [c.uuid for c in self.calls]
+        self.starts: dict[str, list[int]] = {u: [] for u in uuids}
+        self.edits: dict[str, list[int]] = {u: [] for u in uuids}
+        self.results: dict[str, list[int]] = {u: [] for u in uuids}
+        self.exits: dict[str, list[int]] = {u: [] for u in uuids}
+        self.kills: dict[str, list[int]] = {u: [] for u in uuids}
+        self.never_received: dict[str, list[int]] = {u: [] for u in uuids}
+        self.pid_owner: dict[str, str] = {}  # "<incarnation>/<pid>" -> call uuid
+        self.pid_start: dict[str, int] = {}  # "<incarnation>/<pid>" -> index of its start
+        self.sends: dict[str, int] = {}  # request id -> index of its send record
+        self.agent_downs: list[int] = []
+        self.interrupts: list[int] = []
+        self.interruption_done: list[int] = []
+        self.faults: list[int] = []
         by_uuid = {c.uuid: c for c in self.calls}
         by_command = {(c.chat_id, c.command): c for c in self.calls if c.tool == "execute"}
-        by_path = {(c.path): c for c in self.calls if c.tool != "execute"}
+        by_path = {(c.chat_id, c.path): c for c in self.calls if c.tool != "execute"}
         for i, rec in enumerate(trace):
-            if rec.get("kind") != "truth":
+            kind = rec.get("kind")
+            if kind == "send":
+                self.sends.setdefault(rec.get("req"), i)
+            elif kind == "agent_down":
+                self.agent_downs.append(i)
+            elif kind == "fault":
+                self.faults.append(i)
+            elif kind == "note":
+                name = rec.get("note")
+                if name == "cancel_never_received" and rec.get("uuid") in self.never_received:
+                    self.never_received[rec["uuid"]].append(i)
+                elif name == "interrupt_requested":
+                    self.interrupts.append(i)
+                elif name == "interruption_finished":
+                    self.interruption_done.append(i)
+            if kind != "truth":
                 continue
-            kind = rec.get("truth")
-            if kind == "process_started":
+            what = rec.get("truth")
+            if what == "process_started":
                 call = by_uuid.get(rec.get("uuid")) or by_command.get((rec.get("chat_id"), rec.get("command")))
+                pid_key = f"{rec.get('incarnation')}/{rec.get('pid')}"
+                self.pid_start[pid_key] = i
                 if call is not None:
                     self.starts[call.uuid].append(i)
-                    self.pid_owner[f"{rec.get('incarnation')}/{rec.get('pid')}"] = call.uuid
-            elif kind in ("process_exited", "process_killed"):
+                    self.pid_owner[pid_key] = call.uuid
+            elif what in ("process_exited", "process_killed"):
                 owner = self.pid_owner.get(f"{rec.get('incarnation')}/{rec.get('pid')}")
                 if owner is not None:
-                    (self.exits if kind == "process_exited" else self.kills)[owner].append(i)
-            elif kind == "edit_applied":
-                call = by_uuid.get(rec.get("uuid")) or by_path.get(rec.get("path"))
+                    (self.exits if what == "process_exited" else self.kills)[owner].append(i)
+            elif what == "edit_applied":
+                call = by_uuid.get(rec.get("uuid")) or by_path.get((rec.get("cause_chat"), rec.get("path")))
+                if call is None:
+                    call = next((c for c in self.calls if c.tool != "execute" and c.path == rec.get("path")), None)
                 if call is not None:
                     self.edits[call.uuid].append(i)
-            elif kind == "result_committed":
+            elif what == "result_committed":
                 if rec.get("uuid") in self.results:
                     self.results[rec["uuid"]].append(i)
 
-    def call(self, uuid: str) -> CallInfo:
-        return next(c for c in self.calls if c.uuid == uuid)
+    # -- helpers ---------------------------------------------------------------
+    def end_ms(self) -> int:
+        return self.trace[-1]["t_ms"] if self.trace else 0
+
+    def ended(self, call: CallInfo, start_idx: int) -> int | None:
+        """Index of the exit or kill of the process started at ``start_idx``."""
+        rec = self.trace[start_idx]
+        key = (rec.get("incarnation"), rec.get("pid"))
+        for i in self.exits[call.uuid] + self.kills[call.uuid]:
+            r = self.trace[i]
+            if (r.get("incarnation"), r.get("pid")) == key:
+                return i
+        return None
+
+    def running_at(self, call: CallInfo, start_idx: int, t_ms: int) -> bool:
+        end = self.ended(call, start_idx)
+        return self.trace[start_idx]["t_ms"] <= t_ms and (end is None or self.trace[end]["t_ms"] > t_ms)
+
+    def agent_age_ms(self, start_idx: int, at_idx: int) -> int:
+        """Run age on the agent's own clock between two agent records."""
+        return self.trace[at_idx]["clock_ms"] - self.trace[start_idx]["clock_ms"]
+
+    def attempt_of(self, req_id: str | None) -> str:
+        """The task attempt a request belongs to: '<worker>/t<n>/a<m>' from its ID."""
+        if not req_id:
+            return ""
+        parts = req_id.split("/")
+        return "/".join(parts[:3]) if len(parts) >= 3 else req_id
+
+
+def _v(name, call: CallInfo | None, at_ms, detail, evidence=()) -> Violation:
+    return Violation(name, call.uuid if call else None, call.provider_id if call else None, at_ms, detail,
+                     tuple(evidence))
+
+
+# ---------------------------------------------------------------------------
+# Safety
+# ---------------------------------------------------------------------------
 
 
 def _at_most_once(ev: Evidence) -> list[Violation]:
@@ -139,38 +259,278 @@ def _at_most_once(ev: Evidence) -> list[Violation]:
     for call in ev.calls:
         for what, idx in (("process starts", ev.starts[call.uuid]), ("edits applied", ev.edits[call.uuid])):
             if len(idx) > 1:
-                out.append(
-                    Violation(
-                        "at_most_once",
-                        call.uuid,
-                        call.provider_id,
-                        ev.trace[idx[1]]["t_ms"],
-                        f"{len(idx)} {what} for {call.provider_id}",
-                        tuple(idx),
-                    )
-                )
+                out.append(_v("at_most_once", call, ev.trace[idx[1]]["t_ms"],
+                              f"{len(idx)} {what} for {call.provider_id}", idx))
     return out
 
 
-def _one_result_always(ev: Evidence) -> list[Violation]:
+def _one_result(ev: Evidence) -> list[Violation]:
     out = []
     for call in ev.calls:
         idx = ev.results[call.uuid]
         if len(idx) > 1:
-            out.append(
-                Violation("one_result", call.uuid, call.provider_id, ev.trace[idx[1]]["t_ms"],
-                          f"{len(idx)} committed results for {call.provider_id}", tuple(idx))
-            )
+            kinds = ", ".join(str(ev.trace[i].get("result_kind")) for i in idx)
+            out.append(_v("one_result", call, ev.trace[idx[1]]["t_ms"],
+                          f"{len(idx)} committed results for {call.provider_id} ({kinds})", idx))
     return out
 
 
+def _truthful_result(ev: Evidence) -> list[Violation]:
+    """The committed kind matches what really happened (US5)."""
+    out = []
+    for call in ev.calls:
+        effects = ev.starts[call.uuid] if call.tool == "execute" else ev.edits[call.uuid]
+        for ri in ev.results[call.uuid]:
+            rec = ev.trace[ri]
+            kind = rec.get("result_kind")
+            t = rec["t_ms"]
+            before = [i for i in effects if i < ri]
+            bad = None
+            if kind in ("not_run", "not_applied") and effects:
+                bad = f"{kind} but {len(effects)} side effect(s) happened", effects
+            elif kind == "canceled":
+                killed = [i for i in ev.kills[call.uuid] if i < ri and ev.trace[i].get("by") == "cancel"]
+                if not killed:
+                    bad = "canceled but no cancel killed its process", before
+            elif kind == "completed" and call.tool == "execute":
+                code = rec.get("exit_code")
+                exited = [i for i in ev.exits[call.uuid] + ev.kills[call.uuid] if i < ri]
+                codes = [ev.trace[i].get("exit_code", -1) if ev.trace[i]["truth"] == "process_exited" else -1
+                         for i in exited]
+                if not exited:
+                    bad = "completed but no process of it had exited", before
+                elif code is not None and code not in codes:
+                    bad = f"completed with exit code {code} but the process exited with {codes}", exited
+            elif kind == "timed_out":
+                ok = False
+                for si in before:
+                    end = ev.ended(call, si)
+                    lived_ms = (ev.trace[end]["clock_ms"] if end is not None and end < ri else None)
+                    started_ms = ev.trace[si]["clock_ms"]
+                    if lived_ms is None:
+                        # still running at the commit: its run age then must have reached the timeout
+                        age_ms = _agent_clock_at(ev, ri) - started_ms
+                        ok = ok or age_ms >= call.timeout_ms
+                    else:
+                        ok = ok or (lived_ms - started_ms) >= call.timeout_ms
+                if not ok:
+                    bad = f"timed_out but no process of it was running at its {call.timeout_ms} ms deadline", before
+            elif kind == "applied" and not [i for i in ev.edits[call.uuid] if i < ri]:
+                bad = "applied but no edit was applied", ()
+            elif kind == "background_started" and not before:
+                bad = "background_started but no process was started", ()
+            if bad is not None:
+                detail, evidence = bad
+                out.append(_v("truthful_result", call, t, f"{call.provider_id}: {detail}", tuple(evidence) + (ri,)))
+    return out
+
+
+def _agent_clock_at(ev: Evidence, idx: int) -> int:
+    """The agent's clock reading closest before trace record ``idx``."""
+    for i in range(idx, -1, -1):
+        if ev.trace[i].get("node") == "agent" and "clock_ms" in ev.trace[i]:
+            return ev.trace[i]["clock_ms"] + (ev.trace[idx]["t_ms"] - ev.trace[i]["t_ms"])
+    return ev.trace[idx]["t_ms"]
+
+
+def _retry_changes_nothing(ev: Evidence) -> list[Violation]:
+    """A side effect is caused only by the first task attempt that caused one for its
+    call (US4): a retry or a new owner gets the recorded answer instead."""
+    out = []
+    for call in ev.calls:
+        for idx in (ev.starts[call.uuid], ev.edits[call.uuid]):
+            if len(idx) < 2:
+                continue
+            first = ev.attempt_of(ev.trace[idx[0]].get("cause"))
+            later = [i for i in idx[1:] if ev.attempt_of(ev.trace[i].get("cause")) != first]
+            if later:
+                causes = {ev.attempt_of(ev.trace[i].get("cause")) for i in later}
+                again = ev.attempt_of(ev.trace[later[0]].get("cause"))
+                more = f" and {len(causes) - 1} more attempt(s)" if len(causes) > 1 else ""
+                out.append(_v("retry_changes_nothing", call, ev.trace[later[0]]["t_ms"],
+                              f"{call.provider_id}: side effect again from {again}{more} after {first}",
+                              (idx[0], *later)))
+    return out
+
+
+def _interrupt_results(ev: Evidence, call: CallInfo) -> list[int]:
+    return [i for i in ev.results[call.uuid] if ev.trace[i].get("task") == "interrupt"]
+
+
+def _interrupt_stops_foreground(ev: Evidence) -> list[Violation]:
+    """US2: an interrupt that resolves a foreground execute whose process runs below its
+    timeout kills it and reports it canceled (unknown is allowed: the agent could not
+    answer; see the residual risks)."""
+    out = []
+    for call in ev.calls:
+        if call.tool != "execute" or call.background:
+            continue
+        for ri in _interrupt_results(ev, call):
+            rec = ev.trace[ri]
+            if rec.get("result_kind") == "unknown":
+                continue
+            for si in [i for i in ev.starts[call.uuid] if i < ri]:
+                if not ev.running_at(call, si, rec["t_ms"]):
+                    continue
+                age_ms = _agent_clock_at(ev, ri) - ev.trace[si]["clock_ms"]
+                if age_ms < call.timeout_ms:
+                    out.append(_v("interrupt_stops_foreground", call, rec["t_ms"],
+                                  f"{call.provider_id}: interrupt committed {rec.get('result_kind')} and left its "
+                                  f"process running at run age {age_ms} ms (< {call.timeout_ms} ms)", (si, ri)))
+    return out
+
+
+def _background_survives(ev: Evidence) -> list[Violation]:
+    """US6: a background process, or a foreground one past its timeout, is never killed
+    by a cancel."""
+    out = []
+    for call in ev.calls:
+        if call.tool != "execute":
+            continue
+        for ki in ev.kills[call.uuid]:
+            rec = ev.trace[ki]
+            if rec.get("by") != "cancel":
+                continue
+            si = ev.pid_start.get(f"{rec.get('incarnation')}/{rec.get('pid')}")
+            age_ms = ev.agent_age_ms(si, ki) if si is not None else 0
+            if call.background:
+                out.append(_v("background_survives", call, rec["t_ms"],
+                              f"{call.provider_id}: a cancel killed a background process", (ki,)))
+            elif age_ms >= call.timeout_ms:
+                out.append(_v("background_survives", call, rec["t_ms"],
+                              f"{call.provider_id}: a cancel killed a process past its {call.timeout_ms} ms timeout "
+                              f"(run age {age_ms} ms)", (ki,)))
+    return out
+
+
+def _chat_isolation(ev: Evidence) -> list[Violation]:
+    """US9: a request carrying one chat's ID never kills or reuses another chat's process."""
+    out = []
+    for i, rec in enumerate(ev.trace):
+        if rec.get("kind") != "truth" or rec.get("truth") != "process_killed" or rec.get("by") == "shutdown":
+            continue
+        si = ev.pid_start.get(f"{rec.get('incarnation')}/{rec.get('pid')}")
+        if si is None or rec.get("cause_chat") is None:
+            continue
+        owner_chat = ev.trace[si].get("chat_id")
+        if owner_chat != rec.get("cause_chat"):
+            uuid = ev.pid_owner.get(f"{rec.get('incarnation')}/{rec.get('pid')}")
+            call = next((c for c in ev.calls if c.uuid == uuid), None)
+            out.append(_v("chat_isolation", call, rec["t_ms"],
+                          f"chat {rec.get('cause_chat')} killed a process of chat {owner_chat}", (si, i)))
+    return out
+
+
+def _canceled_before_received(ev: Evidence) -> list[Violation]:
+    """US10: once a cancel answered that the agent never received a call, or an interrupt
+    committed the call's result, that call never runs (in any agent lifetime)."""
+    out = []
+    for call in ev.calls:
+        marks = ev.never_received[call.uuid] + _interrupt_results(ev, call)
+        if not marks:
+            continue
+        first = min(marks)
+        why = "a cancel recorded it as never received" if first in ev.never_received[call.uuid] else \
+            "the interrupt committed its result"
+        effects = ev.starts[call.uuid] if call.tool == "execute" else ev.edits[call.uuid]
+        late = [i for i in effects if i > first]
+        if late:
+            out.append(_v("canceled_before_received_never_runs", call, ev.trace[late[0]]["t_ms"],
+                          f"{call.provider_id} ran after {why}", (first, *late)))
+    return out
+
+
+def _fenced_commits(ev: Evidence) -> list[Violation]:
+    """No commit from a non-owner or a replaced attempt: every result commit comes from
+    the chat's owner at that time, and from the newest generation attempt it began."""
+    out = []
+    owner: dict[str, str] = {}
+    newest_attempt: dict[str, int] = {}
+    for i, rec in enumerate(ev.trace):
+        kind = rec.get("kind")
+        if kind == "note" and rec.get("note") == "acquired":
+            owner[rec.get("chat_id")] = rec.get("worker_id")
+        elif kind == "note" and rec.get("note") == "attempt_begun":
+            chat_id = rec.get("chat_id")
+            newest_attempt[chat_id] = max(newest_attempt.get(chat_id, 0), rec.get("generation_attempt", 0))
+        elif kind == "truth" and rec.get("truth") == "result_committed":
+            chat_id = rec.get("chat_id")
+            worker = str(rec.get("worker_id") or "")
+            call = next((c for c in ev.calls if c.uuid == rec.get("uuid")), None)
+            if worker and chat_id in owner and owner[chat_id] != worker:
+                out.append(_v("fenced_commits", call, rec["t_ms"],
+                              f"{worker} committed a result for a chat owned by {owner[chat_id]}", (i,)))
+            elif rec.get("task") == "generation" and rec.get("generation_attempt", 0) < newest_attempt.get(chat_id, 0):
+                out.append(_v("fenced_commits", call, rec["t_ms"],
+                              f"attempt {rec.get('generation_attempt')} committed after attempt "
+                              f"{newest_attempt[chat_id]} began", (i,)))
+    return out
+
+
+# ---------------------------------------------------------------------------
+# Liveness
+# ---------------------------------------------------------------------------
+
+
 def _one_result_eventually(ev: Evidence) -> list[Violation]:
-    end = ev.trace[-1]["t_ms"] if ev.trace else 0
     return [
-        Violation("one_result_eventually", c.uuid, c.provider_id, end, f"no committed result for {c.provider_id}")
+        _v("one_result", c, ev.end_ms(), f"no committed result for {c.provider_id} after the run quiesced")
         for c in ev.calls
         if not ev.results[c.uuid]
     ]
+
+
+def _interrupt_finishes(ev: Evidence) -> list[Violation]:
+    """US7: an interrupt finishes within the dial bound plus the agent answer timeout
+    (plus slack for the runner to notice and commit) once the agent is reachable or known
+    unreachable; a fault that strikes chatd itself in the window (crash, ownership change,
+    database outage) only delays it, so those interrupts are checked for finishing at all."""
+    out = []
+    bound_ms = DIAL_BOUND_MS + AGENT_ANSWER_BOUND_MS + INTERRUPT_SLACK_MS
+    for ii in ev.interrupts:
+        rec = ev.trace[ii]
+        chat_id = rec.get("chat_id")
+        done = next((d for d in ev.interruption_done if d > ii and ev.trace[d].get("chat_id") == chat_id), None)
+        t0 = rec["t_ms"]
+        slow_faults = [f for f in ev.faults if ev.trace[f].get("fault") in ("replica_crash", "ownership_change", "db_outage")
+                       and t0 - bound_ms <= ev.trace[f]["t_ms"] <= t0 + bound_ms]
+        if done is None:
+            out.append(_v("interrupt_finishes", None, ev.end_ms(), f"the interrupt of chat {chat_id} never finished", (ii,)))
+        elif not slow_faults and ev.trace[done]["t_ms"] - t0 > bound_ms:
+            took = ev.trace[done]["t_ms"] - t0
+            out.append(_v("interrupt_finishes", None, ev.trace[done]["t_ms"],
+                          f"the interrupt of chat {chat_id} took {took} ms (bound {bound_ms} ms)", (ii, done)))
+    return out
+
+
+# ---------------------------------------------------------------------------
+# Reachability (sometimes)
+# ---------------------------------------------------------------------------
+
+
+def _reached(ev: Evidence, predicate) -> list[Violation]:
+    return [] if any(predicate(i, r) for i, r in enumerate(ev.trace)) else [
+        Violation("", None, None, ev.end_ms(), "never reached")
+    ]
+
+
+def _completes_after_ownership_change(ev: Evidence):
+    moved = [i for i in ev.faults if ev.trace[i].get("fault") in ("ownership_change", "replica_crash")]
+    return _reached(ev, lambda i, r: moved and i > moved[0] and r.get("truth") == "result_committed"
+                    and r.get("result_kind") in ("completed", "applied"))
+
+
+def _retry_gets_recorded_start(ev: Evidence):
+    return _reached(ev, lambda i, r: r.get("kind") == "note" and r.get("note") == "replayed")
+
+
+def _cancel_kills_foreground(ev: Evidence):
+    return _reached(ev, lambda i, r: r.get("truth") == "process_killed" and r.get("by") == "cancel")
+
+
+def _cancel_first_refuses_start(ev: Evidence):
+    return _reached(ev, lambda i, r: r.get("kind") == "note" and r.get("note") == "refused"
+                    and r.get("code") == "tool_call_canceled")
 
 
 PROPERTIES: tuple[Property, ...] = (
@@ -178,12 +538,100 @@ PROPERTIES: tuple[Property, ...] = (
              "Per tool call, at most one process started and at most one edit applied, across every agent incarnation.",
              _at_most_once),
     Property("one_result", "always", "US1, C7",
-             "Every tool call of a committed assistant message has at most one committed result.",
-             _one_result_always),
+             "Every tool call of a committed assistant message has at most one committed result.", _one_result),
+    Property("truthful_result", "always", "US5",
+             "The committed result kind matches what really happened (unknown is always allowed).", _truthful_result),
+    Property("retry_changes_nothing", "always", "US4",
+             "A task retry or ownership change causes no new side effect: only the first attempt acts.",
+             _retry_changes_nothing),
+    Property("interrupt_stops_foreground", "always", "US2",
+             "An interrupt kills a foreground process below its timeout and reports it canceled.",
+             _interrupt_stops_foreground),
+    Property("background_survives", "always", "US6",
+             "A background process, or a foreground one past its timeout, is never killed by a cancel.",
+             _background_survives),
+    Property("chat_isolation", "always", "US9, A5",
+             "A request carrying one chat's ID never kills another chat's process.", _chat_isolation),
+    Property("canceled_before_received_never_runs", "always", "US10",
+             "A tool call the agent recorded as canceled before receiving it never runs.", _canceled_before_received),
+    Property("fenced_commits", "always", "C7, chatd 2.4",
+             "Results are committed only by the chat's owner and by its newest generation attempt.", _fenced_commits),
     Property("one_result_eventually", "eventually", "US1, C7",
              "Once the run has quiesced, every committed tool call has exactly one committed result.",
              _one_result_eventually),
+    Property("interrupt_finishes", "eventually", "US7",
+             "An interrupt finishes within the dial bound plus the agent answer timeout once the agent is reachable or known unreachable.",
+             _interrupt_finishes),
+    Property("completes_after_ownership_change", "sometimes", "US1",
+             "A tool call completes after an ownership change or replica crash.", _completes_after_ownership_change),
+    Property("retry_gets_recorded_start", "sometimes", "US4",
+             "A repeated request gets the recorded answer back.", _retry_gets_recorded_start),
+    Property("cancel_kills_foreground", "sometimes", "US2",
+             "A cancel kills a foreground process.", _cancel_kills_foreground),
+    Property("cancel_first_refuses_start", "sometimes", "US10",
+             "A start that arrives after a cancel is refused with tool_call_canceled.", _cancel_first_refuses_start),
 )
+
+
+# ---------------------------------------------------------------------------
+# Residual risks (design section 7)
+# ---------------------------------------------------------------------------
+
+RESIDUAL_RISKS = {
+    "age_check_best_effort": (
+        "codagt-757-design.md section 7: the age check is best effort; a request delayed longer than the "
+        "2 s margin right after an agent restart can run a second time"
+    ),
+    "mixed_coderd_versions": (
+        "codagt-757-design.md section 7: mixed coderd versions during a rollout; a header-less request from an "
+        "old coderd ran while the interrupt reports not run"
+    ),
+    "false_unknown_after_agent_start": (
+        "codagt-757-design.md section 7: false unknown; a tool call committed shortly before the agent started "
+        "gets agent_started_after_tool_call although no earlier agent received it"
+    ),
+}
+
+
+def classify(v: Violation, ev: Evidence) -> Violation:
+    """Rule 4: name the documented residual risk a violation matches, if any."""
+    if v.property in ("at_most_once", "retry_changes_nothing") and v.evidence:
+        starts = [ev.trace[i] for i in v.evidence if ev.trace[i].get("kind") == "truth"]
+        incarnations = {r.get("incarnation") for r in starts}
+        if len(incarnations) > 1:
+            for r in starts[1:]:
+                sent = ev.sends.get(r.get("cause"))
+                if sent is None:
+                    continue
+                # The request was sent before an agent went down and served by a later one.
+                if any(sent < d < ev.trace.index(r) for d in ev.agent_downs):
+                    return replace(v, residual_risk="age_check_best_effort")
+    if v.property in ("truthful_result", "canceled_before_received_never_runs"):
+        effects = [ev.trace[i] for i in v.evidence if ev.trace[i].get("kind") == "truth"
+                   and ev.trace[i].get("truth") in ("process_started", "edit_applied")]
+        if effects and all(r.get("cause_headers") is False for r in effects):
+            return replace(v, residual_risk="mixed_coderd_versions")
+    return v
+
+
+def informational(ev: Evidence) -> list[Violation]:
+    """Findings that are not violations but that the design names as residual risks: a
+    false unknown after an agent start."""
+    out = []
+    for call in ev.calls:
+        effects = ev.starts[call.uuid] if call.tool == "execute" else ev.edits[call.uuid]
+        for ri in ev.results[call.uuid]:
+            rec = ev.trace[ri]
+            if rec.get("result_kind") == "unknown" and rec.get("reason") == "agent_restarted" and not effects:
+                out.append(replace(_v("truthful_result", call, rec["t_ms"],
+                                      f"{call.provider_id}: unknown (agent restarted) although nothing ever ran", (ri,)),
+                                   residual_risk="false_unknown_after_agent_start"))
+    return out
+
+
+# ---------------------------------------------------------------------------
+# Entry points
+# ---------------------------------------------------------------------------
 
 
 def quiesced(final) -> bool:
@@ -194,20 +642,45 @@ def quiesced(final) -> bool:
     return all(chat.status not in RUNNABLE for chat in final.db.chats.values())
 
 
-def check(trace: list[dict], final, kinds: tuple[str, ...] = ("always", "eventually")) -> list[Violation]:
-    """Violations of the properties of the given kinds. ``eventually`` properties are
-    checked only when the run has quiesced (rule 1)."""
+@dataclass
+class Report:
+    violations: list  # new findings and residual risks, classified
+    unreached: list  # names of sometimes-properties never reached
+    informational: list
+    unknown_results: int
+    results: int
+    quiesced: bool
+
+    @property
+    def new_findings(self) -> list:
+        return [v for v in self.violations if v.residual_risk is None]
+
+
+def evaluate(trace: list[dict], final, kinds: tuple[str, ...] = ("always", "eventually", "sometimes")) -> Report:
     ev = Evidence(trace, final)
     settled = quiesced(final)
-    out: list[Violation] = []
+    violations: list[Violation] = []
+    unreached: list[str] = []
     for prop in PROPERTIES:
-        if prop.kind in kinds and (prop.kind != "eventually" or settled):
-            out.extend(prop.check(ev))
-    return out
+        if prop.kind not in kinds:
+            continue
+        if prop.kind == "eventually" and not settled:
+            continue
+        found = prop.check(ev)
+        if prop.kind == "sometimes":
+            if found:
+                unreached.append(prop.name)
+            continue
+        violations.extend(classify(v, ev) for v in found)
+    results = [ev.trace[i] for idx in ev.results.values() for i in idx]
+    unknown = sum(1 for r in results if r.get("result_kind") == "unknown")
+    return Report(violations, unreached, informational(ev), unknown, len(results), settled)
+
+
+def check(trace: list[dict], final, kinds: tuple[str, ...] = ("always", "eventually")) -> list[Violation]:
+    """Violations of the properties of the given kinds (eventually: only once quiesced)."""
+    return evaluate(trace, final, kinds).violations
 
 
 def by_name() -> dict[str, Property]:
     return {p.name: p for p in PROPERTIES}
-
-
-__all__ = ["CallInfo", "Evidence", "PROPERTIES", "Property", "Violation", "check", "committed_calls", "by_name"]

@@ -341,7 +341,7 @@ class _Builder:
         return self.s.seq
 
     # -- effects -------------------------------------------------------------
-    def absorb(self, node: str, effects):
+    def absorb(self, node: str, effects, cause: dict | None = None):
         for eff in effects:
             if isinstance(eff, Send):
                 self.send(node, eff.dst, eff.request)
@@ -352,7 +352,7 @@ class _Builder:
             elif isinstance(eff, CancelTimer):
                 self.s = replace(self.s, timers=self.s.timers.remove((node, eff.name)))
             elif isinstance(eff, Truth):
-                self.record(node, "truth", truth=eff.kind, **_safe_fields(eff.fields))
+                self.record(node, "truth", truth=eff.kind, **_safe_fields(eff.fields), **(cause or {}))
             elif isinstance(eff, Note):
                 self.record(node, "note", note=eff.kind, **_safe_fields(eff.fields))
             elif isinstance(eff, Publish):
@@ -385,10 +385,17 @@ class _Builder:
         self.s = replace(self.s, timers=self.s.timers.set((node, name), timer))
 
     # -- nodes ---------------------------------------------------------------
-    def agent_step(self, fn, *args):
+    def agent_step(self, fn, *args, cause: Request | None = None):
+        """Run an agent handler. ``cause`` is the request being served: its ID, sender and
+        chat go on the ground-truth records so checkers can tell who caused what."""
         state, effects = fn(self.s.agent, *args)
         self.s = replace(self.s, agent=state)
-        self.absorb(AGENT, effects)
+        info = None
+        if cause is not None:
+            info = {"cause": cause.req_id, "cause_src": cause.src,
+                    "cause_chat": header_value(cause.headers, "Coder-Chat-Id"),
+                    "cause_headers": tool_call_of(cause) is not None}
+        self.absorb(AGENT, effects, info)
 
     def replica_step(self, name: str, fn, *args):
         rep = self.s.replicas.get(name)
@@ -468,6 +475,14 @@ def _crash_replica(b: _Builder, name: str):
     b.absorb(name, effects)
 
 
+def _run_request(s: System, timer_name: str) -> Request | None:
+    """The request whose pending handler run a ``handler:<run>`` timer executes."""
+    if not timer_name.startswith("handler:") or s.agent is None:
+        return None
+    run = s.agent.runs.get(timer_name[len("handler:"):])
+    return run.request if run is not None else None
+
+
 def _partitioned(s: System, a: str, b: str) -> bool:
     return (a, b) in s.partitions or (b, a) in s.partitions
 
@@ -532,7 +547,7 @@ def _deliver(b: _Builder, env: Envelope):
         if env.route == "dial":
             b.reply(AGENT, env.src, Response(payload.req_id, 200))
             return
-        b.agent_step(agent.on_request, payload, b.clock(AGENT))
+        b.agent_step(agent.on_request, payload, b.clock(AGENT), cause=payload)
         return
     if isinstance(payload, Publish):
         b.replica_step(env.dst, chatd.replica_on_publish, payload.channel, payload.chat_id)
@@ -545,7 +560,7 @@ def _fire(b: _Builder, node: str, name: str):
     b.record(node, "timer", name=name)
     if node == AGENT:
         if b.s.agent is not None:
-            b.agent_step(agent.on_timer, name, b.clock(AGENT))
+            b.agent_step(agent.on_timer, name, b.clock(AGENT), cause=_run_request(b.s, name))
         return
     if node == WORLD:
         kind, _, arg = name.partition(":")
@@ -643,7 +658,7 @@ def _fault(b: _Builder, f: Fault):
         run_id = f.get("run")
         b.s = replace(b.s, timers=b.s.timers.remove((AGENT, f"handler:{run_id}")))
         if b.s.agent is not None:
-            b.agent_step(agent.on_handler_done, run_id, b.clock(AGENT), True)
+            b.agent_step(agent.on_handler_done, run_id, b.clock(AGENT), True, cause=_run_request(b.s, f"handler:{run_id}"))
     else:
         raise ReplayMismatch(f"{f.label()}: unknown fault kind")
 
