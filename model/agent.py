@@ -135,6 +135,8 @@ class AgentRules:
     cancel_inserts_marker: bool = True  # US10: a cancel of an unknown call refuses later starts
     stop_rule_inclusive: bool = False  # kill when run age < threshold (True: <=, a bug)
     drop_only_older_messages: bool = True  # a new record drops only older messages' records
+    pid_from_command: bool = False  # planted bug: process ID from the command, looked up without the chat
+    handler_ms: int = 0  # how long a handler run takes before it publishes (a slow spawn or edit)
     exited_reap_after_ms: int = 300_000  # exitedProcessReapAge
     output_wait_cap_ms: int = 300_000  # maxWaitDuration of ?wait=true reads
 
@@ -462,7 +464,10 @@ def _middleware(state: AgentState, req: Request, kind: str, now_ms: int) -> tupl
         runs=state.runs.set(run_id, run),
         waiters=state.waiters.set(req.req_id, Waiter(req, "replay", run_id, key)),
     )
-    return state, [SetTimer(f"handler:{run_id}", 0), note("run_pending", uuid=key.uuid, route=kind)]
+    return state, [
+        SetTimer(f"handler:{run_id}", state.config.rules.handler_ms),
+        note("run_pending", uuid=key.uuid, route=kind),
+    ]
 
 
 def on_handler_done(state: AgentState, run_id: str, now_ms: int, panic: bool = False) -> tuple[AgentState, Effects]:
@@ -578,7 +583,9 @@ def _start_process(state: AgentState, req: Request, key: Key | None, now_ms: int
     if workdir and workdir not in state.config.dirs:
         detail = f"chdir {workdir}: no such file or directory"
         return state, _rec(500, {"message": "Failed to start process.", "detail": detail}), []
-    if key is not None:
+    if key is not None and state.config.rules.pid_from_command:
+        pid = str(uuid.uuid5(uuid.NAMESPACE_URL, "command:" + command))  # planted bug
+    elif key is not None:
         pid = key.uuid
     else:
         state = replace(state, pid_counter=state.pid_counter + 1)
@@ -684,7 +691,9 @@ def _write_file(state: AgentState, req: Request, key: Key | None):
 def _process_for(state: AgentState, req: Request, pid: str) -> Process | None:
     """A5: another chat's process gets the same 404 as an unknown one."""
     proc = state.processes.get(pid)
-    if proc is None or proc.chat_id != (chat_of(req) or ""):
+    if proc is None:
+        return None
+    if proc.chat_id != (chat_of(req) or "") and not state.config.rules.pid_from_command:
         return None
     return proc
 
@@ -803,7 +812,13 @@ def _answer_cancel(
         "content_type": record.recorded.content_type,
         "body": base64.b64encode(record.recorded.body).decode("ascii"),
     }
-    state, process, effects = stop_tool_call_process(state, key.uuid, key.chat_id, threshold_ms, now_ms)
+    pid = key.uuid
+    if state.config.rules.pid_from_command:
+        try:
+            pid = json.loads(record.recorded.body.decode("utf-8")).get("id", pid)
+        except (ValueError, AttributeError):
+            pass
+    state, process, effects = stop_tool_call_process(state, pid, key.chat_id, threshold_ms, now_ms)
     if process is not None:
         out["process"] = process
     reply = _json_response(req, 200, out, _run_age_header(now_ms, record.created_at_ms))
@@ -815,9 +830,16 @@ def stop_tool_call_process(
 ) -> tuple[AgentState, dict | None, Effects]:
     """``ProcessStopper.StopToolCallProcess`` (rule 6). Returns the process state after
     the stop attempt, or None when no process has that ID."""
-    proc = state.processes.get(pid)
-    if proc is None or proc.chat_id != chat_id:
-        return state, None, []
+    if state.config.rules.pid_from_command:
+        # Planted bug: the process ID came from the command, so it is looked up as it is,
+        # without the chat; another chat's process may have taken that ID over.
+        proc = state.processes.get(pid)
+        if proc is None:
+            return state, None, []
+    else:
+        proc = state.processes.get(pid)
+        if proc is None or proc.chat_id != chat_id:
+            return state, None, []
     effects: Effects = []
     run_age_ms = now_ms - proc.started_at_ms
     below = run_age_ms <= threshold_ms if state.config.rules.stop_rule_inclusive else run_age_ms < threshold_ms

@@ -455,11 +455,12 @@ def _fenced_commits(ev: Evidence) -> list[Violation]:
             newest_attempt[chat_id] = max(newest_attempt.get(chat_id, 0), rec.get("generation_attempt", 0))
         elif kind == "truth" and rec.get("truth") == "result_committed":
             chat_id = rec.get("chat_id")
-            worker = str(rec.get("worker_id") or "")
+            replica = str(rec.get("replica") or "")
+            owner_replica = owner.get(chat_id, "").rsplit("-w", 1)[0]
             call = next((c for c in ev.calls if c.uuid == rec.get("uuid")), None)
-            if worker and chat_id in owner and owner[chat_id] != worker:
+            if replica and chat_id in owner and owner_replica != replica:
                 out.append(_v("fenced_commits", call, rec["t_ms"],
-                              f"{worker} committed a result for a chat owned by {owner[chat_id]}", (i,)))
+                              f"{replica} committed a result for a chat owned by {owner[chat_id]}", (i,)))
             elif rec.get("task") == "generation" and rec.get("generation_attempt", 0) < newest_attempt.get(chat_id, 0):
                 out.append(_v("fenced_commits", call, rec["t_ms"],
                               f"attempt {rec.get('generation_attempt')} committed after attempt "
@@ -593,19 +594,35 @@ RESIDUAL_RISKS = {
 }
 
 
+CONTRACT_AGE_MARGIN_MS = 2_000
+
+
+def _contract_would_run(ev: Evidence, start_idx: int) -> bool | None:
+    """Would the real contract (2 s margin) have run the request that caused this side
+    effect? True when the agent's uptime on arrival, less the margin, exceeded the age the
+    request carried: then only the request's own delay explains the second run (the
+    documented residual risk). None when the trace cannot tell."""
+    rec = ev.trace[start_idx]
+    sent = ev.sends.get(rec.get("cause"))
+    if sent is None or "age_ms" not in ev.trace[sent]:
+        return None
+    boot = next((ev.trace[i] for i in range(start_idx, -1, -1)
+                 if ev.trace[i].get("kind") == "agent_up" and ev.trace[i].get("incarnation") == rec.get("incarnation")),
+                None)
+    if boot is None:
+        return None
+    uptime_ms = rec["clock_ms"] - boot["clock_ms"]
+    return uptime_ms - CONTRACT_AGE_MARGIN_MS > ev.trace[sent]["age_ms"]
+
+
 def classify(v: Violation, ev: Evidence) -> Violation:
     """Rule 4: name the documented residual risk a violation matches, if any."""
     if v.property in ("at_most_once", "retry_changes_nothing") and v.evidence:
-        starts = [ev.trace[i] for i in v.evidence if ev.trace[i].get("kind") == "truth"]
-        incarnations = {r.get("incarnation") for r in starts}
-        if len(incarnations) > 1:
-            for r in starts[1:]:
-                sent = ev.sends.get(r.get("cause"))
-                if sent is None:
-                    continue
-                # The request was sent before an agent went down and served by a later one.
-                if any(sent < d < ev.trace.index(r) for d in ev.agent_downs):
-                    return replace(v, residual_risk="age_check_best_effort")
+        effects = [i for i in v.evidence if ev.trace[i].get("kind") == "truth"]
+        incarnations = {ev.trace[i].get("incarnation") for i in effects}
+        later = [i for i in effects if ev.trace[i].get("incarnation") != ev.trace[effects[0]].get("incarnation")]
+        if len(incarnations) > 1 and later and all(_contract_would_run(ev, i) for i in later):
+            return replace(v, residual_risk="age_check_best_effort")
     if v.property in ("truthful_result", "canceled_before_received_never_runs"):
         effects = [ev.trace[i] for i in v.evidence if ev.trace[i].get("kind") == "truth"
                    and ev.trace[i].get("truth") in ("process_started", "edit_applied")]

@@ -56,7 +56,7 @@ from .core import (
     Truth,
     header_value,
 )
-from .identity import TOOL_CALL_ID_HEADER, path_unescape
+from .identity import AGE_MS_HEADER, TOOL_CALL_ID_HEADER, path_unescape
 
 AGENT = "agent"
 WORLD = "world"
@@ -370,7 +370,11 @@ class _Builder:
         what = f"{route} {tool_call or '-'} {src} -> {dst}"
         env = self.put_in_flight(src, dst, req, route, tool_call, what)
         self.s = replace(self.s, open_requests=self.s.open_requests.set(req.req_id, (route, tool_call)))
-        self.record(src, "send", seq=env.seq, req=req.req_id, route=route, tool_call=tool_call, dst=dst)
+        extra = {}
+        age = header_value(req.headers, AGE_MS_HEADER)
+        if age is not None and age.isdigit():
+            extra["age_ms"] = int(age)
+        self.record(src, "send", seq=env.seq, req=req.req_id, route=route, tool_call=tool_call, dst=dst, **extra)
 
     def reply(self, src: str, dst: str, answer):
         route, tool_call = self.s.open_requests.get(answer.req_id, ("other", None))

@@ -18,7 +18,10 @@ def story(result) -> str:
         lines.append(f"  {row['chat']} {row['id']} ({row['tool']}, {row['uuid'][:8]}): {effect}; results: {kinds}")
     if result.violations:
         for v in result.violations:
-            lines.append(f"  VIOLATION {v.property} at {v.at_ms / 1000:g}s: {v.detail}")
+            if v.residual_risk:
+                lines.append(f"  RESIDUAL RISK {v.residual_risk} ({v.property}) at {v.at_ms / 1000:g}s: {v.detail}")
+            else:
+                lines.append(f"  VIOLATION {v.property} at {v.at_ms / 1000:g}s: {v.detail}")
     else:
         lines.append("  no property violated")
     failures = result.expectation_failures()

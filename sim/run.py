@@ -13,7 +13,7 @@ import json
 import uuid
 from dataclasses import dataclass, field, replace
 
-from model import agent, chatd, chattool
+from model import agent, chatd, chattool, mutants
 from model import properties as props
 from model import system as msys
 from model.core import FMap
@@ -32,8 +32,8 @@ def chat_uuid(name: str) -> str:
         return str(uuid.uuid5(CHAT_NAMESPACE, name))
 
 
-def variants() -> dict:
-    return dict(chatd.VARIANTS)
+def variants() -> list[str]:
+    return mutants.variant_names()
 
 
 def _tool_call(spec: ToolCallSpec) -> chattool.ToolCall:
@@ -52,9 +52,18 @@ def _tool_call(spec: ToolCallSpec) -> chattool.ToolCall:
 
 
 def build(scenario: Scenario, variant: str) -> tuple[msys.WorldConfig, WorldOptions]:
-    rules = chatd.VARIANTS.get(variant)
-    if rules is None:
-        raise ScenarioError(f"{scenario.path}: variant: unknown variant {variant!r} (known: {', '.join(sorted(chatd.VARIANTS))})")
+    agent_name = scenario.world_value("agent", "rev-c")
+    base_agent = agent.AGENT_VARIANTS.get(agent_name)
+    if base_agent is None:
+        raise ScenarioError(f"{scenario.path}: world.agent: unknown agent {agent_name!r} (known: {', '.join(sorted(agent.AGENT_VARIANTS))})")
+    if scenario.world_value("age_margin") is not None:
+        base_agent = replace(base_agent, age_margin_ms=scenario.world_value("age_margin"))
+    if scenario.world_value("handler_time") is not None:
+        base_agent = replace(base_agent, handler_ms=scenario.world_value("handler_time"))
+    try:
+        rules, agent_rules = mutants.resolve(variant, base_agent)
+    except mutants.UnknownVariant as err:
+        raise ScenarioError(f"{scenario.path}: variant: {err}") from None
     chats: dict[str, list] = {}
     scripts = {}
     for turn in scenario.turns:
@@ -68,12 +77,6 @@ def build(scenario: Scenario, variant: str) -> tuple[msys.WorldConfig, WorldOpti
     chat_specs = tuple(
         msys.ChatSpec(name, chat_uuid(name), tuple(turns), gen_ms) for name, turns in chats.items()
     )
-    agent_name = scenario.world_value("agent", "rev-c")
-    agent_rules = agent.AGENT_VARIANTS.get(agent_name)
-    if agent_rules is None:
-        raise ScenarioError(f"{scenario.path}: world.agent: unknown agent {agent_name!r} (known: {', '.join(sorted(agent.AGENT_VARIANTS))})")
-    if scenario.world_value("age_margin") is not None:
-        agent_rules = replace(agent_rules, age_margin_ms=scenario.world_value("age_margin"))
     clocks = FMap(
         (node, msys.ClockSpec(dict(v)["offset_ms"], dict(v)["drift_ppm"], dict(v)["steps"]))
         for node, v in scenario.clocks
@@ -148,7 +151,8 @@ class RunResult:
 
     def expectation_failures(self) -> list[str]:
         exp = self.scenario.expectation(self.variant)
-        found = sorted({v.property for v in self.violations})
+        found = sorted({v.property for v in self.violations if v.residual_risk is None})
+        risks = sorted({v.residual_risk for v in self.violations if v.residual_risk is not None})
         if exp is None:
             return [f"violations: {', '.join(found)}"] if found else []
         failures = []
@@ -166,6 +170,8 @@ class RunResult:
                     failures.append(f"{call_id}.{key}: expected {value!r}, got {got!r}")
         if exp.violations is not None and tuple(sorted(exp.violations)) != tuple(found):
             failures.append(f"violations: expected {sorted(exp.violations)}, got {found}")
+        if exp.residual_risks is not None and tuple(sorted(exp.residual_risks)) != tuple(risks):
+            failures.append(f"residual_risks: expected {sorted(exp.residual_risks)}, got {risks}")
         return failures
 
     def to_json(self) -> dict:
@@ -177,10 +183,7 @@ class RunResult:
             "events": len(self.world.trace),
             "sim_time_s": self.until_ms / 1000,
             "tool_calls": self.tool_call_rows(),
-            "violations": [
-                {"property": v.property, "uuid": v.uuid, "id": v.provider_id, "at_s": v.at_ms / 1000, "detail": v.detail}
-                for v in self.violations
-            ],
+            "violations": [v.to_json() for v in self.violations],
             "expect_met": not self.expectation_failures(),
         }
 

@@ -54,6 +54,7 @@ WORLD_KEYS = {
     "acquisition_interval": "duration",
     "files": dict,
     "agent": str,
+    "handler_time": "duration",
 }
 
 
@@ -148,7 +149,8 @@ class Fault:
 @dataclass(frozen=True)
 class Expectation:
     tool_calls: tuple[tuple[str, tuple[tuple[str, Any], ...]], ...] = ()
-    violations: tuple[str, ...] | None = None
+    violations: tuple[str, ...] | None = None  # properties violated as new findings
+    residual_risks: tuple[str, ...] | None = None  # documented residual risks reported
 
 
 @dataclass(frozen=True)
@@ -418,9 +420,13 @@ def from_dict(data: dict, shown: str = "<scenario>") -> Scenario:
         spec = c.table(spec, where)
         calls = []
         violations = None
+        residual = None
         for key, value in spec.items():
             if key == "violations":
                 violations = tuple(c.typed(v, str, f"{where}.violations") for v in c.typed(value, list, f"{where}.violations"))
+                continue
+            if key == "residual_risks":
+                residual = tuple(c.typed(v, str, f"{where}.residual_risks") for v in c.typed(value, list, f"{where}.residual_risks"))
                 continue
             if key not in seen_ids:
                 c.fail(f"{where}.{key}", f"names a tool call that does not exist (tool calls: {', '.join(sorted(seen_ids)) or 'none'})")
@@ -433,7 +439,7 @@ def from_dict(data: dict, shown: str = "<scenario>") -> Scenario:
             if "results" in value:
                 items.append(("results", tuple(c.typed(v, str, f"{where}.{key}.results") for v in c.typed(value["results"], list, f"{where}.{key}.results"))))
             calls.append((key, tuple(items)))
-        expect.append((var, Expectation(tuple(calls), violations)))
+        expect.append((var, Expectation(tuple(calls), violations, residual)))
 
     return Scenario(
         path=shown,

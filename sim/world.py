@@ -66,6 +66,7 @@ class World:
         self.sent_counts: dict[tuple, int] = {}
         self.event_counts: dict[tuple, int] = {}
         self.panic_runs: set[str] = set()
+        self.req_tool_call: dict[str, str | None] = {}
         step = msys.initial(config)
         self.system = step.system
         self._record_step(None, step)
@@ -158,7 +159,9 @@ class World:
     def _watch(self, records):
         """Event triggers: count events and start the faults that wait for them."""
         for rec in records:
-            event = _event_of(rec)
+            if rec.get("kind") == "send":
+                self.req_tool_call[rec.get("req")] = rec.get("tool_call")
+            event = _event_of(rec, self.req_tool_call)
             if event is None:
                 continue
             name, route, tool_call, direction = event
@@ -205,7 +208,7 @@ def _matches(m: MessageMatch, route, tool_call, direction, count) -> bool:
     return m.nth == count
 
 
-def _event_of(rec: dict):
+def _event_of(rec: dict, req_tool_call: dict):
     kind = rec.get("kind")
     if kind == "send":
         return ("request_sent", rec.get("route"), rec.get("tool_call"), "request")
@@ -214,7 +217,7 @@ def _event_of(rec: dict):
     if kind == "reply":
         return ("response_sent", rec.get("route"), rec.get("tool_call"), "response")
     if kind == "truth" and rec.get("truth") == "process_started":
-        return ("process_started", "start", rec.get("provider_id"), "request")
+        return ("process_started", "start", req_tool_call.get(rec.get("cause")), "request")
     if kind == "truth" and rec.get("truth") == "result_committed":
         return ("result_committed", "start", rec.get("provider_id"), "request")
     return None

@@ -1,0 +1,98 @@
+"""Planted bugs: named mutants of the contract, selectable like variants.
+
+Theory of operation
+-------------------
+A checker that never fires proves nothing. Each planted bug is a small, plausible mistake
+in the contract's logic, expressed as changed knobs of the rule objects the model already
+reads (``chatd.ChatdRules`` and ``agent.AgentRules``), never as a copy of the code. A
+variant name is a base variant plus any number of bugs: ``contract+no-age-margin``. Each
+bug names the property that must catch it and the scenario in which it does; a test runs
+every one under the bug (the property fails) and under the plain contract (it holds).
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, fields, replace
+
+from . import agent, chatd
+
+
+@dataclass(frozen=True)
+class Mutant:
+    name: str
+    summary: str
+    caught_by: str  # the property that catches it
+    scenario: str  # the scenario (file stem in scenarios/) where it is caught
+    chatd: tuple[tuple[str, object], ...] = ()  # ChatdRules fields to change
+    agent: tuple[tuple[str, object], ...] = ()  # AgentRules fields to change
+
+
+MUTANTS: tuple[Mutant, ...] = (
+    Mutant("no-age-margin",
+           "The agent drops the 2 s age margin: a request that was in flight across an agent restart runs again.",
+           "at_most_once", "bug_delayed_retry_across_restart", agent=(("age_margin_ms", 0),)),
+    Mutant("run-before-record",
+           "The agent runs the handler before inserting the record (breaks A1): a request during a slow run runs again.",
+           "at_most_once", "bug_slow_spawn_retry", agent=(("record_before_run", False),)),
+    Mutant("cancel-without-marker",
+           "A cancel of a call the agent never received records nothing, so the late start still runs (breaks US10).",
+           "canceled_before_received_never_runs", "us10_interrupt_before_start_arrives",
+           agent=(("cancel_inserts_marker", False),)),
+    Mutant("stop-rule-inclusive",
+           "The stop rule kills at run age == threshold, so a foreground process exactly at its deadline is killed.",
+           "background_survives", "bug_interrupt_at_deadline", agent=(("stop_rule_inclusive", True),)),
+    Mutant("records-lost-on-new-message",
+           "Inserting a record drops the other records of the same message, so a retried batch runs again.",
+           "retry_changes_nothing", "us04_retry_changes_nothing", agent=(("drop_only_older_messages", False),)),
+    Mutant("pid-from-command",
+           "The process ID comes from the command and is looked up without the chat: another chat's cancel kills it.",
+           "chat_isolation", "us09_chat_isolation", agent=(("pid_from_command", True),)),
+    Mutant("interrupt-without-cancel",
+           "The interrupt commits the generic result and sends no cancel (today's interrupt inside the contract).",
+           "interrupt_stops_foreground", "us02_interrupt_stops_foreground", chatd=(("interrupt_cancels", False),)),
+    Mutant("commit-without-owner-fence",
+           "Result commits check only the history version: a replica that just lost the chat commits before the new owner.",
+           "fenced_commits", "bug_owner_change_near_exit", chatd=(("owner_fence", False), ("attempt_fence", False))),
+    Mutant("commit-without-history-fence",
+           "Result commits are not fenced at all: the old owner's and the new owner's results both land.",
+           "one_result", "bug_owner_change_near_exit",
+           chatd=(("history_fence", False), ("owner_fence", False), ("attempt_fence", False))),
+)
+
+
+def by_name() -> dict[str, Mutant]:
+    return {m.name: m for m in MUTANTS}
+
+
+class UnknownVariant(ValueError):
+    pass
+
+
+def resolve(variant: str, agent_rules: "agent.AgentRules | None" = None):
+    """``"contract+no-age-margin"`` -> (ChatdRules, AgentRules). The base must be a chatd
+    variant; each ``+bug`` applies one planted bug's knobs on top."""
+    base, *bugs = variant.split("+")
+    rules = chatd.VARIANTS.get(base)
+    if rules is None:
+        raise UnknownVariant(f"unknown variant {base!r} (known: {', '.join(sorted(chatd.VARIANTS))})")
+    agent_rules = agent_rules or agent.AgentRules()
+    known = by_name()
+    chatd_fields = {f.name for f in fields(chatd.ChatdRules)}
+    for bug in bugs:
+        mutant = known.get(bug)
+        if mutant is None:
+            raise UnknownVariant(f"unknown planted bug {bug!r} (known: {', '.join(sorted(known))})")
+        for key, _ in mutant.chatd:
+            if key not in chatd_fields:
+                raise UnknownVariant(f"planted bug {bug!r} needs ChatdRules.{key}, which this build lacks")
+        rules = replace(rules, **dict(mutant.chatd))
+        agent_rules = replace(agent_rules, **dict(mutant.agent))
+    if bugs:
+        rules = replace(rules, name=variant)
+        agent_rules = replace(agent_rules, name=f"{agent_rules.name}+{'+'.join(b for b in bugs if known[b].agent)}"
+                              if any(known[b].agent for b in bugs) else agent_rules.name)
+    return rules, agent_rules
+
+
+def variant_names() -> list[str]:
+    return sorted(chatd.VARIANTS) + [f"contract+{m.name}" for m in MUTANTS]
