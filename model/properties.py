@@ -626,7 +626,9 @@ def classify(v: Violation, ev: Evidence) -> Violation:
     if v.property in ("truthful_result", "canceled_before_received_never_runs"):
         effects = [ev.trace[i] for i in v.evidence if ev.trace[i].get("kind") == "truth"
                    and ev.trace[i].get("truth") in ("process_started", "edit_applied")]
-        if effects and all(r.get("cause_headers") is False for r in effects):
+        # The rollout risk: a new coderd's cancel found no record because an old coderd's
+        # request carried no tool call headers, and that request is what ran.
+        if effects and v.uuid and ev.never_received.get(v.uuid) and all(r.get("cause_headers") is False for r in effects):
             return replace(v, residual_risk="mixed_coderd_versions")
     return v
 
