@@ -623,7 +623,7 @@ def classify(v: Violation, ev: Evidence) -> Violation:
         later = [i for i in effects if ev.trace[i].get("incarnation") != ev.trace[effects[0]].get("incarnation")]
         if len(incarnations) > 1 and later and all(_contract_would_run(ev, i) for i in later):
             return replace(v, residual_risk="age_check_best_effort")
-    if v.property in ("truthful_result", "canceled_before_received_never_runs"):
+    if v.property in ("truthful_result", "canceled_before_received_never_runs", "interrupt_stops_foreground"):
         effects = [ev.trace[i] for i in v.evidence if ev.trace[i].get("kind") == "truth"
                    and ev.trace[i].get("truth") in ("process_started", "edit_applied")]
         # The rollout risk: a new coderd's cancel found no record because an old coderd's

@@ -106,6 +106,7 @@ class WorldConfig:
     clocks: FMap = EMPTY  # node -> ClockSpec
     files: FMap = EMPTY
     agent_boot_at_ms: int = 0
+    replica_rules: FMap = EMPTY  # replica name -> ChatdRules, for mixed versions in a rollout
 
     def clock(self, node: str) -> ClockSpec:
         return self.clocks.get(node) or ClockSpec()
@@ -464,7 +465,8 @@ def _agent_down(b: _Builder, why: str):
 
 def _boot_replica(b: _Builder, name: str):
     boots = b.s.replica_boots.get(name, 0) + 1
-    rep, effects = chatd.replica_boot(name, b.clock(name), b.s.config.chatd_rules, boots)
+    rules = b.s.config.replica_rules.get(name) or b.s.config.chatd_rules
+    rep, effects = chatd.replica_boot(name, b.clock(name), rules, boots)
     b.s = replace(b.s, replicas=b.s.replicas.set(name, rep), replica_boots=b.s.replica_boots.set(name, boots))
     b.absorb(name, effects)
 

@@ -82,6 +82,14 @@ def build(scenario: Scenario, variant: str) -> tuple[msys.WorldConfig, WorldOpti
         for node, v in scenario.clocks
     )
     replicas = tuple(f"replica-{i + 1}" for i in range(scenario.world_value("replicas", 2)))
+    replica_rules = {}
+    for name, replica_variant in scenario.world_value("replica_variants", ()):
+        if name not in replicas:
+            raise ScenarioError(f"{scenario.path}: world.replica_variants.{name}: no such replica (replicas: {', '.join(replicas)})")
+        try:
+            replica_rules[name] = mutants.resolve(replica_variant, base_agent)[0]
+        except mutants.UnknownVariant as err:
+            raise ScenarioError(f"{scenario.path}: world.replica_variants.{name}: {err}") from None
     config = msys.WorldConfig(
         replicas=replicas,
         chatd_rules=rules,
@@ -90,6 +98,7 @@ def build(scenario: Scenario, variant: str) -> tuple[msys.WorldConfig, WorldOpti
         clocks=clocks,
         files=FMap(scenario.world_value("files", ())),
         agent_boot_at_ms=scenario.world_value("agent_boot_at", 0),
+        replica_rules=FMap(replica_rules),
     )
     links = {}
     for name, values in scenario.links:

@@ -55,6 +55,7 @@ WORLD_KEYS = {
     "files": dict,
     "agent": str,
     "handler_time": "duration",
+    "replica_variants": dict,
 }
 
 
@@ -261,8 +262,8 @@ def from_dict(data: dict, shown: str = "<scenario>") -> Scenario:
             value = c.typed(world[key], kind, f"world.{key}")
             if key == "replicas" and value < 1:
                 c.fail("world.replicas", f"must be at least 1, got {value}")
-            if key == "files":
-                value = tuple(sorted((str(k), c.typed(v, str, f"world.files.{k}")) for k, v in value.items()))
+            if key in ("files", "replica_variants"):
+                value = tuple(sorted((str(k), c.typed(v, str, f"world.{key}.{k}")) for k, v in value.items()))
             world_values.append((key, value))
 
     network = c.table(data.get("network", {}), "network")
