@@ -8,7 +8,11 @@ A replica is a pure state machine (``ReplicaState``). The world calls four handl
 (a pubsub event any replica's commit produced) and ``replica_crash``. Each takes the shared
 database (``chatd_db.Db``), runs its transactions synchronously, and returns the new
 replica, the new database and effects. ``now_ms`` is the replica's monotonic clock and
-``db_now_ms`` the database clock; the two are never compared (guarantee A6, C1).
+``db_now_ms`` the database clock; the two are never compared (guarantee A6, C1). Every
+duration a replica waits for is read from ``rules.timing`` (model/timing.py) and handed on
+to chattool; the durations the rules below name are its defaults, the reference values,
+which a scaled variant (``replace(rules, timing=Timing.small())``) changes without
+changing a rule.
 
 Rule 1 (worker, chatd-contract.md 2.1/2.2). Every 30 s (timer ``acquire``) and on
         ``chat:ownership`` the worker acquires up to 10 runnable chats (running,

@@ -7,7 +7,9 @@ synchronously: it passes the database in, gets a new one back, and hands it to t
 together with its effects. A transaction therefore never interleaves with another
 replica's, which is exactly what row locking buys the real chatd (chatd-contract.md 1.1,
 2.4). Time enters as ``db_now_ms``, the database clock (Postgres ``now()``); replica
-clocks never touch the database.
+clocks never touch the database. No constant here decides a wait: the heartbeat stale
+limit is a parameter (chatd passes its rules' timing, model/timing.py) and a chat's
+generation time is a row value the world sets (``Chat.gen_time_ms``).
 
 Rule 1 (1.1). Every state-machine transition locks the chat row and raises
         ``snapshot_version`` by one before it changes anything.
@@ -53,6 +55,7 @@ from typing import Any
 
 from .core import EMPTY, FMap, Note, Publish, note, truth
 from .identity import tool_call_uuid
+from .timing import DEFAULT_TIMING
 
 # Chat statuses (chatd-contract.md 1.1).
 WAITING = "waiting"
@@ -115,7 +118,7 @@ class Chat:
     messages: tuple[Message, ...] = ()
     queue: tuple[str, ...] = ()  # queued user messages, promoted by FinishTurn/Interruption
     turns: tuple[tuple, ...] = ()  # the scripted model: one tuple of ToolCalls per answer
-    gen_time_ms: int = 2_000
+    gen_time_ms: int = DEFAULT_TIMING.default_gen_time_ms  # the world sets it per chat
 
     @property
     def owned(self) -> bool:

@@ -1244,7 +1244,7 @@ def _on_output_answer(cs: CallState, answer: Response, now_ms: int) -> Step:
         return _finish(cs, _completed(cs, now_ms, output, exit_code))
     if cs.deadline_at_ms is not None and now_ms >= cs.deadline_at_ms:
         return _finish(cs, _timed_out(cs, now_ms, output))
-    # The agent capped this read (AGENT_OUTPUT_WAIT_CAP_MS); time is left, so read again.
+    # The agent capped this read (its output wait cap); time is left, so read again.
     cs, send = _send_output_read(cs, now_ms, wait=True)
     return cs, (note("chattool_wait_again", provider_id=cs.call.provider_id), send)
 
