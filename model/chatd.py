@@ -204,6 +204,8 @@ class ChatdRules:
     history_fence: bool = True  # 2.4 requireHistory
     attempt_fence: bool = True  # 2.4 requireGenerationAttempt
     owner_fence: bool = True  # 2.4 ownedByTask
+    interrupt_rereads_unresolved: bool = True  # 3.2 step 4: answer only calls still unresolved
+    interrupt_commits_not_run: bool = True  # 3.3: a call that never ran still gets its result
     timing: Timing = DEFAULT_TIMING
 
 
@@ -734,7 +736,11 @@ def _interrupt_commit(rep, db, task, att, db_now_ms):
         outcome, eff = _failed(st, "finish_interruption", task, chat)
         return db, outcome, eff
     by_provider = FMap((call.provider_id, res) for (call, _), res in zip(att.targets, att.results))
-    db, eff = tx_finish_interruption(db, chat, by_provider, chattool.generic_result(), db_now_ms, rep.name, att.number)
+    db, eff = tx_finish_interruption(
+        db, chat, by_provider, chattool.generic_result(), db_now_ms, rep.name, att.number,
+        only_unresolved=rep.rules.interrupt_rereads_unresolved,
+        drop_kinds=() if rep.rules.interrupt_commits_not_run else ("not_run", "not_applied"),
+    )
     return db, DONE, eff
 
 

@@ -341,6 +341,9 @@ def _result_truths(
                 uuid=tool_call_uuid(chat.chat_id, call_msg.id, provider_id),
                 kind=result.kind,
                 is_error=result.is_error,
+                exit_code=getattr(result, "exit_code", None),
+                process_id=getattr(result, "process_id", None),
+                reason=getattr(result, "reason", None),
                 replica=replica,
                 attempt=attempt,
                 generation_attempt=generation_attempt,
@@ -392,12 +395,20 @@ def tx_finish_turn(db: Db, chat: Chat, db_now_ms: int) -> tuple[Db, list]:
 
 
 def tx_finish_interruption(
-    db: Db, chat: Chat, results_by_provider: FMap, generic: Any, db_now_ms: int, replica: str, attempt: int
+    db: Db, chat: Chat, results_by_provider: FMap, generic: Any, db_now_ms: int, replica: str, attempt: int,
+    only_unresolved: bool = True, drop_kinds: tuple[str, ...] = (),
 ) -> tuple[Db, list]:
     """Commit of ``StartInterrupt`` (3.2 step 4): re-read the unresolved calls, write one
     result for EVERY one of them (the interrupt's result for its provider ID, else the
-    generic result), then ``FinishInterruption``."""
+    generic result), then ``FinishInterruption``. ``only_unresolved=False`` and
+    ``drop_kinds`` exist only to plant bugs (answering resolved calls again; leaving calls
+    whose result is of a dropped kind without any result)."""
     call_msg, calls = unresolved_calls(chat)
+    if not only_unresolved:
+        call_msg = last_assistant(chat)
+        calls = call_msg.tool_calls if call_msg is not None else ()
+    if drop_kinds:
+        calls = tuple(c for c in calls if getattr(results_by_provider.get(c.provider_id), "kind", None) not in drop_kinds)
     before = chat
     chat = _lock(chat)
     effects: list = []

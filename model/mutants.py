@@ -21,10 +21,11 @@ from . import agent, chatd
 class Mutant:
     name: str
     summary: str
-    caught_by: str  # the property that catches it
+    caught_by: str  # the property that must catch it (others may fire too)
     scenario: str  # the scenario (file stem in scenarios/) where it is caught
     chatd: tuple[tuple[str, object], ...] = ()  # ChatdRules fields to change
     agent: tuple[tuple[str, object], ...] = ()  # AgentRules fields to change
+    timing: tuple[tuple[str, object], ...] = ()  # chatd Timing fields to change
 
 
 MUTANTS: tuple[Mutant, ...] = (
@@ -38,6 +39,9 @@ MUTANTS: tuple[Mutant, ...] = (
            "A cancel of a call the agent never received records nothing, so the late start still runs (breaks US10).",
            "canceled_before_received_never_runs", "us10_interrupt_before_start_arrives",
            agent=(("cancel_inserts_marker", False),)),
+    Mutant("cancel-without-marker-truth",
+           "The same bug seen by the truth checker: the interrupt reports not_run for a command that then ran.",
+           "truthful_result", "us10_interrupt_before_start_arrives", agent=(("cancel_inserts_marker", False),)),
     Mutant("stop-rule-inclusive",
            "The stop rule kills at run age == threshold, so a foreground process exactly at its deadline is killed.",
            "background_survives", "bug_interrupt_at_deadline", agent=(("stop_rule_inclusive", True),)),
@@ -53,10 +57,19 @@ MUTANTS: tuple[Mutant, ...] = (
     Mutant("commit-without-owner-fence",
            "Result commits check only the history version: a replica that just lost the chat commits before the new owner.",
            "fenced_commits", "bug_owner_change_near_exit", chatd=(("owner_fence", False), ("attempt_fence", False))),
-    Mutant("commit-without-history-fence",
-           "Result commits are not fenced at all: the old owner's and the new owner's results both land.",
-           "one_result", "bug_owner_change_near_exit",
+    Mutant("commit-without-fences",
+           "Result commits are not fenced at all: a replica that just lost the chat still commits.",
+           "fenced_commits", "bug_owner_change_near_exit",
            chatd=(("history_fence", False), ("owner_fence", False), ("attempt_fence", False))),
+    Mutant("interrupt-answers-resolved-calls",
+           "The interrupt's commit answers every call of the last assistant message, resolved or not.",
+           "one_result", "bug_interrupt_during_next_generation", chatd=(("interrupt_rereads_unresolved", False),)),
+    Mutant("interrupt-drops-not-run",
+           "The interrupt commits nothing for a call that never ran, leaving it without a result forever.",
+           "one_result_eventually", "us10_interrupt_before_start_arrives", chatd=(("interrupt_commits_not_run", False),)),
+    Mutant("no-agent-answer-timeout",
+           "chatd waits for the agent's answer with no bound (C6): an interrupt behind a partition never finishes.",
+           "interrupt_finishes", "bug_lost_cancel", timing=(("agent_answer_timeout_ms", 10**12),)),
 )
 
 
@@ -80,12 +93,16 @@ def resolve(variant: str, agent_rules: "agent.AgentRules | None" = None):
     chatd_fields = {f.name for f in fields(chatd.ChatdRules)}
     for bug in bugs:
         mutant = known.get(bug)
+        if mutant is not None and mutant.timing and not hasattr(rules, "timing"):
+            raise UnknownVariant(f"planted bug {bug!r} needs ChatdRules.timing, which this build lacks")
         if mutant is None:
             raise UnknownVariant(f"unknown planted bug {bug!r} (known: {', '.join(sorted(known))})")
         for key, _ in mutant.chatd:
             if key not in chatd_fields:
                 raise UnknownVariant(f"planted bug {bug!r} needs ChatdRules.{key}, which this build lacks")
         rules = replace(rules, **dict(mutant.chatd))
+        if mutant.timing:
+            rules = replace(rules, timing=replace(rules.timing, **dict(mutant.timing)))
         agent_rules = replace(agent_rules, **dict(mutant.agent))
     if bugs:
         rules = replace(rules, name=variant)

@@ -79,6 +79,7 @@ class Property:
     story: str
     statement: str
     check: Callable[["Evidence"], list] = field(compare=False)
+    needs_quiescence: bool = True  # eventually-properties with their own time bound say False
 
 
 # ---------------------------------------------------------------------------
@@ -475,7 +476,7 @@ def _fenced_commits(ev: Evidence) -> list[Violation]:
 
 def _one_result_eventually(ev: Evidence) -> list[Violation]:
     return [
-        _v("one_result", c, ev.end_ms(), f"no committed result for {c.provider_id} after the run quiesced")
+        _v("one_result_eventually", c, ev.end_ms(), f"no committed result for {c.provider_id} after the run quiesced")
         for c in ev.calls
         if not ev.results[c.uuid]
     ]
@@ -496,7 +497,10 @@ def _interrupt_finishes(ev: Evidence) -> list[Violation]:
         slow_faults = [f for f in ev.faults if ev.trace[f].get("fault") in ("replica_crash", "ownership_change", "db_outage")
                        and t0 - bound_ms <= ev.trace[f]["t_ms"] <= t0 + bound_ms]
         if done is None:
-            out.append(_v("interrupt_finishes", None, ev.end_ms(), f"the interrupt of chat {chat_id} never finished", (ii,)))
+            if ev.end_ms() - t0 > bound_ms and not slow_faults:
+                out.append(_v("interrupt_finishes", None, ev.end_ms(),
+                              f"the interrupt of chat {chat_id} had not finished {ev.end_ms() - t0} ms later "
+                              f"(bound {bound_ms} ms)", (ii,)))
         elif not slow_faults and ev.trace[done]["t_ms"] - t0 > bound_ms:
             took = ev.trace[done]["t_ms"] - t0
             out.append(_v("interrupt_finishes", None, ev.trace[done]["t_ms"],
@@ -562,7 +566,7 @@ PROPERTIES: tuple[Property, ...] = (
              _one_result_eventually),
     Property("interrupt_finishes", "eventually", "US7",
              "An interrupt finishes within the dial bound plus the agent answer timeout once the agent is reachable or known unreachable.",
-             _interrupt_finishes),
+             _interrupt_finishes, needs_quiescence=False),
     Property("completes_after_ownership_change", "sometimes", "US1",
              "A tool call completes after an ownership change or replica crash.", _completes_after_ownership_change),
     Property("retry_gets_recorded_start", "sometimes", "US4",
@@ -683,7 +687,7 @@ def evaluate(trace: list[dict], final, kinds: tuple[str, ...] = ("always", "even
     for prop in PROPERTIES:
         if prop.kind not in kinds:
             continue
-        if prop.kind == "eventually" and not settled:
+        if prop.kind == "eventually" and prop.needs_quiescence and not settled:
             continue
         found = prop.check(ev)
         if prop.kind == "sometimes":

@@ -130,7 +130,7 @@ def _incident(out) -> int:
 
 
 def _list(out) -> int:
-    from model import chatd
+    from model import chatd, mutants
     from model import properties as props
     from model.system import FAULT_KINDS
 
@@ -148,5 +148,11 @@ def _list(out) -> int:
     out.write("  " + ", ".join(sorted(set(FAULT_KINDS) | {"lose", "delay"})) + "\n")
     out.write("properties:\n")
     for p in props.PROPERTIES:
-        out.write(f"  {p.name:28} {p.kind:10} {p.story:10} {p.statement}\n")
+        out.write(f"  {p.name:36} {p.kind:10} {p.story:14} {p.statement}\n")
+    out.write("planted bugs (use as --variant contract+<bug>):\n")
+    for m in mutants.MUTANTS:
+        out.write(f"  {m.name:36} caught by {m.caught_by} in {m.scenario}\n      {m.summary}\n")
+    out.write("residual risks (reported by name, not as new findings):\n")
+    for name, text in props.RESIDUAL_RISKS.items():
+        out.write(f"  {name:36} {text}\n")
     return 0

@@ -425,7 +425,7 @@ def test_contract_retry_timeout_deadline_is_the_first_start_plus_timeout():
     t_first = w.starts()[0][0]
     w.run(t_first + 25 * MIN)
     (res,) = w.committed()
-    assert res.get("kind") == "timed_out" and res.get("process_id") is None
+    assert res.get("kind") == "timed_out" and res.get("process_id") == res.get("uuid")  # background_process_id
     assert res.get("at_db_ms") - DB_OFFSET_MS == t_first + 20 * MIN
     assert len(w.agent.started) == 1
 
