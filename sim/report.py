@@ -24,6 +24,12 @@ def story(result) -> str:
                 lines.append(f"  VIOLATION {v.property} at {v.at_ms / 1000:g}s: {v.detail}")
     else:
         lines.append("  no property violated")
+    report = result.report
+    if report is not None:
+        for v in report.informational:
+            lines.append(f"  RESIDUAL RISK {v.residual_risk} at {v.at_ms / 1000:g}s: {v.detail}")
+        if report.results:
+            lines.append(f"  unknown results: {report.unknown_results} of {report.results}")
     failures = result.expectation_failures()
     if failures:
         lines.append("  expectations NOT met:")

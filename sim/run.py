@@ -119,7 +119,7 @@ class RunResult:
     until_ms: int
     world: World
     violations: list
-    calls: list = field(default_factory=list)
+    report: props.Report | None = None
 
     @property
     def trace_bytes(self) -> bytes:
@@ -161,7 +161,8 @@ class RunResult:
     def expectation_failures(self) -> list[str]:
         exp = self.scenario.expectation(self.variant)
         found = sorted({v.property for v in self.violations if v.residual_risk is None})
-        risks = sorted({v.residual_risk for v in self.violations if v.residual_risk is not None})
+        info = self.report.informational if self.report else []
+        risks = sorted({v.residual_risk for v in list(self.violations) + list(info) if v.residual_risk is not None})
         if exp is None:
             return [f"violations: {', '.join(found)}"] if found else []
         failures = []
@@ -193,6 +194,9 @@ class RunResult:
             "sim_time_s": self.until_ms / 1000,
             "tool_calls": self.tool_call_rows(),
             "violations": [v.to_json() for v in self.violations],
+            "residual_risks": [v.to_json() for v in (self.report.informational if self.report else [])],
+            "unknown_results": self.report.unknown_results if self.report else 0,
+            "unreached": list(self.report.unreached) if self.report else [],
             "expect_met": not self.expectation_failures(),
         }
 
@@ -205,5 +209,5 @@ def run_scenario(scenario: Scenario, variant: str | None = None, seed: int | Non
     config, options = build(scenario, variant)
     world = World(config, seed, options)
     world.run(until_ms)
-    violations = props.check(world.trace, world.system)
-    return RunResult(scenario, variant, seed, until_ms, world, violations)
+    report = props.evaluate(world.trace, world.system)
+    return RunResult(scenario, variant, seed, until_ms, world, report.violations, report=report)

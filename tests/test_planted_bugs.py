@@ -56,3 +56,29 @@ def test_sometimes_properties_are_reached_somewhere():
         if not unreached:
             break
     assert unreached == set()
+
+
+@pytest.mark.parametrize(
+    "scenario,risk",
+    [
+        ("rr_delayed_retry_across_restart", "age_check_best_effort"),
+        ("rr_rollout_mixed_versions", "mixed_coderd_versions"),
+        ("rr_false_unknown_after_restart", "false_unknown_after_agent_start"),
+    ],
+)
+def test_residual_risk_reported_by_name(scenario, risk):
+    """Each residual risk of design section 7 the world can produce is reported by name,
+    with its section reference, and is not a new finding."""
+    result = run_scenario(load(SCENARIOS / f"{scenario}.toml"), "contract")
+    named = [v for v in result.violations + result.report.informational if v.residual_risk == risk]
+    assert named and "section 7" in props.RESIDUAL_RISKS[risk]
+    assert [v for v in result.violations if v.residual_risk is None] == []
+
+
+def test_incident_evidence_points_at_the_starts():
+    """Under today the incident fails at_most_once with evidence: the 36 process starts."""
+    result = run_scenario(load(SCENARIOS / "codagt757_incident.toml"), "today")
+    (v,) = [v for v in result.violations if v.property == "at_most_once"]
+    starts = [result.world.trace[i] for i in v.evidence]
+    assert len(starts) == 36 and all(r.get("truth") == "process_started" for r in starts)
+    assert v.uuid and v.provider_id == "toolu_01"
