@@ -107,6 +107,7 @@ class WorldConfig:
     files: FMap = EMPTY
     agent_boot_at_ms: int = 0
     replica_rules: FMap = EMPTY  # replica name -> ChatdRules, for mixed versions in a rollout
+    pubsub_immediate: bool = False  # deliver publishes within the commit's step (explorer worlds)
 
     def clock(self, node: str) -> ClockSpec:
         return self.clocks.get(node) or ClockSpec()
@@ -206,19 +207,31 @@ class Fault:
         return f"fault {self.kind}" + (f" {args}" if args else "")
 
 
-Action = Deliver | Drop | Fire | Fault
+@dataclass(frozen=True)
+class Tick:
+    """Time passes with nothing else happening (the explorer's way to let messages stay
+    in flight; the simpy world never needs it)."""
 
-ACTION_TYPES = {"deliver": Deliver, "lose": Drop, "timer": Fire, "fault": Fault}
+    at_ms: int
+
+    def label(self) -> str:
+        return f"tick to {self.at_ms} ms"
+
+
+Action = Deliver | Drop | Fire | Fault | Tick
+
+ACTION_TYPES = {"deliver": Deliver, "lose": Drop, "timer": Fire, "fault": Fault, "tick": Tick}
 
 
 def action_to_json(action: Action) -> dict:
-    kind = {Deliver: "deliver", Drop: "lose", Fire: "timer", Fault: "fault"}[type(action)]
+    kind = {Deliver: "deliver", Drop: "lose", Fire: "timer", Fault: "fault", Tick: "tick"}[type(action)]
     out: dict[str, Any] = {"action": kind, "at_ms": action.at_ms}
     for f in fields(action):
         if f.name == "at_ms":
             continue
         value = getattr(action, f.name)
-        out[f.name] = [list(p) for p in value] if f.name == "params" else value
+        # A fault's kind goes under "fault": "kind" is what a trace record is.
+        out["fault" if f.name == "kind" else f.name] = [list(p) for p in value] if f.name == "params" else value
     return out
 
 
@@ -227,6 +240,7 @@ def action_from_json(value: dict) -> Action:
     cls = ACTION_TYPES[kind]
     args = {k: v for k, v in value.items() if k != "action"}
     if cls is Fault:
+        args["kind"] = args.pop("fault")
         args["params"] = tuple((k, tuple(v) if isinstance(v, list) else v) for k, v in args.get("params", ()))
     return cls(**args)
 
@@ -328,6 +342,16 @@ class _Builder:
         self.s = system
         self.records: list[dict] = []
         self.action = action
+        self.pending_publishes: list = []
+
+    def flush_publishes(self):
+        """With ``pubsub_immediate``, every replica handles each publish, in replica order,
+        within the step that committed it (a publish may cause more)."""
+        while self.pending_publishes:
+            eff = self.pending_publishes.pop(0)
+            for name in self.s.config.replicas:
+                self.record(name, "deliver", route="publish", what=f"{eff.channel} {eff.chat_id} db -> {name}")
+                self.replica_step(name, chatd.replica_on_publish, eff.channel, eff.chat_id)
 
     def clock(self, node: str) -> int:
         return self.s.config.clock(node).read(self.s.now_ms)
@@ -357,6 +381,9 @@ class _Builder:
             elif isinstance(eff, Note):
                 self.record(node, "note", note=eff.kind, **_safe_fields(eff.fields))
             elif isinstance(eff, Publish):
+                if self.s.config.pubsub_immediate:
+                    self.pending_publishes.append(eff)
+                    continue
                 for name in self.s.config.replicas:
                     self.put_in_flight(DB, name, eff, "publish", None, f"{eff.channel} {eff.chat_id} db -> {name}")
 
@@ -440,6 +467,7 @@ def initial(config: WorldConfig) -> Step:
     for chat in config.chats:
         b.db_step(chatd.db_new_chat, chat.chat_id, chat.turns, chat.gen_time_ms)
         b.set_timer(WORLD, f"user_message:{chat.chat_id}", chat.start_at_ms)
+    b.flush_publishes()
     return Step(b.s, tuple(b.records))
 
 
@@ -517,6 +545,8 @@ def apply(system: System, action: Action) -> Step:
             _forget_answered(b, env)
         else:
             _deliver(b, env)
+    elif isinstance(action, Tick):
+        pass
     elif isinstance(action, Fire):
         timer = b.s.timers.get((action.node, action.name))
         if timer is None:
@@ -527,6 +557,7 @@ def apply(system: System, action: Action) -> Step:
         _fire(b, action.node, action.name)
     else:
         _fault(b, action)
+    b.flush_publishes()
     return Step(b.s, tuple(b.records))
 
 
@@ -595,7 +626,7 @@ def _fire(b: _Builder, node: str, name: str):
 
 FAULT_KINDS = (
     "agent_restart", "agent_shutdown", "replica_crash", "ownership_change", "interrupt",
-    "user_message", "partition", "heal", "db_outage", "handler_panic",
+    "user_message", "partition", "heal", "db_outage", "handler_panic", "takeover",
 )
 
 
@@ -639,6 +670,18 @@ def _fault(b: _Builder, f: Fault):
         rep = b.s.replicas[owner]
         b.s = replace(b.s, replicas=b.s.replicas.set(owner, chatd.replica_pause_heartbeats(rep, True)))
         b.set_timer(WORLD, f"resume_heartbeats:{owner}", f.get("pause", 90_000))
+    elif kind == "takeover":
+        # What a stale heartbeat leads to, at once: the owner's heartbeat row is made
+        # stale and replica ``to`` runs its acquisition poll now (the explorer's ownership
+        # change; the timed world uses ownership_change and real staleness).
+        chat_id = f.get("chat") or _first_chat(b.s)
+        owner = chat_owner(b.s, chat_id)
+        if owner is not None:
+            rep = b.s.replicas[owner]
+            b.s = replace(b.s, replicas=b.s.replicas.set(owner, chatd.replica_pause_heartbeats(rep, True)))
+        hb = FMap((k, (-(10**15) if k[0] == chat_id else v)) for k, v in b.s.db.heartbeats.items())
+        b.s = replace(b.s, db=replace(b.s.db, heartbeats=hb))
+        b.replica_step(f.get("to"), chatd.replica_on_timer, "acquire")
     elif kind == "interrupt":
         b.db_step(chatd.db_interrupt, f.get("chat") or _first_chat(b.s))
     elif kind == "user_message":

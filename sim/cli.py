@@ -36,6 +36,24 @@ def main(argv: list[str] | None = None) -> int:
                      help="run twice in separate processes and compare the traces")
     sub.add_parser("list", help="list scenarios, variants, fault kinds and properties")
     sub.add_parser("incident", help="replay the CODAGT-757 incident under today and under the contract")
+    exp = sub.add_parser("explore", help="exhaustive breadth-first search of a small world")
+    exp.add_argument("--variant", default="contract")
+    exp.add_argument("--second", choices=("background", "edit"), default="background",
+                     help="the second parallel tool call of the default world")
+    exp.add_argument("--max-in-flight", default="1s",
+                     help="how long a message may stay in flight, in real units (default 1s, below the 2s age margin)")
+    exp.add_argument("--max-states", type=int, default=3_000_000)
+    exp.add_argument("--horizon", default="30s", help="explore no further than this (real units)")
+    for budget in ("agent-restarts", "ownership-changes", "interrupts", "lost-responses", "task-retries"):
+        exp.add_argument(f"--{budget}", type=int, default=1)
+    exp.add_argument("--out", default="reports/out/explore", help="folder for counterexample files")
+    exp.add_argument("--graph", metavar="FILE", help="write the state graph (GraphML, or DOT for .dot)")
+    exp.add_argument("--json", action="store_true")
+    rep = sub.add_parser("replay", help="replay a counterexample or a recorded trace through the model")
+    rep.add_argument("file")
+    rep.add_argument("--json", action="store_true")
+    from . import swarm
+    swarm.add_arguments(sub.add_parser("swarm", help="swarm testing: random worlds, each with its own fault mix"))
     args = parser.parse_args(argv)
     try:
         if args.command == "demo":
@@ -44,8 +62,14 @@ def main(argv: list[str] | None = None) -> int:
             return _list(sys.stdout)
         if args.command == "incident":
             return _incident(sys.stdout)
+        if args.command == "explore":
+            return _explore(args, sys.stdout)
+        if args.command == "replay":
+            return _replay(args, sys.stdout)
         if args.command == "run":
             return _run(args, sys.stdout)
+        if args.command == "swarm":
+            return swarm.main(args, sys.stdout)
     except ScenarioError as err:
         print(f"toolcall-sim: {err}", file=sys.stderr)
         return 2
@@ -112,6 +136,102 @@ def _check_determinism(args, out) -> int:
     digest = hashlib.sha256(("\n".join(a) + "\n").encode()).hexdigest()
     out.write(f"deterministic: {len(a)} records, identical in two processes (PYTHONHASHSEED=1, 2), sha256 {digest}\n")
     return 0
+
+
+def _explore(args, out) -> int:
+    import time
+
+    from model import explore as ex
+    from model import mutants
+
+    from . import counterexample as cx
+
+    scale = ex.Bounds().scale
+    try:
+        max_in_flight_ms = parse_duration(args.max_in_flight, "--max-in-flight") // scale
+        horizon_ms = parse_duration(args.horizon, "--horizon") // scale
+        config = ex.default_world(args.variant, args.second)
+    except mutants.UnknownVariant as err:
+        raise ScenarioError(f"--variant: {err}") from None
+    bounds = ex.Bounds(max_in_flight_ms=max_in_flight_ms, horizon_ms=horizon_ms,
+                       agent_restarts=args.agent_restarts, ownership_changes=args.ownership_changes,
+                       interrupts=args.interrupts, lost_responses=args.lost_responses, task_retries=args.task_retries)
+    # Wall-clock time is read here only to report speed; it never enters a run.
+    started = time.perf_counter()
+    result = ex.explore(config, bounds, max_states=args.max_states, keep_edges=bool(args.graph))
+    elapsed_s = max(time.perf_counter() - started, 1e-9)
+    world = {"kind": "explore", "variant": args.variant, "second": args.second,
+             "bounds": {k: getattr(bounds, k) for k in bounds.__dataclass_fields__}}
+    Path(args.out).mkdir(parents=True, exist_ok=True)
+    violations = []
+    for v in sorted(result.violations, key=lambda v: (v.property, v.residual_risk or "")):
+        trace, _ = cx.explore_trace(config, v.path)
+        name = v.property + (f"-{v.residual_risk}" if v.residual_risk else "")
+        path = Path(args.out) / f"{args.variant.replace('+', '_')}-{name}.json"
+        cx.save(path, world, v.property, v.residual_risk, v.path, cx.trace_sha256(trace), "explore", v.detail)
+        violations.append({"property": v.property, "residual_risk": v.residual_risk, "counterexample": str(path),
+                           "steps": len(v.path), "detail": v.detail, "actions": [a.label() for a in v.path]})
+    if args.graph:
+        _write_graph(result.edges, args.graph)
+    doc = {"variant": args.variant, "states": result.states, "transitions": result.transitions, "depth": result.depth,
+           "states_per_s": round(result.states / elapsed_s), "exhausted": result.exhausted, "violations": violations,
+           "bounds": world["bounds"]}
+    if args.json:
+        out.write(json.dumps(doc, indent=2, sort_keys=True) + "\n")
+    else:
+        out.write(f"explore {args.variant}: {result.states} unique states, {result.transitions} transitions, "
+                  f"depth {result.depth}, {doc['states_per_s']} states/s\n")
+        out.write(f"  max in flight {args.max_in_flight}, horizon {args.horizon}, budgets: "
+                  + ", ".join(f"{b} {getattr(bounds, b)}" for b in ex.BUDGETS) + "\n")
+        if not violations:
+            out.write("  exhausted, no violation\n" if result.exhausted else
+                      f"  NOT exhausted (stopped at {args.max_states} states), no violation so far\n")
+        for v in violations:
+            tag = f"residual risk {v['residual_risk']}" if v["residual_risk"] else "VIOLATION"
+            out.write(f"  {tag}: {v['property']} in {v['steps']} steps: {v['detail']}\n")
+            for i, label in enumerate(v["actions"], 1):
+                out.write(f"    {i:3}. {label}\n")
+            out.write(f"    counterexample: {v['counterexample']} (toolcall-sim replay {v['counterexample']})\n")
+        if violations and not result.exhausted:
+            out.write(f"  search stopped at {result.states} states\n")
+    return 1 if any(v["residual_risk"] is None for v in violations) else 0
+
+
+def _write_graph(edges, path: str) -> None:
+    import networkx as nx
+
+    graph = nx.DiGraph()
+    for a, b, label in edges:
+        graph.add_edge(a[:12], b[:12], label=label)
+    if path.endswith(".dot"):
+        lines = ["digraph explore {"]
+        for a, b, data in graph.edges(data=True):
+            lines.append(f'  "{a}" -> "{b}" [label={json.dumps(data["label"])}];')
+        lines.append("}")
+        Path(path).write_text("\n".join(lines) + "\n")
+    else:
+        nx.write_graphml(graph, path)
+
+
+def _replay(args, out) -> int:
+    from . import counterexample as cx
+
+    try:
+        r = cx.replay(args.file)
+    except cx.BadInput as err:
+        print(f"toolcall-sim: {err}", file=sys.stderr)
+        return 2
+    if args.json:
+        out.write(json.dumps(r.to_json(), indent=2, sort_keys=True) + "\n")
+    else:
+        if r.mismatch:
+            out.write(f"replay stopped fitting at {r.mismatch}\n")
+        what = r.property + (f" (residual risk {r.residual_risk})" if r.residual_risk else "") if r.property else "no property"
+        out.write(f"{'REPRODUCED' if r.reproduced else 'not reproduced'}: {what}; "
+                  f"{r.applied}/{r.steps} actions applied\n")
+        same = "same" if r.expected_sha256 == r.trace_sha256 else f"differs from {r.expected_sha256}"
+        out.write(f"trace sha256 {r.trace_sha256} ({same})\n")
+    return 1 if r.reproduced else 0
 
 
 def _incident(out) -> int:

@@ -207,7 +207,9 @@ def run_scenario(scenario: Scenario, variant: str | None = None, seed: int | Non
     seed = scenario.seed if seed is None else seed
     until_ms = scenario.until_ms if until_ms is None else until_ms
     config, options = build(scenario, variant)
-    world = World(config, seed, options)
+    header = {"scenario": scenario.name, "scenario_path": scenario.path, "variant": variant, "seed": seed,
+              "until_ms": until_ms}
+    world = World(config, seed, options, header)
     world.run(until_ms)
     report = props.evaluate(world.trace, world.system)
     return RunResult(scenario, variant, seed, until_ms, world, report.violations, report=report)

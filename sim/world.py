@@ -55,7 +55,8 @@ class WorldOptions:
 
 
 class World:
-    def __init__(self, config: msys.WorldConfig, seed: int, options: WorldOptions | None = None):
+    def __init__(self, config: msys.WorldConfig, seed: int, options: WorldOptions | None = None,
+                 header: dict | None = None):
         self.options = options or WorldOptions()
         self.seed = seed
         self.env = simpy.Environment()
@@ -69,6 +70,9 @@ class World:
         self.req_tool_call: dict[str, str | None] = {}
         step = msys.initial(config)
         self.system = step.system
+        if header is not None:
+            # Names the run so a recorded trace can be replayed on its own.
+            self.trace.append({"kind": "header", "t_ms": 0, **header})
         self._record_step(None, step)
         self._schedule_new(step.system, known_seq=0)
         for spec in self.options.faults:

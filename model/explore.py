@@ -1,0 +1,379 @@
+"""Exhaustive exploration of small worlds: breadth-first search over ``system.apply``.
+
+Theory of operation
+-------------------
+The explorer drives the same ``model.system.apply`` as the simpy world, but instead of
+drawing one future it takes every one: in each state, every action the world could take
+next (``enabled``) is applied, and the resulting states are deduplicated by a canonical
+fingerprint. Breadth-first order makes the first violation found for a property the one
+with the shortest path, which is returned as a list of labelled actions that ``replay``
+(and ``toolcall-sim replay``) runs again.
+
+Rule 1 (time). Time is discrete and advances only when something waits for it: a timer
+        fires at its due time (all timers due at the same time may fire in any order), or
+        a ``Tick`` moves time by 1 ms while a message is in flight, which is how latency is
+        explored. A message must be delivered (or lost) within ``max_in_flight_ms`` of its
+        sending, so time cannot pass a message's deadline. Durations are the small,
+        order-preserving ``Timing.small()`` (1 small ms stands for ``scale`` real ms).
+Rule 2 (budgets). Faults are actions limited by budgets: agent restarts, ownership changes
+        (an immediate takeover by the other replica), interrupts, lost responses and task
+        retries (attempt timeouts that fire). A spent budget disables its action.
+Rule 3 (ghost history). Properties are functions of a trace. Each explored state carries
+        the records the properties read (ground truth, commits, interrupts, ownership,
+        restarts, the start requests' ages) for the path that reached it; it is part of the
+        fingerprint, so two paths merge only when their histories agree. Safety
+        properties are checked on every new state, eventually-properties on terminal
+        states (quiesced, or nothing left to do before the horizon).
+Rule 4 (canonical fingerprints). A fingerprint is the SHA-256 of a canonical JSON form of
+        the state that leaves out what only labels use (message sequence numbers, the
+        request label index, the configuration), never Python's ``hash``.
+
+The periodic worker loops (heartbeats, acquisition polls, runner syncs) are switched off
+in explored worlds (their intervals exceed the horizon): ownership changes happen through
+the explicit ``takeover`` fault instead, which is what a stale heartbeat leads to.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+from collections import deque
+from dataclasses import dataclass, field, replace
+from typing import Any, Callable
+
+from . import agent, chatd, chattool
+from . import properties as props
+from . import system as msys
+from .core import FMap, Response
+from .system import Tick
+from .timing import Timing
+
+# Records the properties read; the rest of a step's records are not kept on paths.
+_GHOST_NOTES = ("cancel_never_received", "interrupt_requested", "interruption_finished", "acquired",
+                "replayed", "refused")
+_GHOST_KINDS = ("truth", "agent_up", "agent_down", "fault")
+
+
+@dataclass(frozen=True)
+class Bounds:
+    max_in_flight_ms: int = 1  # below the small age margin (2 ms): the contract's assumption
+    horizon_ms: int = 40  # explore no further than this (small ms)
+    agent_restarts: int = 1
+    ownership_changes: int = 1
+    interrupts: int = 1
+    lost_responses: int = 1
+    task_retries: int = 1
+    scale: int = 1000  # real ms per small ms (Timing.small's age margin 2 stands for 2 s)
+    fifo_links: bool = True  # each directed link delivers in send order
+
+
+LOSABLE_ROUTES = ("start", "edit", "write", "cancel")  # the tool call answers whose loss matters
+BUDGETS = ("agent_restarts", "ownership_changes", "interrupts", "lost_responses", "task_retries")
+
+
+def explore_timing() -> Timing:
+    """The explorer's clock: as few steps as possible while keeping the orders the
+    contract relies on, in small ms (1 small ms stands for ``Bounds.scale`` real ms):
+
+    backoff 1 < age margin 2 = generation 2 < dial 3 = snapshot 3 < answer timeout 4
+    < the foreground call's execute timeout 8 (its argument) < attempt timeout 10
+    < the agent's output wait cap 12.
+
+    The age margin stays below the answer timeout, which stays below the execute timeout,
+    which stays below the attempt timeout (so a long command outlives an attempt, the
+    incident's shape). The output wait cap exceeds the attempt, so one blocking read spans
+    a whole attempt instead of a dozen re-reads. The periodic worker loops (heartbeats,
+    acquisition polls, runner syncs) are pushed past any horizon: the explorer changes
+    ownership with its ``takeover`` fault instead.
+    """
+    quiet = 10**9
+    return replace(
+        Timing.small(),
+        task_timeout_ms=10, task_retry_initial_backoff_ms=1, task_retry_max_backoff_ms=4,
+        dial_timeout_ms=3, snapshot_timeout_ms=3, agent_answer_timeout_ms=4, execute_default_timeout_ms=6,
+        agent_age_margin_ms=2, default_gen_time_ms=2, agent_output_wait_cap_ms=12,
+        agent_exited_reap_after_ms=quiet,
+        heartbeat_interval_ms=quiet, acquisition_interval_ms=quiet, runner_sync_interval_ms=quiet,
+        heartbeat_stale_ms=quiet,
+    )
+
+
+def default_world(variant: str = "contract", second: str = "background", chatd_rules=None, agent_rules=None
+                  ) -> msys.WorldConfig:
+    """One chat, one agent, two replicas, one assistant message with two parallel calls:
+    a foreground execute that outlives one attempt (so a task retry matters) and a
+    background execute (or an edit)."""
+    from . import mutants
+
+    timing = explore_timing()
+    if chatd_rules is None or agent_rules is None:
+        c_rules, a_rules = mutants.resolve(variant)
+        chatd_rules = chatd_rules or c_rules
+        agent_rules = agent_rules or a_rules
+    chatd_rules = replace(chatd_rules, timing=replace(timing, **_kept_timing(chatd_rules.timing)))
+    agent_rules = timing.agent_rules(agent_rules)
+    fg = chattool.ToolCall("toolu_fg", "execute", json.dumps({"command": "make test", "timeout": "8ms"}))
+    if second == "edit":
+        other = chattool.ToolCall("toolu_ed", "edit_files", json.dumps(
+            {"files": [{"path": "/w/a.txt", "edits": [{"search": "one", "replace": "two"}]}]}))
+    else:
+        other = chattool.ToolCall("toolu_bg", "execute", json.dumps({"command": "make serve", "run_in_background": True}))
+    # The foreground command runs 12 ms: past its 8 ms timeout and past the first 10 ms
+    # attempt, so retries, ownership changes and interrupts all find it running.
+    scripts = FMap({"make test": agent.Script(runs_for_ms=12), "make serve": agent.Script(runs_for_ms=10**6)})
+    # The chat starts once the agent has been up longer than the age margin, as in any
+    # real workspace (an agent younger than the margin refuses every unknown call).
+    chat = msys.ChatSpec("chat-1", "6c1e0a8e-2f7b-5c38-9a0c-1d2e3f405162", ((fg, other),),
+                         gen_time_ms=timing.default_gen_time_ms, start_at_ms=4 * timing.agent_age_margin_ms)
+    return msys.WorldConfig(
+        replicas=("replica-1", "replica-2"),
+        chatd_rules=chatd_rules,
+        agent_config=agent.AgentConfig(rules=agent_rules, scripts=scripts),
+        chats=(chat,),
+        files=FMap({"/w/a.txt": "one\n"}),
+        pubsub_immediate=True,
+    )
+
+
+def _kept_timing(t: Timing) -> dict:
+    """A planted bug may change a timing field (e.g. no answer bound); keep such changes."""
+    base = Timing()
+    return {k: getattr(t, k) for k in t.__dataclass_fields__ if getattr(t, k) != getattr(base, k)
+            and k not in ("heartbeat_interval_ms", "acquisition_interval_ms", "runner_sync_interval_ms",
+                          "heartbeat_stale_ms")}
+
+
+# ---------------------------------------------------------------------------
+# Explored states
+# ---------------------------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class Node:
+    system: msys.System
+    used: tuple[int, ...]  # budgets spent, in BUDGETS order
+    ghost: tuple  # the path's property-relevant records (Rule 3), as canonical JSON strings
+
+
+def _ghost_records(records) -> list[dict]:
+    out = []
+    for rec in records:
+        kind = rec.get("kind")
+        if kind in _GHOST_KINDS or (kind == "note" and rec.get("note") in _GHOST_NOTES):
+            out.append(rec)
+        elif kind == "send" and rec.get("route") in ("start", "edit", "write", "cancel"):
+            out.append(rec)
+    # Sequence numbers only say in which order messages were created; two paths that
+    # differ only there reach the same state.
+    return [{k: v for k, v in r.items() if k != "seq"} for r in out]
+
+
+def _freeze(records) -> tuple:
+    return tuple(json.dumps(r, sort_keys=True, separators=(",", ":"), default=str) for r in records)
+
+
+def ghost_trace(node: Node) -> list[dict]:
+    return [json.loads(r) for r in node.ghost]
+
+
+def fingerprint(node: Node) -> str:
+    """Rule 4. ``repr`` of frozen dataclasses, tuples and sorted ``FMap``s is canonical
+    (field order, sorted keys, no addresses), and far cheaper than a JSON walk."""
+    s = node.system
+    parts = (
+        s.now_ms,
+        repr(s.agent),
+        s.agent_incarnation,
+        repr(s.agent_files),
+        repr(s.replicas),
+        repr(s.db),
+        sorted(repr((e.src, e.dst, e.payload, e.sent_at_ms)) for e in s.in_flight),
+        sorted(repr((k, t.due_ms)) for k, t in s.timers.items()),
+        repr(s.partitions),
+        sorted(repr((e.src, e.payload)) for e in s.dials_waiting),
+        node.used,
+        node.ghost,
+    )
+    return hashlib.sha256(repr(parts).encode()).hexdigest()
+
+
+def _is_attempt_timeout(name: str) -> bool:
+    return name.endswith("/timeout")
+
+
+def enabled(node: Node, bounds: Bounds) -> list:
+    """Every action the world may take next, in a deterministic order (Rule 1, Rule 2)."""
+    s = node.system
+    used = dict(zip(BUDGETS, node.used))
+    now = s.now_ms
+    actions: list = []
+    deadline = min((e.sent_at_ms + bounds.max_in_flight_ms for e in s.in_flight), default=None)
+    heads = _link_heads(s.in_flight) if bounds.fifo_links else s.in_flight
+    for env in heads:
+        actions.append(msys.Deliver(now, env.seq, env.what))
+    for env in heads:
+        if (used["lost_responses"] < bounds.lost_responses and env.src == msys.AGENT
+                and isinstance(env.payload, Response) and env.route in LOSABLE_ROUTES):
+            actions.append(msys.Drop(now, env.seq, env.what))
+    due = [t for t in s.timers.values() if t.due_ms <= bounds.horizon_ms]
+    if due:
+        first = min(t.due_ms for t in due)
+        if deadline is None or first <= deadline:
+            for t in sorted(due, key=lambda t: (t.node, t.name)):
+                if t.due_ms != first:
+                    continue
+                if _is_attempt_timeout(t.name) and used["task_retries"] >= bounds.task_retries:
+                    continue
+                actions.append(msys.Fire(max(now, first), t.node, t.name))
+    # Only tool call requests may be held while time passes: their transit time is what the
+    # age rule is about. Every other message is delivered before time moves on.
+    delayable = [e for e in s.in_flight if e.dst == msys.AGENT and e.route in LOSABLE_ROUTES]
+    if delayable and len(delayable) == len(s.in_flight) and now + 1 <= min(deadline, bounds.horizon_ms):
+        nxt = min((t.due_ms for t in s.timers.values()), default=None)
+        if nxt is None or now + 1 <= nxt:
+            actions.append(Tick(now + 1))
+    chat = s.config.chats[0].chat_id
+    row = s.db.chats.get(chat)
+    if used["agent_restarts"] < bounds.agent_restarts and s.agent is not None:
+        actions.append(msys.Fault(now, "agent_restart"))
+    if used["interrupts"] < bounds.interrupts and row is not None and row.status == chatd.RUNNING:
+        actions.append(msys.Fault(now, "interrupt", (("chat", chat),)))
+    if used["ownership_changes"] < bounds.ownership_changes and row is not None and row.worker_id:
+        owner = msys.chat_owner(s, chat)
+        others = [r for r in s.config.replicas if r != owner and s.replicas.get(r) is not None]
+        if owner is not None and others and row.status in chatd.RUNNABLE:
+            actions.append(msys.Fault(now, "takeover", (("chat", chat), ("to", others[0]))))
+    return actions
+
+
+def _link_heads(in_flight) -> list:
+    """The oldest message of each directed link: links are FIFO (one connection per
+    replica and agent), so only a link's head can arrive next. Losing a message takes it
+    out of order, which the lost-response budget allows."""
+    heads: dict[tuple[str, str], msys.Envelope] = {}
+    for env in in_flight:  # in_flight is in send order
+        heads.setdefault((env.src, env.dst), env)
+    return sorted(heads.values(), key=lambda e: e.seq)
+
+
+def _spend(node: Node, action) -> tuple[int, ...]:
+    used = list(node.used)
+    if isinstance(action, msys.Drop):
+        used[BUDGETS.index("lost_responses")] += 1
+    elif isinstance(action, msys.Fire) and _is_attempt_timeout(action.name):
+        used[BUDGETS.index("task_retries")] += 1
+    elif isinstance(action, msys.Fault):
+        key = {"agent_restart": "agent_restarts", "interrupt": "interrupts", "takeover": "ownership_changes"}[action.kind]
+        used[BUDGETS.index(key)] += 1
+    return tuple(used)
+
+
+def step(node: Node, action) -> tuple[Node, tuple]:
+    st = msys.apply(node.system, action)
+    ghost = node.ghost + _freeze(_ghost_records(st.records))
+    return Node(st.system, _spend(node, action), ghost), st.records
+
+
+def initial_node(config: msys.WorldConfig) -> Node:
+    st = msys.initial(config)
+    return Node(st.system, (0,) * len(BUDGETS), _freeze(_ghost_records(st.records)))
+
+
+# ---------------------------------------------------------------------------
+# Search
+# ---------------------------------------------------------------------------
+
+
+@dataclass
+class Found:
+    property: str
+    residual_risk: str | None
+    path: list  # actions from the initial state
+    detail: str
+
+
+@dataclass
+class Result:
+    states: int = 0
+    transitions: int = 0
+    depth: int = 0
+    exhausted: bool = False
+    violations: list = field(default_factory=list)  # Found, one per property (the shortest)
+    edges: list = field(default_factory=list)  # (parent fp, child fp, label) when asked for
+
+
+def _terminal(node: Node, actions: list) -> bool:
+    return not actions or props.quiesced(node.system)
+
+
+def explore(config: msys.WorldConfig, bounds: Bounds = Bounds(), max_states: int = 200_000,
+            keep_edges: bool = False, stop_on: Callable[[Found], bool] | None = None,
+            on_progress: Callable[[int], None] | None = None) -> Result:
+    """Breadth-first search. Returns every violated property's shortest counterexample."""
+    root = initial_node(config)
+    root_fp = fingerprint(root)
+    parent: dict[str, tuple[str, Any] | None] = {root_fp: None}
+    depth_of = {root_fp: 0}
+    frontier = deque([(root_fp, root)])
+    result = Result()
+    found: dict[str, Found] = {}
+    while frontier:
+        fp, node = frontier.popleft()
+        actions = enabled(node, bounds)
+        kinds = ("always", "eventually") if _terminal(node, actions) else ("always",)
+        report = props.evaluate(ghost_trace(node), node.system, kinds)
+        for v in report.violations:
+            key = v.property if v.residual_risk is None else f"{v.property}:{v.residual_risk}"
+            if key not in found:
+                found[key] = Found(v.property, v.residual_risk, _path(parent, fp), v.detail)
+                if stop_on is not None and stop_on(found[key]):
+                    frontier.clear()
+                    break
+        else:
+            for action in actions:
+                child, _ = step(node, action)
+                cfp = fingerprint(child)
+                result.transitions += 1
+                if keep_edges:
+                    result.edges.append((fp, cfp, action.label()))
+                if cfp in parent:
+                    continue
+                parent[cfp] = (fp, action)
+                depth_of[cfp] = depth_of[fp] + 1
+                result.depth = max(result.depth, depth_of[cfp])
+                if len(parent) > max_states:
+                    break
+                frontier.append((cfp, child))
+            if on_progress is not None and len(parent) % 5000 < len(actions) + 1:
+                on_progress(len(parent))
+            if len(parent) > max_states:
+                break
+            continue
+        if stop_on is not None and not frontier:
+            break
+    result.states = len(parent)
+    result.exhausted = not frontier and len(parent) <= max_states and not (stop_on and found and any(stop_on(f) for f in found.values()))
+    result.violations = list(found.values())
+    return result
+
+
+def _path(parent, fp) -> list:
+    out = []
+    while parent[fp] is not None:
+        fp, action = parent[fp]
+        out.append(action)
+    out.reverse()
+    return out
+
+
+def replay_path(config: msys.WorldConfig, actions) -> tuple[Node, list[dict]]:
+    """Apply a counterexample's actions from the initial state; returns the final node and
+    the full trace (as the simpy world would have written it). Raises ReplayMismatch."""
+    st = msys.initial(config)
+    node = initial_node(config)
+    trace = list(st.records)
+    for action in actions:
+        node, records = step(node, action)
+        trace.append({"kind": "action", "t_ms": action.at_ms, "label": action.label()})
+        trace.extend(records)
+    return node, trace
