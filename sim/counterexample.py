@@ -24,6 +24,8 @@ from model import explore as ex
 from model import properties as props
 from model import system as msys
 
+from .replay import replay as replay_actions
+
 FORMAT = "toolcall-sim/counterexample/1"
 
 
@@ -136,54 +138,26 @@ def load_any(path: str | Path) -> tuple[dict, list, dict]:
 def replay(path: str | Path) -> Replayed:
     world, actions, doc = load_any(path)
     config = world_of(world)
-    st = msys.initial(config)
-    s = st.system
-    trace = list(st.records)
-    applied, mismatch = 0, None
-    header = doc.get("header")
-    if header is not None:
-        trace.insert(0, header)
-    for action in actions:
-        try:
-            st = msys.apply(s, action)
-        except msys.ReplayMismatch as err:
-            mismatch = f"step {applied + 1} ({action.label()}): {err}"
-            break
-        s = st.system
-        rec = {"kind": "action", "t_ms": action.at_ms, "label": action.label()}
-        if header is not None:
-            rec.update({k: v for k, v in msys.action_to_json(action).items() if k != "at_ms"})
-        trace.append(rec)
-        trace.extend(st.records)
-        applied += 1
-    report = props.evaluate(trace, s, ("always",) if world.get("kind") == "explore" else ("always", "eventually"))
+    result = replay_actions(config, actions, doc.get("header"))
+    kinds = ("always",) if world.get("kind") == "explore" else ("always", "eventually")
+    report = props.evaluate(result.trace, result.final, kinds)
     wanted = doc.get("property")
     risk = doc.get("residual_risk")
-    hits = [v for v in report.violations if (wanted is None or v.property == wanted)]
-    if wanted is not None:
-        hits = [v for v in hits if v.residual_risk == risk]
-    got = trace_sha256(trace)
+    hits = [v for v in report.violations if wanted is None or (v.property == wanted and v.residual_risk == risk)]
     return Replayed(
-        reproduced=bool(hits) and mismatch is None,
+        reproduced=bool(hits) and result.mismatch is None,
         property=hits[0].property if hits else wanted,
         residual_risk=hits[0].residual_risk if hits else risk,
-        trace_sha256=got,
+        trace_sha256=trace_sha256(result.trace),
         expected_sha256=doc.get("trace_sha256"),
-        applied=applied,
+        applied=result.applied,
         steps=len(actions),
-        mismatch=mismatch,
+        mismatch=result.mismatch,
         violations=report.violations,
     )
 
 
 def explore_trace(config: msys.WorldConfig, actions) -> tuple[list[dict], msys.System]:
     """The full trace of a counterexample's actions (as ``replay`` computes it)."""
-    st = msys.initial(config)
-    s = st.system
-    trace = list(st.records)
-    for action in actions:
-        st = msys.apply(s, action)
-        s = st.system
-        trace.append({"kind": "action", "t_ms": action.at_ms, "label": action.label()})
-        trace.extend(st.records)
-    return trace, s
+    result = replay_actions(config, actions)
+    return result.trace, result.final

@@ -21,15 +21,19 @@ class ReplayResult:
     mismatch: str | None = None
 
 
-def replay(config: msys.WorldConfig, actions) -> ReplayResult:
+def replay(config: msys.WorldConfig, actions, header: dict | None = None) -> ReplayResult:
+    """The trace the simpy world would have written for these actions (with ``header``
+    first, as ``sim.run`` writes it), and where the actions stopped fitting, if they did."""
     step = msys.initial(config)
     s = step.system
-    trace = list(step.records)
+    trace = ([{"kind": "header", "t_ms": 0, **{k: v for k, v in header.items() if k not in ("kind", "t_ms")}}]
+             if header else [])
+    trace.extend(step.records)
     for i, action in enumerate(actions):
         try:
             step = msys.apply(s, action)
         except msys.ReplayMismatch as err:
-            return ReplayResult(trace, s, i, f"step {i + 1}: {err}")
+            return ReplayResult(trace, s, i, f"step {i + 1} ({action.label()}): {err}")
         s = step.system
         trace.append({"kind": "action", "t_ms": action.at_ms, "label": action.label(), **_fields(action)})
         trace.extend(step.records)

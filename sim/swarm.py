@@ -1,0 +1,645 @@
+"""Swarm testing: many small random worlds, each with its own mix of fault kinds.
+
+Theory of operation
+-------------------
+Random testing with every fault kind always on tends to test the *average* of the fault
+kinds: a world that restarts the agent every few minutes never lets a 20-minute command
+reach its second attempt, and a world full of partitions rarely shows what one delayed
+start request does to an interrupt. Swarm testing (Groce et al., "Swarm Testing", ISSTA
+2012; TigerBeetle's VOPR does the same) instead turns each fault kind on or off per run,
+so some runs are quiet except for one kind of trouble and others pile several together.
+
+One swarm seed S is one run:
+
+1. ``draw_scenario(S)`` draws, from ``random.Random(f"swarm:{S}")`` and nothing else, a
+   world (replicas, latency range, loss), a workload (chats, assistant turns, tool
+   calls), a fault mix (each kind of ``FAULT_KINDS`` enabled with probability 1/2, then
+   0-4 faults of the enabled kinds) and how long to run. The result is a plain dict in
+   the shape of a scenario file and is validated by ``sim.scenario.from_dict``, so a
+   swarm world *is* a scenario file: ``to_toml`` writes it out and ``toolcall-sim run``
+   runs it again.
+2. ``run_seed`` runs it with ``sim.run.run_scenario`` under the variant. A violation with
+   ``residual_risk`` None is a new finding (a *failure*); documented residual risks are
+   counted by name and are not failures. A run that raises is a failure of the pseudo
+   property ``exception``: the model must not crash on any world the scenario format
+   can describe.
+3. A failure is minimized (``minimize``): greedy delta debugging that takes one step at
+   a time (halve the run time, remove one fault, one chat, one extra tool call or one
+   extra turn, zero the network loss, drop a replica) and keeps each step after which
+   the *same* property still fails as a new finding, repeated to a fixpoint. Each
+   candidate is a full deterministic re-run with the same root seed, so the minimized
+   scenario fails on its own. Steps only ever remove, so the schedule never grows.
+4. ``run_swarm`` runs seeds ``first_seed .. first_seed + seeds - 1`` in order, in this
+   process or in ``workers`` spawned processes; each seed's outcome depends only on the
+   seed and the variant, and the outcomes are ordered by seed, so the report does not
+   depend on the number of workers.
+
+Rule 1. No global ``random``, no wall clock, no iteration over sets or hash order: every
+        choice is a call on the seed's own generator in program order, over sorted or
+        literal sequences.
+Rule 2. Drawn durations are whole milliseconds written with ``format_duration``, and the
+        loss is rounded to 4 decimals, so the TOML written for a failure parses back to
+        the identical dict (checked before the file is written).
+Rule 3. A seed reports at most one failure: the earliest new finding (by simulated time,
+        then property name); the seed's other failing properties are listed with it.
+        Minimizing one property per seed keeps the cost of a failing seed bounded.
+"""
+
+from __future__ import annotations
+
+import json
+import multiprocessing
+import random
+import re
+import tomllib
+from concurrent.futures import ProcessPoolExecutor
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Callable
+
+from model import mutants
+
+from .scenario import ScenarioError, format_duration, from_dict, parse_duration
+
+# Fault kinds swarm toggles per seed (the brief's set; agent_shutdown, user_message, heal
+# and handler_panic stay out: a shutdown ends every later story, and the others need
+# pairing with a fault that swarm does not draw).
+FAULT_KINDS = (
+    "agent_restart", "replica_crash", "ownership_change", "interrupt",
+    "partition", "db_outage", "lose", "delay",
+)
+MAX_FAULTS = 4
+EARLY_HORIZON_MS = 5 * 60_000  # half of the timed faults fire in the run's first 5 minutes
+ATTEMPT_TIMEOUT_MS = 15 * 60_000  # chatd's attempt timeout (model/timing.py task_timeout_ms)
+MIN_UNTIL_MS = 5 * 60_000  # minimizing halves the run time down to this, no further
+MAX_MINIMIZE_RUNS = 150  # bound on the re-runs one failing seed may cost
+DEFAULT_OUT_DIR = Path(__file__).resolve().parent.parent / "reports" / "out" / "swarm"
+EXCEPTION = "exception"  # pseudo property: the run raised
+
+_MS = 1
+_S = 1_000
+_MIN = 60_000
+_H = 3_600_000
+
+_COMMAND_BASES = ("go test ./...", "make build", "npm run lint", "cargo check", "pytest -q", "make e2e")
+_ROUTE_OF_TOOL = {"execute": "start", "edit_files": "edit", "write_file": "write"}
+_EXECUTE_TIMEOUTS_MS = (30 * _S, 1 * _MIN, 5 * _MIN, 10 * _MIN, 20 * _MIN, 30 * _MIN, 1 * _H, 2 * _H)
+_TRIGGER_EVENTS = ("request_sent", "request_delivered", "response_sent", "process_started", "result_committed")
+
+
+# ---------------------------------------------------------------------------
+# Drawing a world
+# ---------------------------------------------------------------------------
+
+
+def draw_scenario(seed: int) -> dict:
+    """The scenario dict of swarm seed ``seed``: same seed, same dict, in any process."""
+    rng = random.Random(f"swarm:{seed}")
+    replicas = rng.randint(1, 3)
+    latency_min_ms = rng.randint(1, 20)
+    # Latency stays well below the agent's 2 s age margin: a longer transit is the
+    # documented residual risk (age_check_best_effort), which a delay fault reaches anyway.
+    latency_max_ms = latency_min_ms + rng.randint(0, 300)
+    loss = 0.0 if rng.random() < 0.5 else round(rng.uniform(0.0, 0.05), 4)
+    until_ms = rng.randint(20, 90) * _MIN
+
+    files: dict[str, str] = {}
+    turns = _draw_workload(rng, files)
+    calls = [tc for turn in turns for tc in turn["tool_calls"]]
+    chats = sorted({turn["chat"] for turn in turns})
+
+    enabled = [kind for kind in FAULT_KINDS if rng.random() < 0.5]
+    faults = []
+    if enabled:
+        for _ in range(rng.randint(0, MAX_FAULTS)):
+            faults.append(_draw_fault(rng, rng.choice(enabled), replicas, chats, calls, until_ms))
+
+    world: dict = {"replicas": replicas}
+    if files:
+        world["files"] = files
+    return {
+        "name": f"swarm-{seed}",
+        "summary": f"swarm seed {seed}; fault kinds on: {', '.join(enabled) or 'none'}",
+        "seed": seed,
+        "until": format_duration(until_ms),
+        "world": world,
+        "network": {
+            "latency": {"min": format_duration(latency_min_ms), "max": format_duration(latency_max_ms)},
+            "loss": loss,
+        },
+        "turns": turns,
+        "faults": faults,
+    }
+
+
+def _draw_workload(rng: random.Random, files: dict[str, str]) -> list[dict]:
+    """1-2 chats, 1-2 assistant turns each, 1-3 tool calls per turn. IDs, commands and
+    paths are unique in the whole scenario: the checkers attribute a process to its call
+    by (chat, command) and an edit by (chat, path), and the agent's scripts are keyed by
+    command alone."""
+    turns = []
+    serial = 0
+    for chat_no in range(1, rng.randint(1, 2) + 1):
+        for _ in range(rng.randint(1, 2)):
+            calls = []
+            for _ in range(rng.randint(1, 3)):
+                serial += 1
+                calls.append(_draw_tool_call(rng, serial, files))
+            turns.append({"chat": f"chat-{chat_no}", "tool_calls": calls})
+    return turns
+
+
+def _draw_tool_call(rng: random.Random, serial: int, files: dict[str, str]) -> dict:
+    call_id = f"toolu_{serial:02d}"
+    shape = rng.choices(("foreground", "background", "edit", "write"), weights=(4, 1, 2, 2))[0]
+    if shape == "foreground":
+        # A third each: done within seconds, within one attempt, or outliving the
+        # 15-minute attempt timeout (the CODAGT-757 shape: the retry must attach).
+        bucket = rng.randint(0, 2)
+        if bucket == 0:
+            runs_for_ms = rng.randint(1 * _S, 60 * _S)
+        elif bucket == 1:
+            runs_for_ms = rng.randint(1 * _MIN, 14 * _MIN)
+        else:
+            runs_for_ms = rng.randint(ATTEMPT_TIMEOUT_MS + 1 * _MIN, 60 * _MIN)
+        call = {"id": call_id, "tool": "execute", "command": f"{rng.choice(_COMMAND_BASES)} --job={serial}",
+                "runs_for": format_duration(runs_for_ms)}
+        if rng.random() < 0.85:  # otherwise the 10 s default timeout
+            call["timeout"] = format_duration(rng.choice(_EXECUTE_TIMEOUTS_MS))
+        exit_code = rng.choice((0, 0, 0, 1, 2))
+        if exit_code:
+            call["exit_code"] = exit_code
+        if rng.random() < 0.3:
+            call["output"] = f"=== RUN Test{serial}\n"
+        return call
+    if shape == "background":
+        return {"id": call_id, "tool": "execute", "command": f"{rng.choice(_COMMAND_BASES)} --serve={serial}",
+                "runs_for": format_duration(rng.randint(1 * _MIN, 2 * _H)), "background": True}
+    if shape == "edit":
+        path = f"/home/coder/src/file{serial}.go"
+        lines = [f"var v{k} = {rng.randint(0, 99)}" for k in range(rng.randint(1, 4))]
+        files[path] = "package src\n" + "\n".join(lines) + "\n"
+        search = rng.choice(lines)
+        return {"id": call_id, "tool": "edit_files", "path": path,
+                "edits": [{"search": search, "replace": f"{search} // edited by {call_id}"}]}
+    return {"id": call_id, "tool": "write_file", "path": f"/home/coder/notes/note{serial}.md",
+            "content": f"# note {serial}\n{rng.randint(0, 10**6)}\n"}
+
+
+def _draw_fault(rng: random.Random, kind: str, replicas: int, chats: list[str], calls: list[dict],
+                until_ms: int) -> dict:
+    fault: dict = {"kind": kind}
+    if kind in ("lose", "delay"):
+        call = rng.choice(calls)
+        route = _ROUTE_OF_TOOL[call["tool"]]
+        if call["tool"] == "execute" and rng.random() < 0.3:
+            route = "cancel"  # only sent after an interrupt; harmless when never sent
+        fault["message"] = {"route": route, "tool_call": call["id"],
+                            "direction": rng.choice(("request", "response")), "nth": _draw_nth(rng)}
+        if kind == "delay":
+            fault["by"] = format_duration(rng.randint(1 * _S, 120 * _S))
+        return fault
+    _draw_trigger(rng, fault, calls, until_ms)
+    if kind == "agent_restart":
+        fault["downtime"] = format_duration(rng.choice((0, rng.randint(1 * _S, 30 * _S), rng.randint(1 * _MIN, 10 * _MIN))))
+    elif kind == "replica_crash":
+        fault["replica"] = f"replica-{rng.randint(1, replicas)}"
+        fault["downtime"] = format_duration(rng.choice((0, rng.randint(1 * _S, 2 * _MIN))))
+    elif kind in ("ownership_change", "interrupt"):
+        fault["chat"] = rng.choice(chats)
+    elif kind == "partition":
+        fault["between"] = ["agent", f"replica-{rng.randint(1, replicas)}"]
+        fault["duration"] = format_duration(rng.randint(5 * _S, 15 * _MIN))
+    elif kind == "db_outage":
+        fault["duration"] = format_duration(rng.randint(1 * _S, 3 * _MIN))
+    return fault
+
+
+def _draw_nth(rng: random.Random) -> int:
+    """Mostly the first message or event of its kind (every run has one); sometimes the
+    second, which only a retry or a re-read sends."""
+    return 1 if rng.random() < 0.75 else 2
+
+
+def _draw_trigger(rng: random.Random, fault: dict, calls: list[dict], until_ms: int) -> None:
+    """Two thirds of scheduled faults fire at a time in the first two thirds of the run;
+    the rest fire a few seconds after a named event of a random tool call, which is how
+    narrow races (an interrupt while a start request is in flight) get hit at all."""
+    if rng.random() < 2 / 3:
+        # Half of them early: tool calls start within seconds and most short ones are
+        # over within minutes, so a time drawn over the whole run mostly misses them.
+        horizon_ms = EARLY_HORIZON_MS if rng.random() < 0.5 else until_ms * 2 // 3
+        fault["at"] = format_duration(rng.randint(0, horizon_ms))
+        return
+    call = rng.choice(calls)
+    event = rng.choice(_TRIGGER_EVENTS)
+    if event == "process_started" and call["tool"] != "execute":
+        event = "request_sent"
+    # process_started and result_committed are reported on the start route (sim/world.py).
+    route = "start" if event in ("process_started", "result_committed") else _ROUTE_OF_TOOL[call["tool"]]
+    fault["when"] = {"event": event, "route": route, "tool_call": call["id"], "nth": _draw_nth(rng)}
+    fault["offset"] = format_duration(rng.randint(0, 5 * _S))
+
+
+# ---------------------------------------------------------------------------
+# Running and judging one scenario dict
+# ---------------------------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class Verdict:
+    """What one run of a scenario dict found, as plain values."""
+
+    findings: tuple[tuple[int, str, str], ...]  # new findings: (at_ms, property, detail), sorted
+    residual_risks: tuple[str, ...]  # names, one per occurrence, sorted
+    unknown_results: int
+    results: int
+    sim_ms: int
+
+    @property
+    def properties(self) -> frozenset[str]:
+        return frozenset(p for _, p, _ in self.findings)
+
+    def first(self, prop: str | None = None) -> tuple[int, str, str] | None:
+        return next((f for f in self.findings if prop is None or f[1] == prop), None)
+
+
+def judge(data: dict, variant: str) -> Verdict:
+    """Run ``data`` under ``variant``. A crash of the run is a finding of ``exception``;
+    a dict that is not a valid scenario raises ScenarioError (the caller's mistake)."""
+    from .run import run_scenario
+
+    scenario = from_dict(data, f"<{data.get('name', 'swarm')}>")
+    try:
+        result = run_scenario(scenario, variant)
+    except ScenarioError:
+        raise
+    except Exception as err:  # noqa: BLE001 - any crash of the model or world is a finding
+        return Verdict(((0, EXCEPTION, f"{type(err).__name__}: {err}"),), (), 0, 0, scenario.until_ms)
+    report = result.report
+    findings = sorted((v.at_ms, v.property, v.detail) for v in result.violations if v.residual_risk is None)
+    risks = sorted(v.residual_risk for v in list(result.violations) + list(report.informational)
+                   if v.residual_risk is not None)
+    return Verdict(tuple(findings), tuple(risks), report.unknown_results, report.results, result.until_ms)
+
+
+# ---------------------------------------------------------------------------
+# Minimizing
+# ---------------------------------------------------------------------------
+
+
+def _referenced_calls(faults: list[dict]) -> set[str]:
+    names = set()
+    for f in faults:
+        for key in ("message", "when"):
+            if isinstance(f.get(key), dict) and f[key].get("tool_call"):
+                names.add(f[key]["tool_call"])
+    return names
+
+
+def _without_fault(data: dict, index: int) -> dict:
+    return {**data, "faults": data["faults"][:index] + data["faults"][index + 1:]}
+
+
+def _without_call(data: dict, turn_index: int, call_index: int) -> dict:
+    turns = [dict(t) for t in data["turns"]]
+    calls = turns[turn_index]["tool_calls"]
+    turns[turn_index]["tool_calls"] = calls[:call_index] + calls[call_index + 1:]
+    return _prune_files({**data, "turns": turns})
+
+
+def _without_turn(data: dict, turn_index: int) -> dict:
+    return _prune_files({**data, "turns": data["turns"][:turn_index] + data["turns"][turn_index + 1:]})
+
+
+def _prune_files(data: dict) -> dict:
+    """Drop workspace files no remaining edit names (they only make the repro longer)."""
+    world = data.get("world", {})
+    if "files" not in world:
+        return data
+    used = {tc.get("path") for t in data["turns"] for tc in t["tool_calls"] if tc.get("tool") == "edit_files"}
+    files = {p: c for p, c in world["files"].items() if p in used}
+    world = {k: v for k, v in world.items() if k != "files"}
+    if files:
+        world["files"] = files
+    return {**data, "world": world}
+
+
+def _candidates(data: dict):
+    """Every one-step simplification of ``data``, cheapest to check first: half the run
+    time (every later check then runs faster), then each fault (the schedule is what a
+    reader studies), then each chat no fault names, each tool call no fault names (a turn
+    keeps one), each turn no fault names (a chat keeps one: faults name chats), then a
+    loss-free network and one replica fewer (when no fault names the last one)."""
+    until_ms = parse_duration(data.get("until", "1h"), "until")
+    if until_ms // 2 >= MIN_UNTIL_MS:
+        yield {**data, "until": format_duration(until_ms // 2)}
+    for i in range(len(data["faults"])):
+        yield _without_fault(data, i)
+    named = _referenced_calls(data["faults"])
+    chats = list(dict.fromkeys(turn["chat"] for turn in data["turns"]))
+    named_chats = {f.get("chat", "chat-1") for f in data["faults"] if f["kind"] in ("interrupt", "ownership_change")}
+    for chat in chats:
+        calls = {tc["id"] for t in data["turns"] if t["chat"] == chat for tc in t["tool_calls"]}
+        if len(chats) > 1 and chat not in named_chats and not named & calls:
+            yield _prune_files({**data, "turns": [t for t in data["turns"] if t["chat"] != chat]})
+    for ti, turn in enumerate(data["turns"]):
+        for ci, call in enumerate(turn["tool_calls"]):
+            if len(turn["tool_calls"]) > 1 and call["id"] not in named:
+                yield _without_call(data, ti, ci)
+    turns_of_chat: dict[str, int] = {}
+    for turn in data["turns"]:
+        turns_of_chat[turn["chat"]] = turns_of_chat.get(turn["chat"], 0) + 1
+    for ti, turn in enumerate(data["turns"]):
+        if turns_of_chat[turn["chat"]] > 1 and not named & {c["id"] for c in turn["tool_calls"]}:
+            yield _without_turn(data, ti)
+    if data.get("network", {}).get("loss", 0.0) > 0.0:
+        yield {**data, "network": {**data["network"], "loss": 0.0}}
+    replicas = data.get("world", {}).get("replicas", 2)
+    if replicas > 1 and f"replica-{replicas}" not in json.dumps(data["faults"]):
+        yield {**data, "world": {**data["world"], "replicas": replicas - 1}}
+
+
+def size(data: dict) -> tuple[int, int, int]:
+    """(faults, tool calls, turns): what minimizing may only shrink."""
+    return (len(data["faults"]), sum(len(t["tool_calls"]) for t in data["turns"]), len(data["turns"]))
+
+
+def minimize(data: dict, still_fails: Callable[[dict], bool], max_runs: int = MAX_MINIMIZE_RUNS) -> tuple[dict, int]:
+    """Greedy delta debugging to a fixpoint: take the first one-step simplification that
+    still fails, start over from it, stop when none does (or after ``max_runs`` checks).
+    Returns the smallest failing dict found and the number of checks spent. The result is
+    never larger than ``data`` in any component of ``size`` and, when ``data`` failed,
+    still fails (every accepted step was checked)."""
+    runs = 0
+    current = data
+    progress = True
+    while progress and runs < max_runs:
+        progress = False
+        for candidate in _candidates(current):
+            if runs >= max_runs:
+                break
+            runs += 1
+            try:
+                fails = still_fails(candidate)
+            except ScenarioError:
+                fails = False  # a simplification that broke a cross reference: not a step
+            if fails:
+                current = candidate
+                progress = True
+                break
+    return current, runs
+
+
+# ---------------------------------------------------------------------------
+# One seed
+# ---------------------------------------------------------------------------
+
+
+def run_seed(seed: int, variant: str, minimize_failures: bool = True) -> dict:
+    """Draw, run, judge and (on a failure) minimize swarm seed ``seed``. Plain JSON-able
+    values only: this is what a worker process sends back."""
+    data = draw_scenario(seed)
+    verdict = judge(data, variant)
+    outcome = {
+        "seed": seed,
+        "sim_ms": verdict.sim_ms,
+        "results": verdict.results,
+        "unknown_results": verdict.unknown_results,
+        "residual_risks": list(verdict.residual_risks),
+        "failure": None,
+    }
+    first = verdict.first()
+    if first is None:
+        return outcome
+    at_ms, prop, detail = first
+    minimized, runs = data, 0
+    if minimize_failures:
+        minimized, runs = minimize(data, lambda d: prop in judge(d, variant).properties)
+    final = judge(minimized, variant).first(prop) if minimized is not data else first
+    outcome["failure"] = {
+        "seed": seed,
+        "property": prop,
+        "detail": final[2],
+        "at_s": final[0] / 1000,
+        "original_detail": detail,
+        "other_properties": sorted(verdict.properties - {prop}),
+        "faults_drawn": len(data["faults"]),
+        "faults": [describe_fault(f) for f in minimized["faults"]],
+        "tool_calls": size(minimized)[1],
+        "minimize_runs": runs,
+        "scenario": minimized,
+    }
+    return outcome
+
+
+def describe_fault(f: dict) -> str:
+    """One fault in a few words: ``interrupt chat-1 at 3m12s``, ``delay start toolu_02
+    request #1 by 30s``."""
+    kind = f["kind"]
+    if kind in ("lose", "delay", "handler_panic"):
+        m = f["message"]
+        text = f"{kind} {m['route']} {m.get('tool_call') or '*'} {m.get('direction', 'request')} #{m.get('nth', 1)}"
+        return text + (f" by {f['by']}" if kind == "delay" else "")
+    what = {
+        "agent_restart": lambda: f"agent_restart (down {f.get('downtime', '0s')})",
+        "replica_crash": lambda: f"replica_crash {f['replica']} (down {f.get('downtime', '0s')})",
+        "partition": lambda: f"partition {'|'.join(f['between'])} for {f.get('duration', 'ever')}",
+        "db_outage": lambda: f"db_outage for {f.get('duration', 'ever')}",
+    }.get(kind, lambda: f"{kind} {f.get('chat', 'chat-1')}")()
+    if "at" in f:
+        return f"{what} at {f['at']}"
+    w = f["when"]
+    return f"{what} {f.get('offset', '0s')} after {w['event']} {w.get('route', 'start')} {w.get('tool_call') or '*'} #{w.get('nth', 1)}"
+
+
+# ---------------------------------------------------------------------------
+# Many seeds
+# ---------------------------------------------------------------------------
+
+
+def _job(args: tuple[int, str]) -> dict:  # module level: spawned workers import it by name
+    seed, variant = args
+    return run_seed(seed, variant)
+
+
+def run_swarm(first_seed: int, seeds: int, variant: str, workers: int = 1) -> dict:
+    """The report of seeds ``first_seed .. first_seed + seeds - 1``: outcomes ordered by
+    seed, so it is the same for any ``workers``."""
+    jobs = [(seed, variant) for seed in range(first_seed, first_seed + seeds)]
+    if workers <= 1 or seeds <= 1:
+        outcomes = [_job(j) for j in jobs]
+    else:
+        # spawn, not fork: a worker starts from a clean interpreter, so nothing the parent
+        # did (imports, caches, random state) can leak into a run.
+        with ProcessPoolExecutor(max_workers=min(workers, seeds),
+                                 mp_context=multiprocessing.get_context("spawn")) as pool:
+            outcomes = list(pool.map(_job, jobs, chunksize=1))
+    risks: dict[str, int] = {}
+    for o in outcomes:
+        for name in o["residual_risks"]:
+            risks[name] = risks.get(name, 0) + 1
+    results = sum(o["results"] for o in outcomes)
+    unknown = sum(o["unknown_results"] for o in outcomes)
+    return {
+        "variant": variant,
+        "first_seed": first_seed,
+        "seeds_run": len(outcomes),
+        "failures": [o["failure"] for o in outcomes if o["failure"] is not None],
+        "residual_risks": dict(sorted(risks.items())),
+        "sim_hours": round(sum(o["sim_ms"] for o in outcomes) / _H, 3),
+        "results": results,
+        "unknown_results": unknown,
+        "unknown_rate": round(unknown / results, 4) if results else 0.0,
+    }
+
+
+# ---------------------------------------------------------------------------
+# TOML out
+# ---------------------------------------------------------------------------
+
+_BARE_KEY = re.compile(r"^[A-Za-z0-9_-]+$")
+
+
+def _key(k: str) -> str:
+    return k if _BARE_KEY.match(k) else json.dumps(k, ensure_ascii=False)
+
+
+def _inline(value) -> str:
+    """A TOML value on one line. JSON string escapes (\\n, \\", \\uXXXX) are TOML basic
+    string escapes too."""
+    if isinstance(value, bool):
+        return "true" if value else "false"
+    if isinstance(value, (int, float)):
+        return repr(value)
+    if isinstance(value, str):
+        return json.dumps(value, ensure_ascii=False)
+    if isinstance(value, list):
+        return "[" + ", ".join(_inline(v) for v in value) + "]"
+    if isinstance(value, dict):
+        return "{ " + ", ".join(f"{_key(k)} = {_inline(v)}" for k, v in value.items()) + " }" if value else "{}"
+    raise TypeError(f"no TOML form for {type(value).__name__}")
+
+
+def _body(table: dict) -> list[str]:
+    """The key/value lines of one table; a list of tables becomes a multi-line array of
+    inline tables (``tool_calls = [ {...}, ... ]``, as the shipped scenarios write it)."""
+    lines = []
+    for k, v in table.items():
+        if isinstance(v, list) and v and all(isinstance(x, dict) for x in v):
+            lines.append(f"{_key(k)} = [")
+            lines.extend(f"  {_inline(x)}," for x in v)
+            lines.append("]")
+        else:
+            lines.append(f"{_key(k)} = {_inline(v)}")
+    return lines
+
+
+def to_toml(data: dict) -> str:
+    """The scenario dict as a TOML scenario file. Top-level tables become ``[section]``s
+    (a nested table holding multi-line strings becomes ``[section.sub]``), top-level lists
+    of tables become ``[[turns]]``/``[[faults]]``; everything else is inline."""
+    head, sections, arrays = [], [], []
+    for k, v in data.items():
+        if isinstance(v, dict):
+            plain = {kk: vv for kk, vv in v.items() if not (isinstance(vv, dict) and _multiline(vv))}
+            sections.append(f"\n[{_key(k)}]")
+            sections.extend(_body(plain))
+            for kk, vv in v.items():
+                if kk not in plain:
+                    sections.append(f"\n[{_key(k)}.{_key(kk)}]")
+                    sections.extend(_body(vv))
+        elif isinstance(v, list) and v and all(isinstance(x, dict) for x in v):
+            for x in v:
+                arrays.append(f"\n[[{_key(k)}]]")
+                arrays.extend(_body(x))
+        elif isinstance(v, list) and not v:
+            head.append(f"{_key(k)} = []")
+        else:
+            head.append(f"{_key(k)} = {_inline(v)}")
+    return "\n".join(head + sections + arrays) + "\n"
+
+
+def _multiline(table: dict) -> bool:
+    return any(isinstance(v, str) and "\n" in v for v in table.values())
+
+
+def write_failure(failure: dict, variant: str, out_dir: Path) -> Path:
+    """Write a failure's minimized scenario; the file runs under ``variant`` by default and
+    has no expectations, so ``toolcall-sim run`` exits 1 while the bug reproduces."""
+    data = {**failure["scenario"], "variant": variant,
+            "summary": f"swarm seed {failure['seed']} under {variant}, minimized: {failure['property']}"}
+    text = to_toml(data)
+    if tomllib.loads(text) != data:  # Rule 2: the file must be the scenario, exactly
+        raise AssertionError(f"TOML emitter lost information for swarm seed {failure['seed']}")
+    out_dir.mkdir(parents=True, exist_ok=True)
+    path = out_dir / f"swarm-{failure['seed']}-{variant}.toml"
+    path.write_text(text, encoding="utf-8")
+    return path
+
+
+# ---------------------------------------------------------------------------
+# Command line
+# ---------------------------------------------------------------------------
+
+
+def add_arguments(parser) -> None:
+    parser.add_argument("--seeds", type=int, required=True, help="how many seeds to run")
+    parser.add_argument("--first-seed", type=int, default=1, help="the first seed (default 1)")
+    parser.add_argument("--workers", type=int, default=1, help="worker processes (default 1)")
+    parser.add_argument("--variant", default="contract", help="variant, e.g. contract+no-age-margin")
+    parser.add_argument("--json", action="store_true", help="print one JSON object")
+    parser.add_argument("--out", default=str(DEFAULT_OUT_DIR), metavar="DIR",
+                        help="where minimized failing scenarios are written (default reports/out/swarm)")
+
+
+def main(args, out) -> int:
+    """``toolcall-sim swarm``: 0 no new finding, 1 some, 2 bad input (ScenarioError)."""
+    if args.seeds < 1:
+        raise ScenarioError(f"swarm: --seeds: must be at least 1, got {args.seeds}")
+    if args.workers < 1:
+        raise ScenarioError(f"swarm: --workers: must be at least 1, got {args.workers}")
+    if args.first_seed < 0:
+        raise ScenarioError(f"swarm: --first-seed: must not be negative, got {args.first_seed}")
+    try:
+        mutants.resolve(args.variant)
+    except mutants.UnknownVariant as err:
+        raise ScenarioError(f"swarm: --variant: {err}") from None
+    report = run_swarm(args.first_seed, args.seeds, args.variant, args.workers)
+    out_dir = Path(args.out)
+    for failure in report["failures"]:
+        failure["reproduce"] = [f"toolcall-sim swarm --seeds 1 --first-seed {failure['seed']} --variant {args.variant}"]
+        path = write_failure(failure, args.variant, out_dir)
+        failure["file"] = _shown(path)
+        failure["reproduce"].append(f"toolcall-sim run {failure['file']} --variant {args.variant}")
+    if args.json:
+        out.write(json.dumps(report, indent=2, sort_keys=True) + "\n")
+    else:
+        out.write(format_report(report))
+    return 1 if report["failures"] else 0
+
+
+def _shown(path: Path) -> str:
+    try:
+        return str(path.resolve().relative_to(Path.cwd().resolve()))
+    except ValueError:
+        return str(path)
+
+
+def format_report(report: dict) -> str:
+    last = report["first_seed"] + report["seeds_run"] - 1
+    lines = [f"swarm under {report['variant']}: seeds {report['first_seed']}..{last}"]
+    for f in report["failures"]:
+        also = f" (also: {', '.join(f['other_properties'])})" if f["other_properties"] else ""
+        lines.append(f"FAIL seed {f['seed']}: {f['property']} at {f['at_s']:g}s: {f['detail']}{also}")
+        lines.append(f"  faults ({f['faults_drawn']} drawn, {len(f['faults'])} kept, {f['tool_calls']} tool call(s)): "
+                     + ("; ".join(f["faults"]) or "none"))
+        for cmd in f.get("reproduce", []):
+            lines.append(f"  reproduce: {cmd}")
+    risks = ", ".join(f"{k}={v}" for k, v in report["residual_risks"].items()) or "none"
+    lines.append(
+        f"summary: {report['seeds_run']} seed(s), {len(report['failures'])} failure(s), residual risks: {risks}, "
+        f"{report['sim_hours']:g} simulated hours, unknown results {report['unknown_results']}/{report['results']} "
+        f"({100 * report['unknown_rate']:.1f}%)"
+    )
+    return "\n".join(lines) + "\n"
