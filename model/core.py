@@ -43,7 +43,7 @@ class FMap(Mapping):
     one agent), so the copy is cheap and sharing between branches is safe.
     """
 
-    __slots__ = ("_items", "_index")
+    __slots__ = ("_items", "_index", "_repr")
 
     def __init__(self, items: Iterable[tuple[Any, Any]] | Mapping | None = None):
         if items is None:
@@ -55,6 +55,7 @@ class FMap(Mapping):
         index = dict(pairs)
         self._items = tuple(sorted(index.items(), key=lambda kv: kv[0]))
         self._index = index
+        self._repr = None  # computed once: maps are immutable and fingerprints repr them often
 
     def __getitem__(self, key):
         return self._index[key]
@@ -74,7 +75,9 @@ class FMap(Mapping):
         return NotImplemented
 
     def __repr__(self) -> str:
-        return "FMap({" + ", ".join(f"{k!r}: {v!r}" for k, v in self._items) + "})"
+        if self._repr is None:
+            self._repr = "FMap({" + ", ".join(f"{k!r}: {v!r}" for k, v in self._items) + "})"
+        return self._repr
 
     def items(self):  # type: ignore[override]
         return self._items

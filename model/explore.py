@@ -271,7 +271,35 @@ def _spend(node: Node, action) -> tuple[int, ...]:
 def step(node: Node, action) -> tuple[Node, tuple]:
     st = msys.apply(node.system, action)
     ghost = node.ghost + _freeze(_ghost_records(st.records))
-    return Node(st.system, _spend(node, action), ghost), st.records
+    system, records, settled = _settle(st.system, list(st.records), ghost)
+    return Node(system, _spend(node, action), ghost), (tuple(records), (action, *settled))
+
+
+def _settle(s: msys.System, records: list, ghost: tuple) -> tuple[msys.System, list, list]:
+    """Deliver at once every message whose delivery changes nothing but the network (a
+    late answer to a replica whose call was aborted, say). Such a delivery commutes with
+    every other action, so exploring it at every position only multiplies states (a
+    partial-order reduction); delivering it now is one of the behaviours anyway."""
+    settled = []
+    changed = True
+    while changed:
+        changed = False
+        for env in s.in_flight:
+            if env.dst == msys.AGENT:
+                continue  # the agent answers everything: never a no-op
+            try:
+                st = msys.apply(s, msys.Deliver(s.now_ms, env.seq, env.what))
+            except msys.ReplayMismatch:
+                continue
+            t = st.system
+            if (t.seq == s.seq and t.replicas == s.replicas and t.db == s.db and t.timers == s.timers
+                    and t.agent == s.agent and not _ghost_records(st.records)):
+                settled.append(msys.Deliver(s.now_ms, env.seq, env.what))
+                s = t
+                records.extend(st.records)
+                changed = True
+                break
+    return s, records, settled
 
 
 def initial_node(config: msys.WorldConfig) -> Node:
@@ -331,14 +359,14 @@ def explore(config: msys.WorldConfig, bounds: Bounds = Bounds(), max_states: int
                     break
         else:
             for action in actions:
-                child, _ = step(node, action)
+                child, (_, taken) = step(node, action)
                 cfp = fingerprint(child)
                 result.transitions += 1
                 if keep_edges:
                     result.edges.append((fp, cfp, action.label()))
                 if cfp in parent:
                     continue
-                parent[cfp] = (fp, action)
+                parent[cfp] = (fp, taken)
                 depth_of[cfp] = depth_of[fp] + 1
                 result.depth = max(result.depth, depth_of[cfp])
                 if len(parent) > max_states:
@@ -358,22 +386,10 @@ def explore(config: msys.WorldConfig, bounds: Bounds = Bounds(), max_states: int
 
 
 def _path(parent, fp) -> list:
-    out = []
+    """The actions from the initial state to ``fp`` (settled deliveries included)."""
+    steps = []
     while parent[fp] is not None:
-        fp, action = parent[fp]
-        out.append(action)
-    out.reverse()
-    return out
-
-
-def replay_path(config: msys.WorldConfig, actions) -> tuple[Node, list[dict]]:
-    """Apply a counterexample's actions from the initial state; returns the final node and
-    the full trace (as the simpy world would have written it). Raises ReplayMismatch."""
-    st = msys.initial(config)
-    node = initial_node(config)
-    trace = list(st.records)
-    for action in actions:
-        node, records = step(node, action)
-        trace.append({"kind": "action", "t_ms": action.at_ms, "label": action.label()})
-        trace.extend(records)
-    return node, trace
+        fp, taken = parent[fp]
+        steps.append(taken)
+    steps.reverse()
+    return [a for taken in steps for a in taken]

@@ -34,6 +34,7 @@ therefore still calls the stopper, which a retried cancel would do anyway.
 
 from __future__ import annotations
 
+import copy
 import hashlib
 import json
 from urllib.parse import unquote_plus
@@ -339,7 +340,10 @@ class _Builder:
     """Accumulates one step: the evolving system and its trace records."""
 
     def __init__(self, system: System, action: Action | None):
-        self.s = system
+        # A private shallow copy that this step alone mutates (``set``): cheaper than a
+        # dataclasses.replace of the whole System for every field change, and never seen
+        # by anyone until the step returns it.
+        self.s = copy.copy(system)
         self.records: list[dict] = []
         self.action = action
         self.pending_publishes: list = []
@@ -353,6 +357,10 @@ class _Builder:
                 self.record(name, "deliver", route="publish", what=f"{eff.channel} {eff.chat_id} db -> {name}")
                 self.replica_step(name, chatd.replica_on_publish, eff.channel, eff.chat_id)
 
+    def set(self, **changes):
+        for name, value in changes.items():
+            object.__setattr__(self.s, name, value)
+
     def clock(self, node: str) -> int:
         return self.s.config.clock(node).read(self.s.now_ms)
 
@@ -362,7 +370,7 @@ class _Builder:
         self.records.append(rec)
 
     def next_seq(self) -> int:
-        self.s = replace(self.s, seq=self.s.seq + 1)
+        self.set(seq=self.s.seq + 1)
         return self.s.seq
 
     # -- effects -------------------------------------------------------------
@@ -375,7 +383,7 @@ class _Builder:
             elif isinstance(eff, SetTimer):
                 self.set_timer(node, eff.name, eff.after_ms)
             elif isinstance(eff, CancelTimer):
-                self.s = replace(self.s, timers=self.s.timers.remove((node, eff.name)))
+                self.set(timers=self.s.timers.remove((node, eff.name)))
             elif isinstance(eff, Truth):
                 self.record(node, "truth", truth=eff.kind, **_safe_fields(eff.fields), **(cause or {}))
             elif isinstance(eff, Note):
@@ -389,7 +397,7 @@ class _Builder:
 
     def put_in_flight(self, src, dst, payload, route, tool_call, what):
         env = Envelope(self.next_seq(), src, dst, payload, self.s.now_ms, what, route, tool_call)
-        self.s = replace(self.s, in_flight=self.s.in_flight + (env,))
+        self.set(in_flight=self.s.in_flight + (env,))
         return env
 
     def send(self, src: str, dst: str, req: Request):
@@ -397,7 +405,7 @@ class _Builder:
         tool_call = tool_call_of(req) or _tool_call_by_input(self.s.config, req, route)
         what = f"{route} {tool_call or '-'} {src} -> {dst}"
         env = self.put_in_flight(src, dst, req, route, tool_call, what)
-        self.s = replace(self.s, open_requests=self.s.open_requests.set(req.req_id, (route, tool_call)))
+        self.set(open_requests=self.s.open_requests.set(req.req_id, (route, tool_call)))
         extra = {}
         age = header_value(req.headers, AGE_MS_HEADER)
         if age is not None and age.isdigit():
@@ -414,14 +422,14 @@ class _Builder:
     def set_timer(self, node: str, name: str, after_ms: int):
         due = self.s.now_ms + self.s.config.clock(node).true_delay(max(after_ms, 0))
         timer = Timer(node, name, due, self.next_seq())
-        self.s = replace(self.s, timers=self.s.timers.set((node, name), timer))
+        self.set(timers=self.s.timers.set((node, name), timer))
 
     # -- nodes ---------------------------------------------------------------
     def agent_step(self, fn, *args, cause: Request | None = None):
         """Run an agent handler. ``cause`` is the request being served: its ID, sender and
         chat go on the ground-truth records so checkers can tell who caused what."""
         state, effects = fn(self.s.agent, *args)
-        self.s = replace(self.s, agent=state)
+        self.set(agent=state)
         info = None
         if cause is not None:
             info = {"cause": cause.req_id, "cause_src": cause.src,
@@ -434,12 +442,12 @@ class _Builder:
         if rep is None:
             return
         rep, db, effects = fn(rep, self.s.db, *args, self.clock(name), self.clock(DB))
-        self.s = replace(self.s, replicas=self.s.replicas.set(name, rep), db=db)
+        self.set(replicas=self.s.replicas.set(name, rep), db=db)
         self.absorb(name, effects)
 
     def db_step(self, fn, *args):
         db, effects = fn(self.s.db, *args, self.clock(DB))
-        self.s = replace(self.s, db=db)
+        self.set(db=db)
         self.absorb(DB, effects)
 
 
@@ -474,9 +482,10 @@ def initial(config: WorldConfig) -> Step:
 def _boot_agent(b: _Builder):
     inc = b.s.agent_incarnation + 1
     state = agent.boot(b.s.config.agent_config, b.clock(AGENT), b.s.agent_files, inc)
-    b.s = replace(b.s, agent=state, agent_incarnation=inc)
+    b.set(agent=state, agent_incarnation=inc)
     b.record(AGENT, "agent_up", incarnation=inc)
-    waiting, b.s = b.s.dials_waiting, replace(b.s, dials_waiting=())
+    waiting = b.s.dials_waiting
+    b.set(dials_waiting=())
     for env in waiting:
         b.reply(AGENT, env.src, Response(env.payload.req_id, 200))
 
@@ -485,8 +494,8 @@ def _agent_down(b: _Builder, why: str):
     if b.s.agent is None:
         return
     dead, effects = agent.shutdown(b.s.agent, b.clock(AGENT))
-    b.s = replace(b.s, agent=None, agent_files=dead.files)
-    b.s = replace(b.s, timers=FMap((k, t) for k, t in b.s.timers.items() if t.node != AGENT))
+    b.set(agent=None, agent_files=dead.files)
+    b.set(timers=FMap((k, t) for k, t in b.s.timers.items() if t.node != AGENT))
     b.absorb(AGENT, effects)
     b.record(AGENT, "agent_down", why=why, incarnation=b.s.agent_incarnation)
 
@@ -495,7 +504,7 @@ def _boot_replica(b: _Builder, name: str):
     boots = b.s.replica_boots.get(name, 0) + 1
     rules = b.s.config.replica_rules.get(name) or b.s.config.chatd_rules
     rep, effects = chatd.replica_boot(name, b.clock(name), rules, boots)
-    b.s = replace(b.s, replicas=b.s.replicas.set(name, rep), replica_boots=b.s.replica_boots.set(name, boots))
+    b.set(replicas=b.s.replicas.set(name, rep), replica_boots=b.s.replica_boots.set(name, boots))
     b.absorb(name, effects)
 
 
@@ -504,8 +513,8 @@ def _crash_replica(b: _Builder, name: str):
     if rep is None:
         return
     effects = chatd.replica_crash(rep)
-    b.s = replace(b.s, replicas=b.s.replicas.set(name, None))
-    b.s = replace(b.s, timers=FMap((k, t) for k, t in b.s.timers.items() if t.node != name))
+    b.set(replicas=b.s.replicas.set(name, None))
+    b.set(timers=FMap((k, t) for k, t in b.s.timers.items() if t.node != name))
     b.absorb(name, effects)
 
 
@@ -532,14 +541,15 @@ def apply(system: System, action: Action) -> Step:
     """Apply one action. Raises ReplayMismatch when it does not fit."""
     if action.at_ms < system.now_ms:
         raise ReplayMismatch(f"{action.label()}: at {action.at_ms} ms is before now ({system.now_ms} ms)")
-    b = _Builder(replace(system, now_ms=action.at_ms), action)
+    b = _Builder(system, action)
+    b.set(now_ms=action.at_ms)
     if isinstance(action, (Deliver, Drop)):
         env = _find(b.s, action.seq)
         if env is None:
             raise ReplayMismatch(f"{action.label()}: no message #{action.seq} is in flight")
         if env.what != action.what:
             raise ReplayMismatch(f"{action.label()}: message #{action.seq} is now '{env.what}'")
-        b.s = replace(b.s, in_flight=tuple(e for e in b.s.in_flight if e.seq != env.seq))
+        b.set(in_flight=tuple(e for e in b.s.in_flight if e.seq != env.seq))
         if isinstance(action, Drop):
             b.record(env.dst, "lost", seq=env.seq, what=env.what, route=env.route, tool_call=env.tool_call)
             _forget_answered(b, env)
@@ -553,7 +563,7 @@ def apply(system: System, action: Action) -> Step:
             raise ReplayMismatch(f"{action.label()}: no such timer is armed")
         if timer.due_ms > action.at_ms:
             raise ReplayMismatch(f"{action.label()}: due at {timer.due_ms} ms, not {action.at_ms} ms")
-        b.s = replace(b.s, timers=b.s.timers.remove((action.node, action.name)))
+        b.set(timers=b.s.timers.remove((action.node, action.name)))
         _fire(b, action.node, action.name)
     else:
         _fault(b, action)
@@ -564,7 +574,7 @@ def apply(system: System, action: Action) -> Step:
 def _forget_answered(b: _Builder, env: Envelope):
     payload = env.payload
     if isinstance(payload, (Response, TransportError)):
-        b.s = replace(b.s, open_requests=b.s.open_requests.remove(payload.req_id))
+        b.set(open_requests=b.s.open_requests.remove(payload.req_id))
 
 
 def _deliver(b: _Builder, env: Envelope):
@@ -577,7 +587,7 @@ def _deliver(b: _Builder, env: Envelope):
     if env.dst == AGENT:
         if b.s.agent is None:
             if env.route == "dial":
-                b.s = replace(b.s, dials_waiting=b.s.dials_waiting + (env,))
+                b.set(dials_waiting=b.s.dials_waiting + (env,))
             else:
                 b.reply(AGENT, env.src, TransportError(payload.req_id, "connection refused: the agent is down"))
             return
@@ -609,17 +619,17 @@ def _fire(b: _Builder, node: str, name: str):
                 _boot_replica(b, arg)
         elif kind == "heal":
             a, _, c = arg.partition("|")
-            b.s = replace(b.s, partitions=tuple(p for p in b.s.partitions if p not in ((a, c), (c, a))))
+            b.set(partitions=tuple(p for p in b.s.partitions if p not in ((a, c), (c, a))))
             b.record(WORLD, "healed", between=[a, c])
         elif kind == "db_up":
-            b.s = replace(b.s, db=chatd.db_set_up(b.s.db, True))
+            b.set(db=chatd.db_set_up(b.s.db, True))
             b.record(DB, "db_up")
         elif kind == "user_message":
             b.db_step(chatd.db_send_user_message, arg, "go")
         elif kind == "resume_heartbeats":
             rep = b.s.replicas.get(arg)
             if rep is not None:
-                b.s = replace(b.s, replicas=b.s.replicas.set(arg, chatd.replica_pause_heartbeats(rep, False)))
+                b.set(replicas=b.s.replicas.set(arg, chatd.replica_pause_heartbeats(rep, False)))
         return
     b.replica_step(node, chatd.replica_on_timer, name)
 
@@ -668,7 +678,7 @@ def _fault(b: _Builder, f: Fault):
         # The owner's heartbeats stop; another replica's acquisition poll takes the chat
         # over once the heartbeat is 30 s stale; the old runner then notices and stops.
         rep = b.s.replicas[owner]
-        b.s = replace(b.s, replicas=b.s.replicas.set(owner, chatd.replica_pause_heartbeats(rep, True)))
+        b.set(replicas=b.s.replicas.set(owner, chatd.replica_pause_heartbeats(rep, True)))
         b.set_timer(WORLD, f"resume_heartbeats:{owner}", f.get("pause", 90_000))
     elif kind == "takeover":
         # What a stale heartbeat leads to, at once: the owner's heartbeat row is made
@@ -678,9 +688,9 @@ def _fault(b: _Builder, f: Fault):
         owner = chat_owner(b.s, chat_id)
         if owner is not None:
             rep = b.s.replicas[owner]
-            b.s = replace(b.s, replicas=b.s.replicas.set(owner, chatd.replica_pause_heartbeats(rep, True)))
+            b.set(replicas=b.s.replicas.set(owner, chatd.replica_pause_heartbeats(rep, True)))
         hb = FMap((k, (-(10**15) if k[0] == chat_id else v)) for k, v in b.s.db.heartbeats.items())
-        b.s = replace(b.s, db=replace(b.s.db, heartbeats=hb))
+        b.set(db=replace(b.s.db, heartbeats=hb))
         b.replica_step(f.get("to"), chatd.replica_on_timer, "acquire")
     elif kind == "interrupt":
         b.db_step(chatd.db_interrupt, f.get("chat") or _first_chat(b.s))
@@ -688,24 +698,24 @@ def _fault(b: _Builder, f: Fault):
         b.db_step(chatd.db_send_user_message, f.get("chat") or _first_chat(b.s), "more")
     elif kind == "partition":
         x, y = f.get("between")
-        b.s = replace(b.s, partitions=b.s.partitions + ((x, y),))
+        b.set(partitions=b.s.partitions + ((x, y),))
         if f.get("duration"):
             b.set_timer(WORLD, f"heal:{x}|{y}", f.get("duration"))
     elif kind == "heal":
         between = f.get("between")
         if between:
             x, y = between
-            b.s = replace(b.s, partitions=tuple(p for p in b.s.partitions if p not in ((x, y), (y, x))))
+            b.set(partitions=tuple(p for p in b.s.partitions if p not in ((x, y), (y, x))))
         else:
-            b.s = replace(b.s, partitions=())
+            b.set(partitions=())
     elif kind == "db_outage":
-        b.s = replace(b.s, db=chatd.db_set_up(b.s.db, False))
+        b.set(db=chatd.db_set_up(b.s.db, False))
         b.record(DB, "db_down")
         if f.get("duration"):
             b.set_timer(WORLD, "db_up", f.get("duration"))
     elif kind == "handler_panic":
         run_id = f.get("run")
-        b.s = replace(b.s, timers=b.s.timers.remove((AGENT, f"handler:{run_id}")))
+        b.set(timers=b.s.timers.remove((AGENT, f"handler:{run_id}")))
         if b.s.agent is not None:
             b.agent_step(agent.on_handler_done, run_id, b.clock(AGENT), True, cause=_run_request(b.s, f"handler:{run_id}"))
     else:
