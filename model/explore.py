@@ -111,7 +111,10 @@ def default_world(variant: str = "contract", second: str = "background", chatd_r
         chatd_rules = chatd_rules or c_rules
         agent_rules = agent_rules or a_rules
     chatd_rules = replace(chatd_rules, timing=replace(timing, **_kept_timing(chatd_rules.timing)))
-    agent_rules = timing.agent_rules(agent_rules)
+    # The explorer's clock, but a planted bug's changes to the agent's rules win.
+    changed = {k: getattr(agent_rules, k) for k in agent_rules.__dataclass_fields__
+               if getattr(agent_rules, k) != getattr(agent.AgentRules(), k)}
+    agent_rules = replace(timing.agent_rules(agent_rules), **changed)
     fg = chattool.ToolCall("toolu_fg", "execute", json.dumps({"command": "make test", "timeout": "8ms"}))
     if second == "edit":
         other = chattool.ToolCall("toolu_ed", "edit_files", json.dumps(
@@ -246,13 +249,22 @@ def enabled(node: Node, bounds: Bounds) -> list:
     return actions
 
 
+def _connection(env: msys.Envelope) -> tuple:
+    """Which connection a message travels on: chatd dials the agent once per task attempt
+    (the request IDs start with ``<worker>/t<n>/a<m>``), and answers ride back on it."""
+    req_id = getattr(env.payload, "req_id", "") or ""
+    attempt = "/".join(req_id.split("/")[:3])
+    ends = tuple(sorted((env.src, env.dst)))
+    return ends + (attempt,)
+
+
 def _link_heads(in_flight) -> list:
-    """The oldest message of each directed link: links are FIFO (one connection per
-    replica and agent), so only a link's head can arrive next. Losing a message takes it
-    out of order, which the lost-response budget allows."""
-    heads: dict[tuple[str, str], msys.Envelope] = {}
+    """The oldest message of each direction of each connection: a connection delivers in
+    order, different connections (attempts, replicas) race freely. Losing a message takes
+    it out of order, which the lost-response budget allows."""
+    heads: dict[tuple, msys.Envelope] = {}
     for env in in_flight:  # in_flight is in send order
-        heads.setdefault((env.src, env.dst), env)
+        heads.setdefault((env.src, env.dst) + _connection(env), env)
     return sorted(heads.values(), key=lambda e: e.seq)
 
 

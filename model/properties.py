@@ -601,7 +601,17 @@ RESIDUAL_RISKS = {
 CONTRACT_AGE_MARGIN_MS = 2_000
 
 
+def _agent_boot_before(ev: Evidence, idx: int) -> int | None:
+    """Index of the agent start that was current at trace record ``idx``."""
+    return next((i for i in range(idx, -1, -1) if ev.trace[i].get("kind") == "agent_up"), None)
+
+
 def _contract_would_run(ev: Evidence, start_idx: int) -> bool | None:
+    """See ``_fooled_by_delay``."""
+    return _fooled_by_delay(ev, start_idx)
+
+
+def _fooled_by_delay(ev: Evidence, start_idx: int) -> bool | None:
     """Would the real contract (2 s margin) have run the request that caused this side
     effect? True when the agent's uptime on arrival, less the margin, exceeded the age the
     request carried: then only the request's own delay explains the second run (the
@@ -610,13 +620,21 @@ def _contract_would_run(ev: Evidence, start_idx: int) -> bool | None:
     sent = ev.sends.get(rec.get("cause"))
     if sent is None or "age_ms" not in ev.trace[sent]:
         return None
+    inc = rec.get("incarnation")
     boot = next((ev.trace[i] for i in range(start_idx, -1, -1)
-                 if ev.trace[i].get("kind") == "agent_up" and ev.trace[i].get("incarnation") == rec.get("incarnation")),
+                 if ev.trace[i].get("kind") == "agent_up" and (inc is None or ev.trace[i].get("incarnation") == inc)),
                 None)
     if boot is None:
         return None
     uptime_ms = rec["clock_ms"] - boot["clock_ms"]
-    return uptime_ms - CONTRACT_AGE_MARGIN_MS > ev.trace[sent]["age_ms"]
+    return uptime_ms - _contract_margin_ms(ev) > ev.trace[sent]["age_ms"]
+
+
+def _contract_margin_ms(ev: Evidence) -> int:
+    """The contract's age margin on this world's clock scale (2 s, or its scaled twin):
+    read from chatd's timing, which planted agent bugs never change."""
+    timing = getattr(getattr(ev.final.config, "chatd_rules", None), "timing", None)
+    return getattr(timing, "agent_age_margin_ms", CONTRACT_AGE_MARGIN_MS)
 
 
 def classify(v: Violation, ev: Evidence) -> Violation:
@@ -626,6 +644,15 @@ def classify(v: Violation, ev: Evidence) -> Violation:
         incarnations = {ev.trace[i].get("incarnation") for i in effects}
         later = [i for i in effects if ev.trace[i].get("incarnation") != ev.trace[effects[0]].get("incarnation")]
         if len(incarnations) > 1 and later and all(_contract_would_run(ev, i) for i in later):
+            return replace(v, residual_risk="age_check_best_effort")
+    if v.property in ("truthful_result", "canceled_before_received_never_runs") and v.uuid:
+        # A cancel that travelled so long that a restarted agent took the call for one it
+        # never received: the same best-effort age check, carried by a cancel.
+        marks = ev.never_received.get(v.uuid) or []
+        call = next((c for c in ev.calls if c.uuid == v.uuid), None)
+        effects = (ev.starts if call is not None and call.tool == "execute" else ev.edits).get(v.uuid, [])
+        if marks and any(i < marks[0] and _agent_boot_before(ev, i) != _agent_boot_before(ev, marks[0]) for i in effects) \
+                and _fooled_by_delay(ev, marks[0]):
             return replace(v, residual_risk="age_check_best_effort")
     if v.property in ("truthful_result", "canceled_before_received_never_runs", "interrupt_stops_foreground"):
         effects = [ev.trace[i] for i in v.evidence if ev.trace[i].get("kind") == "truth"

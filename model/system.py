@@ -387,7 +387,7 @@ class _Builder:
             elif isinstance(eff, Truth):
                 self.record(node, "truth", truth=eff.kind, **_safe_fields(eff.fields), **(cause or {}))
             elif isinstance(eff, Note):
-                self.record(node, "note", note=eff.kind, **_safe_fields(eff.fields))
+                self.record(node, "note", note=eff.kind, **_safe_fields(eff.fields), **(cause or {}))
             elif isinstance(eff, Publish):
                 if self.s.config.pubsub_immediate:
                     self.pending_publishes.append(eff)
