@@ -49,8 +49,7 @@ from .system import Tick
 from .timing import Timing
 
 # Records the properties read; the rest of a step's records are not kept on paths.
-_GHOST_NOTES = ("cancel_never_received", "interrupt_requested", "interruption_finished", "acquired",
-                "replayed", "refused")
+_GHOST_NOTES = ("cancel_never_received", "interrupt_requested", "interruption_finished", "acquired")
 _GHOST_KINDS = ("truth", "agent_up", "agent_down", "fault")
 
 

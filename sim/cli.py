@@ -42,7 +42,7 @@ def main(argv: list[str] | None = None) -> int:
                      help="the second parallel tool call of the default world")
     exp.add_argument("--max-in-flight", default="1s",
                      help="how long a message may stay in flight, in real units (default 1s, below the 2s age margin)")
-    exp.add_argument("--max-states", type=int, default=3_000_000)
+    exp.add_argument("--max-states", type=int, default=200_000)
     exp.add_argument("--horizon", default="30s", help="explore no further than this (real units)")
     for budget in ("agent-restarts", "ownership-changes", "interrupts", "lost-responses", "task-retries"):
         exp.add_argument(f"--{budget}", type=int, default=1)
