@@ -300,9 +300,14 @@ def _message(req: Request, status: int, message: str, detail: str = "") -> Reply
     return _json_response(req, status, value)
 
 
-def _refuse(req: Request, code: str) -> Reply:
+def _refused(req: Request, code: str, key: Key) -> Effects:
+    """A coded 409 (rule 4: a refusal changes nothing) and the note that marks it."""
     err = tool_call_error(code)
-    return Reply(req.src, Response(req.req_id, 409, JSON, err.body()))
+    return [Reply(req.src, Response(req.req_id, 409, JSON, err.body())), note("refused", code=code, uuid=key.uuid)]
+
+
+# The lookup verdicts that refuse a request before anything else is looked at (rule 1).
+REFUSAL_FOR_VERDICT = {"stale": STALE_TOOL_CALL, "not_provable": AGENT_STARTED_AFTER_TOOL_CALL}
 
 
 def _run_age_header(now_ms: int, created_at_ms: int) -> tuple[tuple[str, str], ...]:
@@ -433,19 +438,14 @@ def _middleware(state: AgentState, req: Request, kind: str, now_ms: int) -> tupl
     key = Key(chat_id, headers.message_id, headers.tool_call_id)
     digest = input_hash(req)
     verdict, record = lookup(state, key, headers.age_ms, now_ms)
-    if verdict == "stale":
-        return state, [_refuse(req, STALE_TOOL_CALL), note("refused", code=STALE_TOOL_CALL, uuid=key.uuid)]
-    if verdict == "not_provable":
-        return state, [
-            _refuse(req, AGENT_STARTED_AFTER_TOOL_CALL),
-            note("refused", code=AGENT_STARTED_AFTER_TOOL_CALL, uuid=key.uuid),
-        ]
+    if verdict in REFUSAL_FOR_VERDICT:
+        return state, _refused(req, REFUSAL_FOR_VERDICT[verdict], key)
     if verdict == "found":
         assert record is not None
         if record.canceled:
-            return state, [_refuse(req, TOOL_CALL_CANCELED), note("refused", code=TOOL_CALL_CANCELED, uuid=key.uuid)]
+            return state, _refused(req, TOOL_CALL_CANCELED, key)
         if record.input_hash != digest:
-            return state, [_refuse(req, INPUT_MISMATCH), note("refused", code=INPUT_MISMATCH, uuid=key.uuid)]
+            return state, _refused(req, INPUT_MISMATCH, key)
         if record.recorded is not None:
             return state, [
                 _recorded_reply(req, record.recorded, now_ms, record.created_at_ms),
@@ -779,13 +779,8 @@ def _cancel(state: AgentState, req: Request, path_id: str, now_ms: int) -> tuple
         return state, [_message(req, 400, MSG_BAD_JSON)]
     threshold_ms = clamp_ms(raw)
     verdict, record = lookup(state, key, headers.age_ms, now_ms)
-    if verdict == "stale":
-        return state, [_refuse(req, STALE_TOOL_CALL), note("refused", code=STALE_TOOL_CALL, uuid=key.uuid)]
-    if verdict == "not_provable":
-        return state, [
-            _refuse(req, AGENT_STARTED_AFTER_TOOL_CALL),
-            note("refused", code=AGENT_STARTED_AFTER_TOOL_CALL, uuid=key.uuid),
-        ]
+    if verdict in REFUSAL_FOR_VERDICT:
+        return state, _refused(req, REFUSAL_FOR_VERDICT[verdict], key)
     if verdict == "new":
         effects: Effects = [note("cancel_never_received", uuid=key.uuid)]
         if state.config.rules.cancel_inserts_marker:
