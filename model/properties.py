@@ -725,12 +725,3 @@ def evaluate(trace: list[dict], final, kinds: tuple[str, ...] = ("always", "even
     results = [ev.trace[i] for idx in ev.results.values() for i in idx]
     unknown = sum(1 for r in results if r.get("result_kind") == "unknown")
     return Report(violations, unreached, informational(ev), unknown, len(results), settled)
-
-
-def check(trace: list[dict], final, kinds: tuple[str, ...] = ("always", "eventually")) -> list[Violation]:
-    """Violations of the properties of the given kinds (eventually: only once quiesced)."""
-    return evaluate(trace, final, kinds).violations
-
-
-def by_name() -> dict[str, Property]:
-    return {p.name: p for p in PROPERTIES}

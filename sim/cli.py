@@ -10,7 +10,6 @@ import subprocess
 import sys
 from pathlib import Path
 
-from . import demo
 from .scenario import ScenarioError, load, parse_duration
 
 SCENARIO_DIR = Path(__file__).resolve().parent.parent / "scenarios"
@@ -24,7 +23,6 @@ class _Parser(argparse.ArgumentParser):
 def main(argv: list[str] | None = None) -> int:
     parser = _Parser(prog="toolcall-sim", description=__doc__)
     sub = parser.add_subparsers(dest="command", required=True, parser_class=_Parser)
-    sub.add_parser("demo", help="replay a task retry and an agent restart against the agent model")
     run = sub.add_parser("run", help="run a scenario file")
     run.add_argument("scenario")
     run.add_argument("--variant")
@@ -56,8 +54,6 @@ def main(argv: list[str] | None = None) -> int:
     swarm.add_arguments(sub.add_parser("swarm", help="swarm testing: random worlds, each with its own fault mix"))
     args = parser.parse_args(argv)
     try:
-        if args.command == "demo":
-            return demo.main(sys.stdout)
         if args.command == "list":
             return _list(sys.stdout)
         if args.command == "incident":
