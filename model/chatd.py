@@ -122,6 +122,7 @@ from .chatd_db import (  # noqa: F401  (re-exported: the world uses chatd as one
     unresolved_calls,
     upsert_heartbeats,
 )
+from .identity import MAX_MS
 from .core import (
     EMPTY,
     CancelTimer,
@@ -206,6 +207,7 @@ class ChatdRules:
     owner_fence: bool = True  # 2.4 ownedByTask
     interrupt_rereads_unresolved: bool = True  # 3.2 step 4: answer only calls still unresolved
     interrupt_commits_not_run: bool = True  # 3.3: a call that never ran still gets its result
+    interrupt_spares_background: bool = True  # C5/US6: background cancels carry stop age 0
     timing: Timing = DEFAULT_TIMING
 
 
@@ -626,6 +628,9 @@ def _interrupt_start(rep, db, task, key, number, now_ms, db_now_ms):
     msg, calls = unresolved_calls(chat)
     picks = chattool.select_cancels(calls, rep.rules.timing) if rep.rules.interrupt_cancels and calls else ()
     targets = tuple((pick.call, pick.plan) for pick in picks)
+    if not rep.rules.interrupt_spares_background:
+        # Planted bug: background calls get a stop age that stops anything.
+        targets = tuple((c, replace(p, stop_run_age_ms=MAX_MS) if p.background else p) for c, p in targets)
     if not targets:
         # Nothing to cancel: no dial, commit right away (3.2 step 3).
         att = Attempt(key, number, "interrupt", "calls")
