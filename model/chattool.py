@@ -393,6 +393,24 @@ def runs_in_background(args: ExecuteArgs) -> bool:
     return strip_trailing_ampersand(args.command)[1]
 
 
+def call_target(call: ToolCall) -> str:
+    """What a call acts on, as the agent will see it: an execute call's command (without
+    the trailing "&" that only means background), a file tool's (first) path; "" when
+    the arguments cannot be read. Used to tell which call a header-less request serves."""
+    try:
+        value = json.loads(call.args_json)
+    except ValueError:
+        return ""
+    if not isinstance(value, dict):
+        return ""
+    if call.tool == EXECUTE:
+        return strip_trailing_ampersand(str(value.get("command", "")))[0].strip()
+    files = value.get("files")
+    if isinstance(files, list) and files and isinstance(files[0], dict):
+        return str(files[0].get("path", ""))
+    return str(value.get("path", ""))
+
+
 def effective_timeout_ms(args: ExecuteArgs, timing: Timing = DEFAULT_TIMING) -> int:
     """The timeout argument, or the timing's execute default (10 s); no maximum in design B."""
     if args.timeout is None:

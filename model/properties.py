@@ -26,10 +26,10 @@ Rule 4. A violation that matches a residual risk the design documents (section 7
 
 from __future__ import annotations
 
-import json
 from dataclasses import dataclass, field, replace
 from typing import Callable
 
+from . import chattool
 from .identity import tool_call_uuid
 
 AGENT_ANSWER_BOUND_MS = 60_000  # chatd's agent answer timeout
@@ -87,47 +87,25 @@ class Property:
 # ---------------------------------------------------------------------------
 
 
-def _duration_ms(text) -> int | None:
-    """Go-style duration text ("10s", "1h30m", "250ms") in ms; None when unreadable."""
-    if not isinstance(text, str) or not text:
-        return None
-    units = (("ms", 1), ("h", 3_600_000), ("m", 60_000), ("s", 1_000))
-    total, num = 0.0, ""
-    i = 0
-    while i < len(text):
-        ch = text[i]
-        if ch.isdigit() or ch == ".":
-            num += ch
-            i += 1
-            continue
-        for unit, size in units:
-            if text.startswith(unit, i) and num:
-                total += float(num) * size
-                num = ""
-                i += len(unit)
-                break
-        else:
-            return None
-    return None if num else int(total)
-
-
 def committed_calls(final) -> list[CallInfo]:
-    """Every tool call of every committed assistant message, in message order."""
+    """Every tool call of every committed assistant message, in message order, read with
+    chatd's own argument rules (background, effective timeout, target)."""
+    timing = final.config.chatd_rules.timing
     out = []
     for chat_id, chat in final.db.chats.items():
         for msg in chat.messages:
             if msg.role != "assistant":
                 continue
             for tc in msg.tool_calls:
-                try:
-                    args = json.loads(tc.args_json)
-                except ValueError:
-                    args = {}
-                args = args if isinstance(args, dict) else {}
-                command = str(args.get("command", "")).rstrip()
-                background = bool(args.get("run_in_background")) or (
-                    command.endswith("&") and not command.endswith("&&") and not command.endswith("|&")
-                )
+                background, timeout_ms = False, timing.execute_default_timeout_ms
+                if tc.tool == chattool.EXECUTE:
+                    try:
+                        args = chattool.parse_execute_args(tc.args_json)
+                        background = chattool.runs_in_background(args)
+                        timeout_ms = chattool.effective_timeout_ms(args, timing)
+                    except (chattool.ArgsError, chattool.InvalidTimeout):
+                        pass
+                target = chattool.call_target(tc)
                 out.append(
                     CallInfo(
                         chat_id,
@@ -135,20 +113,13 @@ def committed_calls(final) -> list[CallInfo]:
                         tc.provider_id,
                         tool_call_uuid(chat_id, msg.id, tc.provider_id),
                         tc.tool,
-                        command.rstrip("&").rstrip(),
-                        str(args.get("path", "")) or _first_path(args),
+                        target if tc.tool == chattool.EXECUTE else "",
+                        target if tc.tool != chattool.EXECUTE else "",
                         background,
-                        _duration_ms(args.get("timeout")) or 10_000,
+                        timeout_ms,
                     )
                 )
     return out
-
-
-def _first_path(args: dict) -> str:
-    files = args.get("files")
-    if isinstance(files, list) and files and isinstance(files[0], dict):
-        return str(files[0].get("path", ""))
-    return ""
 
 
 class Evidence:

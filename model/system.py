@@ -41,7 +41,7 @@ from urllib.parse import unquote_plus
 from dataclasses import dataclass, field, fields, is_dataclass, replace
 from typing import Any
 
-from . import agent, chatd
+from . import agent, chatd, chattool
 from .core import (
     EMPTY,
     CancelTimer,
@@ -308,20 +308,12 @@ def _tool_call_by_input(config: "WorldConfig", req: Request, route: str) -> str 
     else:
         key = next((v for k, v in (p.split("=", 1) for p in req.query.split("&") if "=" in p) if k == "path"), "")
         key = unquote_plus(key)
+    if not key:
+        return None
     for chat in config.chats:
         for turn in chat.turns:
             for call in turn:
-                try:
-                    args = json.loads(call.args_json)
-                except ValueError:
-                    continue
-                if not isinstance(args, dict):
-                    continue
-                values = (str(args.get("command", "")).rstrip().rstrip("&").rstrip(), str(args.get("path", "")))
-                files = args.get("files")
-                if isinstance(files, list) and files and isinstance(files[0], dict):
-                    values += (str(files[0].get("path", "")),)
-                if key and key in values:
+                if chattool.call_target(call) == key:
                     return call.provider_id
     return None
 

@@ -15,7 +15,6 @@ reproduces and with which trace hash.
 
 from __future__ import annotations
 
-import hashlib
 import json
 from dataclasses import asdict, dataclass
 from pathlib import Path
@@ -25,17 +24,13 @@ from model import properties as props
 from model import system as msys
 
 from .replay import replay as replay_actions
+from .replay import trace_sha256  # noqa: F401  (re-exported: counterexample files carry it)
 
 FORMAT = "toolcall-sim/counterexample/1"
 
 
 class BadInput(Exception):
     """One line: what is wrong with the file."""
-
-
-def trace_sha256(trace: list[dict]) -> str:
-    lines = [json.dumps(r, sort_keys=True, separators=(",", ":"), default=str) for r in trace]
-    return hashlib.sha256(("\n".join(lines) + "\n").encode()).hexdigest()
 
 
 def world_of(spec: dict) -> msys.WorldConfig:
@@ -50,10 +45,6 @@ def world_of(spec: dict) -> msys.WorldConfig:
         config, _ = build(load(spec["path"]), spec.get("variant", "contract"))
         return config
     raise BadInput(f"world.kind: unknown world kind {kind!r} (known: explore, scenario)")
-
-
-def bounds_of(spec: dict) -> ex.Bounds:
-    return ex.Bounds(**spec.get("bounds", {}))
 
 
 def save(path: str | Path, world: dict, prop: str, residual_risk, actions, trace_hash: str, driver: str,

@@ -7,6 +7,7 @@ fits (the code changed) stops at the first action that does not apply and says w
 
 from __future__ import annotations
 
+import hashlib
 import json
 from dataclasses import dataclass
 
@@ -47,4 +48,10 @@ def _fields(action) -> dict:
 
 
 def trace_lines(trace: list[dict]) -> list[str]:
+    """The trace as JSON lines: sorted keys, no spaces, so equal runs give equal bytes."""
     return [json.dumps(rec, sort_keys=True, separators=(",", ":"), default=str) for rec in trace]
+
+
+def trace_sha256(trace: list[dict]) -> str:
+    """A run's identity: the SHA-256 of its trace file (JSON lines, newline-terminated)."""
+    return hashlib.sha256(("\n".join(trace_lines(trace)) + "\n").encode()).hexdigest()

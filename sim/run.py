@@ -8,10 +8,9 @@ line prints as a story or as JSON.
 
 from __future__ import annotations
 
-import hashlib
 import json
 import uuid
-from dataclasses import dataclass, field, replace
+from dataclasses import dataclass, replace
 
 from model import agent, chatd, chattool, mutants
 from model import properties as props
@@ -19,6 +18,7 @@ from model import system as msys
 from model.core import FMap
 
 from .scenario import Scenario, ScenarioError, ToolCallSpec, format_duration
+from .replay import trace_sha256
 from .world import LinkSpec, World, WorldOptions
 
 # Chat names in scenarios become stable UUIDs (the tool call UUID needs a real chat UUID).
@@ -30,10 +30,6 @@ def chat_uuid(name: str) -> str:
         return str(uuid.UUID(name))
     except ValueError:
         return str(uuid.uuid5(CHAT_NAMESPACE, name))
-
-
-def variants() -> list[str]:
-    return mutants.variant_names()
 
 
 def _tool_call(spec: ToolCallSpec) -> chattool.ToolCall:
@@ -70,7 +66,7 @@ def build(scenario: Scenario, variant: str) -> tuple[msys.WorldConfig, WorldOpti
         chats.setdefault(turn.chat, []).append(tuple(_tool_call(tc) for tc in turn.tool_calls))
         for tc in turn.tool_calls:
             if tc.tool == "execute":
-                scripts[tc.command.rstrip().rstrip("&").rstrip()] = agent.Script(
+                scripts[chattool.strip_trailing_ampersand(tc.command)[0].strip()] = agent.Script(
                     runs_for_ms=tc.runs_for_ms, exit_code=tc.exit_code, output_at_start=tc.output
                 )
     gen_ms = scenario.world_value("generation_time", chatd.DEFAULT_GEN_TIME_MS)
@@ -127,7 +123,7 @@ class RunResult:
 
     @property
     def trace_sha256(self) -> str:
-        return hashlib.sha256(self.trace_bytes).hexdigest()
+        return trace_sha256(self.world.trace)
 
     def tool_call_rows(self) -> list[dict]:
         ev = props.Evidence(self.world.trace, self.world.system)

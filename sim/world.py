@@ -24,7 +24,6 @@ Rule 3. A named message can be lost or delayed on purpose (``lose``/``delay`` fa
 
 from __future__ import annotations
 
-import json
 import random
 from dataclasses import dataclass, field
 from typing import Any
@@ -34,6 +33,7 @@ import simpy
 from model import system as msys
 from model.system import Deliver, Drop, Fault, Fire
 
+from .replay import trace_lines
 from .scenario import Fault as FaultSpec
 from .scenario import MessageMatch
 
@@ -195,7 +195,7 @@ class World:
 
     # -- output --------------------------------------------------------------------
     def trace_lines(self) -> list[str]:
-        return [json.dumps(rec, sort_keys=True, separators=(",", ":"), default=str) for rec in self.trace]
+        return trace_lines(self.trace)
 
 
 def _action_fields(action) -> dict:
