@@ -548,6 +548,16 @@ def _settle(rep: ReplicaState, db: Db, runner: Runner, task: Task, outcome: str,
     return rep, db, effects
 
 
+def _fenced(db: Db, task: Task, op: str, rules: ChatdRules, attempt: int | None = None):
+    """Load the task's chat under its fence (2.4): ``(chat, None, [])`` when the fence
+    holds, else ``(chat, outcome, effects)`` saying how the task ends."""
+    st, chat = check_fence(db, task.chat_id, op, task.fence, rules, attempt)
+    if st == OK:
+        return chat, None, []
+    outcome, eff = _failed(st, op, task, chat)
+    return chat, outcome, eff
+
+
 def _failed(outcome: str, op: str, task: Task, chat: Chat | None) -> tuple[str, list]:
     """A transaction that did not go through: DB errors retry, fences exit (2.4)."""
     if outcome == DB_DOWN:
@@ -589,21 +599,18 @@ def _dial(rep: ReplicaState, key: str) -> list:
 
 def _generation_start(rep, db, task, key, number, now_ms, db_now_ms):
     rules = rep.rules
-    st, chat = check_fence(db, task.chat_id, "load_generation", task.fence, rules)
-    if st != OK:
-        outcome, eff = _failed(st, "load_generation", task, chat)
+    chat, outcome, eff = _fenced(db, task, "load_generation", rules)
+    if outcome is not None:
         return db, outcome, None, eff
     action = decide_generation_action(chat)
     if action == "finish_turn":
-        st, chat = check_fence(db, task.chat_id, "finish_turn", task.fence, rules, chat.generation_attempt)
-        if st != OK:
-            outcome, eff = _failed(st, "finish_turn", task, chat)
+        chat, outcome, eff = _fenced(db, task, "finish_turn", rules, chat.generation_attempt)
+        if outcome is not None:
             return db, outcome, None, eff
         db, eff = tx_finish_turn(db, chat, db_now_ms)
         return db, DONE, None, eff
-    st, chat = check_fence(db, task.chat_id, "begin_generation_attempt", task.fence, rules)
-    if st != OK:
-        outcome, eff = _failed(st, "begin_generation_attempt", task, chat)
+    chat, outcome, eff = _fenced(db, task, "begin_generation_attempt", rules)
+    if outcome is not None:
         return db, outcome, None, eff
     db, chat = tx_begin_generation_attempt(db, chat)
     gen_attempt = chat.generation_attempt
@@ -621,9 +628,8 @@ def _generation_start(rep, db, task, key, number, now_ms, db_now_ms):
 
 
 def _interrupt_start(rep, db, task, key, number, now_ms, db_now_ms):
-    st, chat = check_fence(db, task.chat_id, "load_interrupt", task.fence, rep.rules)
-    if st != OK:
-        outcome, eff = _failed(st, "load_interrupt", task, chat)
+    chat, outcome, eff = _fenced(db, task, "load_interrupt", rep.rules)
+    if outcome is not None:
         return db, outcome, None, eff
     msg, calls = unresolved_calls(chat)
     picks = chattool.select_cancels(calls, rep.rules.timing) if rep.rules.interrupt_cancels and calls else ()
@@ -644,9 +650,8 @@ def _interrupt_start(rep, db, task, key, number, now_ms, db_now_ms):
 
 
 def _abandon_start(rep, db, task, key, number, now_ms, db_now_ms):
-    st, chat = check_fence(db, task.chat_id, "abandon", task.fence, rep.rules)
-    if st != OK:
-        outcome, eff = _failed(st, "abandon", task, chat)
+    chat, outcome, eff = _fenced(db, task, "abandon", rep.rules)
+    if outcome is not None:
         return db, outcome, None, eff
     db, eff = tx_abandon(db, chat)
     return db, DONE, None, eff
@@ -724,9 +729,8 @@ def _maybe_commit(rep, db, runner, task, effects, db_now_ms) -> Out:
 
 
 def _execute_commit(rep, db, task, att, db_now_ms):
-    st, chat = check_fence(db, task.chat_id, "commit_step", task.fence, rep.rules, att.generation_attempt)
-    if st != OK:
-        outcome, eff = _failed(st, "commit_step", task, chat)
+    chat, outcome, eff = _fenced(db, task, "commit_step", rep.rules, att.generation_attempt)
+    if outcome is not None:
         return db, outcome, eff
     results = [(call.provider_id, res) for (call, _), res in zip(att.targets, att.results)]
     db, eff = tx_commit_results(
@@ -736,9 +740,8 @@ def _execute_commit(rep, db, task, att, db_now_ms):
 
 
 def _interrupt_commit(rep, db, task, att, db_now_ms):
-    st, chat = check_fence(db, task.chat_id, "finish_interruption", task.fence, rep.rules)
-    if st != OK:
-        outcome, eff = _failed(st, "finish_interruption", task, chat)
+    chat, outcome, eff = _fenced(db, task, "finish_interruption", rep.rules)
+    if outcome is not None:
         return db, outcome, eff
     by_provider = FMap((call.provider_id, res) for (call, _), res in zip(att.targets, att.results))
     db, eff = tx_finish_interruption(
@@ -753,9 +756,8 @@ def _commit_assistant(rep, db, runner, task, db_now_ms) -> Out:
     att = task.attempt
     if att.step != "generate":
         return rep, db, [note("stale_timer", replica=rep.name, timer=f"{att.key}/gen")]
-    st, chat = check_fence(db, task.chat_id, "commit_step", task.fence, rep.rules, att.generation_attempt)
-    if st != OK:
-        outcome, eff = _failed(st, "commit_step", task, chat)
+    chat, outcome, eff = _fenced(db, task, "commit_step", rep.rules, att.generation_attempt)
+    if outcome is not None:
         task = replace(task, attempt=replace(att, step="calls"))
         return _settle(rep, db, runner, task, outcome, eff)
     db, eff = tx_commit_assistant(db, chat, att.turn, db_now_ms)

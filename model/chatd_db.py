@@ -469,15 +469,20 @@ def cleanup_heartbeats(db: Db, db_now_ms: int, stale_ms: int) -> Db:
 # ---------------------------------------------------------------------------
 
 
+def _refused(db: Db, action: str, chat_id: str, reason: str) -> tuple[Db, list]:
+    """A user action the database refuses changes nothing; the note says why."""
+    return db, [note("refused", action=action, chat_id=chat_id, reason=reason)]
+
+
 def db_new_chat(db: Db, chat_id: str, turns, gen_time_ms: int, db_now_ms: int) -> tuple[Db, list]:
     """Create an idle chat whose model answers with the scripted ``turns``.
 
     ``chat_id`` must be a UUID string: the tool call UUID is derived from its bytes.
     """
     if not db.db_up:
-        return db, [note("refused", action="new_chat", chat_id=chat_id, reason=DB_DOWN)]
+        return _refused(db, "new_chat", chat_id, DB_DOWN)
     if chat_id in db.chats:
-        return db, [note("refused", action="new_chat", chat_id=chat_id, reason="exists")]
+        return _refused(db, "new_chat", chat_id, "exists")
     chat = Chat(chat_id, WAITING, turns=tuple(tuple(t) for t in turns), gen_time_ms=gen_time_ms)
     return _put(db, chat), [note("chat_created", chat_id=chat_id)]
 
@@ -488,10 +493,10 @@ def db_send_user_message(
     """``SendMessage``: from waiting/error start a turn (-> running); while busy queue it,
     and with ``interrupt`` also move running -> interrupting (3.1)."""
     if not db.db_up:
-        return db, [note("refused", action="send_message", chat_id=chat_id, reason=DB_DOWN)]
+        return _refused(db, "send_message", chat_id, DB_DOWN)
     chat = db.chats.get(chat_id)
     if chat is None or chat.status == ARCHIVED:
-        return db, [note("refused", action="send_message", chat_id=chat_id, reason="no_chat")]
+        return _refused(db, "send_message", chat_id, "no_chat")
     before = chat
     chat = _lock(chat)
     if chat.status in (WAITING, ERROR):
@@ -507,10 +512,10 @@ def db_send_user_message(
 def db_interrupt(db: Db, chat_id: str, db_now_ms: int) -> tuple[Db, list]:
     """``Interrupt(user_cancel)``: running -> interrupting; history unchanged (3.1)."""
     if not db.db_up:
-        return db, [note("refused", action="interrupt", chat_id=chat_id, reason=DB_DOWN)]
+        return _refused(db, "interrupt", chat_id, DB_DOWN)
     chat = db.chats.get(chat_id)
     if chat is None or chat.status != RUNNING:
-        return db, [note("refused", action="interrupt", chat_id=chat_id, reason="not_running")]
+        return _refused(db, "interrupt", chat_id, "not_running")
     before = chat
     chat = replace(_lock(chat), status=INTERRUPTING)
     return _put(db, chat), [note("interrupt_requested", chat_id=chat_id)] + _publishes(before, chat)
@@ -519,10 +524,10 @@ def db_interrupt(db: Db, chat_id: str, db_now_ms: int) -> tuple[Db, list]:
 def db_archive(db: Db, chat_id: str, db_now_ms: int) -> tuple[Db, list]:
     """Archive a chat; its runner abandons it (nothing is canceled on the agent)."""
     if not db.db_up:
-        return db, [note("refused", action="archive", chat_id=chat_id, reason=DB_DOWN)]
+        return _refused(db, "archive", chat_id, DB_DOWN)
     chat = db.chats.get(chat_id)
     if chat is None or chat.status == ARCHIVED:
-        return db, [note("refused", action="archive", chat_id=chat_id, reason="no_chat")]
+        return _refused(db, "archive", chat_id, "no_chat")
     before = chat
     chat = replace(_lock(chat), status=ARCHIVED)
     return _put(db, chat), [note("archived", chat_id=chat_id)] + _publishes(before, chat)

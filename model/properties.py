@@ -569,17 +569,11 @@ RESIDUAL_RISKS = {
 }
 
 
-CONTRACT_AGE_MARGIN_MS = 2_000
 
 
 def _agent_boot_before(ev: Evidence, idx: int) -> int | None:
     """Index of the agent start that was current at trace record ``idx``."""
     return next((i for i in range(idx, -1, -1) if ev.trace[i].get("kind") == "agent_up"), None)
-
-
-def _contract_would_run(ev: Evidence, start_idx: int) -> bool | None:
-    """See ``_fooled_by_delay``."""
-    return _fooled_by_delay(ev, start_idx)
 
 
 def _fooled_by_delay(ev: Evidence, start_idx: int) -> bool | None:
@@ -591,21 +585,14 @@ def _fooled_by_delay(ev: Evidence, start_idx: int) -> bool | None:
     sent = ev.sends.get(rec.get("cause"))
     if sent is None or "age_ms" not in ev.trace[sent]:
         return None
-    inc = rec.get("incarnation")
-    boot = next((ev.trace[i] for i in range(start_idx, -1, -1)
-                 if ev.trace[i].get("kind") == "agent_up" and (inc is None or ev.trace[i].get("incarnation") == inc)),
-                None)
+    boot = _agent_boot_before(ev, start_idx)  # an agent record belongs to the current agent
     if boot is None:
         return None
-    uptime_ms = rec["clock_ms"] - boot["clock_ms"]
-    return uptime_ms - _contract_margin_ms(ev) > ev.trace[sent]["age_ms"]
-
-
-def _contract_margin_ms(ev: Evidence) -> int:
-    """The contract's age margin on this world's clock scale (2 s, or its scaled twin):
-    read from chatd's timing, which planted agent bugs never change."""
-    timing = getattr(getattr(ev.final.config, "chatd_rules", None), "timing", None)
-    return getattr(timing, "agent_age_margin_ms", CONTRACT_AGE_MARGIN_MS)
+    uptime_ms = rec["clock_ms"] - ev.trace[boot]["clock_ms"]
+    # The contract's margin on this world's clock scale (2 s, or its scaled twin), read from
+    # chatd's timing, which planted agent bugs never change.
+    margin_ms = ev.final.config.chatd_rules.timing.agent_age_margin_ms
+    return uptime_ms - margin_ms > ev.trace[sent]["age_ms"]
 
 
 def classify(v: Violation, ev: Evidence) -> Violation:
@@ -614,7 +601,7 @@ def classify(v: Violation, ev: Evidence) -> Violation:
         effects = [i for i in v.evidence if ev.trace[i].get("kind") == "truth"]
         incarnations = {ev.trace[i].get("incarnation") for i in effects}
         later = [i for i in effects if ev.trace[i].get("incarnation") != ev.trace[effects[0]].get("incarnation")]
-        if len(incarnations) > 1 and later and all(_contract_would_run(ev, i) for i in later):
+        if len(incarnations) > 1 and later and all(_fooled_by_delay(ev, i) for i in later):
             return replace(v, residual_risk="age_check_best_effort")
     if v.property in ("truthful_result", "canceled_before_received_never_runs") and v.uuid:
         # A cancel that travelled so long that a restarted agent took the call for one it

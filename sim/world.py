@@ -67,7 +67,8 @@ class World:
         self.sent_counts: dict[tuple, int] = {}
         self.event_counts: dict[tuple, int] = {}
         self.panic_runs: set[str] = set()
-        self.req_tool_call: dict[str, str | None] = {}
+        self.req_tool_call: dict[str, str | None] = {}  # request ID -> tool call, from send records
+        self.req_of_seq: dict[int, str] = {}  # message sequence number -> request ID
         step = msys.initial(config)
         self.system = step.system
         if header is not None:
@@ -165,6 +166,7 @@ class World:
         for rec in records:
             if rec.get("kind") == "send":
                 self.req_tool_call[rec.get("req")] = rec.get("tool_call")
+                self.req_of_seq[rec.get("seq")] = rec.get("req")
             event = _event_of(rec, self.req_tool_call)
             if event is None:
                 continue
@@ -185,13 +187,7 @@ class World:
                     if spec.kind == "handler_panic":
                         m = spec.get("message")
                         if _matches(m, route, tool_call, "request", self.event_counts[key]):
-                            self.panic_runs.add(self._req_of_seq(rec))
-
-    def _req_of_seq(self, rec) -> str:
-        for r in reversed(self.trace):
-            if r.get("kind") == "send" and r.get("seq") == rec.get("seq"):
-                return r["req"]
-        return ""
+                            self.panic_runs.add(self.req_of_seq.get(rec.get("seq"), ""))
 
     # -- output --------------------------------------------------------------------
     def trace_lines(self) -> list[str]:
