@@ -12,7 +12,7 @@ every one under the bug (the property fails) and under the plain contract (it ho
 
 from __future__ import annotations
 
-from dataclasses import dataclass, fields, replace
+from dataclasses import dataclass, replace
 
 from . import agent, chatd
 
@@ -93,24 +93,21 @@ def resolve(variant: str, agent_rules: "agent.AgentRules | None" = None):
         raise UnknownVariant(f"unknown variant {base!r} (known: {', '.join(sorted(chatd.VARIANTS))})")
     agent_rules = agent_rules or agent.AgentRules()
     known = by_name()
-    chatd_fields = {f.name for f in fields(chatd.ChatdRules)}
+    agent_bugs = []
     for bug in bugs:
         mutant = known.get(bug)
-        if mutant is not None and mutant.timing and not hasattr(rules, "timing"):
-            raise UnknownVariant(f"planted bug {bug!r} needs ChatdRules.timing, which this build lacks")
         if mutant is None:
             raise UnknownVariant(f"unknown planted bug {bug!r} (known: {', '.join(sorted(known))})")
-        for key, _ in mutant.chatd:
-            if key not in chatd_fields:
-                raise UnknownVariant(f"planted bug {bug!r} needs ChatdRules.{key}, which this build lacks")
         rules = replace(rules, **dict(mutant.chatd))
         if mutant.timing:
             rules = replace(rules, timing=replace(rules.timing, **dict(mutant.timing)))
-        agent_rules = replace(agent_rules, **dict(mutant.agent))
+        if mutant.agent:
+            agent_rules = replace(agent_rules, **dict(mutant.agent))
+            agent_bugs.append(bug)
     if bugs:
         rules = replace(rules, name=variant)
-        agent_rules = replace(agent_rules, name=f"{agent_rules.name}+{'+'.join(b for b in bugs if known[b].agent)}"
-                              if any(known[b].agent for b in bugs) else agent_rules.name)
+    if agent_bugs:
+        agent_rules = replace(agent_rules, name="+".join([agent_rules.name, *agent_bugs]))
     return rules, agent_rules
 
 

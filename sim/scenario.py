@@ -13,14 +13,13 @@ Rule 3. Expectations may only name tool calls the scenario defines.
 
 from __future__ import annotations
 
-import re
 import tomllib
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-_DURATION_RE = re.compile(r"(\d+(?:\.\d+)?)(ms|h|m|s)")
-_UNIT_MS = {"ms": 1, "s": 1_000, "m": 60_000, "h": 3_600_000}
+from model.chattool import DurationError, parse_duration_ms
+
 
 TOOLS = ("execute", "edit_files", "write_file")
 FAULT_KINDS = {
@@ -67,23 +66,19 @@ class ScenarioError(Exception):
 
 
 def parse_duration(text: Any, where: str) -> int:
-    """Rule 2: "1h30m" -> 5_400_000. Raises ScenarioError naming ``where``."""
+    """Rule 2: "1h30m" -> 5_400_000, read with the same Go duration grammar chatd uses for
+    an execute timeout. Raises ScenarioError naming ``where``."""
     if isinstance(text, bool) or not isinstance(text, str):
         raise ScenarioError(f"{where}: expected a duration string such as \"2s\", got {text!r}")
     s = text.strip()
     if s.startswith("-"):
         raise ScenarioError(f"{where}: duration must not be negative, got {text!r}")
-    if s == "0":
-        return 0
-    pos, total = 0, 0.0
-    for m in _DURATION_RE.finditer(s):
-        if m.start() != pos:
-            break
-        total += float(m.group(1)) * _UNIT_MS[m.group(2)]
-        pos = m.end()
-    if pos != len(s) or not s:
-        raise ScenarioError(f"{where}: not a duration {text!r} (use e.g. \"250ms\", \"2s\", \"15m\", \"9h\")")
-    return int(total)
+    try:
+        return parse_duration_ms(s)
+    except DurationError:
+        raise ScenarioError(
+            f"{where}: not a duration {text!r} (use e.g. \"250ms\", \"2s\", \"15m\", \"9h\")"
+        ) from None
 
 
 def format_duration(ms: int) -> str:
