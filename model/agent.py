@@ -67,10 +67,12 @@ import json
 import re
 import uuid
 from urllib.parse import unquote_plus
-from dataclasses import dataclass, replace
+from dataclasses import dataclass
 from typing import Any
 
 from .core import (
+    CachedRepr,
+    replace,
     EMPTY,
     CancelTimer,
     FMap,
@@ -123,8 +125,8 @@ MSG_BAD_JSON = "Request body must be valid JSON."
 MSG_HANDLER_FAILED = "The tool call handler failed."
 
 
-@dataclass(frozen=True)
-class AgentRules:
+@dataclass(frozen=True, repr=False)
+class AgentRules(CachedRepr):
     """The agent's contract rules as named knobs, so a variant or a planted bug is a small
     object over the same code. ``AgentRules()`` is Rev C."""
 
@@ -145,8 +147,8 @@ OLD_AGENT = AgentRules(name="old-agent", understands_tool_calls=False)
 AGENT_VARIANTS = {"rev-c": AgentRules(), "old": OLD_AGENT}
 
 
-@dataclass(frozen=True)
-class Script:
+@dataclass(frozen=True, repr=False)
+class Script(CachedRepr):
     """What a process does: writes ``output_at_start``, runs ``runs_for_ms``, writes
     ``output_at_exit`` and exits with ``exit_code``."""
 
@@ -156,15 +158,15 @@ class Script:
     output_at_exit: str = ""
 
 
-@dataclass(frozen=True)
-class AgentConfig:
+@dataclass(frozen=True, repr=False)
+class AgentConfig(CachedRepr):
     rules: AgentRules = AgentRules()
     scripts: FMap = EMPTY  # command -> Script
     dirs: tuple[str, ...] = ("/home/coder",)  # existing working directories
 
 
-@dataclass(frozen=True)
-class Recorded:
+@dataclass(frozen=True, repr=False)
+class Recorded(CachedRepr):
     """A recorded response: status, Content-Type and body of the one run."""
 
     status: int
@@ -172,8 +174,8 @@ class Recorded:
     body: bytes
 
 
-@dataclass(frozen=True)
-class Record:
+@dataclass(frozen=True, repr=False)
+class Record(CachedRepr):
     input_hash: str
     canceled: bool
     created_at_ms: int
@@ -181,14 +183,14 @@ class Record:
     recorded: Recorded | None  # None while the run is pending
 
 
-@dataclass(frozen=True)
-class ChatRecords:
+@dataclass(frozen=True, repr=False)
+class ChatRecords(CachedRepr):
     latest_message_id: int
     records: FMap = EMPTY  # provider tool call ID -> Record
 
 
-@dataclass(frozen=True)
-class Run:
+@dataclass(frozen=True, repr=False)
+class Run(CachedRepr):
     """A handler run that has its record but has not published yet."""
 
     key: Key
@@ -197,8 +199,8 @@ class Run:
     created_at_ms: int
 
 
-@dataclass(frozen=True)
-class Waiter:
+@dataclass(frozen=True, repr=False)
+class Waiter(CachedRepr):
     """A request waiting for something: a run to publish (replay or cancel), or a process
     to exit (output read)."""
 
@@ -209,8 +211,8 @@ class Waiter:
     threshold_ms: int = 0  # cancel only
 
 
-@dataclass(frozen=True)
-class Process:
+@dataclass(frozen=True, repr=False)
+class Process(CachedRepr):
     pid: str
     chat_id: str
     key: Key | None
@@ -224,8 +226,8 @@ class Process:
     canceled: bool = False
 
 
-@dataclass(frozen=True)
-class AgentState:
+@dataclass(frozen=True, repr=False)
+class AgentState(CachedRepr):
     config: AgentConfig
     incarnation: int
     started_at_ms: int

@@ -76,7 +76,7 @@ Model abstractions (see also chatd_db's docstring):
 
 from __future__ import annotations
 
-from dataclasses import dataclass, replace
+from dataclasses import dataclass
 from typing import Any
 
 from . import chattool
@@ -124,6 +124,8 @@ from .chatd_db import (  # noqa: F401  (re-exported: the world uses chatd as one
 )
 from .identity import MAX_MS
 from .core import (
+    CachedRepr,
+    replace,
     EMPTY,
     CancelTimer,
     FMap,
@@ -192,8 +194,8 @@ EXIT = "exit"  # exit:<why>  (expected exit, never retried)
 # ---------------------------------------------------------------------------
 
 
-@dataclass(frozen=True)
-class ChatdRules:
+@dataclass(frozen=True, repr=False)
+class ChatdRules(CachedRepr):
     """The rules one chatd build follows. Real variants differ in the first two fields;
     the fence switches are for planted bugs (a checker must catch them). ``timing`` holds
     every duration chatd and its tool layer wait for: the reference values by default,
@@ -221,8 +223,8 @@ VARIANTS: dict[str, ChatdRules] = {"today": TODAY, "contract": CONTRACT}
 # ---------------------------------------------------------------------------
 
 
-@dataclass(frozen=True)
-class Attempt:
+@dataclass(frozen=True, repr=False)
+class Attempt(CachedRepr):
     """One run of a task inside the retry wrapper.
 
     ``targets`` are ``(ToolCall, plan)`` pairs: the calls of an execute batch (plan None)
@@ -243,8 +245,8 @@ class Attempt:
     turn: tuple = ()  # generate_assistant: the scripted calls to commit
 
 
-@dataclass(frozen=True)
-class Task:
+@dataclass(frozen=True, repr=False)
+class Task(CachedRepr):
     task_id: str
     kind: str  # generation | interrupt | abandon
     chat_id: str
@@ -254,8 +256,8 @@ class Task:
     attempt: Attempt | None = None  # None while backing off
 
 
-@dataclass(frozen=True)
-class Runner:
+@dataclass(frozen=True, repr=False)
+class Runner(CachedRepr):
     chat_id: str
     runner_id: str
     seen_snapshot: int = -1
@@ -264,8 +266,8 @@ class Runner:
     task: Task | None = None
 
 
-@dataclass(frozen=True)
-class ReplicaState:
+@dataclass(frozen=True, repr=False)
+class ReplicaState(CachedRepr):
     name: str
     worker_id: str
     rules: ChatdRules = CONTRACT
@@ -357,22 +359,39 @@ def replica_on_timer(rep: ReplicaState, db: Db, name: str, now_ms: int, db_now_m
     return _call_progress(rep, db, runner, task, i, cs, eff, db_now_ms)
 
 
-def replica_on_answer(rep: ReplicaState, db: Db, answer: Response | TransportError, now_ms: int, db_now_ms: int) -> Out:
-    found = _find_task(rep, answer.req_id)
+def _awaited(rep: ReplicaState, req_id: str):
+    """(runner, task, call index or None for the dial) of the attempt waiting for this
+    answer, or None when nobody waits for it any more (a late answer: its task, attempt
+    or call has moved on)."""
+    found = _find_task(rep, req_id)
     if found is None:
-        return rep, db, [note("late_answer", replica=rep.name, req_id=answer.req_id)]
+        return None
     runner, task, rest = found
     att = task.attempt
     if att is None or len(rest) < 2 or f"{task.task_id}/{rest[0]}" != att.key:
-        return rep, db, [note("late_answer", replica=rep.name, req_id=answer.req_id)]
+        return None
     if rest[1] == "dial":
-        if att.step != "dial":
-            return rep, db, [note("late_answer", replica=rep.name, req_id=answer.req_id)]
-        return _on_dial(rep, db, runner, task, answer, now_ms, db_now_ms)
+        return (runner, task, None) if att.step == "dial" else None
     i = _call_index(rest[1])
     if i is None or i >= len(att.states) or att.states[i] is None or att.results[i] is not None:
+        return None
+    return runner, task, i
+
+
+def awaits(rep: ReplicaState, req_id: str) -> bool:
+    """Whether an answer to ``req_id`` would still be read (the explorer delivers the
+    others at once: their delivery changes nothing)."""
+    return _awaited(rep, req_id) is not None
+
+
+def replica_on_answer(rep: ReplicaState, db: Db, answer: Response | TransportError, now_ms: int, db_now_ms: int) -> Out:
+    found = _awaited(rep, answer.req_id)
+    if found is None:
         return rep, db, [note("late_answer", replica=rep.name, req_id=answer.req_id)]
-    cs, eff = chattool.on_answer(att.states[i], answer, now_ms)
+    runner, task, i = found
+    if i is None:
+        return _on_dial(rep, db, runner, task, answer, now_ms, db_now_ms)
+    cs, eff = chattool.on_answer(task.attempt.states[i], answer, now_ms)
     return _call_progress(rep, db, runner, task, i, cs, eff, db_now_ms)
 
 

@@ -50,10 +50,10 @@ Model abstractions:
 
 from __future__ import annotations
 
-from dataclasses import dataclass, replace
+from dataclasses import dataclass
 from typing import Any
 
-from .core import EMPTY, FMap, Note, Publish, note, truth
+from .core import EMPTY, CachedRepr, FMap, Note, Publish, note, replace, truth
 from .identity import tool_call_uuid
 from .timing import DEFAULT_TIMING
 
@@ -89,8 +89,8 @@ def is_fenced(outcome: str) -> bool:
 # ---------------------------------------------------------------------------
 
 
-@dataclass(frozen=True)
-class Message:
+@dataclass(frozen=True, repr=False)
+class Message(CachedRepr):
     """One ``chat_messages`` row. ``role`` is ``user``, ``assistant`` or ``tool``.
 
     An assistant message carries its tool calls (``chattool.ToolCall``); a tool message
@@ -106,8 +106,8 @@ class Message:
     result: Any = None
 
 
-@dataclass(frozen=True)
-class Chat:
+@dataclass(frozen=True, repr=False)
+class Chat(CachedRepr):
     chat_id: str
     status: str
     worker_id: str | None = None
@@ -125,8 +125,8 @@ class Chat:
         return self.worker_id is not None
 
 
-@dataclass(frozen=True)
-class Db:
+@dataclass(frozen=True, repr=False)
+class Db(CachedRepr):
     db_up: bool = True
     next_message_id: int = 1
     chats: FMap = EMPTY  # chat_id -> Chat
@@ -147,8 +147,8 @@ def db_set_up(db: Db, up: bool) -> Db:
 # ---------------------------------------------------------------------------
 
 
-@dataclass(frozen=True)
-class TaskFence:
+@dataclass(frozen=True, repr=False)
+class TaskFence(CachedRepr):
     """What a task was started for: its owner, status and history version."""
 
     worker_id: str

@@ -89,13 +89,15 @@ import base64
 import binascii
 import json
 import re
-from dataclasses import dataclass, replace
+from dataclasses import dataclass
 from enum import Enum
 from typing import Any, Callable, Sequence
 from urllib.parse import urlencode
 
 from . import identity as ident
 from .core import (
+    CachedRepr,
+    replace,
     CancelTimer, Effect, Headers, Request, Response, Send, SetTimer, TransportError, json_body, note,
 )
 from .timing import DEFAULT_TIMING, Timing
@@ -290,8 +292,8 @@ class Identity:
         return ident.tool_call_uuid(self.chat_id, self.message_id, self.tool_call_id)
 
 
-@dataclass(frozen=True)
-class ToolCall:
+@dataclass(frozen=True, repr=False)
+class ToolCall(CachedRepr):
     """One tool call of the assistant message, as committed: provider ID, tool name and
     the raw JSON arguments the model produced."""
 
@@ -866,8 +868,8 @@ class Phase(str, Enum):
     DONE = "done"
 
 
-@dataclass(frozen=True)
-class CallState:
+@dataclass(frozen=True, repr=False)
+class CallState(CachedRepr):
     """One tool call within one attempt (generation) or one interrupt.
 
     The task layer reads ``result`` (None until done), ``pending_req_id`` and the armed

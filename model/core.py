@@ -25,8 +25,47 @@ header pairs (a header may repeat, which the parse rules care about) and body by
 from __future__ import annotations
 
 import json
+from bisect import bisect_left
 from dataclasses import dataclass
 from typing import Any, Iterable, Iterator, Mapping
+
+
+# ---------------------------------------------------------------------------
+# Copying frozen states
+# ---------------------------------------------------------------------------
+
+
+def replace(obj, /, **changes):
+    """``dataclasses.replace`` for the model's frozen dataclasses, without running
+    ``__init__``: a step copies states many times (the explorer's hot path), and none of
+    these classes validates in ``__init__`` (no ``__post_init__``, no init-only fields).
+    A cached repr (``CachedRepr``) is dropped, never carried into the changed copy."""
+    cls = type(obj)
+    if not changes.keys() <= cls.__dataclass_fields__.keys():
+        raise TypeError(f"{cls.__name__} has no field(s) {sorted(changes.keys() - cls.__dataclass_fields__.keys())}")
+    new = object.__new__(cls)
+    fields_ = new.__dict__
+    fields_.update(obj.__dict__)
+    fields_.pop("_repr", None)
+    fields_.update(changes)
+    return new
+
+
+class CachedRepr:
+    """A dataclass-style ``repr`` computed once per instance. States are immutable and
+    shared between explored branches, so a state that a step did not touch keeps its repr
+    and a fingerprint only re-renders what changed. Classes using it are declared with
+    ``@dataclass(frozen=True, repr=False)``."""
+
+    __slots__ = ()
+
+    def __repr__(self) -> str:
+        cached = self.__dict__.get("_repr")
+        if cached is None:
+            body = ", ".join(f"{name}={self.__dict__[name]!r}" for name in type(self).__dataclass_fields__)
+            cached = f"{type(self).__name__}({body})"
+            self.__dict__["_repr"] = cached
+        return cached
 
 
 # ---------------------------------------------------------------------------
@@ -82,17 +121,28 @@ class FMap(Mapping):
     def items(self):  # type: ignore[override]
         return self._items
 
+    @classmethod
+    def _sorted(cls, items: tuple, index: dict) -> "FMap":
+        new = object.__new__(cls)
+        new._items, new._index, new._repr = items, index, None
+        return new
+
     def set(self, key, value) -> "FMap":
-        new = dict(self._index)
-        new[key] = value
-        return FMap(new)
+        """One key changed: the sorted items are spliced, not re-sorted."""
+        index = dict(self._index)
+        index[key] = value
+        keys = [k for k, _ in self._items]
+        at = bisect_left(keys, key)
+        replaced = at < len(keys) and keys[at] == key
+        items = self._items[:at] + ((key, value),) + self._items[at + replaced:]
+        return FMap._sorted(items, index)
 
     def remove(self, key) -> "FMap":
         if key not in self._index:
             return self
-        new = dict(self._index)
-        del new[key]
-        return FMap(new)
+        index = dict(self._index)
+        del index[key]
+        return FMap._sorted(tuple(kv for kv in self._items if kv[0] != key), index)
 
 
 EMPTY = FMap()
@@ -123,8 +173,8 @@ def with_header(headers: Headers, name: str, value: str) -> Headers:
     return tuple((k, v) for k, v in headers if k.lower() != lname) + ((name, value),)
 
 
-@dataclass(frozen=True)
-class Request:
+@dataclass(frozen=True, repr=False)
+class Request(CachedRepr):
     """One HTTP request from a chatd replica to the workspace agent.
 
     ``req_id`` and ``src`` are envelope fields (who sent it, which answer belongs to it);
@@ -143,8 +193,8 @@ class Request:
         return json.loads(self.body.decode("utf-8"))
 
 
-@dataclass(frozen=True)
-class Response:
+@dataclass(frozen=True, repr=False)
+class Response(CachedRepr):
     """An HTTP answer to the request ``req_id``."""
 
     req_id: str

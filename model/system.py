@@ -38,12 +38,13 @@ import copy
 import hashlib
 import json
 from urllib.parse import unquote_plus
-from dataclasses import dataclass, field, fields, is_dataclass, replace
+from dataclasses import dataclass, field, fields, is_dataclass
 from typing import Any
 
 from . import agent, chatd, chattool
 from .core import (
     EMPTY,
+    replace,
     CancelTimer,
     FMap,
     Note,

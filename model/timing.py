@@ -51,12 +51,14 @@ from __future__ import annotations
 from dataclasses import dataclass, replace
 from typing import TYPE_CHECKING
 
+from .core import CachedRepr
+
 if TYPE_CHECKING:  # only for the annotation; timing stays below every other model module
     from .agent import AgentRules
 
 
-@dataclass(frozen=True)
-class Timing:
+@dataclass(frozen=True, repr=False)
+class Timing(CachedRepr):
     """chatd, chattool and (mirrored) agent durations in integer milliseconds."""
 
     # chatd (chatd-contract.md appendix)
