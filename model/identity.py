@@ -38,6 +38,7 @@ import hashlib
 import json
 import uuid
 from dataclasses import dataclass
+from functools import lru_cache
 from urllib.parse import quote, unquote_to_bytes
 
 from .core import Headers, header_values, with_header
@@ -82,6 +83,7 @@ class Key:
         return tool_call_uuid(self.chat_id, self.message_id, self.tool_call_id)
 
 
+@lru_cache(maxsize=4096)  # a pure function of its arguments; every step of a run asks it again
 def tool_call_uuid(chat_id: str, message_id: int, tool_call_id: str) -> str:
     """UUIDv5 of (chat, message, provider ID), lowercase canonical form (rule 1)."""
     name = (
