@@ -31,10 +31,11 @@ from typing import Callable
 
 from . import chattool
 from .identity import tool_call_uuid
+from .timing import DEFAULT_TIMING, Timing
 
-AGENT_ANSWER_BOUND_MS = 60_000  # chatd's agent answer timeout
-DIAL_BOUND_MS = 30_000  # chatd's dial timeout
-INTERRUPT_SLACK_MS = 30_000  # runner notice, backoff, commit: allowance on top of the bounds
+# Runner notice, backoff, commit: the interrupt bound's allowance (US7) on top of the dial
+# and agent answer timeouts, on the reference clock (``interrupt_bound_ms`` scales it).
+INTERRUPT_SLACK_MS = 30_000
 
 
 @dataclass(frozen=True)
@@ -453,19 +454,49 @@ def _one_result_eventually(ev: Evidence) -> list[Violation]:
     ]
 
 
+# Faults that strike chatd itself (the explorer's takeover is an ownership change at once).
+_SLOW_FAULTS = ("replica_crash", "ownership_change", "takeover", "db_outage")
+
+
+def _clock(timing):
+    """The clock a world's chatd timing was built on, before any planted bug changed it.
+    A planted bug changes only the timing fields ``mutants`` names (no-agent-answer-timeout
+    removes the answer timeout), so the clock is the reference one or the explorer's,
+    whichever agrees with ``timing`` on every other field; a world on a clock of its own
+    is taken as it is."""
+    from . import mutants
+
+    planted = {name for m in mutants.MUTANTS for name, _ in m.timing}
+    for clock in (DEFAULT_TIMING, Timing.explorer()):
+        if all(getattr(timing, f) == getattr(clock, f) for f in timing.__dataclass_fields__ if f not in planted):
+            return clock
+    return timing
+
+
+def interrupt_bound_ms(timing) -> int:
+    """How long an interrupt may take in a world whose chatd timing is ``timing``: the
+    dial timeout plus the agent answer timeout plus slack (30 s on the reference clock,
+    scaled like the dial timeout elsewhere), all read from the world's clock without its
+    planted bugs: 2 min on the reference clock, 10 small ms on the explorer's. A bound
+    read from the bug's own answer timeout would grow with it and never catch it."""
+    clock = _clock(timing)
+    slack_ms = INTERRUPT_SLACK_MS * clock.dial_timeout_ms // DEFAULT_TIMING.dial_timeout_ms
+    return clock.dial_timeout_ms + clock.agent_answer_timeout_ms + slack_ms
+
+
 def _interrupt_finishes(ev: Evidence) -> list[Violation]:
     """US7: an interrupt finishes within the dial bound plus the agent answer timeout
     (plus slack for the runner to notice and commit) once the agent is reachable or known
     unreachable; a fault that strikes chatd itself in the window (crash, ownership change,
     database outage) only delays it, so those interrupts are checked for finishing at all."""
     out = []
-    bound_ms = DIAL_BOUND_MS + AGENT_ANSWER_BOUND_MS + INTERRUPT_SLACK_MS
+    bound_ms = interrupt_bound_ms(ev.final.config.chatd_rules.timing) if ev.interrupts else 0
     for ii in ev.interrupts:
         rec = ev.trace[ii]
         chat_id = rec.get("chat_id")
         done = next((d for d in ev.interruption_done if d > ii and ev.trace[d].get("chat_id") == chat_id), None)
         t0 = rec["t_ms"]
-        slow_faults = [f for f in ev.faults if ev.trace[f].get("fault") in ("replica_crash", "ownership_change", "db_outage")
+        slow_faults = [f for f in ev.faults if ev.trace[f].get("fault") in _SLOW_FAULTS
                        and t0 - bound_ms <= ev.trace[f]["t_ms"] <= t0 + bound_ms]
         if done is None:
             if ev.end_ms() - t0 > bound_ms and not slow_faults:
@@ -562,6 +593,11 @@ RESIDUAL_RISKS = {
         "codagt-757-design.md section 7: mixed coderd versions during a rollout; a header-less request from an "
         "old coderd ran while the interrupt reports not run"
     ),
+    "unknown_cancel_work_later": (
+        "codagt-757-design.md section 7: a cancel the agent cannot answer for sure (a slow agent, or a cancel "
+        "landing within the margin right after an agent start) turns into unknown, and the work may still happen "
+        "later; US10's never-runs promise comes only with a recorded cancel"
+    ),
     "false_unknown_after_agent_start": (
         "codagt-757-design.md section 7: false unknown; a tool call committed shortly before the agent started "
         "gets agent_started_after_tool_call although no earlier agent received it"
@@ -595,6 +631,19 @@ def _fooled_by_delay(ev: Evidence, start_idx: int) -> bool | None:
     return uptime_ms - margin_ms > ev.trace[sent]["age_ms"]
 
 
+def _predates_boot(ev: Evidence, effect_idx: int) -> bool:
+    """Whether the tool call behind this side effect was committed before the agent that
+    performed it booted (commit time: the request's send time less the age it carried).
+    Only an agent restart after the commit makes it so."""
+    rec = ev.trace[effect_idx]
+    sent = ev.sends.get(rec.get("cause"))
+    boot = _agent_boot_before(ev, effect_idx)
+    restarted = boot is not None and any(r.get("kind") == "agent_up" for r in ev.trace[:boot])
+    if sent is None or not restarted or "age_ms" not in ev.trace[sent]:
+        return False
+    return ev.trace[sent]["t_ms"] - ev.trace[sent]["age_ms"] <= ev.trace[boot]["t_ms"]
+
+
 def classify(v: Violation, ev: Evidence) -> Violation:
     """Rule 4: name the documented residual risk a violation matches, if any."""
     if v.property in ("at_most_once", "retry_changes_nothing") and v.evidence:
@@ -612,6 +661,19 @@ def classify(v: Violation, ev: Evidence) -> Violation:
         if marks and any(i < marks[0] and _agent_boot_before(ev, i) != _agent_boot_before(ev, marks[0]) for i in effects) \
                 and _fooled_by_delay(ev, marks[0]):
             return replace(v, residual_risk="age_check_best_effort")
+    if v.property in ("truthful_result", "canceled_before_received_never_runs", "interrupt_stops_foreground"):
+        # A start or edit that travelled past the margin and reached an agent that booted
+        # after the call was committed (and so lost the cancel's mark): the restarted
+        # agent took it for a call younger than itself. The same best-effort age check.
+        effects = [i for i in v.evidence if ev.trace[i].get("truth") in ("process_started", "edit_applied")]
+        if effects and all(_predates_boot(ev, i) and _fooled_by_delay(ev, i) for i in effects):
+            return replace(v, residual_risk="age_check_best_effort")
+    if v.property == "canceled_before_received_never_runs" and v.evidence:
+        # The interrupt committed unknown (its cancel got no usable answer) and the call
+        # ran afterwards: the model was told the outcome is unknown, which stays true.
+        first = ev.trace[v.evidence[0]]
+        if first.get("truth") == "result_committed" and first.get("result_kind") == "unknown":
+            return replace(v, residual_risk="unknown_cancel_work_later")
     if v.property in ("truthful_result", "canceled_before_received_never_runs", "interrupt_stops_foreground"):
         effects = [ev.trace[i] for i in v.evidence if ev.trace[i].get("kind") == "truth"
                    and ev.trace[i].get("truth") in ("process_started", "edit_applied")]

@@ -127,6 +127,33 @@ class Timing(CachedRepr):
             agent_exited_reap_after_ms=18,
         )
 
+    @classmethod
+    def explorer(cls) -> "Timing":
+        """The explorer's clock: as few steps as possible while keeping the orders the
+        contract relies on, in small ms (1 small ms stands for ``Bounds.scale`` real ms):
+
+        backoff 1 < age margin 2 = generation 2 < dial 3 = snapshot 3 < answer timeout 4
+        < the foreground call's execute timeout 8 (its argument) < attempt timeout 10
+        < the agent's output wait cap 12.
+
+        The age margin stays below the answer timeout, which stays below the execute timeout,
+        which stays below the attempt timeout (so a long command outlives an attempt, the
+        incident's shape). The output wait cap exceeds the attempt, so one blocking read spans
+        a whole attempt instead of a dozen re-reads. The periodic worker loops (heartbeats,
+        acquisition polls, runner syncs) are pushed past any horizon: the explorer changes
+        ownership with its ``takeover`` fault instead.
+        """
+        quiet = 10**9
+        return replace(
+            cls.small(),
+            task_timeout_ms=10, task_retry_initial_backoff_ms=1, task_retry_max_backoff_ms=4,
+            dial_timeout_ms=3, snapshot_timeout_ms=3, agent_answer_timeout_ms=4, execute_default_timeout_ms=6,
+            agent_age_margin_ms=2, default_gen_time_ms=2, agent_output_wait_cap_ms=12,
+            agent_exited_reap_after_ms=quiet,
+            heartbeat_interval_ms=quiet, acquisition_interval_ms=quiet, runner_sync_interval_ms=quiet,
+            heartbeat_stale_ms=quiet,
+        )
+
     def agent_rules(self, base: "AgentRules") -> "AgentRules":
         """``base`` with the agent's durations replaced by this timing's (Rule 2)."""
         return replace(
