@@ -13,20 +13,38 @@ Rule 1 (time). Time is discrete and advances only when something waits for it: a
         fires at its due time (all timers due at the same time may fire in any order), or
         a ``Tick`` moves time by 1 ms while a message is in flight, which is how latency is
         explored. A message must be delivered (or lost) within ``max_in_flight_ms`` of its
-        sending, so time cannot pass a message's deadline. Durations are the small,
-        order-preserving ``Timing.small()`` (1 small ms stands for ``scale`` real ms).
+        sending, so time cannot pass a message's deadline. The default bound is 0: any
+        order of the messages in flight, none of them outliving its millisecond. Durations are the small,
+        order-preserving ``Timing.explorer()`` (1 small ms stands for ``scale`` real ms).
 Rule 2 (budgets). Faults are actions limited by budgets: agent restarts, ownership changes
         (an immediate takeover by the other replica), interrupts, lost responses and task
         retries (attempt timeouts that fire). A spent budget disables its action.
 Rule 3 (ghost history). Properties are functions of a trace. Each explored state carries
         the records the properties read (ground truth, commits, interrupts, ownership,
         restarts, the start requests' ages) for the path that reached it; it is part of the
-        fingerprint, so two paths merge only when their histories agree. Safety
-        properties are checked on every new state, eventually-properties on terminal
-        states (quiesced, or nothing left to do before the horizon).
-Rule 4 (canonical fingerprints). A fingerprint is the SHA-256 of a canonical JSON form of
-        the state that leaves out what only labels use (message sequence numbers, the
-        request label index, the configuration), never Python's ``hash``.
+        fingerprint, so two paths merge only when their histories agree (up to order,
+        Rule 5). Safety properties are checked on every new state, eventually-properties
+        on terminal states (quiesced, or nothing left to do before the horizon).
+Rule 4 (canonical fingerprints). A fingerprint is the SHA-256 of the state's canonical
+        ``repr``s (frozen dataclasses in field order, sorted ``FMap``s, sorted message and
+        timer sets), leaving out what only labels use (message sequence numbers, the
+        request label index, the configuration); never Python's ``hash``. Each state
+        object caches its repr (``core.CachedRepr``), so a step re-renders only the
+        parts it changed.
+Rule 5 (reordered histories merge). Two paths that reach the same system state with the
+        same ghost records in another order are one state: the fingerprint takes the
+        ghost as a multiset, and the kept state carries the first path's order. The
+        orders differ only where steps commute (they touched different nodes and left
+        the same system behind), yet a property may compare the positions of two such
+        records (a start on the agent and an interrupt's commit on a replica in the same
+        millisecond). So every path that reaches a kept state has the properties checked
+        on its own order, at the depth where the exact search would check it. Records
+        added later come after the merged ones in every order, so no later check can
+        tell the orders apart. ``Bounds(merge_reordered=False)`` turns the merge
+        off; a test checks that both settings find the same violations at the same depth.
+Rule 6 (no-op deliveries settle). A late answer that nobody waits for any more is
+        delivered in the step that made it late (``_settle``): its delivery commutes
+        with everything, so exploring it at every position would only multiply states.
 
 The periodic worker loops (heartbeats, acquisition polls, runner syncs) are switched off
 in explored worlds (their intervals exceed the horizon): ownership changes happen through
@@ -38,15 +56,14 @@ from __future__ import annotations
 import hashlib
 import json
 from collections import deque
-from dataclasses import dataclass, field, replace
+from dataclasses import dataclass, field
 from typing import Any, Callable
 
-from . import agent, chatd, chattool
+from . import chatd
 from . import properties as props
 from . import system as msys
-from .core import FMap, Response
+from .core import Response
 from .system import Tick
-from .timing import Timing
 
 # Records the properties read; the rest of a step's records are not kept on paths.
 _GHOST_NOTES = ("cancel_never_received", "interrupt_requested", "interruption_finished", "acquired")
@@ -55,8 +72,10 @@ _GHOST_KINDS = ("truth", "agent_up", "agent_down", "fault")
 
 @dataclass(frozen=True)
 class Bounds:
-    max_in_flight_ms: int = 1  # below the small age margin (2 ms): the contract's assumption
-    horizon_ms: int = 40  # explore no further than this (small ms)
+    # How long a message may stay in flight (small ms). 0: messages reorder freely but
+    # take no time; 1 lets them span a timer tick, still below the age margin (2).
+    max_in_flight_ms: int = 0
+    horizon_ms: int = 30  # explore no further than this (small ms): 30 s, the CLI default
     agent_restarts: int = 1
     ownership_changes: int = 1
     interrupts: int = 1
@@ -64,85 +83,21 @@ class Bounds:
     task_retries: int = 1
     scale: int = 1000  # real ms per small ms (Timing.small's age margin 2 stands for 2 s)
     fifo_links: bool = True  # each directed link delivers in send order
+    merge_reordered: bool = True  # Rule 5: histories that differ only in order merge
 
 
 LOSABLE_ROUTES = ("start", "edit", "write", "cancel")  # the tool call answers whose loss matters
 BUDGETS = ("agent_restarts", "ownership_changes", "interrupts", "lost_responses", "task_retries")
 
 
-def explore_timing() -> Timing:
-    """The explorer's clock: as few steps as possible while keeping the orders the
-    contract relies on, in small ms (1 small ms stands for ``Bounds.scale`` real ms):
-
-    backoff 1 < age margin 2 = generation 2 < dial 3 = snapshot 3 < answer timeout 4
-    < the foreground call's execute timeout 8 (its argument) < attempt timeout 10
-    < the agent's output wait cap 12.
-
-    The age margin stays below the answer timeout, which stays below the execute timeout,
-    which stays below the attempt timeout (so a long command outlives an attempt, the
-    incident's shape). The output wait cap exceeds the attempt, so one blocking read spans
-    a whole attempt instead of a dozen re-reads. The periodic worker loops (heartbeats,
-    acquisition polls, runner syncs) are pushed past any horizon: the explorer changes
-    ownership with its ``takeover`` fault instead.
-    """
-    quiet = 10**9
-    return replace(
-        Timing.small(),
-        task_timeout_ms=10, task_retry_initial_backoff_ms=1, task_retry_max_backoff_ms=4,
-        dial_timeout_ms=3, snapshot_timeout_ms=3, agent_answer_timeout_ms=4, execute_default_timeout_ms=6,
-        agent_age_margin_ms=2, default_gen_time_ms=2, agent_output_wait_cap_ms=12,
-        agent_exited_reap_after_ms=quiet,
-        heartbeat_interval_ms=quiet, acquisition_interval_ms=quiet, runner_sync_interval_ms=quiet,
-        heartbeat_stale_ms=quiet,
-    )
-
-
 def default_world(variant: str = "contract", second: str = "background", chatd_rules=None, agent_rules=None
                   ) -> msys.WorldConfig:
     """One chat, one agent, two replicas, one assistant message with two parallel calls:
     a foreground execute that outlives one attempt (so a task retry matters) and a
-    background execute (or an edit)."""
-    from . import mutants
+    background execute (or an edit). The other worlds are in ``model/worlds.py``."""
+    from . import worlds
 
-    timing = explore_timing()
-    if chatd_rules is None or agent_rules is None:
-        c_rules, a_rules = mutants.resolve(variant)
-        chatd_rules = chatd_rules or c_rules
-        agent_rules = agent_rules or a_rules
-    chatd_rules = replace(chatd_rules, timing=replace(timing, **_kept_timing(chatd_rules.timing)))
-    # The explorer's clock, but a planted bug's changes to the agent's rules win.
-    changed = {k: getattr(agent_rules, k) for k in agent_rules.__dataclass_fields__
-               if getattr(agent_rules, k) != getattr(agent.AgentRules(), k)}
-    agent_rules = replace(timing.agent_rules(agent_rules), **changed)
-    fg = chattool.ToolCall("toolu_fg", "execute", json.dumps({"command": "make test", "timeout": "8ms"}))
-    if second == "edit":
-        other = chattool.ToolCall("toolu_ed", "edit_files", json.dumps(
-            {"files": [{"path": "/w/a.txt", "edits": [{"search": "one", "replace": "two"}]}]}))
-    else:
-        other = chattool.ToolCall("toolu_bg", "execute", json.dumps({"command": "make serve", "run_in_background": True}))
-    # The foreground command runs 12 ms: past its 8 ms timeout and past the first 10 ms
-    # attempt, so retries, ownership changes and interrupts all find it running.
-    scripts = FMap({"make test": agent.Script(runs_for_ms=12), "make serve": agent.Script(runs_for_ms=10**6)})
-    # The chat starts once the agent has been up longer than the age margin, as in any
-    # real workspace (an agent younger than the margin refuses every unknown call).
-    chat = msys.ChatSpec("chat-1", "6c1e0a8e-2f7b-5c38-9a0c-1d2e3f405162", ((fg, other),),
-                         gen_time_ms=timing.default_gen_time_ms, start_at_ms=4 * timing.agent_age_margin_ms)
-    return msys.WorldConfig(
-        replicas=("replica-1", "replica-2"),
-        chatd_rules=chatd_rules,
-        agent_config=agent.AgentConfig(rules=agent_rules, scripts=scripts),
-        chats=(chat,),
-        files=FMap({"/w/a.txt": "one\n"}),
-        pubsub_immediate=True,
-    )
-
-
-def _kept_timing(t: Timing) -> dict:
-    """A planted bug may change a timing field (e.g. no answer bound); keep such changes."""
-    base = Timing()
-    return {k: getattr(t, k) for k in t.__dataclass_fields__ if getattr(t, k) != getattr(base, k)
-            and k not in ("heartbeat_interval_ms", "acquisition_interval_ms", "runner_sync_interval_ms",
-                          "heartbeat_stale_ms")}
+    return worlds.default(variant, second, chatd_rules, agent_rules)
 
 
 # ---------------------------------------------------------------------------
@@ -155,6 +110,7 @@ class Node:
     system: msys.System
     used: tuple[int, ...]  # budgets spent, in BUDGETS order
     ghost: tuple  # the path's property-relevant records (Rule 3), as canonical JSON strings
+    trace: tuple = field(default=(), compare=False)  # the same records parsed, for the properties
 
 
 def _ghost_records(records) -> list[dict]:
@@ -174,29 +130,36 @@ def _freeze(records) -> tuple:
     return tuple(json.dumps(r, sort_keys=True, separators=(",", ":"), default=str) for r in records)
 
 
+def _grow(node_ghost: tuple, node_trace: tuple, records) -> tuple[tuple, tuple]:
+    new = _freeze(_ghost_records(records))
+    return node_ghost + new, node_trace + tuple(json.loads(r) for r in new)
+
+
 def ghost_trace(node: Node) -> list[dict]:
-    return [json.loads(r) for r in node.ghost]
+    return list(node.trace)
 
 
-def fingerprint(node: Node) -> str:
+def fingerprint(node: Node, reorder: bool = True) -> str:
     """Rule 4. ``repr`` of frozen dataclasses, tuples and sorted ``FMap``s is canonical
-    (field order, sorted keys, no addresses), and far cheaper than a JSON walk."""
+    (field order, sorted keys, no addresses), and far cheaper than a JSON walk. With
+    ``reorder`` (Rule 5) the ghost history counts as a multiset."""
     s = node.system
     parts = (
-        s.now_ms,
+        str(s.now_ms),
         repr(s.agent),
-        s.agent_incarnation,
+        str(s.agent_incarnation),
         repr(s.agent_files),
         repr(s.replicas),
         repr(s.db),
-        sorted(repr((e.src, e.dst, e.payload, e.sent_at_ms)) for e in s.in_flight),
-        sorted(repr((k, t.due_ms)) for k, t in s.timers.items()),
+        "\x1f".join(sorted(repr((e.src, e.dst, e.payload, e.sent_at_ms)) for e in s.in_flight)),
+        "\x1f".join(sorted(f"{k!r}@{t.due_ms}" for k, t in s.timers.items())),
         repr(s.partitions),
-        sorted(repr((e.src, e.payload)) for e in s.dials_waiting),
-        node.used,
-        node.ghost,
+        "\x1f".join(sorted(repr((e.src, e.payload)) for e in s.dials_waiting)),
+        repr(node.used),
+        "\x1f".join(sorted(node.ghost) if reorder else node.ghost),
     )
-    return hashlib.sha256(repr(parts).encode()).hexdigest()
+    # Separators that no repr or JSON text contains keep the parts from running together.
+    return hashlib.sha256("\x1e".join(parts).encode()).hexdigest()
 
 
 def _is_attempt_timeout(name: str) -> bool:
@@ -234,17 +197,19 @@ def enabled(node: Node, bounds: Bounds) -> list:
         nxt = min((t.due_ms for t in s.timers.values()), default=None)
         if nxt is None or now + 1 <= nxt:
             actions.append(Tick(now + 1))
-    chat = s.config.chats[0].chat_id
-    row = s.db.chats.get(chat)
     if used["agent_restarts"] < bounds.agent_restarts and s.agent is not None:
         actions.append(msys.Fault(now, "agent_restart"))
-    if used["interrupts"] < bounds.interrupts and row is not None and row.status == chatd.RUNNING:
-        actions.append(msys.Fault(now, "interrupt", (("chat", chat),)))
-    if used["ownership_changes"] < bounds.ownership_changes and row is not None and row.worker_id:
-        owner = msys.chat_owner(s, chat)
-        others = [r for r in s.config.replicas if r != owner and s.replicas.get(r) is not None]
-        if owner is not None and others and row.status in chatd.RUNNABLE:
-            actions.append(msys.Fault(now, "takeover", (("chat", chat), ("to", others[0]))))
+    # Interrupts and ownership changes may strike any chat, in the world's chat order.
+    rows = [(spec.chat_id, s.db.chats.get(spec.chat_id)) for spec in s.config.chats]
+    for chat, row in rows:
+        if used["interrupts"] < bounds.interrupts and row is not None and row.status == chatd.RUNNING:
+            actions.append(msys.Fault(now, "interrupt", (("chat", chat),)))
+    for chat, row in rows:
+        if used["ownership_changes"] < bounds.ownership_changes and row is not None and row.worker_id:
+            owner = msys.chat_owner(s, chat)
+            others = [r for r in s.config.replicas if r != owner and s.replicas.get(r) is not None]
+            if owner is not None and others and row.status in chatd.RUNNABLE:
+                actions.append(msys.Fault(now, "takeover", (("chat", chat), ("to", others[0]))))
     return actions
 
 
@@ -281,9 +246,9 @@ def _spend(node: Node, action) -> tuple[int, ...]:
 
 def step(node: Node, action) -> tuple[Node, tuple]:
     st = msys.apply(node.system, action)
-    ghost = node.ghost + _freeze(_ghost_records(st.records))
+    ghost, trace = _grow(node.ghost, node.trace, st.records)
     system, records, settled = _settle(st.system, list(st.records), ghost)
-    return Node(system, _spend(node, action), ghost), (tuple(records), (action, *settled))
+    return Node(system, _spend(node, action), ghost, trace), (tuple(records), (action, *settled))
 
 
 def _settle(s: msys.System, records: list, ghost: tuple) -> tuple[msys.System, list, list]:
@@ -298,6 +263,9 @@ def _settle(s: msys.System, records: list, ghost: tuple) -> tuple[msys.System, l
         for env in s.in_flight:
             if env.dst == msys.AGENT:
                 continue  # the agent answers everything: never a no-op
+            rep = s.replicas.get(env.dst)
+            if rep is not None and hasattr(env.payload, "req_id") and chatd.awaits(rep, env.payload.req_id):
+                continue  # an answer its caller still waits for changes the caller
             try:
                 st = msys.apply(s, msys.Deliver(s.now_ms, env.seq, env.what))
             except msys.ReplayMismatch:
@@ -315,7 +283,8 @@ def _settle(s: msys.System, records: list, ghost: tuple) -> tuple[msys.System, l
 
 def initial_node(config: msys.WorldConfig) -> Node:
     st = msys.initial(config)
-    return Node(st.system, (0,) * len(BUDGETS), _freeze(_ghost_records(st.records)))
+    ghost, trace = _grow((), (), st.records)
+    return Node(st.system, (0,) * len(BUDGETS), ghost, trace)
 
 
 # ---------------------------------------------------------------------------
@@ -350,50 +319,67 @@ def explore(config: msys.WorldConfig, bounds: Bounds = Bounds(), max_states: int
             on_progress: Callable[[int], None] | None = None) -> Result:
     """Breadth-first search. Returns every violated property's shortest counterexample."""
     root = initial_node(config)
-    root_fp = fingerprint(root)
+    root_fp = fingerprint(root, bounds.merge_reordered)
+    verdicts: dict[tuple, list] = {}  # (kinds, ghost, chats) -> violations: most steps change neither
     parent: dict[str, tuple[str, Any] | None] = {root_fp: None}
     depth_of = {root_fp: 0}
     frontier = deque([(root_fp, root)])
     result = Result()
     found: dict[str, Found] = {}
-    while frontier:
-        fp, node = frontier.popleft()
-        actions = enabled(node, bounds)
-        kinds = ("always", "eventually") if _terminal(node, actions) else ("always",)
-        report = props.evaluate(ghost_trace(node), node.system, kinds)
-        for v in report.violations:
+    stopped = False
+
+    def report(node: Node, kinds: tuple, path: Callable[[], list]) -> None:
+        nonlocal stopped
+        for v in _verdict(verdicts, node, kinds):
             key = v.property if v.residual_risk is None else f"{v.property}:{v.residual_risk}"
             if key not in found:
-                found[key] = Found(v.property, v.residual_risk, _path(parent, fp), v.detail)
-                if stop_on is not None and stop_on(found[key]):
-                    frontier.clear()
-                    break
-        else:
-            for action in actions:
-                child, (_, taken) = step(node, action)
-                cfp = fingerprint(child)
-                result.transitions += 1
-                if keep_edges:
-                    result.edges.append((fp, cfp, action.label()))
-                if cfp in parent:
-                    continue
-                parent[cfp] = (fp, taken)
-                depth_of[cfp] = depth_of[fp] + 1
-                result.depth = max(result.depth, depth_of[cfp])
-                if len(parent) > max_states:
-                    break
-                frontier.append((cfp, child))
-            if on_progress is not None and len(parent) % 5000 < len(actions) + 1:
-                on_progress(len(parent))
+                found[key] = Found(v.property, v.residual_risk, path(), v.detail)
+                stopped = stopped or (stop_on is not None and stop_on(found[key]))
+
+    while frontier and not stopped:
+        fp, node = frontier.popleft()
+        actions = enabled(node, bounds)
+        report(node, ("always", "eventually") if _terminal(node, actions) else ("always",), lambda: _path(parent, fp))
+        if stopped:
+            break
+        for action in actions:
+            child, (_, taken) = step(node, action)
+            cfp = fingerprint(child, bounds.merge_reordered)
+            result.transitions += 1
+            if keep_edges:
+                result.edges.append((fp, cfp, action.label()))
+            if cfp in parent:
+                if bounds.merge_reordered:
+                    # Rule 5: this path's own order of the history is checked too, at the
+                    # depth the exact search would check it.
+                    kinds = ("always", "eventually") if props.quiesced(child.system) else ("always",)
+                    report(child, kinds, lambda: _path(parent, fp) + list(taken))
+                continue
+            parent[cfp] = (fp, taken)
+            depth_of[cfp] = depth_of[fp] + 1
+            result.depth = max(result.depth, depth_of[cfp])
             if len(parent) > max_states:
                 break
-            continue
-        if stop_on is not None and not frontier:
+            frontier.append((cfp, child))
+        if on_progress is not None and len(parent) % 5000 < len(actions) + 1:
+            on_progress(len(parent))
+        if len(parent) > max_states:
             break
     result.states = len(parent)
-    result.exhausted = not frontier and len(parent) <= max_states and not (stop_on and found and any(stop_on(f) for f in found.values()))
+    result.exhausted = not frontier and len(parent) <= max_states and not stopped
     result.violations = list(found.values())
     return result
+
+
+def _verdict(memo: dict, node: Node, kinds: tuple) -> list:
+    """The properties' violations in this state. They read the ghost history and, of the
+    system, only the chats (committed tool calls, statuses) and the configuration, which
+    is the same for the whole search: so the verdict is memoized on those."""
+    key = (kinds, node.ghost, repr(node.system.db.chats))
+    found = memo.get(key)
+    if found is None:
+        found = memo[key] = props.evaluate(ghost_trace(node), node.system, kinds).violations
+    return found
 
 
 def _path(parent, fp) -> list:

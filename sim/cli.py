@@ -36,16 +36,25 @@ def main(argv: list[str] | None = None) -> int:
     sub.add_parser("incident", help="replay the CODAGT-757 incident under today and under the contract")
     exp = sub.add_parser("explore", help="exhaustive breadth-first search of a small world")
     exp.add_argument("--variant", default="contract")
+    from model import worlds
+    exp.add_argument("--world", choices=worlds.names(), default="default",
+                     help="the small world to explore (model/worlds.py): "
+                     + "; ".join(f"{w.name}: {w.summary}" for w in worlds.WORLDS))
     exp.add_argument("--second", choices=("background", "edit"), default="background",
                      help="the second parallel tool call of the default world")
-    exp.add_argument("--max-in-flight", default="1s",
-                     help="how long a message may stay in flight, in real units (default 1s, below the 2s age margin)")
+    exp.add_argument("--max-in-flight", default="0s",
+                     help="how long a message may stay in flight, in real units (default 0s: any order, no "
+                          "delay; 1s still stays below the 2s age margin, 5s goes past it)")
     exp.add_argument("--max-states", type=int, default=200_000)
     exp.add_argument("--horizon", default="30s", help="explore no further than this (real units)")
     for budget in ("agent-restarts", "ownership-changes", "interrupts", "lost-responses", "task-retries"):
         exp.add_argument(f"--{budget}", type=int, default=1)
     exp.add_argument("--out", default="reports/out/explore", help="folder for counterexample files")
     exp.add_argument("--graph", metavar="FILE", help="write the state graph (GraphML, or DOT for .dot)")
+    exp.add_argument("--continue", dest="keep_going", action="store_true",
+                     help="search on after the first violation, for every property's shortest counterexample")
+    exp.add_argument("--property", dest="stop_properties", action="append", default=[], metavar="NAME",
+                     help="stop only at a violation of this property (repeatable); others are still reported")
     exp.add_argument("--json", action="store_true")
     rep = sub.add_parser("replay", help="replay a counterexample or a recorded trace through the model")
     rep.add_argument("file")
@@ -138,7 +147,7 @@ def _explore(args, out) -> int:
     import time
 
     from model import explore as ex
-    from model import mutants
+    from model import mutants, worlds
 
     from . import counterexample as cx
 
@@ -146,7 +155,7 @@ def _explore(args, out) -> int:
     try:
         max_in_flight_ms = parse_duration(args.max_in_flight, "--max-in-flight") // scale
         horizon_ms = parse_duration(args.horizon, "--horizon") // scale
-        config = ex.default_world(args.variant, args.second)
+        config = worlds.build(args.world, args.variant, args.second)
     except mutants.UnknownVariant as err:
         raise ScenarioError(f"--variant: {err}") from None
     bounds = ex.Bounds(max_in_flight_ms=max_in_flight_ms, horizon_ms=horizon_ms,
@@ -154,28 +163,38 @@ def _explore(args, out) -> int:
                        interrupts=args.interrupts, lost_responses=args.lost_responses, task_retries=args.task_retries)
     # Wall-clock time is read here only to report speed; it never enters a run.
     started = time.perf_counter()
-    result = ex.explore(config, bounds, max_states=args.max_states, keep_edges=bool(args.graph))
+    # Like TLC, stop at the first violation unless asked to go on: breadth-first order
+    # already makes it a shortest one.
+    from model import properties as props
+
+    unknown = [p for p in args.stop_properties if p not in {q.name for q in props.PROPERTIES}]
+    if unknown:
+        raise ScenarioError(f"--property: unknown property {unknown[0]!r} (toolcall-sim list shows them)")
+    stop_on = None if args.keep_going else (
+        lambda found: not args.stop_properties or found.property in args.stop_properties)
+    result = ex.explore(config, bounds, max_states=args.max_states, keep_edges=bool(args.graph), stop_on=stop_on,
+                        on_progress=None if args.json else _progress(out))
     elapsed_s = max(time.perf_counter() - started, 1e-9)
-    world = {"kind": "explore", "variant": args.variant, "second": args.second,
-             "bounds": {k: getattr(bounds, k) for k in bounds.__dataclass_fields__}}
+    world = cx.explore_world(args.world, args.variant, bounds, args.second)
     Path(args.out).mkdir(parents=True, exist_ok=True)
     violations = []
     for v in sorted(result.violations, key=lambda v: (v.property, v.residual_risk or "")):
-        trace, _ = cx.explore_trace(config, v.path)
         name = v.property + (f"-{v.residual_risk}" if v.residual_risk else "")
-        path = Path(args.out) / f"{args.variant.replace('+', '_')}-{name}.json"
-        cx.save(path, world, v.property, v.residual_risk, v.path, cx.trace_sha256(trace), "explore", v.detail)
+        where = "" if args.world == "default" else f"{args.world}-"
+        path = Path(args.out) / f"{where}{args.variant.replace('+', '_')}-{name}.json"
+        cx.save_explored(path, world, v.property, v.residual_risk, v.path, "explore", v.detail)
         violations.append({"property": v.property, "residual_risk": v.residual_risk, "counterexample": str(path),
                            "steps": len(v.path), "detail": v.detail, "actions": [a.label() for a in v.path]})
     if args.graph:
         _write_graph(result.edges, args.graph)
-    doc = {"variant": args.variant, "states": result.states, "transitions": result.transitions, "depth": result.depth,
-           "states_per_s": round(result.states / elapsed_s), "exhausted": result.exhausted, "violations": violations,
-           "bounds": world["bounds"]}
+    doc = {"world": args.world, "variant": args.variant, "states": result.states, "transitions": result.transitions,
+           "depth": result.depth, "states_per_s": round(result.states / elapsed_s), "exhausted": result.exhausted,
+           "violations": violations, "bounds": world["bounds"]}
     if args.json:
         out.write(json.dumps(doc, indent=2, sort_keys=True) + "\n")
     else:
-        out.write(f"explore {args.variant}: {result.states} unique states, {result.transitions} transitions, "
+        in_world = "" if args.world == "default" else f" in {args.world}"
+        out.write(f"explore {args.variant}{in_world}: {result.states} unique states, {result.transitions} transitions, "
                   f"depth {result.depth}, {doc['states_per_s']} states/s\n")
         out.write(f"  max in flight {args.max_in_flight}, horizon {args.horizon}, budgets: "
                   + ", ".join(f"{b} {getattr(bounds, b)}" for b in ex.BUDGETS) + "\n")
@@ -189,8 +208,21 @@ def _explore(args, out) -> int:
                 out.write(f"    {i:3}. {label}\n")
             out.write(f"    counterexample: {v['counterexample']} (toolcall-sim replay {v['counterexample']})\n")
         if violations and not result.exhausted:
-            out.write(f"  search stopped at {result.states} states\n")
+            more = "" if args.keep_going else " (--continue searches on)"
+            out.write(f"  search stopped at {result.states} states{more}\n")
     return 1 if any(v["residual_risk"] is None for v in violations) else 0
+
+
+def _progress(out):
+    """A line every 50,000 states on a terminal (long searches should show they move)."""
+    shown = [0]
+
+    def show(states: int) -> None:
+        if states - shown[0] >= 50_000 and getattr(out, "isatty", lambda: False)():
+            shown[0] = states
+            out.write(f"  ... {states} states\n")
+            out.flush()
+    return show
 
 
 def _write_graph(edges, path: str) -> None:

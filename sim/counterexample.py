@@ -1,12 +1,13 @@
 """Counterexamples: one file format for every driver, and replay through the pure model.
 
-A counterexample is JSON: the world it happened in (the explorer's default world with its
-variant and bounds, or a scenario file with variant and seed), the property it violates,
-and the labelled actions that lead there from the initial state. Labels, not positions:
-each delivery names its message ("start toolu_fg replica-1 -> agent"), each timer its node
-and name, each fault its kind, so a replay that stops fitting after the code changed says
-at which step and why. A recorded trace (``toolcall-sim run --trace``) replays too: its
-``action`` records are the same labelled actions.
+A counterexample is JSON: the world it happened in (an explorer world of
+``model/worlds.py`` by name, with its variant and bounds, or a scenario file with variant
+and seed), the property it violates, and the labelled actions that lead there from the
+initial state. Labels, not positions: each delivery names its message ("start toolu_fg
+replica-1 -> agent"), each timer its node and name, each fault its kind, so a replay that
+stops fitting after the code changed says at which step and why. A recorded trace
+(``toolcall-sim run --trace``) replays too: its ``action`` records are the same labelled
+actions.
 
 ``replay`` rebuilds the world, applies the actions through ``model.system.apply`` (no
 simpy, no randomness), evaluates the properties, and says whether the violation
@@ -19,9 +20,9 @@ import json
 from dataclasses import asdict, dataclass
 from pathlib import Path
 
-from model import explore as ex
 from model import properties as props
 from model import system as msys
+from model import worlds
 
 from .replay import replay as replay_actions
 from .replay import trace_sha256  # noqa: F401  (re-exported: counterexample files carry it)
@@ -34,10 +35,15 @@ class BadInput(Exception):
 
 
 def world_of(spec: dict) -> msys.WorldConfig:
-    """Rebuild the world a counterexample names."""
+    """Rebuild the world a counterexample names. An explorer world is named by ``name``
+    (files written before there were several name none: the default world)."""
     kind = spec.get("kind")
     if kind == "explore":
-        return ex.default_world(spec.get("variant", "contract"), spec.get("second", "background"))
+        try:
+            return worlds.build(spec.get("name", "default"), spec.get("variant", "contract"),
+                                spec.get("second", "background"))
+        except worlds.UnknownWorld as err:
+            raise BadInput(f"world.name: {err}") from None
     if kind == "scenario":
         from .run import build
         from .scenario import load
@@ -61,6 +67,21 @@ def save(path: str | Path, world: dict, prop: str, residual_risk, actions, trace
         "actions": [msys.action_to_json(a) | {"label": a.label()} for a in actions],
     }
     Path(path).write_text(json.dumps(doc, indent=1, sort_keys=True) + "\n")
+
+
+def explore_world(name: str, variant: str, bounds, second: str = "background") -> dict:
+    """The world spec of an explorer world, as counterexample files record it."""
+    return {"kind": "explore", "name": name, "variant": variant, "second": second,
+            "bounds": {k: getattr(bounds, k) for k in bounds.__dataclass_fields__}}
+
+
+def save_explored(path: str | Path, world: dict, prop: str, residual_risk, actions, driver: str,
+                  detail: str = "") -> Path:
+    """Save a counterexample found in an explorer world (by the explorer or hypothesis),
+    with the hash of the trace its actions replay to."""
+    trace, _ = explore_trace(world_of(world), actions)
+    save(path, world, prop, residual_risk, actions, trace_sha256(trace), driver, detail)
+    return Path(path)
 
 
 @dataclass
@@ -130,9 +151,12 @@ def replay(path: str | Path) -> Replayed:
     world, actions, doc = load_any(path)
     config = world_of(world)
     result = replay_actions(config, actions, doc.get("header"))
-    kinds = ("always",) if world.get("kind") == "explore" else ("always", "eventually")
-    report = props.evaluate(result.trace, result.final, kinds)
     wanted = doc.get("property")
+    # The explorer judges eventually-properties only in the terminal state a path ends in,
+    # so only a counterexample of one is judged by them.
+    eventually = {p.name for p in props.PROPERTIES if p.kind == "eventually"}
+    kinds = ("always",) if world.get("kind") == "explore" and wanted not in eventually else ("always", "eventually")
+    report = props.evaluate(result.trace, result.final, kinds)
     risk = doc.get("residual_risk")
     hits = [v for v in report.violations if wanted is None or (v.property == wanted and v.residual_risk == risk)]
     return Replayed(

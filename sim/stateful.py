@@ -37,7 +37,9 @@ OUT = Path("reports/out/hypothesis")
 def machine_for(variant: str = "contract", bounds: ex.Bounds | None = None, out: Path | None = OUT):
     """A RuleBasedStateMachine class over the default world of ``variant``."""
     config = ex.default_world(variant)
-    bounds = bounds or ex.Bounds()
+    # Random search can afford latency within the margin (messages 1 s in flight, so
+    # `let_time_pass` has something to do); the exhaustive default keeps them instant.
+    bounds = bounds or ex.Bounds(max_in_flight_ms=1)
 
     class ToolCallWorld(RuleBasedStateMachine):
         def __init__(self):
@@ -117,9 +119,6 @@ def machine_for(variant: str = "contract", bounds: ex.Bounds | None = None, out:
 def save_counterexample(out: Path, variant: str, bounds: ex.Bounds, v, path: list, config) -> Path:
     """Write the failing path in the one replay format (the latest, i.e. most shrunk, wins)."""
     out.mkdir(parents=True, exist_ok=True)
-    world = {"kind": "explore", "variant": variant, "second": "background",
-             "bounds": {k: getattr(bounds, k) for k in bounds.__dataclass_fields__}}
-    trace, _ = cx.explore_trace(config, path)
     file = out / f"{variant.replace('+', '_')}-{v.property}.json"
-    cx.save(file, world, v.property, v.residual_risk, path, cx.trace_sha256(trace), "hypothesis", v.detail)
-    return file
+    return cx.save_explored(file, cx.explore_world("default", variant, bounds), v.property, v.residual_risk, path,
+                            "hypothesis", v.detail)

@@ -1,0 +1,169 @@
+"""The explorer's worlds: small, named, each holding only what a class of races needs.
+
+Theory of operation
+-------------------
+Exhaustive search pays for every message, timer and tool call a world holds, so a world
+holds what its races need and nothing more. ``default`` is the issue's world: one chat,
+one agent, two replicas, one assistant message with a foreground and a background execute
+(or an edit). Each other world changes the one thing some races need and drops the rest:
+
+- ``two-chats``: two chats run the same command, so one chat's requests can reach the
+  other chat's process (chat isolation, US9 and A5);
+- ``two-messages``: one edit, the cheapest tool call there is (one request, one answer),
+  and a model that answers twice (the edit, then text), so an interrupt can also strike
+  while the model writes its second message, when every call of the last assistant
+  message is already resolved;
+- ``late-pubsub``: database events travel like any other message instead of reaching
+  every replica within the commit's step, so a replica can still act after its chat was
+  taken over and before it hears of it (the commit fences, chatd 2.4).
+
+Rule 1. Every world runs on the explorer's clock (``Timing.explorer()``); a planted
+        bug's changes to chatd's timing or to the agent's rules win over it.
+Rule 2. A world is built by name (``build(name, variant, second)``); counterexample files
+        record the name, so ``toolcall-sim replay`` rebuilds the same world.
+Rule 3. Chats start once the agent has been up longer than the age margin, as in any real
+        workspace (an agent younger than the margin refuses every unknown call).
+"""
+
+from __future__ import annotations
+
+import json
+from dataclasses import dataclass, replace
+from typing import Callable
+
+from . import agent, chattool, mutants
+from . import system as msys
+from .core import FMap
+from .timing import Timing
+
+CHAT_1 = "6c1e0a8e-2f7b-5c38-9a0c-1d2e3f405162"
+CHAT_2 = "9d4b2c1a-7e6f-5a8b-8c9d-0e1f2a3b4c5d"
+FILE = "/w/a.txt"
+
+
+def _kept_timing(t: Timing) -> dict:
+    """A planted bug may change a timing field (e.g. no answer bound); keep such changes."""
+    base = Timing()
+    return {k: getattr(t, k) for k in t.__dataclass_fields__ if getattr(t, k) != getattr(base, k)
+            and k not in ("heartbeat_interval_ms", "acquisition_interval_ms", "runner_sync_interval_ms",
+                          "heartbeat_stale_ms")}
+
+
+def rules(variant: str, chatd_rules=None, agent_rules=None):
+    """(chatd rules, agent rules) of ``variant`` on the explorer's clock (Rule 1)."""
+    timing = Timing.explorer()
+    if chatd_rules is None or agent_rules is None:
+        c_rules, a_rules = mutants.resolve(variant)
+        chatd_rules = chatd_rules or c_rules
+        agent_rules = agent_rules or a_rules
+    chatd_rules = replace(chatd_rules, timing=replace(timing, **_kept_timing(chatd_rules.timing)))
+    changed = {k: getattr(agent_rules, k) for k in agent_rules.__dataclass_fields__
+               if getattr(agent_rules, k) != getattr(agent.AgentRules(), k)}
+    agent_rules = replace(timing.agent_rules(agent_rules), **changed)
+    return chatd_rules, agent_rules
+
+
+def execute(provider_id: str, command: str, **args) -> chattool.ToolCall:
+    return chattool.ToolCall(provider_id, "execute", json.dumps({"command": command, **args}))
+
+
+def edit(provider_id: str, path: str = FILE) -> chattool.ToolCall:
+    return chattool.ToolCall(provider_id, "edit_files", json.dumps(
+        {"files": [{"path": path, "edits": [{"search": "one", "replace": "two"}]}]}))
+
+
+def _world(variant: str, chats: tuple, scripts: dict, chatd_rules=None, agent_rules=None,
+           pubsub_immediate: bool = True) -> msys.WorldConfig:
+    """Two replicas, one agent, ``/w/a.txt`` reading "one", and ``chats``: (chat ID,
+    scripted turns, how long after the first chat it starts)."""
+    c_rules, a_rules = rules(variant, chatd_rules, agent_rules)
+    timing = c_rules.timing
+    start_ms = 4 * timing.agent_age_margin_ms  # Rule 3
+    specs = tuple(
+        msys.ChatSpec(f"chat-{i}", chat_id, turns, gen_time_ms=timing.default_gen_time_ms,
+                      start_at_ms=start_ms + later_ms)
+        for i, (chat_id, turns, later_ms) in enumerate(chats, 1)
+    )
+    return msys.WorldConfig(
+        replicas=("replica-1", "replica-2"),
+        chatd_rules=c_rules,
+        agent_config=agent.AgentConfig(rules=a_rules, scripts=FMap(scripts)),
+        chats=specs,
+        files=FMap({FILE: "one\n"}),
+        pubsub_immediate=pubsub_immediate,
+    )
+
+
+# ---------------------------------------------------------------------------
+# The worlds
+# ---------------------------------------------------------------------------
+
+
+def default(variant: str = "contract", second: str = "background", chatd_rules=None, agent_rules=None
+            ) -> msys.WorldConfig:
+    """One chat, one agent, two replicas, one assistant message with two parallel calls:
+    a foreground execute that outlives one attempt (so a task retry matters) and a
+    background execute (or an edit)."""
+    fg = execute("toolu_fg", "make test", timeout="8ms")
+    other = edit("toolu_ed") if second == "edit" else execute("toolu_bg", "make serve", run_in_background=True)
+    # The foreground command runs 12 ms: past its 8 ms timeout and past the first 10 ms
+    # attempt, so retries, ownership changes and interrupts all find it running.
+    scripts = {"make test": agent.Script(runs_for_ms=12), "make serve": agent.Script(runs_for_ms=10**6)}
+    return _world(variant, ((CHAT_1, ((fg, other),), 0),), scripts, chatd_rules, agent_rules)
+
+
+def two_chats(variant: str = "contract") -> msys.WorldConfig:
+    """Two chats, each with one foreground execute of the same command (the default
+    world's, 12 ms with an 8 ms timeout). The second chat starts 4 ms after the first,
+    when the first one's command runs and its blocking read waits without a message in
+    flight, so the two chats' exchanges do not interleave step by step (which would
+    multiply the states for nothing); interrupts may still strike either chat anywhere."""
+    a = execute("toolu_a", "make test", timeout="8ms")
+    b = execute("toolu_b", "make test", timeout="8ms")
+    scripts = {"make test": agent.Script(runs_for_ms=12)}
+    return _world(variant, ((CHAT_1, ((a,),), 0), (CHAT_2, ((b,),), 4)), scripts)
+
+
+def two_messages(variant: str = "contract") -> msys.WorldConfig:
+    """One chat whose model answers twice: an edit, then (with the edit's result in) a
+    text answer that ends the turn."""
+    return _world(variant, ((CHAT_1, ((edit("toolu_ed"),), ()), 0),), {})
+
+
+def late_pubsub(variant: str = "contract") -> msys.WorldConfig:
+    """One chat, one assistant message with one edit; database events are messages the
+    explorer delivers in any order (within the in-flight bound) like every other."""
+    return _world(variant, ((CHAT_1, ((edit("toolu_ed"),),), 0),), {}, pubsub_immediate=False)
+
+
+@dataclass(frozen=True)
+class World:
+    name: str
+    summary: str
+    build: Callable[[str], msys.WorldConfig]  # variant -> world
+
+
+WORLDS: tuple[World, ...] = (
+    World("default", "one chat, one assistant message: a foreground and a background execute (or an edit)", default),
+    World("two-chats", "two chats, each one foreground execute of the same command", two_chats),
+    World("two-messages", "one chat whose model answers with an edit, then with text", two_messages),
+    World("late-pubsub", "one chat, one edit, database events delivered late like any message", late_pubsub),
+)
+
+
+class UnknownWorld(ValueError):
+    pass
+
+
+def names() -> list[str]:
+    return [w.name for w in WORLDS]
+
+
+def build(name: str = "default", variant: str = "contract", second: str = "background") -> msys.WorldConfig:
+    """The world ``name`` under ``variant`` (Rule 2); ``second`` shapes only ``default``."""
+    if name == "default":
+        return default(variant, second)
+    for w in WORLDS:
+        if w.name == name:
+            return w.build(variant)
+    raise UnknownWorld(f"unknown world {name!r} (known: {', '.join(names())})")

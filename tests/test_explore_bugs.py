@@ -1,0 +1,118 @@
+"""Every planted bug is found by the exhaustive explorer in a world small enough for CI:
+its property fails as a new finding (not a residual risk), the shortest counterexample
+replays through the model to the same trace hash, and the same world with the same
+budgets under the plain contract is exhausted with no new finding."""
+
+from __future__ import annotations
+
+import functools
+import json
+
+import pytest
+
+from model import explore as ex
+from model import mutants, worlds
+from model import properties as props
+from model.timing import Timing
+from sim import counterexample as cx
+from sim.cli import main
+
+NONE = dict(agent_restarts=0, ownership_changes=0, interrupts=0, lost_responses=0, task_retries=0)
+MAX_STATES = 20_000  # far above every world below: reaching it fails the exhaustion check
+
+# bug -> (world, budgets): the smallest world and the fewest faults that find it.
+WHERE = {
+    # The new owner's start reaches the agent while the first owner's start is still in
+    # its handler: without the record inserted first, both run.
+    "run-before-record": ("default", dict(ownership_changes=1)),
+    # The new owner's edit, sent as the tool call is created (age 0), waits its 1 ms in
+    # flight across an agent restart: 1 ms of uptime is more than its age, so without the
+    # margin the new agent applies it again; with the 2 ms margin it refuses.
+    "no-age-margin": ("two-messages", dict(agent_restarts=1, ownership_changes=1)),
+    # The interrupt's cancel overtakes the start, which waits its 1 ms in flight.
+    "cancel-without-marker": ("default", dict(interrupts=1)),
+    "cancel-without-marker-truth": ("default", dict(interrupts=1)),
+    "interrupt-without-cancel": ("default", dict(interrupts=1)),
+    "interrupt-drops-not-run": ("default", dict(interrupts=1)),
+    # The interrupt strikes as the foreground call's 8 ms deadline passes.
+    "stop-rule-inclusive": ("default", dict(interrupts=1)),
+    "background-stopped-on-interrupt": ("default", dict(interrupts=1)),
+    "records-lost-on-new-message": ("default", dict(task_retries=1)),
+    # Needs another chat running the same command.
+    "pid-from-command": ("two-chats", dict(interrupts=1)),
+    # Needs an old owner that has not yet heard of the takeover when its answer arrives.
+    "commit-without-owner-fence": ("late-pubsub", dict(ownership_changes=1)),
+    "commit-without-fences": ("late-pubsub", dict(ownership_changes=1)),
+    # Needs an interrupt while the model writes its next message, all calls resolved.
+    "interrupt-answers-resolved-calls": ("two-messages", dict(interrupts=1)),
+    # The cancel's answer is lost and chatd waits for it with no bound: only the attempt
+    # timeout (10 ms) ends the wait, and the retried cancel finishes the interrupt 11 ms
+    # after it began, past the 10 ms bound (dial 3 + answer 4 + slack 3 on the explorer's
+    # clock). The contract ends the lost cancel with unknown after its 4 ms answer timeout.
+    "no-agent-answer-timeout": ("two-messages", dict(interrupts=1, lost_responses=1, task_retries=1)),
+}
+
+
+def bounds(**budgets) -> ex.Bounds:
+    """Messages may wait 1 ms in flight (below the 2 ms age margin, so the contract's
+    assumption holds): the age and cancel races above need a request that waits."""
+    return ex.Bounds(max_in_flight_ms=1, **{**NONE, **budgets})
+
+
+@functools.lru_cache(maxsize=None)
+def _contract_run(world: str, budgets: tuple) -> ex.Result:
+    """The plain contract in a bug's world (shared by the bugs of that world)."""
+    return ex.explore(worlds.build(world, "contract"), bounds(**dict(budgets)), max_states=MAX_STATES)
+
+
+def test_every_planted_bug_has_a_world():
+    assert sorted(WHERE) == sorted(m.name for m in mutants.MUTANTS)
+
+
+@pytest.mark.parametrize("mutant", mutants.MUTANTS, ids=lambda m: m.name)
+def test_explorer_finds_planted_bug(mutant, tmp_path):
+    world, budgets = WHERE[mutant.name]
+    variant = f"contract+{mutant.name}"
+    config = worlds.build(world, variant)
+    b = bounds(**budgets)
+    r = ex.explore(config, b, max_states=MAX_STATES, stop_on=lambda f: f.property == mutant.caught_by)
+    (found,) = [v for v in r.violations if v.property == mutant.caught_by]
+    assert found.residual_risk is None, found.detail
+
+    path = cx.save_explored(tmp_path / f"{mutant.name}.json", cx.explore_world(world, variant, b), found.property,
+                            found.residual_risk, found.path, "explore")
+    replayed = cx.replay(path)
+    assert replayed.reproduced and replayed.mismatch is None
+    assert replayed.trace_sha256 == replayed.expected_sha256
+
+    clean = _contract_run(world, tuple(sorted(budgets.items())))
+    assert clean.exhausted
+    assert [(v.property, v.detail) for v in clean.violations if v.residual_risk is None] == []
+
+
+def test_interrupt_bound_follows_the_world_clock():
+    """interrupt_finishes allows dial + answer timeout + slack of the world's clock: 2 min
+    on the reference clock, 10 small ms on the explorer's; a planted bug that removes
+    chatd's answer timeout does not move it."""
+    assert props.interrupt_bound_ms(Timing()) == 120_000
+    assert props.interrupt_bound_ms(Timing.explorer()) == 10
+    real, _ = mutants.resolve("contract+no-agent-answer-timeout")
+    assert real.timing.agent_answer_timeout_ms == 10**12 and props.interrupt_bound_ms(real.timing) == 120_000
+    small = worlds.build("default", "contract+no-agent-answer-timeout").chatd_rules.timing
+    assert small.agent_answer_timeout_ms == 10**12 and props.interrupt_bound_ms(small) == 10
+
+
+def test_counterexample_names_its_world(tmp_path, capsys):
+    """`explore --world` records the world's name in the counterexample, and `replay`
+    rebuilds that world; a file that names no world is of the default world."""
+    code = main(["explore", "--world", "two-messages", "--variant", "contract+interrupt-answers-resolved-calls",
+                 "--agent-restarts", "0", "--ownership-changes", "0", "--lost-responses", "0",
+                 "--task-retries", "0", "--json", "--out", str(tmp_path)])
+    doc = json.loads(capsys.readouterr().out)
+    assert code == 1 and doc["world"] == "two-messages"
+    (v,) = [v for v in doc["violations"] if v["property"] == "one_result"]
+    assert json.loads(open(v["counterexample"]).read())["world"]["name"] == "two-messages"
+    assert main(["replay", v["counterexample"]]) == 1
+    assert cx.world_of({"kind": "explore", "variant": "contract"}) == ex.default_world("contract")
+    with pytest.raises(cx.BadInput):
+        cx.world_of({"kind": "explore", "name": "three-chats"})
