@@ -13,9 +13,14 @@ One swarm seed S is one run:
 
 1. ``draw_scenario(S)`` draws, from ``random.Random(f"swarm:{S}")`` and nothing else, a
    world (replicas, latency range, loss), a workload (chats, assistant turns, tool
-   calls), a fault mix (each kind of ``FAULT_KINDS`` enabled with probability 1/2, then
-   0-4 faults of the enabled kinds) and how long to run. The result is a plain dict in
-   the shape of a scenario file and is validated by ``sim.scenario.from_dict``, so a
+   calls), the stories it tells (each of ``STORIES`` with probability 1/4), a fault mix
+   (each kind of ``FAULT_KINDS`` enabled with probability 1/2, then 0-4 faults of the
+   enabled kinds) and how long to run. A story is the world shape of a hand-written
+   scenario that exposes a race (a start delayed across an agent restart, an owner
+   change just as a command exits, two chats running the same command, ...): it
+   reshapes a few tool calls or world durations and adds the faults that make the race
+   happen; the random faults are then drawn over the result. The result is a plain dict
+   in the shape of a scenario file and is validated by ``sim.scenario.from_dict``, so a
    swarm world *is* a scenario file: ``to_toml`` writes it out and ``toolcall-sim run``
    runs it again.
 2. ``run_seed`` runs it with ``sim.run.run_scenario`` under the variant. A violation with
@@ -26,9 +31,10 @@ One swarm seed S is one run:
 3. A failure is minimized (``minimize``): greedy delta debugging that takes one step at
    a time (halve the run time, remove one fault, one chat, one extra tool call or one
    extra turn, zero the network loss, drop a replica) and keeps each step after which
-   the *same* property still fails as a new finding, repeated to a fixpoint. Each
-   candidate is a full deterministic re-run with the same root seed, so the minimized
-   scenario fails on its own. Steps only ever remove, so the schedule never grows.
+   the *same* property still fails as a new finding, in passes until a pass keeps none
+   (so the result is 1-minimal). Each candidate is a full deterministic re-run with the
+   same root seed, so the minimized scenario fails on its own. Steps only ever remove,
+   so the schedule never grows.
 4. ``run_swarm`` runs seeds ``first_seed .. first_seed + seeds - 1`` in order, in this
    process or in ``workers`` spawned processes; each seed's outcome depends only on the
    seed and the variant, and the outcomes are ordered by seed, so the report does not
@@ -43,6 +49,10 @@ Rule 2. Drawn durations are whole milliseconds written with ``format_duration``,
 Rule 3. A seed reports at most one failure: the earliest new finding (by simulated time,
         then property name); the seed's other failing properties are listed with it.
         Minimizing one property per seed keeps the cost of a failing seed bounded.
+Rule 4. A story stays inside the contract's assumptions: one that aims at an instant
+        first makes the world exact enough to hit it (every message takes the same
+        time), and one that stretches a duration past reality to widen a race window
+        (minutes-long handlers) keeps everything else it would distort out of the world.
 """
 
 from __future__ import annotations
@@ -53,11 +63,12 @@ import random
 import re
 import tomllib
 from concurrent.futures import ProcessPoolExecutor
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Callable
 
 from model import mutants
+from model.timing import DEFAULT_TIMING
 
 from .scenario import ScenarioError, format_duration, from_dict, parse_duration
 
@@ -69,8 +80,9 @@ FAULT_KINDS = (
     "partition", "db_outage", "lose", "delay",
 )
 MAX_FAULTS = 4
+STORY_PROBABILITY = 0.25  # each of STORIES is told in about one seed in four
 EARLY_HORIZON_MS = 5 * 60_000  # half of the timed faults fire in the run's first 5 minutes
-ATTEMPT_TIMEOUT_MS = 15 * 60_000  # chatd's attempt timeout (model/timing.py task_timeout_ms)
+ATTEMPT_TIMEOUT_MS = DEFAULT_TIMING.task_timeout_ms  # chatd's attempt timeout (15 min)
 MIN_UNTIL_MS = 5 * 60_000  # minimizing halves the run time down to this, no further
 MAX_MINIMIZE_RUNS = 150  # bound on the re-runs one failing seed may cost
 DEFAULT_OUT_DIR = Path(__file__).resolve().parent.parent / "reports" / "out" / "swarm"
@@ -105,30 +117,41 @@ def draw_scenario(seed: int) -> dict:
 
     files: dict[str, str] = {}
     turns = _draw_workload(rng, files)
+    d = _Draft(rng, replicas, latency_min_ms, latency_max_ms, until_ms, turns)
+    told = [name for name, _ in STORIES if rng.random() < STORY_PROBABILITY]
+    for name, tell in STORIES:
+        if name in told:
+            tell(d)
+    d.clear_deadlines_of_slow_handlers()
+
     calls = [tc for turn in turns for tc in turn["tool_calls"]]
     chats = sorted({turn["chat"] for turn in turns})
-
     enabled = [kind for kind in FAULT_KINDS if rng.random() < 0.5]
     faults = []
     if enabled:
         for _ in range(rng.randint(0, MAX_FAULTS)):
-            faults.append(_draw_fault(rng, rng.choice(enabled), replicas, chats, calls, until_ms))
+            faults.append(_draw_fault(rng, rng.choice(enabled), d.replicas, chats, calls, d.until_ms))
 
-    world: dict = {"replicas": replicas}
+    world: dict = {"replicas": d.replicas}
+    if d.gen_ms is not None:
+        world["generation_time"] = format_duration(d.gen_ms)
+    if d.handler_ms:
+        world["handler_time"] = format_duration(d.handler_ms)
     if files:
         world["files"] = files
     return {
         "name": f"swarm-{seed}",
-        "summary": f"swarm seed {seed}; fault kinds on: {', '.join(enabled) or 'none'}",
+        "summary": f"swarm seed {seed}; stories: {', '.join(told) or 'none'}; "
+                   f"fault kinds on: {', '.join(enabled) or 'none'}",
         "seed": seed,
-        "until": format_duration(until_ms),
+        "until": format_duration(d.until_ms),
         "world": world,
         "network": {
-            "latency": {"min": format_duration(latency_min_ms), "max": format_duration(latency_max_ms)},
+            "latency": {"min": format_duration(d.latency_min_ms), "max": format_duration(d.latency_max_ms)},
             "loss": loss,
         },
         "turns": turns,
-        "faults": faults,
+        "faults": d.faults + faults,
     }
 
 
@@ -239,6 +262,268 @@ def _draw_trigger(rng: random.Random, fault: dict, calls: list[dict], until_ms: 
     route = "start" if event in ("process_started", "result_committed") else _ROUTE_OF_TOOL[call["tool"]]
     fault["when"] = {"event": event, "route": route, "tool_call": call["id"], "nth": _draw_nth(rng)}
     fault["offset"] = format_duration(rng.randint(0, 5 * _S))
+
+
+# ---------------------------------------------------------------------------
+# Stories: world shapes a seed may turn on
+# ---------------------------------------------------------------------------
+
+
+@dataclass
+class _Draft:
+    """A world being drawn: what the stories may change before the random faults are
+    drawn over the result (so those see the final calls, chats and replicas)."""
+
+    rng: random.Random
+    replicas: int
+    latency_min_ms: int
+    latency_max_ms: int
+    until_ms: int
+    turns: list[dict]
+    gen_ms: int | None = None  # world.generation_time, when a story sets it
+    handler_ms: int = 0  # world.handler_time, when a story sets it
+    faults: list[dict] = field(default_factory=list)  # the stories' faults
+    claimed: list[str] = field(default_factory=list)  # tool calls a story has shaped
+
+    def next_id(self) -> tuple[str, int]:
+        serial = 1 + max(int(tc["id"].rsplit("_", 1)[1]) for t in self.turns for tc in t["tool_calls"])
+        return f"toolu_{serial:02d}", serial
+
+    def first_turns(self, chat: str | None = None) -> list[dict]:
+        """Each chat's first turn (of ``chat`` only, when given), in chat order."""
+        firsts: dict[str, dict] = {}
+        for turn in self.turns:
+            firsts.setdefault(turn["chat"], turn)
+        return [t for c, t in firsts.items() if chat is None or c == chat]
+
+    def last_turns(self) -> list[dict]:
+        """Each chat's last turn, in chat order."""
+        return list({turn["chat"]: turn for turn in self.turns}.values())
+
+    def fixed_latency(self, at_least_ms: int = 1) -> int:
+        """Every message takes the same time, so a story can aim at an exact instant."""
+        self.latency_min_ms = self.latency_max_ms = max(self.latency_min_ms, at_least_ms)
+        return self.latency_min_ms
+
+    def process_start_ms(self) -> int:
+        """When a first-turn start runs on the agent in a quiet world with fixed latency
+        L: chat:ownership reaches a replica (L), the model answers (generation time),
+        chat:update reaches the runner (L), dial and answer (2 L), the start (L), then
+        the handler runs."""
+        return 5 * self.latency_min_ms + (self.gen_ms or DEFAULT_TIMING.default_gen_time_ms) + self.handler_ms
+
+    def clear_deadlines_of_slow_handlers(self) -> None:
+        """A record's run age counts from the record (model/agent.py Rule 3), which a
+        slow handler inserts that long before its process starts, so chatd ends its wait
+        for a command up to the handler time before the process reaches its timeout and
+        commits timed_out for a process younger than that (truthful_result). Spawning in
+        minutes is outside the contract's assumptions and only stands in for a long race
+        window, so in a world with slow handlers no command may reach its timeout."""
+        if not self.handler_ms:
+            return
+        for tc in (tc for t in self.turns for tc in t["tool_calls"]):
+            if tc["tool"] == "execute" and not tc.get("background"):
+                need_ms = parse_duration(tc["runs_for"], "runs_for") + self.handler_ms + 1 * _MIN
+                if parse_duration(tc.get("timeout", "10s"), "timeout") < need_ms:
+                    tc["timeout"] = format_duration(next((t for t in _EXECUTE_TIMEOUTS_MS if t >= need_ms), need_ms))
+
+
+def _foreground(d: _Draft, turns: list[dict], claim: bool = True) -> dict:
+    """An unclaimed foreground execute of ``turns`` (a new one appended to one of them when
+    there is none), claimed for the calling story."""
+    free = [tc for t in turns for tc in t["tool_calls"]
+            if tc["tool"] == "execute" and not tc.get("background") and tc["id"] not in d.claimed]
+    if free:
+        call = d.rng.choice(free)
+    else:
+        call_id, serial = d.next_id()
+        call = {"id": call_id, "tool": "execute", "command": f"{d.rng.choice(_COMMAND_BASES)} --job={serial}",
+                "runs_for": format_duration(1 * _MIN), "timeout": format_duration(5 * _MIN)}
+        d.rng.choice(turns)["tool_calls"].append(call)
+    if claim:
+        d.claimed.append(call["id"])
+    return call
+
+
+def _chat_of(d: _Draft, call: dict) -> str:
+    return next(t["chat"] for t in d.turns if any(tc["id"] == call["id"] for tc in t["tool_calls"]))
+
+
+def _when(event: str, call: dict, nth: int = 1) -> dict:
+    route = "start" if event in ("process_started", "result_committed") else _ROUTE_OF_TOOL[call["tool"]]
+    return {"event": event, "route": route, "tool_call": call["id"], "nth": nth}
+
+
+def _message(route: str, call: dict, nth: int = 1) -> dict:
+    return {"route": route, "tool_call": call["id"], "direction": "request", "nth": nth}
+
+
+def _story_next_generation_interrupt(d: _Draft) -> None:
+    """bug_interrupt_during_next_generation: the model takes 10-60 s per message and the
+    user interrupts after a batch's results are committed, while the next message is
+    being written (a chat gets a second turn if it has none)."""
+    d.gen_ms = d.rng.randint(10 * _S, 60 * _S)
+    chat = d.rng.choice(sorted({t["chat"] for t in d.turns}))
+    first = d.first_turns(chat)[0]
+    if sum(1 for t in d.turns if t["chat"] == chat) == 1:
+        call_id, serial = d.next_id()
+        d.turns.append({"chat": chat, "tool_calls": [
+            {"id": call_id, "tool": "write_file", "path": f"/home/coder/notes/note{serial}.md",
+             "content": f"# note {serial}\n"}]})
+    d.faults.append({"kind": "interrupt", "chat": chat,
+                     "when": _when("result_committed", d.rng.choice(first["tool_calls"])),
+                     "offset": format_duration(d.rng.randint(1 * _S, d.gen_ms - 1 * _S))})
+
+
+def _story_slow_spawn_new_owner(d: _Draft) -> None:
+    """bug_slow_spawn_retry: the agent's handlers take 70-150 s and the chat changes owner
+    just after a start was sent, so the new owner's start arrives while the first run is
+    still pending (takeover comes 21-60 s after the change)."""
+    d.replicas = max(d.replicas, 2)
+    d.handler_ms = d.rng.randint(70 * _S, 150 * _S)
+    call = _foreground(d, d.turns)
+    d.faults.append({"kind": "ownership_change", "chat": _chat_of(d, call), "when": _when("request_sent", call),
+                     "offset": format_duration(d.rng.randint(0, 5 * _S))})
+
+
+def _story_owner_change_near_exit(d: _Draft) -> None:
+    """bug_owner_change_near_exit: with fixed latency L, a first-turn command exits so
+    that its answer reaches the old owner 1..L-1 ms after another replica took the chat
+    over, before the old runner hears of it (its next sync or chat:update, both L after
+    the takeover). The takeover is the first acquisition poll that finds the owner's last
+    heartbeat stale; the chat's other foreground calls are made shorter so the batch
+    commits at that exit."""
+    t = DEFAULT_TIMING
+    lat = d.fixed_latency(at_least_ms=2)
+    d.replicas = max(d.replicas, 2)
+    turn = d.rng.choice(d.first_turns())
+    call = _foreground(d, [turn])
+    start_ms = d.process_start_ms()
+    change_ms = start_ms + d.rng.randint(1 * _S, 40 * _S)
+    if change_ms % t.heartbeat_interval_ms == 0:
+        change_ms += 1  # not on a heartbeat tick: no tie to order
+    heartbeat_ms = max(lat, change_ms // t.heartbeat_interval_ms * t.heartbeat_interval_ms)  # acquired at L
+    takeover_ms = ((heartbeat_ms + t.heartbeat_stale_ms) // t.acquisition_interval_ms + 1) * t.acquisition_interval_ms
+    runs_for_ms = takeover_ms + d.rng.randint(1, lat - 1) - lat - start_ms
+    call["runs_for"] = format_duration(runs_for_ms)
+    call["timeout"] = format_duration(runs_for_ms + 5 * _MIN)
+    for other in turn["tool_calls"]:
+        if other["tool"] == "execute" and not other.get("background") and other["id"] not in d.claimed:
+            short_ms = min(parse_duration(other["runs_for"], "runs_for"), d.rng.randint(1 * _S, runs_for_ms // 2))
+            other["runs_for"] = format_duration(short_ms)
+            d.claimed.append(other["id"])
+    d.faults.append({"kind": "ownership_change", "chat": turn["chat"], "at": format_duration(change_ms)})
+
+
+def _story_interrupt_at_deadline(d: _Draft) -> None:
+    """bug_interrupt_at_deadline: with fixed latency L, the user interrupts so that the
+    cancel (chat:update, dial, answer, cancel: 4 L later) reaches the agent exactly at the
+    command's deadline: the process must be left running."""
+    lat = d.fixed_latency()
+    call = _foreground(d, d.turns)
+    timeout_ms = d.rng.choice((10 * _S, 30 * _S, 1 * _MIN, 5 * _MIN, 10 * _MIN))
+    call["timeout"] = format_duration(timeout_ms)
+    call["runs_for"] = format_duration(timeout_ms + d.rng.randint(1 * _MIN, 30 * _MIN))
+    d.faults.append({"kind": "interrupt", "chat": _chat_of(d, call), "when": _when("process_started", call),
+                     "offset": format_duration(timeout_ms - 4 * lat)})
+
+
+def _story_delayed_retry_across_restart(d: _Draft) -> None:
+    """bug_delayed_retry_across_restart: a command outlives its first attempt; the agent
+    restarts as the retry's start is sent, and that start arrives with the agent's uptime
+    just above the age it carries (attempt timeout + backoff + three hops), inside the 2 s
+    margin that must refuse it."""
+    t = DEFAULT_TIMING
+    call = _foreground(d, d.last_turns())  # no later message may make the late start stale
+    call["runs_for"] = format_duration(d.rng.randint(ATTEMPT_TIMEOUT_MS + 1 * _MIN, 60 * _MIN))
+    call["timeout"] = format_duration(d.rng.choice((1 * _H, 2 * _H)))
+    d.faults.append({"kind": "agent_restart", "downtime": "0s", "when": _when("request_sent", call, nth=2)})
+    by_ms = ATTEMPT_TIMEOUT_MS + t.task_retry_initial_backoff_ms + d.rng.randint(
+        3 * d.latency_max_ms + 1, t.agent_age_margin_ms)
+    d.faults.append({"kind": "delay", "message": _message("start", call, nth=2), "by": format_duration(by_ms)})
+    d.until_ms = max(d.until_ms, 2 * ATTEMPT_TIMEOUT_MS + 10 * _MIN)
+
+
+def _story_interrupt_before_start(d: _Draft) -> None:
+    """us10_interrupt_before_start_arrives: a start request is slow to arrive and the
+    user interrupts first, so the cancel reaches the agent before the start does."""
+    call = _foreground(d, d.turns)
+    offset_ms = d.rng.randint(0, 2 * _S)
+    d.faults.append({"kind": "interrupt", "chat": _chat_of(d, call), "when": _when("request_sent", call),
+                     "offset": format_duration(offset_ms)})
+    by_ms = offset_ms + 3 * d.latency_max_ms + d.rng.randint(1 * _S, 40 * _S)
+    d.faults.append({"kind": "delay", "message": _message("start", call), "by": format_duration(by_ms)})
+
+
+def _running_foreground(d: _Draft, turns: list[dict]) -> dict:
+    """A claimed foreground command that still runs a minute after it started."""
+    call = _foreground(d, turns)
+    call["runs_for"] = format_duration(d.rng.randint(5 * _MIN, 30 * _MIN))
+    call["timeout"] = format_duration(d.rng.choice((10 * _MIN, 20 * _MIN, 30 * _MIN, 1 * _H)))
+    return call
+
+
+def _interrupt_while_running(d: _Draft, call: dict) -> None:
+    d.faults.append({"kind": "interrupt", "chat": _chat_of(d, call), "when": _when("process_started", call),
+                     "offset": format_duration(d.rng.randint(1 * _S, 60 * _S))})
+
+
+def _story_lost_cancel(d: _Draft) -> None:
+    """bug_lost_cancel: the user interrupts a running command and the cancel request is
+    lost: the agent answer timeout must still end the interrupt."""
+    call = _running_foreground(d, d.first_turns())
+    _interrupt_while_running(d, call)
+    d.faults.append({"kind": "lose", "message": _message("cancel", call)})
+
+
+def _story_background_in_batch(d: _Draft) -> None:
+    """us06_background_survives: a batch holds a background server and a running
+    foreground command, and the user interrupts it: only the foreground one is stopped."""
+    turn = d.rng.choice(d.first_turns())
+    call = _running_foreground(d, [turn])
+    if not any(tc.get("background") for tc in turn["tool_calls"]):
+        call_id, serial = d.next_id()
+        turn["tool_calls"].append({"id": call_id, "tool": "execute", "background": True,
+                                   "command": f"{d.rng.choice(_COMMAND_BASES)} --serve={serial}",
+                                   "runs_for": format_duration(d.rng.randint(1 * _H, 2 * _H))})
+    _interrupt_while_running(d, call)
+
+
+def _story_twin_chats(d: _Draft) -> None:
+    """us09_chat_isolation: a second chat runs the same command as the first (its own
+    tool call), its start a second later (a delay well inside the age margin), and the
+    user interrupts the first chat while both run."""
+    original = _foreground(d, d.first_turns("chat-1"), claim=False)
+    if original["id"] not in d.claimed:
+        original["runs_for"] = format_duration(d.rng.randint(1 * _MIN, 14 * _MIN))
+        original["timeout"] = format_duration(d.rng.choice((20 * _MIN, 30 * _MIN)))
+        d.claimed.append(original["id"])
+    call_id, _ = d.next_id()
+    twin = {**original, "id": call_id}
+    second = d.first_turns("chat-2")
+    if second:
+        second[0]["tool_calls"].insert(0, twin)
+    else:
+        d.turns.append({"chat": "chat-2", "tool_calls": [twin]})
+    d.faults.append({"kind": "delay", "message": _message("start", twin),
+                     "by": format_duration(d.rng.randint(500, DEFAULT_TIMING.agent_age_margin_ms * 3 // 4))})
+    d.faults.append({"kind": "interrupt", "chat": "chat-1", "when": _when("process_started", twin),
+                     "offset": format_duration(d.rng.randint(1 * _S, 20 * _S))})
+
+
+# Applied in this order: the stories that set world durations first (later ones aim with
+# them), the twin last (it copies a command no later story may change).
+STORIES: tuple[tuple[str, Callable[[_Draft], None]], ...] = (
+    ("next_generation_interrupt", _story_next_generation_interrupt),
+    ("slow_spawn_new_owner", _story_slow_spawn_new_owner),
+    ("owner_change_near_exit", _story_owner_change_near_exit),
+    ("interrupt_at_deadline", _story_interrupt_at_deadline),
+    ("delayed_retry_across_restart", _story_delayed_retry_across_restart),
+    ("interrupt_before_start", _story_interrupt_before_start),
+    ("lost_cancel", _story_lost_cancel),
+    ("background_in_batch", _story_background_in_batch),
+    ("twin_chats", _story_twin_chats),
+)
 
 
 # ---------------------------------------------------------------------------
@@ -366,28 +651,32 @@ def size(data: dict) -> tuple[int, int, int]:
 
 
 def minimize(data: dict, still_fails: Callable[[dict], bool], max_runs: int = MAX_MINIMIZE_RUNS) -> tuple[dict, int]:
-    """Greedy delta debugging to a fixpoint: take the first one-step simplification that
-    still fails, start over from it, stop when none does (or after ``max_runs`` checks).
-    Returns the smallest failing dict found and the number of checks spent. The result is
-    never larger than ``data`` in any component of ``size`` and, when ``data`` failed,
-    still fails (every accepted step was checked)."""
+    """Greedy delta debugging to a fixpoint: check the one-step simplifications in order,
+    take each that still fails and go on from the same place in the new world's list
+    (the steps before it were just refused, so they are not checked again in this pass);
+    repeat passes until one takes no step (or after ``max_runs`` checks). Returns the
+    smallest failing dict found and the number of checks spent. The result is never
+    larger than ``data`` in any component of ``size`` and, when ``data`` failed, still
+    fails (every accepted step was checked); a pass that took no step checked every
+    simplification of the result, so it is 1-minimal."""
     runs = 0
     current = data
     progress = True
     while progress and runs < max_runs:
         progress = False
-        for candidate in _candidates(current):
-            if runs >= max_runs:
-                break
+        candidates, position = list(_candidates(current)), 0
+        while position < len(candidates) and runs < max_runs:
             runs += 1
             try:
-                fails = still_fails(candidate)
+                fails = still_fails(candidates[position])
             except ScenarioError:
                 fails = False  # a simplification that broke a cross reference: not a step
             if fails:
-                current = candidate
+                current = candidates[position]
+                candidates = list(_candidates(current))  # the next step now sits at ``position``
                 progress = True
-                break
+            else:
+                position += 1
     return current, runs
 
 

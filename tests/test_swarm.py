@@ -22,17 +22,36 @@ from sim.scenario import from_dict
 
 ROOT = pathlib.Path(__file__).resolve().parent.parent
 
-# Planted bugs swarm finds within a small budget: (bug, first seed, seeds, the property
-# reported). Pinned from sweeps of seeds 1..300 and 301..1800: in those, swarm found
-# records-lost-on-new-message in 72 of 300 seeds, interrupt-without-cancel in 21 of 300,
-# no-agent-answer-timeout in 2 of 300 and cancel-without-marker in about 1 of 200 (7 of
-# 1500); the windows are small so the test stays fast, and each holds a finding.
-PINNED = [
-    ("interrupt-without-cancel", 51, 10, "interrupt_stops_foreground"),
-    ("records-lost-on-new-message", 1, 5, "at_most_once"),
-    ("no-agent-answer-timeout", 51, 10, "interrupt_finishes"),
-    ("cancel-without-marker", 361, 10, "canceled_before_received_never_runs"),
-]
+# The seed window in which swarm finds each planted bug: bug -> (first seed, seeds).
+# Pinned from a sweep of seeds 1..500 per bug (each seed drawn and judged under
+# contract+<bug>, unminimized; a seed counts when the bug's caught_by property is among
+# its new findings). Found in, of 500 seeds: no-age-margin 21, run-before-record 53,
+# cancel-without-marker 98, cancel-without-marker-truth 74, stop-rule-inclusive 34,
+# records-lost-on-new-message 121, pid-from-command 87, interrupt-without-cancel 285,
+# commit-without-owner-fence 33, commit-without-fences 33,
+# interrupt-answers-resolved-calls 57, interrupt-drops-not-run 115,
+# background-stopped-on-interrupt 139, no-agent-answer-timeout 72; the plain contract
+# in none (and in none of seeds 1..3000). Each window is the first run of 10 seeds that
+# starts at a finding and holds at least two, so the test stops at its first seed and
+# one seed that changes with the model does not lose the bug.
+WINDOWS = {
+    "no-age-margin": (42, 10),  # found at 42, 47, 48
+    "run-before-record": (32, 10),  # 32, 36, 41
+    "cancel-without-marker": (1, 10),  # 1, 3, 5
+    "cancel-without-marker-truth": (1, 10),  # 1, 3, 5
+    "stop-rule-inclusive": (12, 10),  # 12, 13
+    "records-lost-on-new-message": (7, 10),  # 7, 8, 13, 14
+    "pid-from-command": (6, 10),  # 6, 14, 15
+    "interrupt-without-cancel": (1, 10),  # 1, 3, 5, 6, 7, 10
+    "commit-without-owner-fence": (70, 10),  # 70, 76
+    "commit-without-fences": (70, 10),  # 70, 76
+    "interrupt-answers-resolved-calls": (24, 10),  # 24, 33
+    "interrupt-drops-not-run": (1, 10),  # 1, 3, 5
+    "background-stopped-on-interrupt": (5, 10),  # 5, 6, 7, 10, 11, 13, 14
+    "no-agent-answer-timeout": (40, 10),  # 40, 41, 45
+}
+# The plain contract's budget: every story is told in some of these seeds.
+CONTRACT_SEEDS = 50
 
 
 def _new_findings(result) -> set[str]:
@@ -70,10 +89,23 @@ def test_same_seed_same_scenario_across_hash_seeds():
 def test_fault_mixes_vary_between_seeds():
     """Swarm, not uniform: some seeds draw no fault, some several, and kinds come and go."""
     mixes = [tuple(f["kind"] for f in swarm.draw_scenario(s)["faults"]) for s in range(1, 100)]
-    assert () in mixes and max(len(m) for m in mixes) == swarm.MAX_FAULTS
+    assert () in mixes and max(len(m) for m in mixes) >= swarm.MAX_FAULTS
     seen = {kind for m in mixes for kind in m}
     assert seen == set(swarm.FAULT_KINDS)
     assert any(set(m) < seen and len(m) >= 2 for m in mixes)
+
+
+def _stories(data: dict) -> list[str]:
+    told = data["summary"].split("; ")[1].removeprefix("stories: ")
+    return [] if told == "none" else told.split(", ")
+
+
+def test_stories_vary_between_seeds():
+    """World shapes are swarmed too: every story is told in some seed, some seeds tell
+    none and some several."""
+    told = [_stories(swarm.draw_scenario(s)) for s in range(1, 100)]
+    assert {name for t in told for name in t} == {name for name, _ in swarm.STORIES}
+    assert [] in told and max(len(t) for t in told) >= 3
 
 
 def test_toml_round_trip():
@@ -92,7 +124,7 @@ def test_workers_do_not_change_the_report(tmp_path):
     outs = []
     for workers in ("1", "2"):
         proc = subprocess.run(
-            [sys.executable, "-m", "sim", "swarm", "--seeds", "4", "--first-seed", "56", "--json",
+            [sys.executable, "-m", "sim", "swarm", "--seeds", "4", "--first-seed", "9", "--json",
              "--variant", "contract+interrupt-without-cancel", "--workers", workers, "--out", str(tmp_path)],
             capture_output=True, cwd=ROOT, check=False,
         )
@@ -106,28 +138,49 @@ def test_workers_do_not_change_the_report(tmp_path):
 
 
 def test_contract_has_no_new_finding_in_a_fixed_budget():
-    """20 swarm worlds under the plain contract: no new finding (residual risks allowed)."""
-    report = swarm.run_swarm(1, 20, "contract")
-    assert report["seeds_run"] == 20
+    """CONTRACT_SEEDS swarm worlds under the plain contract: no new finding (residual
+    risks allowed), with every story told in some of them."""
+    report = swarm.run_swarm(1, CONTRACT_SEEDS, "contract")
+    assert report["seeds_run"] == CONTRACT_SEEDS
     assert report["failures"] == []
     assert report["sim_hours"] > 0 and report["results"] > 0
+    told = {name for s in range(1, CONTRACT_SEEDS + 1) for name in _stories(swarm.draw_scenario(s))}
+    assert told == {name for name, _ in swarm.STORIES}
 
 
 # -- (d) planted bugs are found and the minimized world reproduces ----------------
 
 
-@pytest.mark.parametrize("bug,first_seed,seeds,prop", PINNED, ids=[p[0] for p in PINNED])
-def test_swarm_finds_planted_bug(bug, first_seed, seeds, prop):
-    """Within the pinned budget swarm reports the bug; the minimized scenario still fails
-    the same property when run again with run_scenario, also after a TOML round trip, and
-    is no larger than the drawn world."""
-    variant = f"contract+{bug}"
-    report = swarm.run_swarm(first_seed, seeds, variant)
-    found = [f for f in report["failures"] if f["property"] == prop]
-    assert found, report["failures"]
-    failure = found[0]
-    assert mutants.by_name()[bug].caught_by in {prop, *failure["other_properties"]}
-    minimized = failure["scenario"]
+def test_every_planted_bug_has_a_small_window():
+    assert set(WINDOWS) == {m.name for m in mutants.MUTANTS}
+    assert all(1 <= seeds <= 20 for _, seeds in WINDOWS.values())
+
+
+def _swarm_failure(variant: str, caught_by: str, first_seed: int, seeds: int) -> dict | None:
+    """The failure `toolcall-sim swarm --first-seed F --seeds N --variant V` reports for
+    the first seed of the window whose new findings include ``caught_by``, as run_swarm
+    reports it (minimized). A seed's outcome depends on nothing else and its failing
+    properties are known before minimizing, so the seeds are scanned unminimized and
+    only the one found is minimized: the same report entry at a fraction of the cost."""
+    for seed in range(first_seed, first_seed + seeds):
+        failure = swarm.run_seed(seed, variant, minimize_failures=False)["failure"]
+        if failure is not None and caught_by in {failure["property"], *failure["other_properties"]}:
+            return swarm.run_seed(seed, variant)["failure"]
+    return None
+
+
+@pytest.mark.parametrize("mutant", mutants.MUTANTS, ids=lambda m: m.name)
+def test_swarm_finds_planted_bug(mutant):
+    """Within the bug's pinned window swarm reports a new finding (residual risk None) of
+    the property that must catch it, as the seed's failure or among its other failing
+    properties; the minimized scenario still fails the reported property when run again
+    with run_scenario, also after a TOML round trip, and is no larger than the drawn
+    world."""
+    variant = f"contract+{mutant.name}"
+    failure = _swarm_failure(variant, mutant.caught_by, *WINDOWS[mutant.name])
+    assert failure is not None, f"{variant}: no {mutant.caught_by} in seeds {WINDOWS[mutant.name]}"
+    prop, minimized = failure["property"], failure["scenario"]
+    assert mutant.caught_by in {prop, *failure["other_properties"]}
     assert prop in _new_findings(run_scenario(from_dict(minimized), variant))
     assert prop in _new_findings(run_scenario(from_dict(tomllib.loads(swarm.to_toml(minimized))), variant))
     drawn = swarm.draw_scenario(failure["seed"])
@@ -140,11 +193,11 @@ def test_cli_failure_output_and_written_scenario(tmp_path, capsys, monkeypatch):
     the minimized scenario, and exits 1; the written file fails under `run` too."""
     monkeypatch.chdir(tmp_path)
     variant = "contract+interrupt-without-cancel"
-    assert cli.main(["swarm", "--seeds", "1", "--first-seed", "58", "--variant", variant, "--out", "swarm"]) == 1
+    assert cli.main(["swarm", "--seeds", "1", "--first-seed", "12", "--variant", variant, "--out", "swarm"]) == 1
     out = capsys.readouterr().out
-    assert "FAIL seed 58: interrupt_stops_foreground" in out
-    assert f"reproduce: toolcall-sim swarm --seeds 1 --first-seed 58 --variant {variant}" in out
-    written = tmp_path / "swarm" / f"swarm-58-{variant}.toml"
+    assert "FAIL seed 12: interrupt_stops_foreground" in out
+    assert f"reproduce: toolcall-sim swarm --seeds 1 --first-seed 12 --variant {variant}" in out
+    written = tmp_path / "swarm" / f"swarm-12-{variant}.toml"
     assert f"reproduce: toolcall-sim run swarm/{written.name} --variant {variant}" in out
     assert out.splitlines()[-1].startswith("summary: 1 seed(s), 1 failure(s)")
     assert cli.main(["run", str(written)]) == 1  # the file's default variant is the bug's
