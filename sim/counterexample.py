@@ -84,6 +84,17 @@ def save_explored(path: str | Path, world: dict, prop: str, residual_risk, actio
     return Path(path)
 
 
+def save_run(path: str | Path, scenario_path: str | Path, variant: str, trace: list[dict], prop: str,
+             driver: str, detail: str = "") -> Path:
+    """Save a simpy run's failure (a swarm world written as a scenario file) in the same
+    format: the run's recorded actions, replayed through the model for the trace hash."""
+    world = {"kind": "scenario", "path": str(scenario_path), "variant": variant}
+    actions = _actions([r for r in trace if r.get("kind") == "action"])
+    replayed, _ = explore_trace(world_of(world), actions)
+    save(path, world, prop, None, actions, trace_sha256(replayed), driver, detail)
+    return Path(path)
+
+
 @dataclass
 class Replayed:
     reproduced: bool
@@ -173,6 +184,7 @@ def replay(path: str | Path) -> Replayed:
 
 
 def explore_trace(config: msys.WorldConfig, actions) -> tuple[list[dict], msys.System]:
-    """The full trace of a counterexample's actions (as ``replay`` computes it)."""
+    """The full trace of a counterexample's actions (as ``replay`` computes it, with no
+    header record)."""
     result = replay_actions(config, actions)
     return result.trace, result.final

@@ -867,6 +867,19 @@ def write_failure(failure: dict, variant: str, out_dir: Path) -> Path:
     return path
 
 
+def write_counterexample(failure: dict, variant: str, scenario_path: Path) -> Path:
+    """The failure as a counterexample in the one replay format (the minimized world's
+    run, as labelled actions), next to its scenario file: ``toolcall-sim replay`` runs it
+    through the pure model with no simpy."""
+    from . import counterexample as cx
+    from .run import run_scenario
+    from .scenario import load
+
+    result = run_scenario(load(str(scenario_path)), variant)
+    return cx.save_run(scenario_path.with_suffix(".json"), scenario_path, variant, result.world.trace,
+                       failure["property"], "swarm", failure["detail"])
+
+
 # ---------------------------------------------------------------------------
 # Command line
 # ---------------------------------------------------------------------------
@@ -901,6 +914,8 @@ def main(args, out) -> int:
         path = write_failure(failure, args.variant, out_dir)
         failure["file"] = _shown(path)
         failure["reproduce"].append(f"toolcall-sim run {failure['file']} --variant {args.variant}")
+        failure["counterexample"] = _shown(write_counterexample(failure, args.variant, path))
+        failure["reproduce"].append(f"toolcall-sim replay {failure['counterexample']}")
     if args.json:
         out.write(json.dumps(report, indent=2, sort_keys=True) + "\n")
     else:

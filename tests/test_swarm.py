@@ -17,6 +17,7 @@ from hypothesis import strategies as st
 
 from model import mutants
 from sim import cli, swarm
+from sim import counterexample as cx
 from sim.run import run_scenario
 from sim.scenario import from_dict
 
@@ -170,12 +171,12 @@ def _swarm_failure(variant: str, caught_by: str, first_seed: int, seeds: int) ->
 
 
 @pytest.mark.parametrize("mutant", mutants.MUTANTS, ids=lambda m: m.name)
-def test_swarm_finds_planted_bug(mutant):
+def test_swarm_finds_planted_bug(mutant, tmp_path):
     """Within the bug's pinned window swarm reports a new finding (residual risk None) of
     the property that must catch it, as the seed's failure or among its other failing
     properties; the minimized scenario still fails the reported property when run again
-    with run_scenario, also after a TOML round trip, and is no larger than the drawn
-    world."""
+    with run_scenario, also after a TOML round trip, is no larger than the drawn world,
+    and replays from its counterexample file."""
     variant = f"contract+{mutant.name}"
     failure = _swarm_failure(variant, mutant.caught_by, *WINDOWS[mutant.name])
     assert failure is not None, f"{variant}: no {mutant.caught_by} in seeds {WINDOWS[mutant.name]}"
@@ -186,6 +187,9 @@ def test_swarm_finds_planted_bug(mutant):
     drawn = swarm.draw_scenario(failure["seed"])
     assert all(a <= b for a, b in zip(swarm.size(minimized), swarm.size(drawn)))
     assert _is_subsequence(minimized["faults"], drawn["faults"])
+    # Written out, the failure replays through the pure model with the same trace hash.
+    replayed = cx.replay(swarm.write_counterexample(failure, variant, swarm.write_failure(failure, variant, tmp_path)))
+    assert replayed.reproduced and replayed.trace_sha256 == replayed.expected_sha256
 
 
 def test_cli_failure_output_and_written_scenario(tmp_path, capsys, monkeypatch):
@@ -202,6 +206,11 @@ def test_cli_failure_output_and_written_scenario(tmp_path, capsys, monkeypatch):
     assert out.splitlines()[-1].startswith("summary: 1 seed(s), 1 failure(s)")
     assert cli.main(["run", str(written)]) == 1  # the file's default variant is the bug's
     assert cli.main(["run", str(written), "--variant", "contract"]) == 0
+    # The same failure in the one replay format: the pure model reproduces it.
+    assert f"reproduce: toolcall-sim replay swarm/{written.with_suffix('.json').name}" in out
+    assert cli.main(["replay", str(written.with_suffix(".json"))]) == 1
+    replayed = cx.replay(written.with_suffix(".json"))
+    assert replayed.property == "interrupt_stops_foreground" and replayed.trace_sha256 == replayed.expected_sha256
 
 
 def test_cli_exit_codes(tmp_path, capsys):
