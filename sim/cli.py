@@ -51,10 +51,11 @@ def main(argv: list[str] | None = None) -> int:
         exp.add_argument(f"--{budget}", type=int, default=1)
     exp.add_argument("--out", default="reports/out/explore", help="folder for counterexample files")
     exp.add_argument("--graph", metavar="FILE", help="write the state graph (GraphML, or DOT for .dot)")
-    exp.add_argument("--continue", dest="keep_going", action="store_true",
-                     help="search on after the first violation, for every property's shortest counterexample")
+    exp.add_argument("--stop-at-first", action="store_true",
+                     help="stop at the first violation (like TLC) instead of finding every property's shortest one")
     exp.add_argument("--property", dest="stop_properties", action="append", default=[], metavar="NAME",
-                     help="stop only at a violation of this property (repeatable); others are still reported")
+                     help="stop once this property (repeatable: each of them) has a counterexample; "
+                          "the others found by then are reported too")
     exp.add_argument("--json", action="store_true")
     rep = sub.add_parser("replay", help="replay a counterexample or a recorded trace through the model")
     rep.add_argument("file")
@@ -163,15 +164,7 @@ def _explore(args, out) -> int:
                        interrupts=args.interrupts, lost_responses=args.lost_responses, task_retries=args.task_retries)
     # Wall-clock time is read here only to report speed; it never enters a run.
     started = time.perf_counter()
-    # Like TLC, stop at the first violation unless asked to go on: breadth-first order
-    # already makes it a shortest one.
-    from model import properties as props
-
-    unknown = [p for p in args.stop_properties if p not in {q.name for q in props.PROPERTIES}]
-    if unknown:
-        raise ScenarioError(f"--property: unknown property {unknown[0]!r} (toolcall-sim list shows them)")
-    stop_on = None if args.keep_going else (
-        lambda found: not args.stop_properties or found.property in args.stop_properties)
+    stop_on = _stop_rule(args.stop_at_first, args.stop_properties)
     result = ex.explore(config, bounds, max_states=args.max_states, keep_edges=bool(args.graph), stop_on=stop_on,
                         on_progress=None if args.json else _progress(out))
     elapsed_s = max(time.perf_counter() - started, 1e-9)
@@ -208,9 +201,33 @@ def _explore(args, out) -> int:
                 out.write(f"    {i:3}. {label}\n")
             out.write(f"    counterexample: {v['counterexample']} (toolcall-sim replay {v['counterexample']})\n")
         if violations and not result.exhausted:
-            more = "" if args.keep_going else " (--continue searches on)"
-            out.write(f"  search stopped at {result.states} states{more}\n")
+            why = "as asked" if stop_on is not None else f"at --max-states {args.max_states}"
+            out.write(f"  search stopped {why} at {result.states} states, not exhausted\n")
+        elif violations:
+            new = sum(1 for v in violations if v["residual_risk"] is None)
+            out.write(f"  exhausted: {new} new finding(s), {len(violations) - new} residual risk(s)\n")
     return 1 if any(v["residual_risk"] is None for v in violations) else 0
+
+
+def _stop_rule(at_first: bool, wanted: list[str]):
+    """When the search may stop early. Breadth-first order makes every counterexample
+    found so far a shortest one, so stopping loses none of them."""
+    from model import properties as props
+
+    unknown = [p for p in wanted if p not in {q.name for q in props.PROPERTIES}]
+    if unknown:
+        raise ScenarioError(f"--property: unknown property {unknown[0]!r} (toolcall-sim list shows them)")
+    if at_first:
+        return lambda found: True
+    if not wanted:
+        return None
+    seen: set[str] = set()
+
+    def every_wanted_found(found) -> bool:
+        if found.property in wanted:
+            seen.add(found.property)
+        return seen == set(wanted)
+    return every_wanted_found
 
 
 def _progress(out):

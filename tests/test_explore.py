@@ -112,3 +112,19 @@ def test_graph_output(tmp_path, capsys):
     assert "exhausted, no violation" in capsys.readouterr().out
     graph = nx.read_graphml(out)
     assert graph.number_of_nodes() > 10 and graph.number_of_edges() >= graph.number_of_nodes() - 1
+
+
+def test_stopping_rules(tmp_path, capsys):
+    """By default every violated property gets its shortest counterexample; --stop-at-first
+    stops at the first violating state (every property it violates is reported, not
+    exhausted); an unknown --property is bad input (exit 2)."""
+    argv = ["explore", "--variant", "today", "--agent-restarts", "0", "--interrupts", "0", "--lost-responses", "0",
+            "--task-retries", "0", "--json", "--out", str(tmp_path)]
+    assert main(argv) == 1
+    every = json.loads(capsys.readouterr().out)
+    assert every["exhausted"] and len(every["violations"]) == 2
+    assert main(argv + ["--stop-at-first"]) == 1
+    first = json.loads(capsys.readouterr().out)
+    assert not first["exhausted"] and first["states"] < every["states"]
+    assert len({v["steps"] for v in first["violations"]}) == 1
+    assert main(argv + ["--property", "no_such_property"]) == 2
