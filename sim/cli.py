@@ -60,8 +60,9 @@ def main(argv: list[str] | None = None) -> int:
     rep = sub.add_parser("replay", help="replay a counterexample or a recorded trace through the model")
     rep.add_argument("file")
     rep.add_argument("--json", action="store_true")
-    from . import swarm
+    from . import stateful, swarm
     swarm.add_arguments(sub.add_parser("swarm", help="swarm testing: random worlds, each with its own fault mix"))
+    stateful.add_arguments(sub.add_parser("search", help="random search with shrinking (hypothesis) of the default world"))
     args = parser.parse_args(argv)
     try:
         if args.command == "list":
@@ -76,6 +77,8 @@ def main(argv: list[str] | None = None) -> int:
             return _run(args, sys.stdout)
         if args.command == "swarm":
             return swarm.main(args, sys.stdout)
+        if args.command == "search":
+            return stateful.main(args, sys.stdout)
     except ScenarioError as err:
         print(f"toolcall-sim: {err}", file=sys.stderr)
         return 2

@@ -14,6 +14,9 @@ so ``toolcall-sim replay`` runs it again.
 
 from __future__ import annotations
 
+import json
+import shutil
+import tempfile
 from pathlib import Path
 
 from hypothesis import HealthCheck, note, settings
@@ -122,3 +125,60 @@ def save_counterexample(out: Path, variant: str, bounds: ex.Bounds, v, path: lis
     file = out / f"{variant.replace('+', '_')}-{v.property}.json"
     return cx.save_explored(file, cx.explore_world("default", variant, bounds), v.property, v.residual_risk, path,
                             "hypothesis", v.detail)
+
+
+# ---------------------------------------------------------------------------
+# Command line: toolcall-sim search
+# ---------------------------------------------------------------------------
+
+
+def add_arguments(parser) -> None:
+    parser.add_argument("--variant", default="contract", help="variant, e.g. today or contract+no-age-margin")
+    parser.add_argument("--examples", type=int, default=200, help="programs hypothesis tries (default 200)")
+    parser.add_argument("--steps", type=int, default=40, help="actions per program at most (default 40)")
+    parser.add_argument("--out", default=str(OUT), metavar="DIR", help="where the shrunk counterexample is written")
+
+
+def main(args, out) -> int:
+    """``toolcall-sim search``: hypothesis over the explorer's default world; a shrunk
+    failure prints as its story of action labels and is written in the replay format.
+    Derandomized, so the same arguments find the same failure. 0 no new finding, 1 one."""
+    from hypothesis import HealthCheck, settings
+    from hypothesis.stateful import run_state_machine_as_test
+
+    from model import mutants
+
+    from .scenario import ScenarioError
+
+    if args.examples < 1 or args.steps < 1:
+        raise ScenarioError("search: --examples and --steps must be at least 1")
+    try:
+        mutants.resolve(args.variant)
+    except mutants.UnknownVariant as err:
+        raise ScenarioError(f"search: --variant: {err}") from None
+    out_dir = Path(args.out)
+    # Every failing program hypothesis meets writes its file; only the last, shrunk one
+    # is kept (into --out), so the folder holds no half-shrunk leftovers.
+    scratch = tempfile.TemporaryDirectory()
+    machine = machine_for(args.variant, out=Path(scratch.name))
+    chosen = settings(max_examples=args.examples, stateful_step_count=args.steps, deadline=None, database=None,
+                      derandomize=True, suppress_health_check=[HealthCheck.too_slow])
+    out.write(f"search {args.variant}: up to {args.examples} programs of up to {args.steps} actions (hypothesis)\n")
+    try:
+        run_state_machine_as_test(machine, settings=chosen)
+    except AssertionError as err:
+        prop = str(err).split(":", 1)[0]
+        name = f"{args.variant.replace('+', '_')}-{prop}.json"
+        out_dir.mkdir(parents=True, exist_ok=True)
+        file = out_dir / name
+        shutil.copyfile(Path(scratch.name) / name, file)
+        scratch.cleanup()
+        doc = json.loads(file.read_text())
+        out.write(f"  VIOLATION {err}\n  shrunk to {doc['steps']} actions:\n")
+        for i, action in enumerate(doc["actions"], 1):
+            out.write(f"    {i:3}. {action['label']}\n")
+        out.write(f"  counterexample: {file} (toolcall-sim replay {file})\n")
+        return 1
+    scratch.cleanup()
+    out.write("  no new finding\n")
+    return 0

@@ -7,11 +7,10 @@ from __future__ import annotations
 
 import os
 
-import pytest
 from hypothesis import settings
-from hypothesis.stateful import run_state_machine_as_test
 
 from sim import counterexample as cx
+from sim.cli import main
 from sim.stateful import machine_for
 
 settings.load_profile(os.environ.get("HYPOTHESIS_PROFILE", "ci"))
@@ -20,15 +19,14 @@ settings.load_profile(os.environ.get("HYPOTHESIS_PROFILE", "ci"))
 TestContract = machine_for("contract").TestCase
 
 
-def test_today_fails_and_the_shrunk_failure_replays(tmp_path):
-    """Under today hypothesis finds a violated safety property; the counterexample it
-    wrote replays through the pure model and reproduces with the same trace hash."""
-    machine = machine_for("today", out=tmp_path)
-    with pytest.raises(AssertionError):
-        run_state_machine_as_test(machine, settings=settings(max_examples=200, stateful_step_count=40,
-                                                             deadline=None, database=None))
-    files = sorted(tmp_path.glob("*.json"))
-    assert files
-    for f in files:
-        r = cx.replay(f)
-        assert r.reproduced and r.trace_sha256 == r.expected_sha256
+def test_today_fails_and_the_shrunk_failure_replays(tmp_path, capsys):
+    """`toolcall-sim search` under today: hypothesis finds a violated safety property,
+    prints the shrunk program as a story of action labels, and writes one counterexample
+    that replays through the pure model with the same trace hash."""
+    assert main(["search", "--variant", "today", "--examples", "200", "--out", str(tmp_path)]) == 1
+    out = capsys.readouterr().out
+    assert "VIOLATION" in out and "shrunk to" in out and "  1. " in out
+    (file,) = sorted(tmp_path.glob("*.json"))
+    r = cx.replay(file)
+    assert r.reproduced and r.trace_sha256 == r.expected_sha256
+    assert main(["search", "--variant", "today", "--examples", "0"]) == 2
