@@ -99,6 +99,14 @@ class FMap(Mapping):
     def __getitem__(self, key):
         return self._index[key]
 
+    # Mapping's generic get and `in` go through __getitem__ and an exception; a step
+    # asks them hundreds of times.
+    def get(self, key, default=None):
+        return self._index.get(key, default)
+
+    def __contains__(self, key) -> bool:
+        return key in self._index
+
     def __iter__(self) -> Iterator:
         return (k for k, _ in self._items)
 

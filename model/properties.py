@@ -27,6 +27,7 @@ Rule 4. A violation that matches a residual risk the design documents (section 7
 from __future__ import annotations
 
 from dataclasses import dataclass, field, replace
+from functools import lru_cache
 from typing import Callable
 
 from . import chattool
@@ -473,6 +474,7 @@ def _clock(timing):
     return timing
 
 
+@lru_cache(maxsize=16)  # a pure function of a frozen Timing; evaluated on every explored state
 def interrupt_bound_ms(timing) -> int:
     """How long an interrupt may take in a world whose chatd timing is ``timing``: the
     dial timeout plus the agent answer timeout plus slack (30 s on the reference clock,
