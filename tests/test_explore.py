@@ -76,10 +76,10 @@ def test_in_flight_above_the_margin_finds_the_documented_residual_risk(tmp_path)
 
 
 def test_today_double_start_is_found_within_a_few_actions(tmp_path, capsys):
-    """Under today the explorer finds the incident's double start (a new owner starts the
-    command again) in at most a dozen actions, and `toolcall-sim replay` reproduces it."""
-    code = main(["explore", "--variant", "today", "--property", "at_most_once", "--agent-restarts", "0", "--interrupts", "0",
-                 "--lost-responses", "0", "--task-retries", "0", "--json", "--out", str(tmp_path)])
+    """Under today the explorer finds the incident's double start in the default world (a
+    new owner starts the command again) in at most a dozen actions, and `toolcall-sim
+    replay` reproduces it."""
+    code = main(["explore", "--variant", "today", "--property", "at_most_once", "--json", "--out", str(tmp_path)])
     doc = json.loads(capsys.readouterr().out)
     assert code == 1
     (v,) = [v for v in doc["violations"] if v["property"] == "at_most_once"]
