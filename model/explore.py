@@ -330,7 +330,7 @@ def explore(config: msys.WorldConfig, bounds: Bounds = Bounds(), max_states: int
 
     def report(node: Node, kinds: tuple, path: Callable[[], list]) -> None:
         nonlocal stopped
-        for v in _verdict(verdicts, node, kinds):
+        for v in verdict(verdicts, node, kinds):
             key = v.property if v.residual_risk is None else f"{v.property}:{v.residual_risk}"
             if key not in found:
                 found[key] = Found(v.property, v.residual_risk, path(), v.detail)
@@ -371,7 +371,7 @@ def explore(config: msys.WorldConfig, bounds: Bounds = Bounds(), max_states: int
     return result
 
 
-def _verdict(memo: dict, node: Node, kinds: tuple) -> list:
+def verdict(memo: dict, node: Node, kinds: tuple) -> list:
     """The properties' violations in this state. They read the ghost history and, of the
     system, only the chats (committed tool calls, statuses) and the configuration, which
     is the same for the whole search: so the verdict is memoized on those."""
