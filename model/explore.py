@@ -90,16 +90,6 @@ LOSABLE_ROUTES = ("start", "edit", "write", "cancel")  # the tool call answers w
 BUDGETS = ("agent_restarts", "ownership_changes", "interrupts", "lost_responses", "task_retries")
 
 
-def default_world(variant: str = "contract", second: str = "background", chatd_rules=None, agent_rules=None
-                  ) -> msys.WorldConfig:
-    """One chat, one agent, two replicas, one assistant message with two parallel calls:
-    a foreground execute that outlives one attempt (so a task retry matters) and a
-    background execute (or an edit). The other worlds are in ``model/worlds.py``."""
-    from . import worlds
-
-    return worlds.default(variant, second, chatd_rules, agent_rules)
-
-
 # ---------------------------------------------------------------------------
 # Explored states
 # ---------------------------------------------------------------------------

@@ -24,6 +24,7 @@ from hypothesis import strategies as st
 from hypothesis.stateful import RuleBasedStateMachine, invariant, precondition, rule
 
 from model import explore as ex
+from model import worlds
 from model import properties as props
 from model import system as msys
 
@@ -39,7 +40,7 @@ OUT = Path("reports/out/hypothesis")
 
 def machine_for(variant: str = "contract", bounds: ex.Bounds | None = None, out: Path | None = OUT):
     """A RuleBasedStateMachine class over the default world of ``variant``."""
-    config = ex.default_world(variant)
+    config = worlds.default(variant)
     # Random search can afford latency within the margin (messages 1 s in flight, so
     # `let_time_pass` has something to do); the exhaustive default keeps them instant.
     bounds = bounds or ex.Bounds(max_in_flight_ms=1)

@@ -12,6 +12,7 @@ import sys
 import pathlib
 
 from model import explore as ex
+from model import worlds
 from sim import counterexample as cx
 from sim.cli import main
 
@@ -47,7 +48,7 @@ def test_in_flight_within_the_margin_finds_only_the_cancel_gap(tmp_path):
     restart gets agent_started_after_tool_call, the interrupt reports unknown and the
     start behind it runs (US10's promise needs a recorded cancel). Reported as a residual
     risk, and the counterexample replays."""
-    config = ex.default_world("contract")
+    config = worlds.default("contract")
     r = ex.explore(config, bounds(agent_restarts=1, interrupts=1))
     assert r.exhausted
     assert [(v.property, v.residual_risk) for v in r.violations] == [
@@ -93,9 +94,10 @@ def test_fingerprints_are_stable_across_processes():
     """States are deduplicated by a canonical fingerprint, not Python's hash: the same
     search gives the same count under any PYTHONHASHSEED."""
     code = ("from model import explore as ex;"
-            "r = ex.explore(ex.default_world('contract'), ex.Bounds(agent_restarts=1, ownership_changes=0,"
+            "from model import worlds;"
+            "r = ex.explore(worlds.default('contract'), ex.Bounds(agent_restarts=1, ownership_changes=0,"
             " interrupts=0, lost_responses=0, task_retries=0));"
-            "print(r.states, r.transitions, ex.fingerprint(ex.initial_node(ex.default_world('contract'))))")
+            "print(r.states, r.transitions, ex.fingerprint(ex.initial_node(worlds.default('contract'))))")
     outs = set()
     for seed in ("0", "99"):
         out = subprocess.run([sys.executable, "-c", code], capture_output=True, cwd=ROOT, check=True,

@@ -113,6 +113,6 @@ def test_counterexample_names_its_world(tmp_path, capsys):
     (v,) = [v for v in doc["violations"] if v["property"] == "one_result"]
     assert json.loads(open(v["counterexample"]).read())["world"]["name"] == "two-messages"
     assert main(["replay", v["counterexample"]]) == 1
-    assert cx.world_of({"kind": "explore", "variant": "contract"}) == ex.default_world("contract")
+    assert cx.world_of({"kind": "explore", "variant": "contract"}) == worlds.default("contract")
     with pytest.raises(cx.BadInput):
         cx.world_of({"kind": "explore", "name": "three-chats"})

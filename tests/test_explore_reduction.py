@@ -7,6 +7,7 @@ from __future__ import annotations
 import pytest
 
 from model import explore as ex
+from model import worlds
 
 NONE = dict(agent_restarts=0, ownership_changes=0, interrupts=0, lost_responses=0, task_retries=0)
 
@@ -29,7 +30,7 @@ def _found(result) -> dict:
 
 @pytest.mark.parametrize("variant,budgets", CASES, ids=[f"{v}-{'-'.join(b)}" for v, b in CASES])
 def test_merging_reordered_histories_finds_the_same(variant, budgets):
-    world = ex.default_world(variant)
+    world = worlds.default(variant)
     exact = ex.explore(world, ex.Bounds(merge_reordered=False, **{**NONE, **budgets}))
     merged = ex.explore(world, ex.Bounds(merge_reordered=True, **{**NONE, **budgets}))
     assert exact.exhausted and merged.exhausted
