@@ -64,6 +64,8 @@ def test_sometimes_properties_are_reached_somewhere():
         ("rr_delayed_retry_across_restart", "age_check_best_effort"),
         ("rr_rollout_mixed_versions", "mixed_coderd_versions"),
         ("rr_false_unknown_after_restart", "false_unknown_after_agent_start"),
+        ("rr_cancel_within_margin_after_restart", "unknown_cancel_work_later"),
+        ("rr_delayed_cancel_after_restart", "age_check_best_effort"),
     ],
 )
 def test_residual_risk_reported_by_name(scenario, risk):
