@@ -14,8 +14,9 @@ Rule 1 (time). Time is discrete and advances only when something waits for it: a
         a ``Tick`` moves time by 1 ms while a message is in flight, which is how latency is
         explored. A message must be delivered (or lost) within ``max_in_flight_ms`` of its
         sending, so time cannot pass a message's deadline. The default bound is 0: any
-        order of the messages in flight, none of them outliving its millisecond. Durations are the small,
-        order-preserving ``Timing.explorer()`` (1 small ms stands for ``scale`` real ms).
+        order of the messages in flight, none of them outliving its millisecond.
+        Durations are the small, order-preserving ``Timing.explorer()`` (1 small ms
+        stands for ``scale`` real ms).
 Rule 2 (budgets). Faults are actions limited by budgets: agent restarts, ownership changes
         (an immediate takeover by the other replica), interrupts, lost responses and task
         retries (attempt timeouts that fire). A spent budget disables its action.
@@ -81,7 +82,7 @@ class Bounds:
     interrupts: int = 1
     lost_responses: int = 1
     task_retries: int = 1
-    scale: int = 1000  # real ms per small ms (Timing.small's age margin 2 stands for 2 s)
+    scale: int = 1000  # real ms per small ms (Timing.explorer's age margin 2 stands for 2 s)
     fifo_links: bool = True  # each directed link delivers in send order
     merge_reordered: bool = True  # Rule 5: histories that differ only in order merge
 
@@ -235,13 +236,15 @@ def _spend(node: Node, action) -> tuple[int, ...]:
 
 
 def step(node: Node, action) -> tuple[Node, tuple]:
+    """The node after ``action`` and the actions taken (``action`` and the deliveries
+    that settled after it), which is what a path records."""
     st = msys.apply(node.system, action)
     ghost, trace = _grow(node.ghost, node.trace, st.records)
-    system, records, settled = _settle(st.system, list(st.records), ghost)
-    return Node(system, _spend(node, action), ghost, trace), (tuple(records), (action, *settled))
+    system, settled = _settle(st.system)
+    return Node(system, _spend(node, action), ghost, trace), (action, *settled)
 
 
-def _settle(s: msys.System, records: list, ghost: tuple) -> tuple[msys.System, list, list]:
+def _settle(s: msys.System) -> tuple[msys.System, list]:
     """Deliver at once every message whose delivery changes nothing but the network (a
     late answer to a replica whose call was aborted, say). Such a delivery commutes with
     every other action, so exploring it at every position only multiplies states (a
@@ -265,10 +268,9 @@ def _settle(s: msys.System, records: list, ghost: tuple) -> tuple[msys.System, l
                     and t.agent == s.agent and not _ghost_records(st.records)):
                 settled.append(msys.Deliver(s.now_ms, env.seq, env.what))
                 s = t
-                records.extend(st.records)
                 changed = True
                 break
-    return s, records, settled
+    return s, settled
 
 
 def initial_node(config: msys.WorldConfig) -> Node:
@@ -333,7 +335,7 @@ def explore(config: msys.WorldConfig, bounds: Bounds = Bounds(), max_states: int
         if stopped:
             break
         for action in actions:
-            child, (_, taken) = step(node, action)
+            child, taken = step(node, action)
             cfp = fingerprint(child, bounds.merge_reordered)
             result.transitions += 1
             if keep_edges:

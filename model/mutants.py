@@ -84,13 +84,16 @@ class UnknownVariant(ValueError):
     pass
 
 
-def resolve(variant: str, agent_rules: "agent.AgentRules | None" = None):
+def resolve(variant: str, agent_rules: "agent.AgentRules | None" = None, timing=None):
     """``"contract+no-age-margin"`` -> (ChatdRules, AgentRules). The base must be a chatd
-    variant; each ``+bug`` applies one planted bug's knobs on top."""
+    variant; each ``+bug`` applies one planted bug's knobs on top, also on top of
+    ``timing`` when a world runs on a clock of its own (the explorer's)."""
     base, *bugs = variant.split("+")
     rules = chatd.VARIANTS.get(base)
     if rules is None:
         raise UnknownVariant(f"unknown variant {base!r} (known: {', '.join(sorted(chatd.VARIANTS))})")
+    if timing is not None:
+        rules = replace(rules, timing=timing)
     agent_rules = agent_rules or agent.AgentRules()
     known = by_name()
     agent_bugs = []

@@ -28,7 +28,7 @@ Rule 3. Chats start once the agent has been up longer than the age margin, as in
 from __future__ import annotations
 
 import json
-from dataclasses import dataclass, replace
+from dataclasses import dataclass
 from typing import Callable
 
 from . import agent, chattool, mutants
@@ -41,26 +41,11 @@ CHAT_2 = "9d4b2c1a-7e6f-5a8b-8c9d-0e1f2a3b4c5d"
 FILE = "/w/a.txt"
 
 
-def _kept_timing(t: Timing) -> dict:
-    """A planted bug may change a timing field (e.g. no answer bound); keep such changes."""
-    base = Timing()
-    return {k: getattr(t, k) for k in t.__dataclass_fields__ if getattr(t, k) != getattr(base, k)
-            and k not in ("heartbeat_interval_ms", "acquisition_interval_ms", "runner_sync_interval_ms",
-                          "heartbeat_stale_ms")}
-
-
-def rules(variant: str, chatd_rules=None, agent_rules=None):
-    """(chatd rules, agent rules) of ``variant`` on the explorer's clock (Rule 1)."""
+def rules(variant: str):
+    """(chatd rules, agent rules) of ``variant`` on the explorer's clock (Rule 1): the
+    planted bug's knobs are applied on top of the clock, so they win."""
     timing = Timing.explorer()
-    if chatd_rules is None or agent_rules is None:
-        c_rules, a_rules = mutants.resolve(variant)
-        chatd_rules = chatd_rules or c_rules
-        agent_rules = agent_rules or a_rules
-    chatd_rules = replace(chatd_rules, timing=replace(timing, **_kept_timing(chatd_rules.timing)))
-    changed = {k: getattr(agent_rules, k) for k in agent_rules.__dataclass_fields__
-               if getattr(agent_rules, k) != getattr(agent.AgentRules(), k)}
-    agent_rules = replace(timing.agent_rules(agent_rules), **changed)
-    return chatd_rules, agent_rules
+    return mutants.resolve(variant, timing.agent_rules(agent.AgentRules()), timing)
 
 
 def execute(provider_id: str, command: str, **args) -> chattool.ToolCall:
@@ -72,11 +57,10 @@ def edit(provider_id: str, path: str = FILE) -> chattool.ToolCall:
         {"files": [{"path": path, "edits": [{"search": "one", "replace": "two"}]}]}))
 
 
-def _world(variant: str, chats: tuple, scripts: dict, chatd_rules=None, agent_rules=None,
-           pubsub_immediate: bool = True) -> msys.WorldConfig:
+def _world(variant: str, chats: tuple, scripts: dict, pubsub_immediate: bool = True) -> msys.WorldConfig:
     """Two replicas, one agent, ``/w/a.txt`` reading "one", and ``chats``: (chat ID,
     scripted turns, how long after the first chat it starts)."""
-    c_rules, a_rules = rules(variant, chatd_rules, agent_rules)
+    c_rules, a_rules = rules(variant)
     timing = c_rules.timing
     start_ms = 4 * timing.agent_age_margin_ms  # Rule 3
     specs = tuple(
@@ -99,8 +83,7 @@ def _world(variant: str, chats: tuple, scripts: dict, chatd_rules=None, agent_ru
 # ---------------------------------------------------------------------------
 
 
-def default(variant: str = "contract", second: str = "background", chatd_rules=None, agent_rules=None
-            ) -> msys.WorldConfig:
+def default(variant: str = "contract", second: str = "background") -> msys.WorldConfig:
     """One chat, one agent, two replicas, one assistant message with two parallel calls:
     a foreground execute that outlives one attempt (so a task retry matters) and a
     background execute (or an edit)."""
@@ -109,7 +92,7 @@ def default(variant: str = "contract", second: str = "background", chatd_rules=N
     # The foreground command runs 12 ms: past its 8 ms timeout and past the first 10 ms
     # attempt, so retries, ownership changes and interrupts all find it running.
     scripts = {"make test": agent.Script(runs_for_ms=12), "make serve": agent.Script(runs_for_ms=10**6)}
-    return _world(variant, ((CHAT_1, ((fg, other),), 0),), scripts, chatd_rules, agent_rules)
+    return _world(variant, ((CHAT_1, ((fg, other),), 0),), scripts)
 
 
 def two_chats(variant: str = "contract") -> msys.WorldConfig:

@@ -178,7 +178,7 @@ def _explore(args, out) -> int:
         name = v.property + (f"-{v.residual_risk}" if v.residual_risk else "")
         where = "" if args.world == "default" else f"{args.world}-"
         path = Path(args.out) / f"{where}{args.variant.replace('+', '_')}-{name}.json"
-        cx.save_explored(path, world, v.property, v.residual_risk, v.path, "explore", v.detail)
+        cx.save_actions(path, world, v.property, v.residual_risk, v.path, "explore", v.detail)
         violations.append({"property": v.property, "residual_risk": v.residual_risk, "counterexample": str(path),
                            "steps": len(v.path), "detail": v.detail, "actions": [a.label() for a in v.path]})
     if args.graph:
@@ -204,7 +204,7 @@ def _explore(args, out) -> int:
                 out.write(f"    {i:3}. {label}\n")
             out.write(f"    counterexample: {v['counterexample']} (toolcall-sim replay {v['counterexample']})\n")
         if violations and not result.exhausted:
-            why = "as asked" if stop_on is not None else f"at --max-states {args.max_states}"
+            why = f"at --max-states {args.max_states}" if result.states > args.max_states else "as asked"
             out.write(f"  search stopped {why} at {result.states} states, not exhausted\n")
         elif violations:
             new = sum(1 for v in violations if v["residual_risk"] is None)

@@ -75,10 +75,10 @@ def explore_world(name: str, variant: str, bounds, second: str = "background") -
             "bounds": {k: getattr(bounds, k) for k in bounds.__dataclass_fields__}}
 
 
-def save_explored(path: str | Path, world: dict, prop: str, residual_risk, actions, driver: str,
-                  detail: str = "") -> Path:
-    """Save a counterexample found in an explorer world (by the explorer or hypothesis),
-    with the hash of the trace its actions replay to."""
+def save_actions(path: str | Path, world: dict, prop: str, residual_risk, actions, driver: str,
+                 detail: str = "") -> Path:
+    """Save a counterexample of any driver with the hash of the trace its actions replay
+    to in ``world`` (as ``replay`` will compute it)."""
     trace, _ = explore_trace(world_of(world), actions)
     save(path, world, prop, residual_risk, actions, trace_sha256(trace), driver, detail)
     return Path(path)
@@ -87,12 +87,10 @@ def save_explored(path: str | Path, world: dict, prop: str, residual_risk, actio
 def save_run(path: str | Path, scenario_path: str | Path, variant: str, trace: list[dict], prop: str,
              driver: str, detail: str = "") -> Path:
     """Save a simpy run's failure (a swarm world written as a scenario file) in the same
-    format: the run's recorded actions, replayed through the model for the trace hash."""
+    format: the actions the run recorded in its trace."""
     world = {"kind": "scenario", "path": str(scenario_path), "variant": variant}
     actions = _actions([r for r in trace if r.get("kind") == "action"])
-    replayed, _ = explore_trace(world_of(world), actions)
-    save(path, world, prop, None, actions, trace_sha256(replayed), driver, detail)
-    return Path(path)
+    return save_actions(path, world, prop, None, actions, driver, detail)
 
 
 @dataclass

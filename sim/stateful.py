@@ -58,7 +58,7 @@ def machine_for(variant: str = "contract", bounds: ex.Bounds | None = None, out:
 
         def _do(self, action):
             note(action.label())
-            self.node, (_, taken) = ex.step(self.node, action)
+            self.node, taken = ex.step(self.node, action)
             self.path.extend(taken)
 
         # -- rules: one per action kind -------------------------------------------
@@ -113,19 +113,22 @@ def machine_for(variant: str = "contract", bounds: ex.Bounds | None = None, out:
             if new:
                 v = new[0]
                 if out is not None:
-                    save_counterexample(out, variant, bounds, v, self.path, config)
+                    save_counterexample(out, variant, bounds, v, self.path)
                 raise AssertionError(f"{v.property}: {v.detail}")
 
     ToolCallWorld.__name__ = f"ToolCallWorld_{variant.replace('+', '_').replace('-', '_')}"
     return ToolCallWorld
 
 
-def save_counterexample(out: Path, variant: str, bounds: ex.Bounds, v, path: list, config) -> Path:
+def _file_name(variant: str, prop: str) -> str:
+    return f"{variant.replace('+', '_')}-{prop}.json"
+
+
+def save_counterexample(out: Path, variant: str, bounds: ex.Bounds, v, path: list) -> Path:
     """Write the failing path in the one replay format (the latest, i.e. most shrunk, wins)."""
     out.mkdir(parents=True, exist_ok=True)
-    file = out / f"{variant.replace('+', '_')}-{v.property}.json"
-    return cx.save_explored(file, cx.explore_world("default", variant, bounds), v.property, v.residual_risk, path,
-                            "hypothesis", v.detail)
+    return cx.save_actions(out / _file_name(variant, v.property), cx.explore_world("default", variant, bounds),
+                           v.property, v.residual_risk, path, "hypothesis", v.detail)
 
 
 # ---------------------------------------------------------------------------
@@ -144,7 +147,6 @@ def main(args, out) -> int:
     """``toolcall-sim search``: hypothesis over the explorer's default world; a shrunk
     failure prints as its story of action labels and is written in the replay format.
     Derandomized, so the same arguments find the same failure. 0 no new finding, 1 one."""
-    from hypothesis import HealthCheck, settings
     from hypothesis.stateful import run_state_machine_as_test
 
     from model import mutants
@@ -158,28 +160,24 @@ def main(args, out) -> int:
     except mutants.UnknownVariant as err:
         raise ScenarioError(f"search: --variant: {err}") from None
     out_dir = Path(args.out)
-    # Every failing program hypothesis meets writes its file; only the last, shrunk one
-    # is kept (into --out), so the folder holds no half-shrunk leftovers.
-    scratch = tempfile.TemporaryDirectory()
-    machine = machine_for(args.variant, out=Path(scratch.name))
     chosen = settings(max_examples=args.examples, stateful_step_count=args.steps, deadline=None, database=None,
                       derandomize=True, suppress_health_check=[HealthCheck.too_slow])
     out.write(f"search {args.variant}: up to {args.examples} programs of up to {args.steps} actions (hypothesis)\n")
-    try:
-        run_state_machine_as_test(machine, settings=chosen)
-    except AssertionError as err:
-        prop = str(err).split(":", 1)[0]
-        name = f"{args.variant.replace('+', '_')}-{prop}.json"
-        out_dir.mkdir(parents=True, exist_ok=True)
-        file = out_dir / name
-        shutil.copyfile(Path(scratch.name) / name, file)
-        scratch.cleanup()
-        doc = json.loads(file.read_text())
-        out.write(f"  VIOLATION {err}\n  shrunk to {doc['steps']} actions:\n")
-        for i, action in enumerate(doc["actions"], 1):
-            out.write(f"    {i:3}. {action['label']}\n")
-        out.write(f"  counterexample: {file} (toolcall-sim replay {file})\n")
-        return 1
-    scratch.cleanup()
+    # Every failing program hypothesis meets writes its file; only the last, shrunk one
+    # is kept (into --out), so the folder holds no half-shrunk leftovers.
+    with tempfile.TemporaryDirectory() as scratch:
+        try:
+            run_state_machine_as_test(machine_for(args.variant, out=Path(scratch)), settings=chosen)
+        except AssertionError as err:
+            name = _file_name(args.variant, str(err).split(":", 1)[0])
+            out_dir.mkdir(parents=True, exist_ok=True)
+            file = out_dir / name
+            shutil.copyfile(Path(scratch) / name, file)
+            doc = json.loads(file.read_text())
+            out.write(f"  VIOLATION {err}\n  shrunk to {doc['steps']} actions:\n")
+            for i, action in enumerate(doc["actions"], 1):
+                out.write(f"    {i:3}. {action['label']}\n")
+            out.write(f"  counterexample: {file} (toolcall-sim replay {file})\n")
+            return 1
     out.write("  no new finding\n")
     return 0

@@ -316,9 +316,10 @@ class _Draft:
         """A record's run age counts from the record (model/agent.py Rule 3), which a
         slow handler inserts that long before its process starts, so chatd ends its wait
         for a command up to the handler time before the process reaches its timeout and
-        commits timed_out for a process younger than that (truthful_result). Spawning in
-        minutes is outside the contract's assumptions and only stands in for a long race
-        window, so in a world with slow handlers no command may reach its timeout."""
+        commits timed_out for a process younger than that (truthful_result; kept as the
+        finding scenarios/finding_slow_spawn_timed_out.toml). Here a slow handler only
+        stands in for a long race window, so in a world with slow handlers no command may
+        reach its timeout."""
         if not self.handler_ms:
             return
         for tc in (tc for t in self.turns for tc in t["tool_calls"]):

@@ -59,8 +59,8 @@ def test_in_flight_within_the_margin_finds_only_the_cancel_gap(tmp_path):
 def _assert_replays(found, tmp_path):
     """The counterexample, saved in the one replay format, reproduces with the same trace."""
     world = cx.explore_world("default", "contract", ex.Bounds())
-    replayed = cx.replay(cx.save_explored(tmp_path / "found.json", world, found.property, found.residual_risk,
-                                          found.path, "explore"))
+    replayed = cx.replay(cx.save_actions(tmp_path / "found.json", world, found.property, found.residual_risk,
+                                         found.path, "explore"))
     assert replayed.reproduced and replayed.trace_sha256 == replayed.expected_sha256
 
 

@@ -79,8 +79,8 @@ def test_explorer_finds_planted_bug(mutant, tmp_path):
     (found,) = [v for v in r.violations if v.property == mutant.caught_by]
     assert found.residual_risk is None, found.detail
 
-    path = cx.save_explored(tmp_path / f"{mutant.name}.json", cx.explore_world(world, variant, b), found.property,
-                            found.residual_risk, found.path, "explore")
+    path = cx.save_actions(tmp_path / f"{mutant.name}.json", cx.explore_world(world, variant, b), found.property,
+                           found.residual_risk, found.path, "explore")
     replayed = cx.replay(path)
     assert replayed.reproduced and replayed.mismatch is None
     assert replayed.trace_sha256 == replayed.expected_sha256
