@@ -87,6 +87,7 @@ from .core import (
     note,
     truth,
 )
+from .gojson import BOOL, INT64, STRING, GoJSONError, ListOf, MapOf, Struct, decode, go_quote
 from .identity import (
     AGENT_STARTED_AFTER_TOOL_CALL,
     CHAT_ID_HEADER,
@@ -123,6 +124,34 @@ MSG_CANCEL_NEEDS_HEADERS = "Canceling a tool call requires tool call headers."
 MSG_CANCEL_WRONG_ID = "The tool call ID in the path is not the ID of the tool call in the headers."
 MSG_BAD_JSON = "Request body must be valid JSON."
 MSG_HANDLER_FAILED = "The tool call handler failed."
+# httpmw.Recover's answer to the request whose handler panicked (httpapi.InternalServerError).
+MSG_INTERNAL = "An internal server error occurred."
+MSG_STOP_FAILED = "Failed to stop the tool call's process."
+MSG_SIGNAL_FAILED = "Failed to signal process."
+# What a failed kill reports (Script.kill_fails). [inferred] Go wraps the syscall error; the
+# model's one failure is EPERM.
+KILL_ERROR = "operation not permitted"
+SIGNALS = {"kill": "SIGKILL", "terminate": "SIGTERM"}  # agentproc manager.signal
+
+# The Go structs the handlers decode bodies into (gojson.py). Field names are the JSON tags:
+# stop_if_run_age_below_ms is asserted by a Go test; the others are the model's names, which
+# chatd's requests use too (agent-contract.md 6.4: the tags were not all seen).
+CANCEL_REQUEST = Struct("workspacesdk.CancelToolCallRequest", (("stop_if_run_age_below_ms", INT64),))
+START_REQUEST = Struct(
+    "workspacesdk.StartProcessRequest",
+    (("command", STRING), ("workdir", STRING), ("env", MapOf(STRING, "map[string]string")), ("background", BOOL)),
+)
+SIGNAL_REQUEST = Struct("workspacesdk.SignalProcessRequest", (("signal", STRING),))
+_FILE_EDIT = Struct("workspacesdk.FileEdit", (("search", STRING), ("replace", STRING)))
+_FILE_EDITS = Struct("workspacesdk.FileEdits", (("path", STRING), ("edits", ListOf(_FILE_EDIT, "[]workspacesdk.FileEdit"))))
+EDIT_REQUEST = Struct("workspacesdk.FileEditRequest", (("files", ListOf(_FILE_EDITS, "[]workspacesdk.FileEdits")),))
+
+# The head/tail output buffer (agent/agentproc/headtail.go): what output and cancel answers
+# report of a process's output.
+MAX_HEAD_BYTES = 16 << 10
+MAX_TAIL_BYTES = 16 << 10
+MAX_LINE_LENGTH = 2048
+LINE_TRUNCATION_SUFFIX = " ... [truncated]"
 
 
 @dataclass(frozen=True, repr=False)
@@ -156,6 +185,8 @@ class Script(CachedRepr):
     exit_code: int = 0
     output_at_start: str = ""
     output_at_exit: str = ""
+    kill_fails: bool = False  # a kill of its process group fails (EPERM): the stopper errors
+
 
 
 @dataclass(frozen=True, repr=False)
@@ -172,6 +203,10 @@ class Recorded(CachedRepr):
     status: int
     content_type: str
     body: bytes
+
+
+# middleware.go panicResponse: what a panicking run records (section 2.5).
+PANIC_RECORDED = Recorded(500, JSON, json_body({"message": MSG_HANDLER_FAILED}))
 
 
 @dataclass(frozen=True, repr=False)
@@ -193,10 +228,10 @@ class ChatRecords(CachedRepr):
 class Run(CachedRepr):
     """A handler run that has its record but has not published yet."""
 
-    key: Key
+    key: Key | None  # None: no tool call headers (or an old agent), nothing is recorded
     kind: str  # start | edit | write
     request: Request
-    created_at_ms: int
+    created_at_ms: int  # the request's arrival: the record's instant, and the process's start
 
 
 @dataclass(frozen=True, repr=False)
@@ -410,8 +445,7 @@ def on_request(state: AgentState, req: Request, now_ms: int) -> tuple[AgentState
     old = not state.config.rules.understands_tool_calls
     if route is not None and old:
         # An old agent has no middleware: every request runs and picks its own ID.
-        state, rec, effects = _run_handler(state, route, req, None, now_ms)
-        return state, effects + [Reply(req.src, Response(req.req_id, rec.status, rec.content_type, rec.body))]
+        return _begin_run(state, req, route, None, now_ms)
     if route is not None:
         return _middleware(state, req, route, now_ms)
     if req.method == "POST" and not old and (m := _CANCEL_RE.match(req.path)):
@@ -432,8 +466,7 @@ def _middleware(state: AgentState, req: Request, kind: str, now_ms: int) -> tupl
         return state, [_message(req, 400, MSG_INVALID_HEADERS, str(err))]
     if headers is None:
         # Not a tool call request: the handler runs as today, every time, no record.
-        state, rec, effects = _run_handler(state, kind, req, None, now_ms)
-        return state, effects + [Reply(req.src, Response(req.req_id, rec.status, rec.content_type, rec.body))]
+        return _begin_run(state, req, kind, None, now_ms)
     chat_id = chat_of(req)
     if chat_id is None:
         return state, [_message(req, 400, MSG_NO_CHAT)]
@@ -456,35 +489,68 @@ def _middleware(state: AgentState, req: Request, kind: str, now_ms: int) -> tupl
         waiter = Waiter(req, "replay", record.run_id, key)
         return replace(state, waiters=state.waiters.set(req.req_id, waiter)), [note("waiting", uuid=key.uuid)]
     # Proven new: record first (A1), then run the handler as its own step.
-    run_id = req.req_id
-    record = Record(digest, False, now_ms, run_id, None)
+    record = Record(digest, False, now_ms, req.req_id, None)
     if state.config.rules.record_before_run:
         state = _insert(state, key, record)
-    run = Run(key, kind, req, now_ms)
+    state, effects = _begin_run(state, req, kind, key, now_ms)
+    return state, effects + [note("run_pending", uuid=key.uuid, route=kind)]
+
+
+def _begin_run(state: AgentState, req: Request, kind: str, key: Key | None, now_ms: int) -> tuple[AgentState, Effects]:
+    """Rule 2: the handler runs as its own step, ``handler_ms`` after the request arrived.
+    Every handler run takes this path, with a tool call (``key``) or without one (no
+    headers, or an old agent), because a slow spawn is slow for every start."""
+    run_id = req.req_id
     state = replace(
         state,
-        runs=state.runs.set(run_id, run),
+        runs=state.runs.set(run_id, Run(key, kind, req, now_ms)),
         waiters=state.waiters.set(req.req_id, Waiter(req, "replay", run_id, key)),
     )
-    return state, [
-        SetTimer(f"handler:{run_id}", state.config.rules.handler_ms),
-        note("run_pending", uuid=key.uuid, route=kind),
-    ]
+    return state, [SetTimer(f"handler:{run_id}", state.config.rules.handler_ms)]
 
 
-def on_handler_done(state: AgentState, run_id: str, now_ms: int, panic: bool = False) -> tuple[AgentState, Effects]:
+def _recovered_reply(req: Request) -> Reply:
+    """httpmw.Recover, outermost in the agent: the panic left the creating request's stack,
+    so that request gets ``httpapi.InternalServerError`` and no run-age header."""
+    return _json_response(req, 500, {"message": MSG_INTERNAL})
+
+
+def on_handler_done(
+    state: AgentState, run_id: str, now_ms: int, panic: bool = False, after_effects: bool = False
+) -> tuple[AgentState, Effects]:
     """The pending run executes its handler and publishes its recorded response; every
-    request waiting on the run is answered (a dropped record still wakes its waiters)."""
+    request waiting on the run is answered (a dropped record still wakes its waiters).
+
+    ``panic`` (section 2.5, middleware.go ``record.run``): the record gets
+    ``PANIC_RECORDED`` and the panic goes on up the creating request's stack to
+    httpmw.Recover, so the creating request gets the recovery 500 (no run-age header) while
+    waiters and later requests get the recorded 500 with the run-age header.
+    ``after_effects``: the handler panicked after its side effects, e.g. after
+    ``manager.start`` spawned the process (while writing the answer). The process exists,
+    keeps running under its background context and is addressable by the tool call UUID;
+    only the answer is lost, so the record holds the 500 and a cancel reports
+    ``status_code`` 500 together with the process, which the stop rule may kill."""
     run = state.runs.get(run_id)
     if run is None:
         return state, []
     state = replace(state, runs=state.runs.remove(run_id))
     effects: Effects = []
-    if panic:
-        recorded = Recorded(500, JSON, json_body({"message": MSG_HANDLER_FAILED}))
-        effects.append(note("handler_panicked", uuid=run.key.uuid))
+    uuid_ = run.key.uuid if run.key is not None else None
+    if panic and not after_effects:
+        recorded = PANIC_RECORDED
     else:
-        state, recorded, effects = _run_handler(state, run.kind, run.request, run.key, now_ms)
+        state, recorded, effects = _run_handler(state, run.kind, run.request, run.key, now_ms, run.created_at_ms)
+    if panic:
+        recorded = PANIC_RECORDED
+        effects.append(note("handler_panicked", uuid=uuid_, after_effects=after_effects))
+    if run.key is None:
+        # No record: only the creating request hears of this run.
+        waiter = state.waiters.get(run_id)
+        if waiter is not None:
+            state = replace(state, waiters=state.waiters.remove(run_id))
+            answer = Response(run_id, recorded.status, recorded.content_type, recorded.body)
+            effects.append(_recovered_reply(waiter.request) if panic else Reply(waiter.request.src, answer))
+        return state, effects
     record = Record(input_hash(run.request), False, run.created_at_ms, run_id, recorded)
     if state.config.rules.record_before_run:
         state = _set_record(state, run.key, record)
@@ -495,7 +561,9 @@ def on_handler_done(state: AgentState, run_id: str, now_ms: int, panic: bool = F
     for req_id, waiter in list(state.waiters.items()):
         if waiter.kind in ("replay", "cancel") and waiter.target == run_id:
             state = replace(state, waiters=state.waiters.remove(req_id))
-            if waiter.kind == "replay":
+            if waiter.kind == "replay" and panic and req_id == run_id:
+                effects.append(_recovered_reply(waiter.request))
+            elif waiter.kind == "replay":
                 effects.append(_recorded_reply(waiter.request, recorded, now_ms, run.created_at_ms))
             else:
                 state, more = _answer_cancel(state, waiter.request, run.key, record, waiter.threshold_ms, now_ms)
@@ -536,10 +604,10 @@ def on_timer(state: AgentState, name: str, now_ms: int) -> tuple[AgentState, Eff
 
 
 def _run_handler(
-    state: AgentState, kind: str, req: Request, key: Key | None, now_ms: int
+    state: AgentState, kind: str, req: Request, key: Key | None, now_ms: int, started_at_ms: int
 ) -> tuple[AgentState, Recorded, Effects]:
     if kind == "start":
-        return _start_process(state, req, key, now_ms)
+        return _start_process(state, req, key, started_at_ms)
     if kind == "edit":
         return _edit_files(state, req, key)
     return _write_file(state, req, key)
@@ -571,17 +639,26 @@ def parse_script(command: str) -> Script:
     return Script(runs_for_ms, exit_code, "".join(before), "".join(after))
 
 
-def _start_process(state: AgentState, req: Request, key: Key | None, now_ms: int):
+def _bad_json(err: GoJSONError) -> dict:
+    """The 400 body of ``httpapi.Read`` and of agentproc's own decode: same text, Go's
+    decode error as the detail."""
+    return {"message": MSG_BAD_JSON, "detail": str(err)}
+
+
+def _start_process(state: AgentState, req: Request, key: Key | None, started_at_ms: int):
+    """agentproc ``handleStartProcess``. ``started_at_ms`` is the instant the request
+    arrived, which is the record's instant for a tool call: the design (glossary, "run
+    age") says the process takes that instant as its start time, so the header run age and
+    the process's run age agree even when the spawn was slow (``handler_ms``). Go's Rev C
+    process.go was not seen (agent-contract.md 0.3, 4.3 [inferred])."""
     try:
-        body = json.loads(req.body.decode("utf-8"))
-        if not isinstance(body, dict):
-            raise ValueError
-    except (UnicodeDecodeError, ValueError):
-        return state, _rec(400, {"message": MSG_BAD_JSON}), []
-    command = body.get("command") or ""
+        body = decode(req.body, START_REQUEST)
+    except GoJSONError as err:
+        return state, _rec(400, _bad_json(err)), []
+    command = body["command"]
     if not command:
         return state, _rec(400, {"message": "Command is required."}), []
-    workdir = body.get("workdir") or ""
+    workdir = body["workdir"]
     if workdir and workdir not in state.config.dirs:
         detail = f"chdir {workdir}: no such file or directory"
         return state, _rec(500, {"message": "Failed to start process.", "detail": detail}), []
@@ -594,7 +671,7 @@ def _start_process(state: AgentState, req: Request, key: Key | None, now_ms: int
         pid = f"proc-{state.incarnation}-{state.pid_counter}"
     script = state.config.scripts.get(command) or parse_script(command)
     chat_id = chat_of(req) or ""
-    proc = Process(pid, chat_id, key, command, bool(body.get("background")), now_ms, script.output_at_start)
+    proc = Process(pid, chat_id, key, command, body["background"], started_at_ms, script.output_at_start)
     state = replace(state, processes=state.processes.set(pid, proc))
     effects: Effects = [
         truth(
@@ -627,16 +704,22 @@ def _process_exit(state: AgentState, pid: str, now_ms: int) -> tuple[AgentState,
     return _wake_output_waiters(state, pid, effects)
 
 
-def _kill(state: AgentState, pid: str, by: str, now_ms: int) -> tuple[AgentState, Effects]:
-    """SIGKILL the process group: partial output kept, exit code -1 (Go's signal death)."""
+def _kill(state: AgentState, pid: str, by: str, now_ms: int, signal: str = "SIGKILL") -> tuple[AgentState, Effects]:
+    """Signal the process group: partial output kept, exit code -1 (Go's signal death).
+    SIGTERM ends a model process too: scripts never trap it (a real command may)."""
     proc = state.processes[pid]
     proc = replace(proc, running=False, exit_code=-1, exited_at_ms=now_ms, canceled=proc.canceled or by == "cancel")
     state = replace(state, processes=state.processes.set(pid, proc))
+    fields = {"signal": signal} if signal != "SIGKILL" else {}
     effects: Effects = [
         CancelTimer(f"exit:{pid}"),
-        truth("process_killed", pid=pid, by=by, incarnation=state.incarnation),
+        truth("process_killed", pid=pid, by=by, incarnation=state.incarnation, **fields),
     ]
     return _wake_output_waiters(state, pid, effects)
+
+
+def _script_of(state: AgentState, proc: Process) -> Script:
+    return state.config.scripts.get(proc.command) or parse_script(proc.command)
 
 
 def _wake_output_waiters(state: AgentState, pid: str, effects: Effects) -> tuple[AgentState, Effects]:
@@ -651,26 +734,27 @@ def _wake_output_waiters(state: AgentState, pid: str, effects: Effects) -> tuple
 
 def _apply_edit(content: str, edits: list) -> str:
     for edit in edits:
-        content = content.replace(str(edit.get("search", "")), str(edit.get("replace", "")), 1)
+        content = content.replace(edit["search"], edit["replace"], 1)
     return content
 
 
 def _edit_files(state: AgentState, req: Request, key: Key | None):
+    """agentfiles ``HandleEditFiles``: ``httpapi.Read`` into FileEditRequest, then at least
+    one file. The edit itself is the model's search/replace (section 4.6)."""
     try:
-        body = json.loads(req.body.decode("utf-8"))
-        files = body["files"]
-        if not isinstance(files, list):
-            raise ValueError
-    except (UnicodeDecodeError, ValueError, KeyError, TypeError):
-        return state, _rec(400, {"message": MSG_BAD_JSON}), []
+        files = decode(req.body, EDIT_REQUEST)["files"] or []
+    except GoJSONError as err:
+        return state, _rec(400, _bad_json(err)), []
+    if not files:
+        return state, _rec(400, {"message": "must specify at least one file"}), []
     effects: Effects = []
     paths = []
     for entry in files:
-        path = str(entry.get("path", ""))
+        path = entry["path"]
         if path not in state.files:
             # Files written before the failure stay written (design section 7, last item).
             return state, _rec(404, {"message": f"open {path}: file does not exist"}), effects
-        state = replace(state, files=state.files.set(path, _apply_edit(state.files[path], entry.get("edits") or [])))
+        state = replace(state, files=state.files.set(path, _apply_edit(state.files[path], entry["edits"] or [])))
         effects.append(truth("edit_applied", path=path, uuid=key.uuid if key else None, tool="edit_files"))
         paths.append(path)
     return state, _rec(200, {"files": paths, "ok": True}), effects
@@ -690,18 +774,57 @@ def _write_file(state: AgentState, req: Request, key: Key | None):
 # ---------------------------------------------------------------------------
 
 
-def _process_for(state: AgentState, req: Request, pid: str) -> Process | None:
-    """A5: another chat's process gets the same 404 as an unknown one."""
-    proc = state.processes.get(pid)
-    if proc is None:
-        return None
-    if proc.chat_id != (chat_of(req) or "") and not state.config.rules.pid_from_command:
-        return None
-    return proc
+def _visible(state: AgentState, req: Request, proc: Process) -> bool:
+    """agentproc's chat isolation for output and signal (A5, api.go): refused only when the
+    request has a chat and the process has a different, non-empty one. A request without
+    a chat, or a process started without one, passes. (The pid_from_command planted bug
+    looks processes up without the chat.)"""
+    chat = chat_of(req)
+    if chat is None or not proc.chat_id or state.config.rules.pid_from_command:
+        return True
+    return proc.chat_id == chat
+
+
+def _not_found(req: Request, pid: str) -> Reply:
+    return _message(req, 404, f"Process {go_quote(pid)} not found.")
+
+
+def head_tail_output(raw: str) -> tuple[str, dict | None]:
+    """``HeadTailBuffer.Output`` (agent/agentproc/headtail.go): up to 16 KiB of head and
+    16 KiB of tail joined by an omission marker, long lines cut, and the truncation info;
+    output that fits the head comes back whole with no info. Lengths are UTF-8 bytes, as
+    Go's; a cut inside a character becomes U+FFFD per byte, as Go's JSON encoder writes it."""
+    data = raw.encode("utf-8", errors="surrogateescape")
+    if not data:
+        return "", None
+    if len(data) <= MAX_HEAD_BYTES:
+        return _go_text(_truncate_lines(data)), None
+    head, tail = data[:MAX_HEAD_BYTES], data[MAX_HEAD_BYTES:][-MAX_TAIL_BYTES:]
+    omitted = len(data) - len(head) - len(tail)
+    joint = f"\n\n... [omitted {omitted} bytes] ...\n\n".encode() if omitted > 0 else b"\n"
+    result = _truncate_lines(head) + joint + _truncate_lines(tail)
+    info = {"original_bytes": len(data), "retained_bytes": len(result), "omitted_bytes": omitted, "strategy": "head_tail"}
+    return _go_text(result), info
+
+
+def _truncate_lines(data: bytes) -> bytes:
+    if len(data) <= MAX_LINE_LENGTH:
+        return data
+    cut = MAX_LINE_LENGTH - len(LINE_TRUNCATION_SUFFIX)
+    lines = data.split(b"\n")
+    return b"\n".join(line[:cut] + LINE_TRUNCATION_SUFFIX.encode() if len(line) > MAX_LINE_LENGTH else line for line in lines)
+
+
+def _go_text(data: bytes) -> str:
+    return "".join("\ufffd" if 0xDC80 <= ord(c) <= 0xDCFF else c for c in data.decode("utf-8", errors="surrogateescape"))
 
 
 def _output_value(proc: Process) -> dict:
-    return {"running": proc.running, "exit_code": proc.exit_code, "output": proc.output}
+    output, truncated = head_tail_output(proc.output)
+    value = {"running": proc.running, "exit_code": proc.exit_code, "output": output}
+    if truncated is not None:
+        value["truncated"] = truncated
+    return value
 
 
 def _output_reply(req: Request, proc: Process) -> Reply:
@@ -709,9 +832,9 @@ def _output_reply(req: Request, proc: Process) -> Reply:
 
 
 def _output(state: AgentState, req: Request, pid: str, now_ms: int) -> tuple[AgentState, Effects]:
-    proc = _process_for(state, req, pid)
-    if proc is None:
-        return state, [_message(req, 404, f"Process {pid} not found.")]
+    proc = state.processes.get(pid)
+    if proc is None or not _visible(state, req, proc):
+        return state, [_not_found(req, pid)]
     if proc.running and _query(req).get("wait") == "true":
         waiter = Waiter(req, "output", pid)
         state = replace(state, waiters=state.waiters.set(req.req_id, waiter))
@@ -720,14 +843,31 @@ def _output(state: AgentState, req: Request, pid: str, now_ms: int) -> tuple[Age
 
 
 def _signal(state: AgentState, req: Request, pid: str, now_ms: int) -> tuple[AgentState, Effects]:
-    proc = _process_for(state, req, pid)
+    """agentproc ``handleSignalProcess``, checks in Go's order: another chat's process 404;
+    body not JSON 400; no signal 400; a signal other than kill/terminate 400; unknown
+    process 404; exited process 409; kill failed 500; else SIGKILL or SIGTERM to the
+    process group and 200. A signal is the model's own action, never a cancel (Canceled
+    stays false, section 4.2)."""
+    proc = state.processes.get(pid)
+    if proc is not None and not _visible(state, req, proc):
+        return state, [_not_found(req, pid)]
+    try:
+        sig = decode(req.body, SIGNAL_REQUEST)["signal"]
+    except GoJSONError as err:
+        return state, [_message(req, 400, MSG_BAD_JSON, str(err))]
+    if not sig:
+        return state, [_message(req, 400, "Signal is required.")]
+    if sig not in SIGNALS:
+        return state, [_message(req, 400, f'Unsupported signal {go_quote(sig)}. Use "kill" or "terminate".')]
     if proc is None:
-        return state, [_message(req, 404, f"Process {pid} not found.")]
-    effects: Effects = []
-    if proc.running:
-        # The model's own process_signal: a kill, never a cancel (Canceled stays false).
-        state, effects = _kill(state, pid, "signal", now_ms)
-    return state, effects + [_json_response(req, 200, {})]
+        return state, [_not_found(req, pid)]
+    if not proc.running:
+        return state, [_message(req, 409, f"Process {go_quote(pid)} is not running.")]
+    if _script_of(state, proc).kill_fails:
+        detail = f"{sig} process: {KILL_ERROR}"
+        return state, [_message(req, 500, MSG_SIGNAL_FAILED, detail)]
+    state, effects = _kill(state, pid, "signal", now_ms, SIGNALS[sig])
+    return state, effects + [_message(req, 200, f"Signal {go_quote(sig)} sent to process {go_quote(pid)}.")]
 
 
 def reap(state: AgentState, now_ms: int) -> AgentState:
@@ -745,11 +885,13 @@ def reap(state: AgentState, now_ms: int) -> AgentState:
 
 def _list(state: AgentState, req: Request, now_ms: int) -> tuple[AgentState, Effects]:
     state = reap(state, now_ms)
+    # manager.list: a request with a chat sees that chat's processes only (not those started
+    # without a chat, unlike output and signal); a request without a chat sees every one.
     chat_id = chat_of(req) or ""
     procs = [
         {"id": pid, "command": p.command, **_output_value(p)}
         for pid, p in state.processes.items()
-        if p.chat_id == chat_id
+        if not chat_id or p.chat_id == chat_id
     ]
     return state, [_json_response(req, 200, {"processes": procs})]
 
@@ -773,12 +915,12 @@ def _cancel(state: AgentState, req: Request, path_id: str, now_ms: int) -> tuple
     if key.uuid != path_id:
         return state, [_message(req, 400, MSG_CANCEL_WRONG_ID)]
     try:
-        body = json.loads(req.body.decode("utf-8"))
-        raw = body.get("stop_if_run_age_below_ms", 0) if isinstance(body, dict) else None
-        if not isinstance(raw, int) or isinstance(raw, bool):
-            raise ValueError
-    except (UnicodeDecodeError, ValueError):
-        return state, [_message(req, 400, MSG_BAD_JSON)]
+        # httpapi.Read: one json.Decoder.Decode into CancelToolCallRequest (gojson.py), so
+        # `null` is threshold 0, keys match case-insensitively, trailing bytes are ignored
+        # and a value past int64 is a 400.
+        raw = decode(req.body, CANCEL_REQUEST)["stop_if_run_age_below_ms"]
+    except GoJSONError as err:
+        return state, [_message(req, 400, MSG_BAD_JSON, str(err))]
     threshold_ms = clamp_ms(raw)
     verdict, record = lookup(state, key, headers.age_ms, now_ms)
     if verdict in REFUSAL_FOR_VERDICT:
@@ -801,21 +943,30 @@ def _cancel(state: AgentState, req: Request, path_id: str, now_ms: int) -> tuple
 def _answer_cancel(
     state: AgentState, req: Request, key: Key, record: Record, threshold_ms: int, now_ms: int
 ) -> tuple[AgentState, Effects]:
-    """Steps 7-9: the recorded response plus the process state after the stop rule."""
+    """Steps 7-9: the recorded response plus the process state after the stop rule.
+
+    The answer is ``CancelToolCallResponse`` with the design's omitempty tags
+    (codagt-757-design.md section 9, PR 1): ``started`` always, ``status_code``,
+    ``content_type``, ``body`` (base64) and ``process`` only when non-zero. A stopper
+    error is the 500 of cancel.go (test StopperError), without the run-age header, which
+    Go sets only after the stopper succeeded."""
     assert record.recorded is not None
-    out: dict[str, Any] = {
-        "started": True,
-        "status_code": record.recorded.status,
-        "content_type": record.recorded.content_type,
-        "body": base64.b64encode(record.recorded.body).decode("ascii"),
-    }
+    out: dict[str, Any] = {"started": True}
+    if record.recorded.status:
+        out["status_code"] = record.recorded.status
+    if record.recorded.content_type:
+        out["content_type"] = record.recorded.content_type
+    if record.recorded.body:
+        out["body"] = base64.b64encode(record.recorded.body).decode("ascii")
     pid = key.uuid
     if state.config.rules.pid_from_command:
         try:
             pid = json.loads(record.recorded.body.decode("utf-8")).get("id", pid)
         except (ValueError, AttributeError):
             pass
-    state, process, effects = stop_tool_call_process(state, pid, key.chat_id, threshold_ms, now_ms)
+    state, process, effects, error = stop_tool_call_process(state, pid, threshold_ms, now_ms)
+    if error:
+        return state, effects + [_message(req, 500, MSG_STOP_FAILED, error)]
     if process is not None:
         out["process"] = process
     reply = _json_response(req, 200, out, _run_age_header(now_ms, record.created_at_ms))
@@ -823,36 +974,41 @@ def _answer_cancel(
 
 
 def stop_tool_call_process(
-    state: AgentState, pid: str, chat_id: str, threshold_ms: int, now_ms: int
-) -> tuple[AgentState, dict | None, Effects]:
-    """``ProcessStopper.StopToolCallProcess`` (rule 6). Returns the process state after
-    the stop attempt, or None when no process has that ID."""
-    if state.config.rules.pid_from_command:
-        # Planted bug: the process ID came from the command, so it is looked up as it is,
-        # without the chat; another chat's process may have taken that ID over.
-        proc = state.processes.get(pid)
-        if proc is None:
-            return state, None, []
-    else:
-        proc = state.processes.get(pid)
-        if proc is None or proc.chat_id != chat_id:
-            return state, None, []
+    state: AgentState, pid: str, threshold_ms: int, now_ms: int
+) -> tuple[AgentState, dict | None, Effects, str]:
+    """``API.StopToolCallProcess`` (rule 6): ``(state, process, effects, error)``.
+    ``process`` is None when no process has that ID; ``error`` is non-empty when the kill
+    failed (``Script.kill_fails``), and the process then runs on, not canceled.
+
+    Like Go it looks the ID up without the chat: the ID is the tool call UUID derived from
+    the cancel's own chat, so it can only name that chat's process. Only the
+    pid_from_command planted bug breaks that, because its IDs come from the command.
+
+    ``process`` is ``ToolCallProcess`` with the design's tags: ``running``, ``canceled``
+    and ``run_age_ms`` always; ``output`` (head/tail, as the output route reports it),
+    ``truncated`` and ``exit_code`` (nil while running) only when set."""
+    proc = state.processes.get(pid)
+    if proc is None:
+        return state, None, [], ""
     effects: Effects = []
     run_age_ms = now_ms - proc.started_at_ms
     below = run_age_ms <= threshold_ms if state.config.rules.stop_rule_inclusive else run_age_ms < threshold_ms
     if proc.running and threshold_ms > 0 and below:
+        if _script_of(state, proc).kill_fails:
+            return state, None, [note("stop_failed", pid=pid)], f"kill process group: {KILL_ERROR}"
         state, effects = _kill(state, pid, "cancel", now_ms)
         proc = state.processes[pid]
     elif proc.running:
         effects.append(note("left_running", pid=pid, run_age_ms=run_age_ms, threshold_ms=threshold_ms))
-    value = {
-        "running": proc.running,
-        "canceled": proc.canceled,
-        "output": proc.output,
-        "exit_code": proc.exit_code,
-        "run_age_ms": run_age_ms,
-    }
-    return state, value, effects
+    output, truncated = head_tail_output(proc.output)
+    value: dict[str, Any] = {"running": proc.running, "canceled": proc.canceled, "run_age_ms": run_age_ms}
+    if output:
+        value["output"] = output
+    if truncated is not None:
+        value["truncated"] = truncated
+    if proc.exit_code is not None:
+        value["exit_code"] = proc.exit_code
+    return state, value, effects, ""
 
 
 def decode_cancel_response(body: bytes) -> dict:

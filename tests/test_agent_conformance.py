@@ -254,8 +254,10 @@ def test_handler_panics():
     waiter = h.start(run=False)
     h.run_handlers(panic=True)
     later = h.start()
-    for rid in (first, waiter, later):
+    for rid in (waiter, later):
         assert h.status(rid) == 500 and h.json(rid) == {"message": "The tool call handler failed."}
+    # The panic reaches the caller: httpmw.Recover answers the creating request.
+    assert h.status(first) == 500 and h.json(first) == {"message": "An internal server error occurred."}
     assert h.starts() == 0
 
 
@@ -331,12 +333,13 @@ def test_cancel_threshold_clamped_to_max():
 
 
 def test_cancel_stopper_error():
-    """Mirrors TestCancelHandler/StopperError (item 40): not observable in the model, whose
-    stopper cannot fail (a kill of a known process always succeeds); the observable part,
-    that the cancel still answers 200 with the process state, is checked instead."""
-    h = AgentHarness()
+    """Mirrors TestCancelHandler/StopperError (item 40): the stopper returns an error (here
+    the kill of the process group fails) -> 500 "Failed to stop the tool call's process."."""
+    scripts = FMap({"sleep 300": agent.Script(runs_for_ms=300_000, kill_fails=True)})
+    h = AgentHarness(config=agent.AgentConfig(scripts=scripts))
     h.start(command="sleep 300")
-    assert h.status(h.cancel(threshold_ms=1)) == 200
+    rid = h.cancel(threshold_ms=STOP_ANY)
+    assert h.status(rid) == 500 and h.json(rid)["message"] == "Failed to stop the tool call's process."
 
 
 def test_cancel_stale_message():
