@@ -20,11 +20,17 @@ Rule 1 (decision order, section 2.2/2.4). For a request with tool call headers i
         FIRST (raising C.latest to M and dropping older messages' records), then run the
         handler once.
 Rule 2 (A1). The record is inserted before the handler runs. A handler run is a separate
-        step (timer ``handler:<run>`` with delay 0) so that concurrent requests, cancels and
-        faults can land while it is pending; they wait on the run, never run it again.
+        step (timer ``handler:<run>`` after ``AgentRules.handler_ms``, world.handler_time)
+        so that concurrent requests, cancels and faults can land while it is pending; they
+        wait on the run, never run it again. Every start, edit and write runs this way,
+        with tool call headers or without (today's chatd, an old agent): a slow handler is
+        slow for everyone, and a handler_panic fault reaches every run.
 Rule 3. Every answer that comes from a record (first run, replay, cancel of a started
         call) carries ``Coder-Tool-Call-Run-Age-Ms`` = floor(now - record creation). Only
-        Content-Type and that header are forwarded, never other handler headers.
+        Content-Type and that header are forwarded, never other handler headers. The one
+        exception is a panic (section 2.5): the panic leaves the creating request's stack,
+        so httpmw.Recover answers it 500 "An internal server error occurred." without the
+        header, while waiters and later requests get the recorded 500.
 Rule 4. Refusals change nothing: a 400 or any 409 records nothing and does not raise the
         chat's latest message ID.
 Rule 5 (cancel, section 3). Validate (headers, path ID == UUID of the request's own chat
@@ -34,7 +40,10 @@ Rule 5 (cancel, section 3). Validate (headers, path ID == UUID of the request's 
         never turns a record that ran into a marker. The threshold is clamped to [0, max].
 Rule 6 (stop rule, section 4.2). Kill the process only while it runs with run age below
         the threshold (0 never stops). Canceled is sticky and only a cancel sets it; a
-        killed process keeps its partial output and exit code -1.
+        killed process keeps its partial output and exit code -1. A process's run age
+        counts from the request's arrival, the record's instant (design glossary "run
+        age"), so it equals the header's run age even after a slow spawn. A failed kill
+        (``Script.kill_fails``) is the stopper error: 500, process untouched.
 Rule 7 (A2, A7). Work outlives its request: a caller that goes away stops nothing. The
         creating request's handler runs even if its client left; a waiter whose client
         left is answered with nothing. Shutdown kills every process (not a cancel) and
@@ -42,9 +51,24 @@ Rule 7 (A2, A7). Work outlives its request: a caller that goes away stops nothin
 Rule 8 (section 4.4). Reaping is lazy (on list): an exited process is removed 5 minutes
         after exit unless its tool call record is current (latest message of its chat).
 
+Rule 9 (agentproc api.go). Output and signal refuse (404, ``%q``-quoted ID) only when the
+        request has a chat and the process a different, non-empty one; list with a chat
+        shows that chat's processes, without one every process. Signal checks in Go's
+        order: isolation, JSON body, empty signal, kill/terminate only (SIGKILL/SIGTERM),
+        unknown 404, exited 409 "not running".
+Rule 10. Bodies decode as Go's encoding/json does (gojson.py): one value, trailing bytes
+        unread, case-folded keys, int64 range, ``null`` keeps; any decode error is the
+        handler's 400 with Go's error as detail, never a Python exception.
+
 Model abstractions (recorded so a reader can check them against the Go code):
 - The body is always fully readable, so the middleware's "Failed to read request body"
-  400 does not occur; a handler panic is injected with ``on_handler_done(panic=True)``.
+  400 does not occur; a handler panic is injected with ``on_handler_done(panic=True)``,
+  and ``after_effects=True`` makes it panic after its side effects (the process spawned).
+- Output is reported through Go's head/tail buffer (16 KiB + 16 KiB, lines cut at 2048
+  bytes) with its ``truncated`` info; the model keeps the whole output underneath.
+- SIGTERM ends a model process like SIGKILL (exit -1): scripts do not trap signals.
+- Answers written with ``httpapi.Write`` carry Content-Type ``application/json`` here;
+  Go writes ``application/json; charset=utf-8`` and a trailing newline.
 - Processes run scripts (``Script``): output written at start, a run time, output written
   at exit and an exit code. Commands the config does not name are read as a tiny shell
   (``echo X; sleep N; exit K``, ``true``, ``false``).
