@@ -79,7 +79,15 @@ Model abstractions (recorded so a reader can check them against the Go code):
 Where the design and the code facts differ we follow the code facts (agent-contract.md):
 there is no time-based record expiry in Rev C (design section 6 mentions none either; the
 chatd-contract's 1 h retention belongs to Rev D), and a canceled marker is only created when
-a cancel comes first (section 6.1 item 2).
+a cancel comes first (section 6.1 item 2). The stopper looks the process up by ID alone,
+as Go's ``StopToolCallProcess`` does (the ID already names the cancel's own chat). Where
+no code fact exists we follow the design: the process's start instant is the record's
+(Rev C process.go is not in the repository history, agent-contract.md 0.3 and 4.3), and
+the cancel answer's JSON tags and omitempty are the design's (agent-contract.md 6.4 could
+not verify them). The reference texts disagree on the panic: agent-contract.md 2.5 and
+the design say waiters and later requests get the recorded 500, and the Go test says the
+panic "reaches the caller"; middleware.go re-panics after publishing, so the creating
+request's answer is httpmw.Recover's, which is what the model gives it.
 """
 
 from __future__ import annotations
