@@ -715,7 +715,10 @@ def _fault(b: _Builder, f: Fault):
         run_id = f.get("run")
         b.set(timers=b.s.timers.remove((AGENT, f"handler:{run_id}")))
         if b.s.agent is not None:
-            b.agent_step(agent.on_handler_done, run_id, b.clock(AGENT), True, cause=_run_request(b.s, f"handler:{run_id}"))
+            b.agent_step(
+                agent.on_handler_done, run_id, b.clock(AGENT), True, bool(f.get("after_spawn", False)),
+                cause=_run_request(b.s, f"handler:{run_id}"),
+            )
     else:
         raise ReplayMismatch(f"{f.label()}: unknown fault kind")
 

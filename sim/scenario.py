@@ -35,7 +35,7 @@ FAULT_KINDS = {
     "lose": (("message",), ()),
     "delay": (("message", "by"), ()),
     "db_outage": ((), ("duration",)),
-    "handler_panic": (("message",), ()),
+    "handler_panic": (("message",), ("after_spawn",)),
 }
 MESSAGE_FAULTS = ("lose", "delay", "handler_panic")
 EVENT_KINDS = ("request_sent", "request_delivered", "response_sent", "process_started", "result_committed")
@@ -405,6 +405,8 @@ def from_dict(data: dict, shown: str = "<scenario>") -> Scenario:
                     c.fail(f"{where}.between", "name exactly two nodes")
             elif key == "replica":
                 value = c.typed(value, str, f"{where}.replica")
+            elif key == "after_spawn":
+                value = c.typed(value, bool, f"{where}.after_spawn")
             else:
                 value = c.typed(value, str, f"{where}.{key}")
             params.append((key, value))

@@ -66,7 +66,7 @@ class World:
         self.actions: list[Any] = []
         self.sent_counts: dict[tuple, int] = {}
         self.event_counts: dict[tuple, int] = {}
-        self.panic_runs: set[str] = set()
+        self.panic_runs: dict[str, bool] = {}  # run ID -> the handler panics after its spawn
         self.req_tool_call: dict[str, str | None] = {}  # request ID -> tool call, from send records
         self.req_of_seq: dict[int, str] = {}  # message sequence number -> request ID
         step = msys.initial(config)
@@ -136,7 +136,8 @@ class World:
         if current is None or current.seq != timer.seq:
             return  # replaced or canceled since it was armed
         if timer.node == msys.AGENT and timer.name.startswith("handler:") and timer.name[8:] in self.panic_runs:
-            self.step(Fault(int(self.env.now), "handler_panic", (("run", timer.name[8:]),)))
+            after = (("after_spawn", True),) if self.panic_runs[timer.name[8:]] else ()
+            self.step(Fault(int(self.env.now), "handler_panic", (("run", timer.name[8:]),) + after))
             return
         self.step(Fire(int(self.env.now), timer.node, timer.name))
 
@@ -187,7 +188,7 @@ class World:
                     if spec.kind == "handler_panic":
                         m = spec.get("message")
                         if _matches(m, route, tool_call, "request", self.event_counts[key]):
-                            self.panic_runs.add(self.req_of_seq.get(rec.get("seq"), ""))
+                            self.panic_runs[self.req_of_seq.get(rec.get("seq"), "")] = bool(spec.get("after_spawn", False))
 
     # -- output --------------------------------------------------------------------
     def trace_lines(self) -> list[str]:

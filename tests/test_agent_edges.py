@@ -548,3 +548,58 @@ def test_cancel_answer_omits_empty_recorded_fields():
     record = agent.Record("", False, h.now_ms, "r0", agent.Recorded(200, "", b""))
     h.state = agent._insert(h.state, key, record)
     assert h.cancel_value(h.cancel(threshold_ms=0)) == {"started": True, "status_code": 200}
+
+
+# ---------------------------------------------------------------------------
+# The handler_panic fault in scenarios (with or without tool call headers, after_spawn)
+# ---------------------------------------------------------------------------
+
+PANIC_SCENARIO = """
+name = "panic"
+summary = "a start whose handler panics"
+seed = 3
+until = "5m"
+
+[[turns]]
+chat = "chat-1"
+tool_calls = [ {{ id = "toolu_01", tool = "execute", command = "make image", runs_for = "1h", timeout = "2h" }} ]
+
+[[faults]]
+kind = "handler_panic"
+message = {{ route = "start", tool_call = "toolu_01" }}
+{extra}
+"""
+
+
+@pytest.mark.parametrize(
+    "variant,extra,starts,running",
+    [
+        ("today", "", 0, 0),
+        ("contract", "", 0, 0),
+        ("today", "after_spawn = true", 1, 1),
+        ("contract", "after_spawn = true", 1, 1),
+    ],
+    ids=["today-before-spawn", "contract-before-spawn", "today-after-spawn", "contract-after-spawn"],
+)
+def test_handler_panic_fault_reaches_every_start(tmp_path, variant, extra, starts, running):
+    """agent-contract 2.5 through the world: a handler_panic fault panics the start's run
+    under today too (no tool call headers), where it used to be accepted and ignored (the
+    start ran as if nothing happened); ``after_spawn = true`` panics after the process was
+    spawned, which keeps running while chatd is answered 500."""
+    from sim.run import run_scenario
+    from sim.scenario import load
+
+    path = tmp_path / "panic.toml"
+    path.write_text(PANIC_SCENARIO.format(extra=extra))
+    (row,) = run_scenario(load(path), variant).tool_call_rows()
+    assert (row["process_starts"], row["processes_running_at_end"]) == (starts, running)
+
+
+def test_handler_panic_after_spawn_must_be_a_boolean(tmp_path):
+    """Bad input is a one-line scenario error, never accepted and ignored."""
+    from sim.scenario import ScenarioError, load
+
+    path = tmp_path / "panic.toml"
+    path.write_text(PANIC_SCENARIO.format(extra='after_spawn = "yes"'))
+    with pytest.raises(ScenarioError, match="after_spawn"):
+        load(path)
