@@ -50,7 +50,6 @@ Rule 7 (A2, A7). Work outlives its request: a caller that goes away stops nothin
         loses every record; restart is shutdown plus a fresh boot with a new uptime.
 Rule 8 (section 4.4). Reaping is lazy (on list): an exited process is removed 5 minutes
         after exit unless its tool call record is current (latest message of its chat).
-
 Rule 9 (agentproc api.go). Output and signal refuse (404, ``%q``-quoted ID) only when the
         request has a chat and the process a different, non-empty one; list with a chat
         shows that chat's processes, without one every process. Signal checks in Go's
@@ -218,7 +217,6 @@ class Script(CachedRepr):
     output_at_start: str = ""
     output_at_exit: str = ""
     kill_fails: bool = False  # a kill of its process group fails (EPERM): the stopper errors
-
 
 
 @dataclass(frozen=True, repr=False)
