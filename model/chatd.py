@@ -750,7 +750,8 @@ def _dial_failure_kind(answer: Response | TransportError | None) -> str | None:
 
 
 def _on_dial(rep, db, runner, task, answer, now_ms, db_now_ms) -> Out:
-    """The dial ended: begin every call (or cancel) at once, or map the dial failure."""
+    """The dial ended: begin every call (or cancel) at once, a serial tool's calls one at
+    a time (Rule 8), or map the dial failure."""
     att = task.attempt
     effects: list = [CancelTimer(f"{att.key}/dial")]
     kind = _dial_failure_kind(answer)
