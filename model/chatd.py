@@ -691,8 +691,12 @@ def finish_generation_turn(rep: ReplicaState, db: Db, task: Task, loaded_attempt
     """``finishGenerationTurn``: ``FinishTurn`` under the task fence plus
     ``requireGenerationAttempt`` against ``loaded_attempt``, the generation attempt of the
     chat as the attempt loaded it (chatd-contract.md 2.4: "check generation_attempt == the
-    attempt's number"), not the row's number at the finish, which would always match.
-    Returns ``(db, outcome, effects)``."""
+    attempt's number"), not the row's number at the finish, which would always match. The
+    finish_turn action records no attempt of its own, so the number is the one read with
+    the chat. In Go the load and the finish are separate transactions with the prepare
+    phase between them; here they run in one step, so the two agree in every run of the
+    model, and the fence is the one Go checks all the same. Returns ``(db, outcome,
+    effects)``."""
     chat, outcome, eff = _fenced(db, task, "finish_turn", rep.rules, loaded_attempt)
     if outcome is not None:
         return db, outcome, eff
