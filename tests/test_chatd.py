@@ -25,6 +25,7 @@ from __future__ import annotations
 import base64
 import json
 from dataclasses import replace
+from functools import partial
 
 import pytest
 
@@ -43,6 +44,8 @@ MIN = 60_000
 HOUR = 60 * MIN
 
 START = "/api/v0/processes/start"
+EDIT = "/api/v0/edit-files"
+WRITE = "/api/v0/write-file"
 
 
 def execute(pid: str, command: str, timeout: str | None = None, background: bool = False) -> chattool.ToolCall:
@@ -70,14 +73,22 @@ class FakeAgent:
     With tool call headers a start is recorded by tool call UUID: the process ID is the
     UUID, and a repeated start replays the recorded answer with the run age. Without
     headers it picks ``proc-1-<n>``. Blocking output reads are held until ``exit`` (or a
-    kill). Cancels follow the stop rule. Knobs: ``old`` ignores headers and has no cancel
-    route (404); ``hold_starts`` / ``hold_cancels`` keep those answers until ``release``.
+    kill). Cancels follow the stop rule. Edits and writes with headers are applied once
+    and recorded (the edit's answer lists ``edit_diff``); a repeat replays the record, a
+    cancel answers with it. Knobs: ``old`` ignores headers and has no cancel route (404);
+    ``hold_starts`` / ``hold_files`` / ``hold_cancels`` keep those answers until
+    ``release``; a request whose path contains one of ``lost`` never reaches the agent
+    (it is still on the wire when the cancel arrives).
     """
 
     def __init__(self, old: bool = False):
         self.old = old
         self.hold_starts = False
+        self.hold_files = False
         self.hold_cancels = False
+        self.lost: set[str] = set()
+        self.edit_diff = "-a\n+b"
+        self.applied: list[str] = []  # ground truth: every edit or write applied, in order
         self.n = 0
         self.procs: dict[str, dict] = {}
         self.records: dict[str, dict] = {}  # uuid -> {"pid", "created_ms", "body"}
@@ -88,6 +99,10 @@ class FakeAgent:
 
     # -- requests -------------------------------------------------------------
     def handle(self, req: Request, now: int) -> list[tuple[str, Response]]:
+        if any(part in req.path for part in self.lost):
+            return []
+        if req.path in (EDIT, WRITE):
+            return self._file(req, now)
         if req.path == START:
             return self._start(req, now)
         if req.path.endswith("/output"):
@@ -135,6 +150,27 @@ class FakeAgent:
         resp = self._json(req, 200, {"id": pid, "started": True}, extra)
         return self._maybe_hold(req, resp, self.hold_starts)
 
+    def _file(self, req: Request, now: int) -> list[tuple[str, Response]]:
+        hdr = None if self.old else parse_tool_call_headers(req.headers)
+        if req.path == EDIT:
+            files = [{"path": f["path"], "diff": self.edit_diff} for f in req.json()["files"]]
+            body = json_body({"files": files})
+        else:
+            body = json_body({})
+        if hdr is None:
+            self.applied.append(req.path)
+            return self._maybe_hold(req, Response(req.req_id, 200, "application/json", body), self.hold_files)
+        uuid = tool_call_uuid(header_value(req.headers, CHAT_ID_HEADER), hdr.message_id, hdr.tool_call_id)
+        if uuid in self.canceled_markers:
+            return [(req.src, self._json(req, 409, {"code": "tool_call_canceled", "message": "canceled"}))]
+        rec = self.records.get(uuid)
+        if rec is None:
+            rec = self.records[uuid] = {"pid": None, "created_ms": now, "body": body}
+            self.applied.append(req.path)
+        resp = Response(req.req_id, 200, "application/json", rec["body"],
+                        ((RUN_AGE_MS_HEADER, str(now - rec["created_ms"])),))
+        return self._maybe_hold(req, resp, self.hold_files)
+
     def _maybe_hold(self, req, resp, hold: bool):
         if hold:
             self.held.append((req, resp))
@@ -151,6 +187,12 @@ class FakeAgent:
         if rec is None:
             self.canceled_markers.add(uuid)
             resp = self._json(req, 200, {"started": False})
+        elif rec["pid"] is None:  # an edit or write: the recorded answer, never stopped
+            run_age = now - rec["created_ms"]
+            resp = self._json(req, 200, {
+                "started": True, "status_code": 200, "content_type": "application/json",
+                "body": base64.b64encode(rec["body"]).decode(),
+            }, [(RUN_AGE_MS_HEADER, str(run_age))])
         else:
             proc = self.procs[rec["pid"]]
             run_age = now - rec["created_ms"]
@@ -333,9 +375,12 @@ class World:
         return [e for _, _, e in self.effects(Note, node) if e.kind == kind]
 
 
-def new_world(turns, rules="contract", replicas=("replica-1",), agent=None, gen_time_ms=2_000) -> World:
+def new_world(turns, rules="contract", replicas=("replica-1",), agent=None, gen_time_ms=2_000,
+              context_limit_tokens=0) -> World:
+    """A world with one idle chat scripted with ``turns``; ``context_limit_tokens`` is its
+    model's context window (0: unknown)."""
     w = World(rules, replicas, agent)
-    w.user(chatd.db_new_chat, CHAT, turns, gen_time_ms)
+    w.user(partial(chatd.db_new_chat, context_limit_tokens=context_limit_tokens), CHAT, turns, gen_time_ms)
     return w
 
 
