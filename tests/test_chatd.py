@@ -5,19 +5,13 @@ A tiny in-test world (``World``) runs one or two replicas against a scripted fak
 order) order, every node has its own clock offset and the database clock another one, so
 any comparison of clocks across nodes would show up as a wrong age.
 
-Ported from chatd-contract.md section 7 (each test names the Go test it mirrors):
-items 25-31, 36-41 where observable at this layer. Left out, and why:
-- 28's buffer half and 41's MissingEpisodePersistsNilPartials /
-  BufferedPartsBecomePartialMessages: the message part buffer and partial messages are
-  not modelled (no streaming model); 28 is kept for "the cancel's answer is the only
-  result committed", 41 for FinishInterruptionOnly.
-- 29's billing (batch usage of 5000 ms over 2 calls): billing is not modelled.
-- 39 PanicsRetry: pure handlers do not panic; a retryable error (DB down) stands in.
-- 38 mirrors RecordRetryState through beginGenerationAttempt: LLM retries
-  (recordGenerationRetry) are not modelled, the stale-runner write they test is.
-- 1-24 and 32-35 (identity, execute mapping, file tool interrupt results, truncation)
-  belong to chattool's and the agent's own tests; they need no replica. 33's truncation
-  is not modelled at all.
+Ported from chatd-contract.md section 7 (each test names the Go test it mirrors): the
+task, fence and retry-wrapper halves of items 5, 16, 25-31 and 36-41. The map of all 41
+groups to their tests, and the task-level ports of 3, 28, 29, 32-35 and 38-41 that needed
+file tools, a lost request or a planted comparison, are in tests/test_chatd_groups.py;
+items 1-24 and the per-call halves of 25-35 are in tests/test_chattool.py. What the model
+abstracts (the message part buffer, billing, LLM retries, panics) is listed there; for
+each, the group's tool-call behaviour is still tested.
 """
 
 from __future__ import annotations
