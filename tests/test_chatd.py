@@ -425,7 +425,7 @@ def test_today_incident_36_starts_in_9_hours():
 
 
 def test_contract_task_retry_replays_start_and_waits_only_the_rest():
-    """contract: the retry sends the same start with the same tool call headers and a
+    """[7.5] contract: the retry sends the same start with the same tool call headers and a
     larger age, gets the recorded start back and waits only for what is left of the
     timeout (TestExecuteLocalTools_ExecuteTaskRetry)."""
     w = new_world([(FG_20M,)])
@@ -534,7 +534,7 @@ def test_replica_crash_takeover_after_stale_heartbeat_and_fresh_worker_id():
 
 
 def test_contract_interrupt_cancels_with_stop_ages_and_commits_cancel_results():
-    """contract: one dial, a cancel per execute call with stop age = the foreground timeout
+    """[7.29] contract: one dial, a cancel per execute call with stop age = the foreground timeout
     and 0 for background, sent in parallel; the cancel answers are committed and the chat
     goes back to waiting (TestInterruptTask_CancelsExecuteCallsInParallel, C5)."""
     wait = chattool.ToolCall("toolu_wait", "wait_agent", "{}")
@@ -591,7 +591,7 @@ def test_today_interrupt_commits_generic_and_sends_nothing():
     ],
 )
 def test_interrupt_task_execute_results(case, dial, old, expect):
-    """TestInterruptTask_ExecuteResults: after an ownership change (no buffer episode) the
+    """[7.25] TestInterruptTask_ExecuteResults: after an ownership change (no buffer episode) the
     interrupt maps each answer or dial failure; exactly one dial."""
     w = new_world([(FG_2H, BG)], replicas=("replica-1", "replica-2"), agent=FakeAgent(old=old))
     start_turn(w)
@@ -622,7 +622,7 @@ def test_interrupt_task_execute_results(case, dial, old, expect):
     ids=["unparsable", "invalid-timeout", "other-tool", "duplicate-id-different-stops"],
 )
 def test_interrupt_task_execute_calls_without_cancel(calls):
-    """TestInterruptTask_ExecuteCallsWithoutCancel: calls that get no cancel keep the generic
+    """[7.26] TestInterruptTask_ExecuteCallsWithoutCancel: calls that get no cancel keep the generic
     result and the interrupt does not dial."""
     w = new_world([calls])
     w.dial = None  # the generation batch hangs on its dial, so the calls stay unresolved
@@ -636,7 +636,7 @@ def test_interrupt_task_execute_calls_without_cancel(calls):
 
 
 def test_interrupt_task_duplicate_ids_cancel_once():
-    """TestInterruptTask_DuplicateIDsCancelOnce: two foreground calls sharing a provider ID
+    """[7.27] TestInterruptTask_DuplicateIDsCancelOnce: two foreground calls sharing a provider ID
     get one cancel, and both get its result."""
     a = execute("toolu_dup", "sleep 100", "2h")
     w = new_world([(a, a)])
@@ -652,7 +652,7 @@ def test_interrupt_task_duplicate_ids_cancel_once():
 
 
 def test_interrupt_task_cancel_answer_is_the_only_result():
-    """TestInterruptTask_CancelIgnoresEpisodeBuffer (observable half): the canceled
+    """[7.28] TestInterruptTask_CancelIgnoresEpisodeBuffer (observable half): the canceled
     generation's late start answer is dropped; the cancel answer is the only commit."""
     w = new_world([(FG_2H,)])
     w.agent.hold_starts = True
@@ -667,7 +667,7 @@ def test_interrupt_task_cancel_answer_is_the_only_result():
 
 
 def test_interrupt_task_cancel_bound_yields_unknown():
-    """TestInterruptTask_CancelBoundYieldsUnknown: a cancel never answered ends after 1 min
+    """[7.30] TestInterruptTask_CancelBoundYieldsUnknown: a cancel never answered ends after 1 min
     with unknown "did not answer within 1m0s" naming the tool call UUID."""
     w = new_world([(FG_2H,)])
     start_turn(w)
@@ -685,7 +685,7 @@ def test_interrupt_task_cancel_bound_yields_unknown():
 
 
 def test_interrupt_task_parent_canceled_during_cancel_commits_nothing():
-    """TestInterruptTask_ParentCanceledDuringCancelCommitsNothing: the interrupt task's
+    """[7.31] TestInterruptTask_ParentCanceledDuringCancelCommitsNothing: the interrupt task's
     context ends mid-cancel (ownership moves): nothing is committed, the chat stays
     interrupting, and the new owner sends the cancel again."""
     w = new_world([(FG_2H,)], replicas=("replica-1", "replica-2"))
@@ -707,7 +707,7 @@ def test_interrupt_task_parent_canceled_during_cancel_commits_nothing():
 
 
 def test_interrupt_task_finish_interruption_only():
-    """TestInterruptTask_FinishInterruptionOnly: an interrupt while the model generates (no
+    """[7.41] TestInterruptTask_FinishInterruptionOnly: an interrupt while the model generates (no
     committed tool calls): no dial, no result, FinishInterruption -> waiting."""
     w = new_world([(FG_2H,)], gen_time_ms=10_000)
     start_turn(w, until_batch=False)
@@ -741,7 +741,7 @@ def test_interrupt_with_queued_message_promotes_it():
 
 
 def test_interrupt_task_stale_fence_exits():
-    """TestInterruptTask_StaleFenceExits: another worker took the chat after the interrupt;
+    """[7.36] TestInterruptTask_StaleFenceExits: another worker took the chat after the interrupt;
     the old interrupt task's commit is fenced out: expected exit, nothing changes, no
     watch event, no retry."""
     w = new_world([(FG_2H,)], replicas=("replica-1", "replica-2"))
@@ -773,8 +773,9 @@ def test_interrupt_task_stale_fence_exits():
 
 
 def test_abandon_after_turn_clears_owner():
-    """A finished turn (waiting) is abandoned by its runner: owner columns and heartbeat
-    cleared, runner dropped; the next message is acquired again through chat:ownership."""
+    """[7.37] TestAbandonTask_AbandonOnly: a finished turn (waiting) is abandoned by its
+    runner: owner columns and heartbeat cleared, runner dropped; the next message is
+    acquired again through chat:ownership."""
     w = new_world([(FG_20M,)])
     start_turn(w)
     w.deliver(w.agent.exit(w.agent.started[0], 0))
@@ -802,7 +803,7 @@ def _replica_with_abandon_task(chat_fields: dict):
 
 
 def test_abandon_task_ownership_mismatch_requests_cleanup():
-    """TestAbandonTask_OwnershipMismatchRequestsCleanup: another owner -> no write, the
+    """[7.37] TestAbandonTask_OwnershipMismatchRequestsCleanup: another owner -> no write, the
     runner is dropped."""
     rep, db = _replica_with_abandon_task({"worker_id": "other-w1", "runner_id": "other-w1/r9"})
     rep2, db2, eff = chatd.replica_on_timer(rep, db, f"{rep.worker_id}/t2/backoff", 0, 0)
@@ -811,7 +812,7 @@ def test_abandon_task_ownership_mismatch_requests_cleanup():
 
 
 def test_abandon_task_stale_status_fence_exits():
-    """TestAbandonTask_StaleStatusFenceExits: the status moved on -> expected exit, no
+    """[7.37] TestAbandonTask_StaleStatusFenceExits: the status moved on -> expected exit, no
     write, no retry; the runner stays (its next event starts the right task)."""
     rep, db = _replica_with_abandon_task({"status": chatd.RUNNING})
     rep2, db2, eff = chatd.replica_on_timer(rep, db, f"{rep.worker_id}/t2/backoff", 0, 0)
@@ -821,7 +822,7 @@ def test_abandon_task_stale_status_fence_exits():
 
 
 def test_generation_stale_runner_write_after_reacquire_exits():
-    """TestGenerationTask_RecordRetryStateStaleFenceExits (via beginGenerationAttempt): a
+    """[7.38] TestGenerationTask_RecordRetryStateStaleFenceExits (via beginGenerationAttempt): a
     deaf old runner's retry after a re-acquire is fenced out and never changes the chat."""
     w = new_world([(FG_20M,)], replicas=("replica-1", "replica-2"))
     start_turn(w)
@@ -840,7 +841,7 @@ def test_generation_stale_runner_write_after_reacquire_exits():
 
 
 def test_stale_owner_commit_is_fenced_and_not_retried():
-    """TestRetryWrapper_ExpectedExitsDoNotRetry: a deaf old owner whose batch finishes after
+    """[7.39] TestRetryWrapper_ExpectedExitsDoNotRetry: a deaf old owner whose batch finishes after
     the takeover is refused at commit (fenced:owner) and does not retry."""
     w = new_world([(FG_20M,)], replicas=("replica-1", "replica-2"))
     start_turn(w)
@@ -864,7 +865,7 @@ def test_stale_owner_commit_is_fenced_and_not_retried():
 
 
 def test_retry_wrapper_db_errors_retry_with_backoff():
-    """TestRetryWrapper_UnexpectedErrorsRetry: a DB error at commit is retried after 100 ms,
+    """[7.39] TestRetryWrapper_UnexpectedErrorsRetry: a DB error at commit is retried after 100 ms,
     200 ms, ... doubling; the retry resends the same start (replayed) and commits once."""
     w = new_world([(FG_20M,)])
     start_turn(w)
@@ -883,7 +884,7 @@ def test_retry_wrapper_db_errors_retry_with_backoff():
 
 
 def test_retry_wrapper_context_cancellation_does_not_retry():
-    """TestRetryWrapper_ContextCancellationDoesNotRetryOrLog: a task the runner cancels (the
+    """[7.39] TestRetryWrapper_ContextCancellationDoesNotRetryOrLog: a task the runner cancels (the
     status changed) neither retries nor sends anything more."""
     w = new_world([(FG_20M,)], rules="today")
     start_turn(w)
@@ -896,7 +897,7 @@ def test_retry_wrapper_context_cancellation_does_not_retry():
 
 
 def test_retry_wrapper_timed_out_attempt_is_retried_with_new_generation_attempt():
-    """TestRetryWrapper_TaskTimeoutDBQueryCancellationRetries: a timed-out attempt is
+    """[7.40] TestRetryWrapper_TaskTimeoutDBQueryCancellationRetries: a timed-out attempt is
     always retried, and the retry raises generation_attempt (a new attempt fence)."""
     w = new_world([(FG_20M,)], rules="today")
     start_turn(w)
@@ -1001,8 +1002,9 @@ def test_scripted_model_runs_every_turn_then_finishes():
 
 
 def test_dial_failure_in_generation_commits_unknown_with_identity():
-    """A generation dial that times out (30 s) gives each execute call the "earlier attempt
-    may have started the command" unknown under the contract (4.2 step 1)."""
+    """[7.16] TestExecuteToolCallNoConnection (task level): a generation dial that times out
+    (30 s) gives each execute call the "earlier attempt may have started the command"
+    unknown under the contract (4.2 step 1)."""
     w = new_world([(FG_20M,)])
     w.dial = None
     start_turn(w)

@@ -167,22 +167,33 @@ ABSTRACTED = {3: "serial order", 28: "message part buffer", 29: "billing", 38: "
               39: "panics", 41: "message part buffer"}
 
 
-def _defined_tests(module: str) -> set[str]:
+def _defined_tests(module: str) -> dict[str, str]:
+    """test function name -> docstring, for one test module of this folder."""
     tree = ast.parse((TESTS / f"{module}.py").read_text())
-    return {node.name for node in tree.body if isinstance(node, ast.FunctionDef) and node.name.startswith("test_")}
+    return {node.name: ast.get_docstring(node) or "" for node in tree.body
+            if isinstance(node, ast.FunctionDef) and node.name.startswith("test_")}
 
 
 def test_every_go_group_is_ported():
-    """The map covers groups 1..41, each with its Go test name and at least one pytest test
-    that exists; every abstraction names a mapped group."""
+    """The map covers groups 1..41, each with its Go test name and at least one pytest test;
+    every named test exists and names its group (``test_NN`` / ``test_gNN`` or ``[7.NN]``
+    in its docstring), and at least one test per group names a Go test in its docstring;
+    every abstraction names a mapped group."""
     assert sorted(GO_GROUPS) == list(range(1, 42))
-    defined: dict[str, set[str]] = {}
+    defined: dict[str, dict[str, str]] = {}
     for group, (go_name, tests) in GO_GROUPS.items():
         assert go_name.strip() and tests, group
+        docs = []
         for ref in tests:
             module, name = ref.split("::")
             names = defined.setdefault(module, _defined_tests(module))
             assert name in names, f"group {group}: {ref} does not exist"
+            doc = names[name]
+            tags = {f"[7.{group}]", f"/7.{group}]", f"[7.{group}/", f"/7.{group}/"}
+            assert (name.startswith((f"test_{group:02d}", f"test_g{group:02d}"))
+                    or any(tag in doc for tag in tags)), f"group {group}: {ref} does not name its group"
+            docs.append(doc)
+        assert any("Test" in doc for doc in docs), f"group {group}: no test names the Go test"
     assert set(ABSTRACTED) <= set(GO_GROUPS)
 
 
@@ -475,7 +486,8 @@ def test_g33_live_results_are_cut_to_the_same_budget(rules):
 
 
 def test_g33_unknown_window_gets_the_default_budget():
-    """The budget follows the model: with an unknown window (0) the same 30 000-byte
+    """chatloop TestToolResultByteBudget/Unknown at the task level: the budget follows the
+    model: with an unknown window (0) the same 30 000-byte
     output fits the 64 KB default and stays the execute JSON; the megabyte diff is cut to
     64 KB."""
     w = new_world([(execute("toolu_x", "make test", "1h"),)])
