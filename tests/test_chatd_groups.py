@@ -31,6 +31,7 @@ import base64
 import json
 import pathlib
 from dataclasses import replace
+from functools import partial
 
 import pytest
 
@@ -650,11 +651,12 @@ def test_g41_finish_interruption_only():
     w = new_world([(FG_2H,)], gen_time_ms=10_000)
     start_turn(w, until_batch=False)
     w.advance(3_000)
-    w.user(chatd.db_send_user_message, CHAT, "interrupt", True)
+    w.user(partial(chatd.db_send_user_message, interrupt=True), CHAT, "interrupt")
     assert w.dials() == [] and w.committed() == []
     chat = w.chat()
     assert chat.status == chatd.RUNNING and chat.queue == ()
     assert [(m.role, m.text) for m in chat.messages] == [("user", "go"), ("user", "interrupt")]
+    assert chat.messages[-1].created_at_ms == w.db_now()  # promoted by FinishInterruption now
     assert [n.get("status") for n in w.notes("interruption_finished")] == [chatd.RUNNING]
 
 
