@@ -129,6 +129,7 @@ GO_GROUPS: dict[int, tuple[str, tuple[str, ...]]] = {
     33: ("TestInterruptTask_ResultsTruncatedLikeLiveResults (+ chatloop TestToolResultByteBudget, "
          "TestTruncateToolResultText)",
          ("test_chatd_groups::test_g33_tool_result_byte_budget", "test_chatd_groups::test_g33_truncate_tool_result_text",
+          "test_chatd_groups::test_g33_cut_results_are_stored_like_chatd_stores_them",
           "test_chatd_groups::test_g33_interrupt_results_truncated_like_live_results",
           "test_chatd_groups::test_g33_live_results_are_cut_to_the_same_budget",
           "test_chatd_groups::test_g33_unknown_window_gets_the_default_budget")),
@@ -435,6 +436,24 @@ def test_g33_truncate_tool_result_text():
         out.encode("utf-8", errors="strict")  # valid UTF-8: no lone surrogate
         assert "\ufffd" not in out  # a rune cut in half is dropped, not replaced
     assert cut("界" * 10, 10)[0] == "界" * 3  # the hard cut: 10 bytes hold 3 whole runes
+
+
+def test_g33_cut_results_are_stored_like_chatd_stores_them():
+    """TestInterruptTask_ResultsTruncatedLikeLiveResults, the storage rule it relies on
+    (chatprompt MarshalToolResultContent): a result that fits is kept as it is; a cut
+    non-error result is no longer JSON and is stored as {"output": <cut text>}; an error
+    result keeps its cut text; kind, exit code and process ID never change."""
+    fit = chattool.fit_result_to_context
+    small = chattool.Result("completed", False, '{"success":true}', exit_code=0)
+    assert fit(small, 16 << 10) is small
+    big = chattool.Result("completed", False, chattool.go_json({"output": "y" * 40_000}), exit_code=0, process_id="p")
+    cut = fit(big, 16 << 10)
+    assert replace(cut, content=big.content) == big
+    inner = json.loads(cut.content)["output"]
+    assert len(inner.encode()) <= 16 << 10 and inner.startswith('{"output":"yyy') and "Coder truncated" in inner
+    err = chattool.Result("failed", True, "boom " * 10_000)
+    cut = fit(err, 16 << 10)
+    assert cut.is_error and cut.content.startswith("boom boom") and len(cut.content.encode()) <= 16 << 10
 
 
 def _cut_output(res: chattool.Result, budget: int) -> str:
