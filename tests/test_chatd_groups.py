@@ -160,6 +160,7 @@ GO_GROUPS: dict[int, tuple[str, tuple[str, ...]]] = {
          "_BufferedPartsBecomePartialMessages",
          ("test_chatd::test_interrupt_task_finish_interruption_only",
           "test_chatd_groups::test_g41_finish_interruption_only",
+          "test_chatd_groups::test_g41_finish_interruption_only_after_a_resolved_batch",
           "test_chatd_groups::test_g41_missing_episode_persists_nil_partials",
           "test_chatd_groups::test_g41_buffered_parts_become_partial_messages")),
 }
@@ -677,6 +678,25 @@ def test_g41_finish_interruption_only():
     assert [(m.role, m.text) for m in chat.messages] == [("user", "go"), ("user", "interrupt")]
     assert chat.messages[-1].created_at_ms == w.db_now()  # promoted by FinishInterruption now
     assert [n.get("status") for n in w.notes("interruption_finished")] == [chatd.RUNNING]
+
+
+def test_g41_finish_interruption_only_after_a_resolved_batch():
+    """TestInterruptTask_FinishInterruptionOnly, with a batch already committed in the turn:
+    the interrupt re-reads the unresolved calls (3.2 step 4), finds none, sends nothing
+    and commits no result for the resolved call; FinishInterruption alone -> waiting."""
+    first = execute("toolu_done", "make build", "1h")
+    w = new_world([(first,), (FG_2H,)], gen_time_ms=10_000)
+    start_turn(w, until_batch=False)
+    w.advance(10_000)
+    w.deliver(w.agent.exit(w.agent.started[0], 0))
+    w.advance(3_000)  # the next generation is under way
+    m = interrupt(w)
+    assert w.dials(after=m) == [] and w.cancels() == []
+    assert [r.kind for r in results_of(w, "toolu_done")] == ["completed"]
+    chat = w.chat()
+    assert chat.status == chatd.WAITING and [m.role for m in chat.messages] == ["user", "assistant", "tool"]
+    (done,) = w.notes("interruption_finished")
+    assert done.get("results") == 0
 
 
 def test_g41_missing_episode_persists_nil_partials():
