@@ -51,6 +51,11 @@ Rule 8 (results). ``Result.kind`` is what checkers read; ``content`` is the text
         model sees (ExecuteResult JSON in Go's field order, or the file tools' JSON, or a
         plain error text), ``is_error`` whether chatd stores it as an error result.
         Unknown results carry a ``reason`` from ``UNKNOWN_REASONS``.
+Rule 9 (context budget, 1.3 step 6, 3.2 step 3.7). Before the task commits a result it
+        is cut to ``tool_result_byte_budget`` of the chat model's context window
+        (``fit_result_to_context``: chatloop's head-and-tail cut with a "Coder truncated"
+        marker); a cut non-error result is stored as ``{"output": <cut text>}``, as
+        chatprompt stores text that is not JSON. The cut never changes ``kind``.
 
 Where the reference (chatd-contract.md, code facts) and the design differ we follow the
 reference:
