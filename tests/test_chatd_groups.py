@@ -259,7 +259,11 @@ def test_g03_parallel_calls_each_carry_their_own_identity():
     for rules in ("contract", "today"):
         w = new_world([(a, b, probe)], rules=rules)
         w.agent.hold_starts = True
+        w.dial = None  # the dial is answered 20 s late: the age read once grows by 20 s
         start_turn(w)
+        (_, node, dial), = w.requests(method="DIAL")
+        w.advance(20_000)
+        w.deliver([(node, Response(dial.req_id, 200))])
         starts = w.starts()
         assert len(starts) == 2 and len(w.agent.held) == 2 and not w.committed()
         assert len({t for t, _, _ in starts}) == 1
@@ -269,7 +273,7 @@ def test_g03_parallel_calls_each_carry_their_own_identity():
             continue
         msg = chatd_db.last_assistant(w.chat())
         assert [(h.message_id, h.tool_call_id) for h in headers] == [(msg.id, "call-1"), (msg.id, "call-2")]
-        assert headers[0].age_ms == headers[1].age_ms == w.db_now() - msg.created_at_ms
+        assert headers[0].age_ms == headers[1].age_ms == w.db_now() - msg.created_at_ms == 20_000
         assert {r.path for _, _, r in starts} == {"/api/v0/processes/start"}
 
 
