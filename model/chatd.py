@@ -766,7 +766,9 @@ def _interrupt_commit(rep, db, task, att, db_now_ms):
     chat, outcome, eff = _fenced(db, task, "finish_interruption", rep.rules)
     if outcome is not None:
         return db, outcome, eff
-    by_provider = FMap((call.provider_id, fit_to_context(chat, res)) for (call, _), res in zip(att.targets, att.results))
+    by_provider = FMap(
+        (call.provider_id, fit_to_context(chat, res)) for (call, _), res in zip(att.targets, att.results)
+    )
     db, eff = tx_finish_interruption(
         db, chat, by_provider, chattool.generic_result(), db_now_ms, rep.name, att.number,
         only_unresolved=rep.rules.interrupt_rereads_unresolved,

@@ -101,7 +101,8 @@ GO_GROUPS: dict[int, tuple[str, tuple[str, ...]]] = {
     21: ("TestInterruptExecuteBeforeStart",
          ("test_chattool::test_21_cancel_before_start_then_late_start_is_refused",)),
     22: ("TestInterruptedCall",
-         ("test_chattool::test_22_interrupted_call_stop_ages", "test_chattool::test_22_not_run_and_file_answers_exact_json")),
+         ("test_chattool::test_22_interrupted_call_stop_ages",
+          "test_chattool::test_22_not_run_and_file_answers_exact_json")),
     23: ("TestInterruptedCallUnreachable", ("test_chattool::test_23_interrupted_call_unreachable",)),
     24: ("TestInterruptedCallSameCancel", ("test_chattool::test_24_same_cancel",)),
     25: ("TestInterruptTask_ExecuteResults",
@@ -111,7 +112,8 @@ GO_GROUPS: dict[int, tuple[str, tuple[str, ...]]] = {
          ("test_chattool::test_26_calls_without_cancel_mean_no_dial",
           "test_chatd::test_interrupt_task_execute_calls_without_cancel")),
     27: ("TestInterruptTask_DuplicateIDsCancelOnce",
-         ("test_chattool::test_27_duplicate_ids_cancel_once", "test_chatd::test_interrupt_task_duplicate_ids_cancel_once")),
+         ("test_chattool::test_27_duplicate_ids_cancel_once",
+          "test_chatd::test_interrupt_task_duplicate_ids_cancel_once")),
     28: ("TestInterruptTask_CancelIgnoresEpisodeBuffer",
          ("test_chatd::test_interrupt_task_cancel_answer_is_the_only_result",
           "test_chatd_groups::test_g28_cancel_ignores_episode_buffer")),
@@ -120,7 +122,8 @@ GO_GROUPS: dict[int, tuple[str, tuple[str, ...]]] = {
           "test_chatd::test_contract_interrupt_cancels_with_stop_ages_and_commits_cancel_results",
           "test_chatd_groups::test_g29_cancels_execute_calls_in_parallel")),
     30: ("TestInterruptTask_CancelBoundYieldsUnknown",
-         ("test_chattool::test_30_cancel_bound_yields_unknown", "test_chatd::test_interrupt_task_cancel_bound_yields_unknown")),
+         ("test_chattool::test_30_cancel_bound_yields_unknown",
+          "test_chatd::test_interrupt_task_cancel_bound_yields_unknown")),
     31: ("TestInterruptTask_ParentCanceledDuringCancelCommitsNothing",
          ("test_chattool::test_31_task_end_mid_cancel_commits_nothing",
           "test_chatd::test_interrupt_task_parent_canceled_during_cancel_commits_nothing")),
@@ -128,7 +131,8 @@ GO_GROUPS: dict[int, tuple[str, tuple[str, ...]]] = {
          ("test_chattool::test_32_file_tool_interrupt_results", "test_chatd_groups::test_g32_file_tool_call_results")),
     33: ("TestInterruptTask_ResultsTruncatedLikeLiveResults (+ chatloop TestToolResultByteBudget, "
          "TestTruncateToolResultText)",
-         ("test_chatd_groups::test_g33_tool_result_byte_budget", "test_chatd_groups::test_g33_truncate_tool_result_text",
+         ("test_chatd_groups::test_g33_tool_result_byte_budget",
+          "test_chatd_groups::test_g33_truncate_tool_result_text",
           "test_chatd_groups::test_g33_cut_results_are_stored_like_chatd_stores_them",
           "test_chatd_groups::test_g33_interrupt_results_truncated_like_live_results",
           "test_chatd_groups::test_g33_live_results_are_cut_to_the_same_budget",
@@ -143,7 +147,8 @@ GO_GROUPS: dict[int, tuple[str, tuple[str, ...]]] = {
     37: ("TestAbandonTask_OwnershipMismatchRequestsCleanup / TestAbandonTask_StaleStatusFenceExits "
          "(+ TestAbandonTask_AbandonOnly)",
          ("test_chatd::test_abandon_task_ownership_mismatch_requests_cleanup",
-          "test_chatd::test_abandon_task_stale_status_fence_exits", "test_chatd::test_abandon_after_turn_clears_owner")),
+          "test_chatd::test_abandon_task_stale_status_fence_exits",
+          "test_chatd::test_abandon_after_turn_clears_owner")),
     38: ("TestGenerationTask_RecordRetryStateStaleFenceExits",
          ("test_chatd::test_generation_stale_runner_write_after_reacquire_exits",
           "test_chatd_groups::test_g38_stale_attempt_write_after_reacquire_exits")),
@@ -493,7 +498,8 @@ def test_g33_interrupt_results_truncated_like_live_results(case):
     if case == "OversizedDiff":
         assert res.kind == "applied" and output.startswith('{"files":[{"diff":"+line\\n+line')
     else:
-        assert res.kind == "completed" and res.exit_code == 0 and output.endswith("x" * 1000 + '","exit_code":0,"wall_duration_ms":0}')
+        assert res.kind == "completed" and res.exit_code == 0
+        assert output.endswith("x" * 1000 + '","exit_code":0,"wall_duration_ms":0}')
     assert w.chat().status == chatd.WAITING
 
 
