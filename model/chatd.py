@@ -49,6 +49,10 @@ Rule 7 (routing). Every request id and timer name of a task starts with its task
         ``<worker_id>/t<n>``; an attempt's with ``<task>/a<m>``; a call's with
         ``<attempt>/c<i>`` (the prefix handed to chattool, which appends ``:<kind><n>``). The worker id is in every
         prefix, so answers to a crashed incarnation's requests never reach a new one.
+Rule 8 (result budget, 1.3 step 6, 3.2 step 3.7). Every committed tool result, of a
+        batch or of an interrupt, is first cut to the per-result byte budget of the chat
+        model's context window (``fit_to_context``; the rule is chattool's). The cut is
+        not part of the contract stack: ``today`` cuts its live results the same way.
 
 Variants (``VARIANTS``) are objects naming their rules, never forks of the code:
 ``today`` is chatd before the CODAGT-757 stack, ``contract`` is design B (``ChatdRules``
@@ -844,7 +848,7 @@ def _execute_commit(rep, db, task, att, db_now_ms):
     chat, outcome, eff = _fenced(db, task, "commit_step", rep.rules, att.generation_attempt)
     if outcome is not None:
         return db, outcome, eff
-    results = [(call.provider_id, res) for (call, _), res in zip(att.targets, att.results)]
+    results = [(call.provider_id, fit_to_context(chat, res)) for (call, _), res in zip(att.targets, att.results)]
     db, eff = tx_commit_results(
         db, chat, att.message_id, results, db_now_ms, rep.name, att.number, att.generation_attempt
     )
@@ -855,13 +859,26 @@ def _interrupt_commit(rep, db, task, att, db_now_ms):
     chat, outcome, eff = _fenced(db, task, "finish_interruption", rep.rules)
     if outcome is not None:
         return db, outcome, eff
-    by_provider = FMap((call.provider_id, res) for (call, _), res in zip(att.targets, att.results))
+    by_provider = FMap(
+        (call.provider_id, fit_to_context(chat, res)) for (call, _), res in zip(att.targets, att.results)
+    )
     db, eff = tx_finish_interruption(
         db, chat, by_provider, chattool.generic_result(), db_now_ms, rep.name, att.number,
         only_unresolved=rep.rules.interrupt_rereads_unresolved,
         drop_kinds=() if rep.rules.interrupt_commits_not_run else ("not_run", "not_applied"),
     )
     return db, DONE, eff
+
+
+def fit_to_context(chat: Chat, result: chattool.Result) -> chattool.Result:
+    """Rule 8: a result as committed, cut to the per-result budget of the chat model's
+    context window (chatd-contract.md 1.3 step 6 for generation, 3.2 step 3.7 for the
+    interrupt's cancel answers; TestInterruptTask_ResultsTruncatedLikeLiveResults). Go
+    cuts a live result in chatloop before the commit and an interrupt result in
+    newInterruptResult; both read the same model config, so cutting at the commit is the
+    same. The interrupt's generic result is far below any budget, so cutting every result
+    equals Go's cutting only the answers that describe the call."""
+    return chattool.fit_result_to_context(result, chattool.tool_result_byte_budget(chat.context_limit_tokens))
 
 
 def _commit_assistant(rep, db, runner, task, db_now_ms) -> Out:

@@ -126,6 +126,10 @@ class Chat(CachedRepr):
     queue: tuple[str, ...] = ()  # queued user messages, promoted by FinishTurn/Interruption
     turns: tuple[tuple, ...] = ()  # the scripted model: one tuple of ToolCalls per answer
     gen_time_ms: int = DEFAULT_TIMING.default_gen_time_ms  # the world sets it per chat
+    # The chat model's context window in tokens (its model config's context_limit); 0 is
+    # unknown. It sets the per-result byte budget of every committed tool result
+    # (chattool.tool_result_byte_budget, chatd-contract.md 1.3 step 6).
+    context_limit_tokens: int = 0
 
     @property
     def owned(self) -> bool:
@@ -486,16 +490,21 @@ def _refused(db: Db, action: str, chat_id: str, reason: str) -> tuple[Db, list]:
     return db, [note("refused", action=action, chat_id=chat_id, reason=reason)]
 
 
-def db_new_chat(db: Db, chat_id: str, turns, gen_time_ms: int, db_now_ms: int) -> tuple[Db, list]:
+def db_new_chat(
+    db: Db, chat_id: str, turns, gen_time_ms: int, db_now_ms: int, context_limit_tokens: int = 0
+) -> tuple[Db, list]:
     """Create an idle chat whose model answers with the scripted ``turns``.
 
     ``chat_id`` must be a UUID string: the tool call UUID is derived from its bytes.
+    ``context_limit_tokens`` is the chat model's context window (0: unknown, the default
+    per-result budget).
     """
     if not db.db_up:
         return _refused(db, "new_chat", chat_id, DB_DOWN)
     if chat_id in db.chats:
         return _refused(db, "new_chat", chat_id, "exists")
-    chat = Chat(chat_id, WAITING, turns=tuple(tuple(t) for t in turns), gen_time_ms=gen_time_ms)
+    chat = Chat(chat_id, WAITING, turns=tuple(tuple(t) for t in turns), gen_time_ms=gen_time_ms,
+                context_limit_tokens=context_limit_tokens)
     return _put(db, chat), [note("chat_created", chat_id=chat_id)]
 
 
