@@ -19,9 +19,10 @@ What the model leaves out on purpose, and how a group is still tested (``ABSTRAC
   on the stale attempt's next write (its commit, or its retry's first read) is tested;
 - panics (group 39 PanicsRetry): pure handlers cannot panic; the retry wrapper's rule
   that any failure other than an expected exit retries is driven with a synthetic one;
-- serial tools (group 3): Go's serial tools (box_run, find_tools) never contact the
-  agent, so in this model their order is not observable; the identity each call carries
-  is tested for parallel calls, and the serial ordering itself is chatd-today's.
+
+Group 3's serial order is tested by marking an agent tool serial (``ChatdRules.serial_tools``,
+tests/test_chatd_today.py): Go marks only box_run and find_tools serial, and those never
+contact the agent, so the default serial list changes nothing an agent sees.
 """
 
 from __future__ import annotations
@@ -52,7 +53,9 @@ GO_GROUPS: dict[int, tuple[str, tuple[str, ...]]] = {
         ("test_chattool::test_02_identity_agent_requests_measure_age_per_request",)),
     3: ("chatloop TestExecuteLocalToolsToolCallIdentity",
         ("test_chattool::test_03_parallel_and_serial_calls_each_carry_their_own_identity",
-         "test_chatd_groups::test_g03_parallel_calls_each_carry_their_own_identity")),
+         "test_chatd_groups::test_g03_parallel_calls_each_carry_their_own_identity",
+         "test_chatd_today::test_serial_tools_run_one_after_another_in_a_batch",
+         "test_chatd_today::test_non_serial_calls_do_not_wait_for_serial_ones")),
     4: ("TestExecuteLocalTools_ToolCallIdentity",
         ("test_chattool::test_04_backdated_message_age_from_database_clock",)),
     5: ("TestExecuteLocalTools_ExecuteTaskRetry",
@@ -171,7 +174,7 @@ GO_GROUPS: dict[int, tuple[str, tuple[str, ...]]] = {
 }
 
 # Groups whose Go test checks a mechanism the model leaves out on purpose (module docstring).
-ABSTRACTED = {3: "serial order", 28: "message part buffer", 29: "billing", 38: "LLM retries",
+ABSTRACTED = {28: "message part buffer", 29: "billing", 38: "LLM retries",
               39: "panics", 41: "message part buffer"}
 
 
@@ -287,7 +290,6 @@ def test_g03_parallel_calls_each_carry_their_own_identity():
 # ---------------------------------------------------------------------------
 
 
-@pytest.mark.xfail(strict=True, reason="needs chatd-today: the recorded start error text of chatd-contract.md 5.3")
 @pytest.mark.parametrize("background, content_type, body, want", [
     (False, "application/json", b'{"message":"Failed to start process.","detail":"fork failed"}',
      "start process: Failed to start process.: fork failed"),

@@ -175,7 +175,7 @@ def test_before_stack_file_request_has_no_answer_timer():
 
 
 def test_serial_tools_run_one_after_another_in_a_batch():
-    """chatd-contract.md 1.3 step 3: tools not marked serial run concurrently, tools marked
+    """[7.3] chatd-contract.md 1.3 step 3: tools not marked serial run concurrently, tools marked
     serial (``SerialToolCalls()``) one at a time. Go's chatloop tests wrap a tool as
     ``serialTool`` (TestExecuteLocalTools_BatchRuntime: "one per completing call, plus one
     for the next serial call's start"; TestExecuteLocalToolsToolCallIdentity: the serial
@@ -202,7 +202,7 @@ def test_serial_tools_run_one_after_another_in_a_batch():
 
 
 def test_non_serial_calls_do_not_wait_for_serial_ones():
-    """The same batch with only write_file marked serial: both executes are sent at once
+    """[7.3] The same batch with only write_file marked serial: both executes are sent at once
     (the parallel batch of 1.3), nothing waits."""
     a = execute("toolu_a", "make a", "5m")
     b = execute("toolu_b", "make b", "5m")
