@@ -778,6 +778,46 @@ def test_tool_call_process_reaping():
     assert plain_pid not in h.state.processes
 
 
+def test_reaping_is_strictly_after_five_minutes():
+    """Item 77's rule at its boundary (section 4.4: removed once MORE than 5 min have passed
+    since exit): a plain exited process is still listed at exactly 5 min and gone 1 ms
+    later; the same for a tool call process whose record a newer message dropped. Kills the
+    "reap at >=" mutant."""
+    h = AgentHarness()
+    plain = h.json(h.request("POST", agent.START_PATH, body=json_body({"command": "true"})))["id"]
+    tool = h.json(h.start(1, "call", command="true"))["id"]
+    h.advance(0)
+    assert h.process(plain).exited_at_ms == h.process(tool).exited_at_ms == h.now_ms
+    h.start(2, "call", command="sleep 600")  # message 1's record is no longer current
+    h.advance(5 * MIN)
+    assert {plain, tool} <= set(h.list())
+    h.advance(1)
+    assert not {plain, tool} & set(h.list())
+
+
+@pytest.mark.parametrize("inclusive", [False, True], ids=["RevC", "StopRuleInclusive"])
+def test_zero_threshold_never_stops_under_every_stop_rule(inclusive):
+    """Item 75's rule (ZeroNeverStops: "Threshold 0 never stops anything", section 4.2)
+    at run age 0, under Rev C's strict rule and under the planted ``stop_rule_inclusive``
+    knob (kill at run age <= threshold).
+
+    Why the ``threshold_ms > 0`` guard in ``stop_tool_call_process`` exists, and when it is
+    equivalent: under Rev C the kill needs ``run_age < threshold``; the threshold is
+    clamped to [0, max] before the stopper and the run age is never negative (a process's
+    start instant is on the agent's own monotone clock), so with threshold 0 the
+    comparison alone is already false and the guard changes nothing (the RevC row passes
+    with or without it). It is not redundant in the model as a whole: with the inclusive
+    knob, ``0 <= 0`` would kill a process at run age 0 on a threshold-0 cancel (chatd's
+    cancel for file tools and for a foreground command with no time left), and only the
+    guard keeps "0 never stops". The StopRuleInclusive row kills the "drop the guard"
+    mutant."""
+    h = AgentHarness(config=agent.AgentConfig(rules=agent.AgentRules(stop_rule_inclusive=inclusive)))
+    pid = h.json(h.start(command="sleep 300"))["id"]
+    proc = h.cancel_value(h.cancel(threshold_ms=0))["process"]
+    assert (proc["running"], proc["canceled"], proc["run_age_ms"]) == (True, False, 0)
+    assert h.process(pid).running
+
+
 def test_cancel_waits_for_pending_start():
     """Mirrors TestCancelToolCallWaitsForPendingStart (item 78): a cancel during the pending
     start waits, then kills the new process."""
