@@ -71,6 +71,7 @@ class AgentHarness:
         self.counter = 0
         self.handler_runs = 0  # pending runs published by run_handlers (Go: handler calls)
         self.steps: dict[str, list] = {}  # request ID -> the effects of its arrival step
+        self.requests: dict[str, Request] = {}  # request ID -> the request as the agent got it
 
     # -- effects -----------------------------------------------------------
     def _absorb(self, step):
@@ -111,13 +112,17 @@ class AgentHarness:
             hdrs += ((CHAT_ID_HEADER, chat),)
         if m is not None:
             hdrs = set_tool_call_headers(hdrs, m, call, age_ms)
-        req = Request(req_id, "chatd", method, path, query, hdrs, body)
+        return self.send(Request(req_id, "chatd", method, path, query, hdrs, body), run=run)
+
+    def send(self, req: Request, *, run: bool = True) -> str:
+        """Deliver a request built elsewhere (by chatd's tool layer or the SDK twin)."""
+        self.requests[req.req_id] = req
         step = agent.on_request(self.state, req, self.now_ms)
-        self.steps[req_id] = list(step[1])
+        self.steps[req.req_id] = list(step[1])
         self._absorb(step)
         if run:
             self.run_handlers()
-        return req_id
+        return req.req_id
 
     def start(self, m=1, call="call", *, command="true", background=False, run=True, **kw) -> str:
         body = json_body({"command": command, "background": background})
