@@ -193,8 +193,8 @@ def test_middleware_tool_call_context(counting):
 
 
 def test_middleware_tool_call_context_real_handler():
-    """Item 23 over the real start handler: the process ID is the UUID of the key the
-    handler saw."""
+    """Mirrors TestMiddlewareToolCallContext (item 23) over the real start handler: the
+    process ID is the UUID of the key the handler saw."""
     h = AgentHarness()
     pid = h.json(h.start(1, "call"))["id"]
     assert pid == tool_call_uuid(CHAT, 1, "call") and h.process(pid).key == Key(CHAT, 1, "call")
@@ -392,8 +392,8 @@ def test_cancel_started_with_process(counting, stopper):
 
 
 def test_cancel_started_with_real_process():
-    """Item 37 over the real start handler and stopper: the recorded 200 round-trips and the
-    process is killed (700 ms < 1500 ms)."""
+    """Mirrors TestCancelHandler/StartedWithProcess (item 37) over the real start handler
+    and stopper: the recorded 200 round-trips and the process is killed (700 < 1500 ms)."""
     h = AgentHarness()
     first = h.start(command="sleep 300")
     h.advance(700)
@@ -417,7 +417,8 @@ def test_cancel_started_without_process(counting, stopper):
 
 
 def test_cancel_started_without_process_real():
-    """Item 38 over the real handlers: a failed start has no process."""
+    """Mirrors TestCancelHandler/StartedWithoutProcess (item 38) over the real handlers: a
+    failed start has no process."""
     h = AgentHarness()
     h.start(body=json_body({"command": "true", "workdir": "/missing"}))
     value = h.cancel_value(h.cancel(threshold_ms=1_000))
@@ -438,7 +439,8 @@ def test_cancel_negative_threshold_never_stops(counting, stopper):
 
 
 def test_cancel_negative_threshold_leaves_real_process():
-    """Item 39 over the real stopper: the process keeps running."""
+    """Mirrors TestCancelHandler/NegativeThresholdNeverStops (item 39) over the real
+    stopper: the process keeps running."""
     h = AgentHarness()
     h.start(command="sleep 300")
     h.advance(1)
@@ -447,7 +449,7 @@ def test_cancel_negative_threshold_leaves_real_process():
 
 
 def test_cancel_threshold_saturates(counting, stopper):
-    """``stopThreshold``'s upper clamp (section 3 step 8): a threshold past the largest
+    """Beside TestCancelHandler/NegativeThresholdNeverStops (item 39): ``stopThreshold``'s upper clamp (section 3 step 8): a threshold past the largest
     Duration in ms reaches the stopper as 9 223 372 036 854 ms."""
     counting()
     fake = stopper()
@@ -779,7 +781,7 @@ def test_tool_call_process_reaping():
 
 
 def test_reaping_is_strictly_after_five_minutes():
-    """Item 77's rule at its boundary (section 4.4: removed once MORE than 5 min have passed
+    """Mirrors TestToolCallProcessReaping (item 77), its rule at the boundary (section 4.4: removed once MORE than 5 min have passed
     since exit): a plain exited process is still listed at exactly 5 min and gone 1 ms
     later; the same for a tool call process whose record a newer message dropped. Kills the
     "reap at >=" mutant."""
@@ -797,7 +799,8 @@ def test_reaping_is_strictly_after_five_minutes():
 
 @pytest.mark.parametrize("inclusive", [False, True], ids=["RevC", "StopRuleInclusive"])
 def test_zero_threshold_never_stops_under_every_stop_rule(inclusive):
-    """Item 75's rule (ZeroNeverStops: "Threshold 0 never stops anything", section 4.2)
+    """Mirrors TestCancelToolCallProcessRunAgeRule/ZeroNeverStops (item 75), its rule
+    ("Threshold 0 never stops anything", section 4.2)
     at run age 0, under Rev C's strict rule and under the planted ``stop_rule_inclusive``
     knob (kill at run age <= threshold).
 
@@ -945,3 +948,176 @@ def test_shutdown_breaks_open_requests():
     waiter = h.start(run=False)
     h.shutdown()
     assert type(h.answer(waiter)).__name__ == "TransportError"
+
+
+# ---------------------------------------------------------------------------
+# The case table: every case of agent-contract.md section 5 (1..148) and its port
+# ---------------------------------------------------------------------------
+
+_C = "test_agent_conformance.py::"
+_S = "test_agent_sdk.py::"
+_I = "test_identity.py::"
+AGENT_EDGES = "agent-edges"  # ported by the agent-edges branch (tests/test_agent_edges.py)
+
+_DECISION_IDS = [c[0] for c in DECISIONS]
+_FROM_HEADERS = {
+    92: "ok[92-none-present]", 93: "ok[93-all-valid]", 94: "ok[94-age-at-max]",
+    95: "error[95-age-above-max]", 96: "error[96-message-id-twice]", 97: "error[97-id-twice]",
+    98: "error[98-age-twice]", 99: "error[99-message-id-missing]", 100: "error[100-id-missing]",
+    101: "error[101-age-missing]", 102: "error[102-message-id-0]", 103: "error[103-message-id-neg]",
+    104: "error[104-message-id-abc]", 105: "error[105-message-id-empty]", 106: "error[106-id-empty]",
+    107: "error[107-id-bad-escape]", 108: "error[108-age-negative]", 109: "error[109-age-fractional]",
+    110: "error[110-age-empty]", 111: "error[111-age-maxint64]",
+}
+_READ_AS_GO = {
+    125: "125-409-no-code", 126: "126-409-unknown-code", 127: "127-409-empty-object", 128: "128-409-empty-body",
+    129: "129-409-invalid-json", 130: "130-409-text-plain", 131: "131-404-known-code", 132: "132-404-text-plain",
+    133: "133-400-json", 134: "134-500-json",
+}
+
+CASES: dict[int, str | tuple[str, ...]] = {
+    # 5.1 middleware_test.go
+    **{n: _C + f"test_middleware_decisions[{_DECISION_IDS[i]}]" for i, n in enumerate([1, 2, 4, 5, 6, 7, 8, 9, 10, 11, 12, 13])},
+    3: _C + "test_record_returns_recorded_failure",
+    **{n: _C + f"test_middleware_input_mismatch[{c[0]}]" for n, c in zip(range(14, 19), INPUT_MISMATCH_CASES)},
+    19: _C + "test_middleware_without_tool_call_headers",
+    20: _C + "test_middleware_bad_request[WithoutChat]",
+    21: _C + "test_middleware_bad_request[PartialHeaders]",
+    22: _C + "test_middleware_bad_request[MalformedAge]",
+    23: (_C + "test_middleware_tool_call_context", _C + "test_middleware_tool_call_context_real_handler"),
+    24: _C + "test_middleware_records_response",
+    25: _C + "test_middleware_run_age",
+    26: _C + "test_newer_message_drops_older_records",
+    27: _C + "test_newer_message_refused_keeps_records",
+    28: _C + "test_chats_are_independent",
+    29: _C + "test_done_context_no_record_runs",
+    30: _C + "test_done_context_published_response_wins",
+    31: _C + "test_concurrent_runs_once",
+    32: _C + "test_input_mismatch_does_not_wait",
+    33: _C + "test_waiter_context_ends",
+    34: (_C + "test_handler_panics", _C + "test_handler_panics_reaches_caller"),
+    35: _C + "test_dropped_pending_record_wakes_waiters",
+    # 5.2 cancel_test.go
+    36: _C + "test_cancel_never_received",
+    37: (_C + "test_cancel_started_with_process", _C + "test_cancel_started_with_real_process"),
+    38: (_C + "test_cancel_started_without_process", _C + "test_cancel_started_without_process_real"),
+    39: (_C + "test_cancel_negative_threshold_never_stops", _C + "test_cancel_negative_threshold_leaves_real_process"),
+    40: AGENT_EDGES,
+    41: _C + "test_cancel_stale_message",
+    42: _C + "test_cancel_agent_started_after_tool_call",
+    43: _C + "test_cancel_newer_message_drops_older_records",
+    44: _C + "test_cancel_bad_request[WrongID]",
+    45: _C + "test_cancel_bad_request[OtherChatID]",
+    46: _C + "test_cancel_bad_request[WithoutChat]",
+    47: _C + "test_cancel_bad_request[WithoutToolCallHeaders]",
+    48: _C + "test_cancel_bad_request[MalformedHeaders]",
+    49: _C + "test_cancel_bad_request[MalformedBody]",
+    50: _C + "test_cancel_waits_for_pending_run",
+    51: _C + "test_cancel_request_context_ends",
+    # 5.3 store_internal_test.go
+    52: _C + "test_negative_age_counts_as_zero",
+    # 5.4 agentproc/toolcall_test.go
+    53: _C + "test_start_process_tool_call_new",
+    54: _C + "test_start_process_tool_call_repeated_same_input",
+    55: _C + "test_start_process_tool_call_input_mismatch",
+    56: _C + "test_start_process_tool_call_stale",
+    57: _C + "test_start_process_tool_call_agent_started_after",
+    58: _C + "test_start_process_tool_call_canceled_before_start",
+    59: _C + "test_start_process_tool_call_concurrent",
+    60: _C + "test_start_process_tool_call_start_error",
+    61: _C + "test_start_process_without_tool_call_unchanged",
+    62: tuple(_C + f"test_start_process_tool_call_bad_request[{i}]" for i in ("WithoutChat", "PartialHeaders", "MalformedAge")),
+    63: _C + "test_cancel_tool_call_process_running",
+    64: _C + "test_cancel_tool_call_process_repeated",
+    65: _C + "test_cancel_tool_call_process_exited",
+    66: _C + "test_cancel_aborted_request_still_kills",
+    67: _C + "test_signal_kill_is_not_canceled",
+    68: _C + "test_cancel_tool_call_process_never_received",
+    69: _C + "test_cancel_tool_call_process_agent_started_after",
+    70: _C + "test_cancel_tool_call_process_stale",
+    71: _C + "test_cancel_tool_call_process_other_chat",
+    72: _C + "test_cancel_run_age_rule[BelowThresholdKills]",
+    73: _C + "test_cancel_run_age_rule[AtThresholdLeavesRunning]",
+    74: _C + "test_cancel_run_age_rule[AboveThresholdLeavesRunning]",
+    75: (_C + "test_cancel_run_age_rule[ZeroNeverStops]",
+         _C + "test_zero_threshold_never_stops_under_every_stop_rule[StopRuleInclusive]"),
+    76: _C + "test_tool_call_run_age",
+    77: (_C + "test_tool_call_process_reaping", _C + "test_reaping_is_strictly_after_five_minutes"),
+    78: _C + "test_cancel_waits_for_pending_start",
+    79: _C + "test_close_kills_tool_call_process",
+    80: _C + "test_repeated_start_notifies_once",
+    # 5.5 agentfiles
+    81: _C + "test_file_tool_call_runs_once[True-edit]",
+    82: _C + "test_file_tool_call_runs_once[False-edit]",
+    83: _C + "test_file_tool_call_runs_once[True-write]",
+    84: _C + "test_file_tool_call_runs_once[False-write]",
+    # 5.6 toolcall_test.go
+    **{n: _I + f"test_tool_call_headers_round_trip[{i}]" for n, i in zip(range(85, 92), (
+        "85-plain-id", "86-slash", "87-percent", "88-space", "89-non-ascii", "90-sub-ms-age-floors",
+        "91-negative-age-sends-zero"))},
+    **{n: _I + f"test_tool_call_from_headers_{rest}" for n, rest in _FROM_HEADERS.items()},
+    112: _I + "test_tool_call_uuid_namespace",
+    113: _I + "test_tool_call_uuid_vector",
+    **{n: _I + f"test_tool_call_uuid_each_input_changes[{i}]" for n, i in zip(range(114, 118), (
+        "114-other-chat", "115-other-message", "116-other-provider-id", "117-escaped-provider-id"))},
+    118: (_S + "test_tool_call_context_reaches_the_handler", _I + "test_tool_call_context"),
+    119: _I + "test_tool_call_error_message[119-message-only]",
+    120: _I + "test_tool_call_error_message[120-detail-and-validations]",
+    # 5.7 agentconn_internal_test.go
+    121: (_I + "test_read_tool_call_error_coded[121-stale]", _S + "test_agent_failure_answers_read_as_go"),
+    122: _I + "test_read_tool_call_error_coded[122-agent-started]",
+    123: _I + "test_read_tool_call_error_coded[123-input-mismatch]",
+    124: _I + "test_read_tool_call_error_coded[124-canceled]",
+    **{n: _S + f"test_read_tool_call_error_as_read_body_as_error[{i}]" for n, i in _READ_AS_GO.items()},
+    135: _S + "test_read_tool_call_error_body_read_failure",
+    136: _S + "test_do_with_tool_call_age_includes_connect_time",
+    137: _S + "test_do_with_tool_call_dial_error",
+    138: _S + "test_do_with_tool_call_unused_connection_closed",
+    **{n: _I + f"test_run_age_from_header[{i}]" for n, i in zip(range(139, 148), (
+        "139-absent", "140-zero", "141-2500", "142-max", "143-above-max", "144-negative", "145-not-a-number",
+        "146-empty", "147-two-values"))},
+    # 5.8 agentconn_test.go
+    148: _S + "test_agent_conn_tool_call_requests",
+}
+
+
+def _collected_nodes() -> set[str]:
+    """The node IDs pytest collects from the three modules the table names, collected in a
+    separate process so the answer does not depend on which tests this run selected."""
+    import pathlib
+    import subprocess
+    import sys
+
+    here = pathlib.Path(__file__).resolve().parent
+    files = sorted({node.split("::")[0] for value in CASES.values() if value != AGENT_EDGES
+                    for node in ((value,) if isinstance(value, str) else value)})
+    out = subprocess.run(
+        [sys.executable, "-m", "pytest", "--collect-only", "-q", "-o", "addopts=", "-p", "no:cacheprovider",
+         *[str(here / f) for f in files]],
+        cwd=here.parent, capture_output=True, text=True, check=True,
+    ).stdout
+    return {line.strip().removeprefix("tests/") for line in out.splitlines() if "::" in line}
+
+
+def test_every_go_case_is_ported():
+    """The table holds every case 1..148 of agent-contract.md section 5, each names tests
+    that exist (collected by pytest), and each named test function says which Go test it
+    mirrors (its docstring, or its parameter ID starting with the case number). Cases owned
+    by another branch say so (``agent-edges``: #40, the stopper error)."""
+    import importlib
+    import re
+
+    assert sorted(CASES) == list(range(1, 149))
+    assert [n for n, v in CASES.items() if v == AGENT_EDGES] == [40]
+    nodes = _collected_nodes()
+    for number, value in CASES.items():
+        if value == AGENT_EDGES:
+            continue
+        for node in (value,) if isinstance(value, str) else value:
+            assert node in nodes, f"case {number}: {node} is not a collected test"
+            module_file, name = node.split("::")
+            function = getattr(importlib.import_module(module_file.removesuffix(".py")), name.split("[")[0])
+            doc = function.__doc__ or ""
+            param = re.search(r"\[(\d+)-", name)
+            assert "Mirrors Test" in doc or f"{number}." in doc or (param and int(param.group(1)) == number), (
+                f"case {number}: {node} does not name the Go test it ports")

@@ -153,7 +153,8 @@ def test_read_tool_call_error_known_codes_are_refusals(code):
 
 
 def test_agent_failure_answers_read_as_go():
-    """Items 132-134 and 121 with answers the agent model writes itself: an unknown route's
+    """Mirrors TestReadToolCallError (agentconn_internal_test.go), items 132-134 and 121,
+    with answers the agent model writes itself: an unknown route's
     404 text/plain, a malformed-header 400, a recorded handler panic 500, a coded stale
     409. Each is read exactly as Go's SDK reads it."""
     h = AgentHarness()
