@@ -88,7 +88,7 @@ DECISIONS = [
 
 @pytest.mark.parametrize("case", DECISIONS, ids=[c[0] for c in DECISIONS])
 def test_middleware_decisions(case):
-    """Mirrors TestMiddlewareDecisions/<id> (items 1, 2, 4-13): one decision-table row each."""
+    """Mirrors TestMiddlewareDecisions/<id> (middleware_test.go, items 1, 2, 4-13): one decision-table row each."""
     _, _, prior, uptime, (m, call, age, command), status, code, starts, (cur_key, cur_value) = case
     h = AgentHarness(uptime_ms=uptime)
     for pm, pcall, pcommand in prior:
@@ -102,7 +102,7 @@ def test_middleware_decisions(case):
 
 
 def test_record_returns_recorded_failure():
-    """Mirrors TestMiddlewareDecisions/RecordReturnsRecordedFailure (item 3): a recorded 500
+    """Mirrors TestMiddlewareDecisions/RecordReturnsRecordedFailure (middleware_test.go, item 3): a recorded 500
     is replayed as 500 and the handler does not run again."""
     h = AgentHarness()
     body = json_body({"command": "true", "workdir": "/missing"})
@@ -171,7 +171,7 @@ def test_middleware_without_tool_call_headers(counting):
     ids=["WithoutChat", "PartialHeaders", "MalformedAge"],
 )
 def test_middleware_bad_request(kwargs):
-    """Mirrors TestMiddlewareBadRequest/<id> (items 20-22): 400, the handler is not called,
+    """Mirrors TestMiddlewareBadRequest/<id> (middleware_test.go, items 20-22): 400, the handler is not called,
     nothing is recorded, a later valid request runs."""
     h = AgentHarness()
     rid = h.start(**kwargs)
@@ -193,7 +193,7 @@ def test_middleware_tool_call_context(counting):
 
 
 def test_middleware_tool_call_context_real_handler():
-    """Mirrors TestMiddlewareToolCallContext (item 23) over the real start handler: the
+    """Mirrors TestMiddlewareToolCallContext (middleware_test.go, item 23) over the real start handler: the
     process ID is the UUID of the key the handler saw."""
     h = AgentHarness()
     pid = h.json(h.start(1, "call"))["id"]
@@ -213,7 +213,7 @@ def test_middleware_records_response(counting):
 
 
 def test_middleware_run_age():
-    """Mirrors TestMiddlewareRunAge (item 25): the handler run takes 300 ms, so the first
+    """Mirrors TestMiddlewareRunAge (middleware_test.go, item 25): the handler run takes 300 ms, so the first
     answer carries run age 300; a replay 1 200 ms later carries 1500."""
     h = AgentHarness()
     first = h.start(run=False)
@@ -225,7 +225,7 @@ def test_middleware_run_age():
 
 
 def test_newer_message_drops_older_records():
-    """Mirrors TestNewerMessage/DropsOlderRecords (item 26)."""
+    """Mirrors TestNewerMessage/DropsOlderRecords (middleware_test.go, item 26)."""
     h = AgentHarness()
     h.start(1, "first")
     h.start(1, "second", command="echo 2")
@@ -235,7 +235,7 @@ def test_newer_message_drops_older_records():
 
 
 def test_newer_message_refused_keeps_records():
-    """Mirrors TestNewerMessage/AgentStartedAfterToolCallKeepsRecords (item 27): a refusal
+    """Mirrors TestNewerMessage/AgentStartedAfterToolCallKeepsRecords (middleware_test.go, item 27): a refusal
     changes nothing."""
     h = AgentHarness()
     h.start(1, "first")
@@ -245,7 +245,7 @@ def test_newer_message_refused_keeps_records():
 
 
 def test_chats_are_independent():
-    """Mirrors TestChatsAreIndependent (item 28): chat B's message 1 is not stale because
+    """Mirrors TestChatsAreIndependent (middleware_test.go, item 28): chat B's message 1 is not stale because
     chat A is at message 5."""
     h = AgentHarness()
     h.start(5, "call", chat=CHAT)
@@ -254,7 +254,7 @@ def test_chats_are_independent():
 
 
 def test_done_context_no_record_runs():
-    """Mirrors TestMiddlewareDoneContext/NoRecordRuns (item 29): the creating request runs
+    """Mirrors TestMiddlewareDoneContext/NoRecordRuns (middleware_test.go, item 29): the creating request runs
     the handler even though its client is already gone."""
     h = AgentHarness()
     rid = h.start(run=False)
@@ -283,7 +283,7 @@ def test_done_context_published_response_wins(counting):
 
 
 def test_concurrent_runs_once():
-    """Mirrors TestMiddlewareConcurrentRunsOnce (item 31): 8 requests while the first run is
+    """Mirrors TestMiddlewareConcurrentRunsOnce (middleware_test.go, item 31): 8 requests while the first run is
     pending; none answered before it publishes; all get the same answer; one run."""
     h = AgentHarness()
     rids = [h.start(run=False) for _ in range(8)]
@@ -293,7 +293,7 @@ def test_concurrent_runs_once():
 
 
 def test_input_mismatch_does_not_wait():
-    """Mirrors TestMiddlewareInputMismatchDoesNotWait (item 32)."""
+    """Mirrors TestMiddlewareInputMismatchDoesNotWait (middleware_test.go, item 32)."""
     h = AgentHarness()
     first = h.start(command="echo a", run=False)
     other = h.start(command="echo b", run=False)
@@ -303,7 +303,7 @@ def test_input_mismatch_does_not_wait():
 
 
 def test_waiter_context_ends():
-    """Mirrors TestMiddlewareWaiterContextEnds (item 33): a waiter whose client leaves gets
+    """Mirrors TestMiddlewareWaiterContextEnds (middleware_test.go, item 33): a waiter whose client leaves gets
     nothing written; the run and later requests are unaffected."""
     h = AgentHarness()
     first = h.start(run=False)
@@ -343,7 +343,7 @@ def test_handler_panics_reaches_caller():
 
 
 def test_dropped_pending_record_wakes_waiters():
-    """Mirrors TestMiddlewareDroppedPendingRecordWakesWaiters (item 35)."""
+    """Mirrors TestMiddlewareDroppedPendingRecordWakesWaiters (middleware_test.go, item 35)."""
     h = AgentHarness()
     first = h.start(1, "call", run=False)
     waiter = h.start(1, "call", run=False)
@@ -361,7 +361,7 @@ def test_dropped_pending_record_wakes_waiters():
 
 
 def test_cancel_never_received():
-    """Mirrors TestCancelHandler/NeverReceived (item 36): two cancels answer started=false,
+    """Mirrors TestCancelHandler/NeverReceived (cancel_test.go, item 36): two cancels answer started=false,
     record a marker (Current), and a later start is refused with tool_call_canceled."""
     h = AgentHarness()
     for _ in range(2):
@@ -392,7 +392,7 @@ def test_cancel_started_with_process(counting, stopper):
 
 
 def test_cancel_started_with_real_process():
-    """Mirrors TestCancelHandler/StartedWithProcess (item 37) over the real start handler
+    """Mirrors TestCancelHandler/StartedWithProcess (cancel_test.go, item 37) over the real start handler
     and stopper: the recorded 200 round-trips and the process is killed (700 < 1500 ms)."""
     h = AgentHarness()
     first = h.start(command="sleep 300")
@@ -417,7 +417,7 @@ def test_cancel_started_without_process(counting, stopper):
 
 
 def test_cancel_started_without_process_real():
-    """Mirrors TestCancelHandler/StartedWithoutProcess (item 38) over the real handlers: a
+    """Mirrors TestCancelHandler/StartedWithoutProcess (cancel_test.go, item 38) over the real handlers: a
     failed start has no process."""
     h = AgentHarness()
     h.start(body=json_body({"command": "true", "workdir": "/missing"}))
@@ -439,7 +439,7 @@ def test_cancel_negative_threshold_never_stops(counting, stopper):
 
 
 def test_cancel_negative_threshold_leaves_real_process():
-    """Mirrors TestCancelHandler/NegativeThresholdNeverStops (item 39) over the real
+    """Mirrors TestCancelHandler/NegativeThresholdNeverStops (cancel_test.go, item 39) over the real
     stopper: the process keeps running."""
     h = AgentHarness()
     h.start(command="sleep 300")
@@ -449,7 +449,7 @@ def test_cancel_negative_threshold_leaves_real_process():
 
 
 def test_cancel_threshold_saturates(counting, stopper):
-    """Beside TestCancelHandler/NegativeThresholdNeverStops (item 39): ``stopThreshold``'s upper clamp (section 3 step 8): a threshold past the largest
+    """Beside TestCancelHandler/NegativeThresholdNeverStops (cancel_test.go, item 39): ``stopThreshold``'s upper clamp (section 3 step 8): a threshold past the largest
     Duration in ms reaches the stopper as 9 223 372 036 854 ms."""
     counting()
     fake = stopper()
@@ -478,21 +478,21 @@ def test_cancel_stopper_error():
 
 
 def test_cancel_stale_message():
-    """Mirrors TestCancelHandler/StaleMessage (item 41)."""
+    """Mirrors TestCancelHandler/StaleMessage (cancel_test.go, item 41)."""
     h = AgentHarness()
     h.start(2, "other")
     assert h.code(h.cancel(1, "call")) == "stale_tool_call"
 
 
 def test_cancel_agent_started_after_tool_call():
-    """Mirrors TestCancelHandler/AgentStartedAfterToolCall (item 42): no marker created."""
+    """Mirrors TestCancelHandler/AgentStartedAfterToolCall (cancel_test.go, item 42): no marker created."""
     h = AgentHarness(uptime_ms=10 * S)
     assert h.code(h.cancel(age_ms=60 * S)) == "agent_started_after_tool_call"
     assert not h.current()
 
 
 def test_cancel_newer_message_drops_older_records():
-    """Mirrors TestCancelHandler/NewerMessageDropsOlderRecords (item 43)."""
+    """Mirrors TestCancelHandler/NewerMessageDropsOlderRecords (cancel_test.go, item 43)."""
     h = AgentHarness()
     h.start(1, "call")
     assert h.status(h.cancel(2, "call")) == 200
@@ -512,7 +512,7 @@ def test_cancel_newer_message_drops_older_records():
     ids=["WrongID", "OtherChatID", "WithoutChat", "WithoutToolCallHeaders", "MalformedHeaders", "MalformedBody"],
 )
 def test_cancel_bad_request(kwargs):
-    """Mirrors TestCancelHandlerBadRequest/<id> (items 44-49): 400 before the store is
+    """Mirrors TestCancelHandlerBadRequest/<id> (cancel_test.go, items 44-49): 400 before the store is
     touched; a later start still runs."""
     h = AgentHarness()
     assert h.status(h.cancel(**kwargs)) == 400
@@ -520,7 +520,7 @@ def test_cancel_bad_request(kwargs):
 
 
 def test_cancel_waits_for_pending_run():
-    """Mirrors TestCancelHandlerWaitsForPendingRun (item 50): the cancel is answered and the
+    """Mirrors TestCancelHandlerWaitsForPendingRun (cancel_test.go, item 50): the cancel is answered and the
     stopper called only after the run publishes."""
     h = AgentHarness()
     start = h.start(command="sleep 300", run=False)
@@ -533,7 +533,7 @@ def test_cancel_waits_for_pending_run():
 
 
 def test_cancel_request_context_ends():
-    """Mirrors TestCancelHandlerRequestContextEnds (item 51): a cancel whose client left
+    """Mirrors TestCancelHandlerRequestContextEnds (cancel_test.go, item 51): a cancel whose client left
     while the run is pending writes nothing and never calls the stopper."""
     h = AgentHarness()
     h.start(command="sleep 300", run=False)
@@ -550,7 +550,7 @@ def test_cancel_request_context_ends():
 
 
 def test_negative_age_counts_as_zero():
-    """Mirrors TestNegativeAgeCountsAsZero (item 52): uptime 1 s, age -1 h -> refused for
+    """Mirrors TestNegativeAgeCountsAsZero (store_internal_test.go, item 52): uptime 1 s, age -1 h -> refused for
     both the start and the cancel lookup (1 s - 2 s <= 0)."""
     h = AgentHarness(uptime_ms=1 * S)
     assert agent.lookup(h.state, Key(CHAT, 1, "call"), -HOUR_MS, h.now_ms)[0] == "not_provable"
@@ -562,14 +562,14 @@ def test_negative_age_counts_as_zero():
 
 
 def test_start_process_tool_call_new():
-    """Mirrors TestStartProcessToolCall/New (item 53)."""
+    """Mirrors TestStartProcessToolCall/New (agentproc/toolcall_test.go, item 53)."""
     h = AgentHarness()
     rid = h.start(command="echo run")
     assert h.json(rid) == {"id": tool_call_uuid(CHAT, 1, "call"), "started": True} and h.starts() == 1
 
 
 def test_start_process_tool_call_repeated_same_input():
-    """Mirrors TestStartProcessToolCall/RepeatedSameInput (item 54): the earlier start has
+    """Mirrors TestStartProcessToolCall/RepeatedSameInput (agentproc/toolcall_test.go, item 54): the earlier start has
     exited; the repeat replays and runs nothing."""
     h = AgentHarness()
     first = h.start(command="echo run")
@@ -578,7 +578,7 @@ def test_start_process_tool_call_repeated_same_input():
 
 
 def test_start_process_tool_call_input_mismatch():
-    """Mirrors TestStartProcessToolCall/InputMismatch (item 55): Background differs."""
+    """Mirrors TestStartProcessToolCall/InputMismatch (agentproc/toolcall_test.go, item 55): Background differs."""
     h = AgentHarness()
     h.start(command="echo run", background=True)
     assert h.code(h.start(command="echo run")) == "input_mismatch" and h.starts() == 1
@@ -595,20 +595,20 @@ def test_start_process_tool_call_stale():
 
 
 def test_start_process_tool_call_agent_started_after():
-    """Mirrors TestStartProcessToolCall/AgentStartedAfterToolCall (item 57)."""
+    """Mirrors TestStartProcessToolCall/AgentStartedAfterToolCall (agentproc/toolcall_test.go, item 57)."""
     h = AgentHarness(uptime_ms=10 * S)
     assert h.code(h.start(age_ms=60 * S)) == "agent_started_after_tool_call" and h.starts() == 0
 
 
 def test_start_process_tool_call_canceled_before_start():
-    """Mirrors TestStartProcessToolCall/CanceledBeforeStart (item 58), US10."""
+    """Mirrors TestStartProcessToolCall/CanceledBeforeStart (agentproc/toolcall_test.go, item 58), US10."""
     h = AgentHarness()
     assert h.cancel_value(h.cancel())["started"] is False
     assert h.code(h.start()) == "tool_call_canceled" and h.starts() == 0
 
 
 def test_start_process_tool_call_concurrent():
-    """Mirrors TestStartProcessToolCallConcurrent (item 59): 8 identical starts, one run."""
+    """Mirrors TestStartProcessToolCallConcurrent (agentproc/toolcall_test.go, item 59): 8 identical starts, one run."""
     h = AgentHarness()
     rids = [h.start(command="echo run", run=False) for _ in range(8)]
     h.run_handlers()
@@ -616,7 +616,7 @@ def test_start_process_tool_call_concurrent():
 
 
 def test_start_process_tool_call_start_error():
-    """Mirrors TestStartProcessToolCallStartError (item 60): a missing workdir gives 500,
+    """Mirrors TestStartProcessToolCallStartError (agentproc/toolcall_test.go, item 60): a missing workdir gives 500,
     replayed identically; a cancel reports Started, StatusCode 500, no process."""
     h = AgentHarness()
     body = json_body({"command": "true", "workdir": "/missing"})
@@ -627,7 +627,7 @@ def test_start_process_tool_call_start_error():
 
 
 def test_start_process_without_tool_call_unchanged():
-    """Mirrors TestStartProcessWithoutToolCallUnchanged (item 61)."""
+    """Mirrors TestStartProcessWithoutToolCallUnchanged (agentproc/toolcall_test.go, item 61)."""
     h = AgentHarness()
     a = h.request("POST", agent.START_PATH, body=json_body({"command": "true"}))
     b = h.request("POST", agent.START_PATH, body=json_body({"command": "true"}))
@@ -644,7 +644,7 @@ def test_start_process_without_tool_call_unchanged():
     ids=["WithoutChat", "PartialHeaders", "MalformedAge"],
 )
 def test_start_process_tool_call_bad_request(kwargs):
-    """Mirrors TestStartProcessToolCallBadRequest/<id> (item 62)."""
+    """Mirrors TestStartProcessToolCallBadRequest/<id> (agentproc/toolcall_test.go, item 62)."""
     h = AgentHarness()
     assert h.status(h.start(**kwargs)) == 400
     assert h.status(h.start()) == 200
@@ -654,7 +654,7 @@ STOP_ANY = 10 * MIN
 
 
 def test_cancel_tool_call_process_running():
-    """Mirrors TestCancelToolCallProcess/Running (item 63): killed with partial output,
+    """Mirrors TestCancelToolCallProcess/Running (agentproc/toolcall_test.go, item 63): killed with partial output,
     exit code -1, run age 2000; the output route shows the same exit code."""
     h = AgentHarness()
     first = h.start(command="echo before; sleep 300")
@@ -667,7 +667,7 @@ def test_cancel_tool_call_process_running():
 
 
 def test_cancel_tool_call_process_repeated():
-    """Mirrors TestCancelToolCallProcess/RepeatedCancel (item 64): Canceled is sticky and
+    """Mirrors TestCancelToolCallProcess/RepeatedCancel (agentproc/toolcall_test.go, item 64): Canceled is sticky and
     the answers are equal."""
     h = AgentHarness()
     h.start(command="sleep 300")
@@ -676,7 +676,7 @@ def test_cancel_tool_call_process_repeated():
 
 
 def test_cancel_tool_call_process_exited():
-    """Mirrors TestCancelToolCallProcess/Exited (item 65)."""
+    """Mirrors TestCancelToolCallProcess/Exited (agentproc/toolcall_test.go, item 65)."""
     h = AgentHarness()
     h.start(command="echo done; exit 3")
     h.advance(1)
@@ -704,7 +704,7 @@ def test_cancel_aborted_request_still_kills():
 
 
 def test_signal_kill_is_not_canceled():
-    """Mirrors TestCancelToolCallProcess/SignalKillIsNotCanceled (item 67)."""
+    """Mirrors TestCancelToolCallProcess/SignalKillIsNotCanceled (agentproc/toolcall_test.go, item 67)."""
     h = AgentHarness()
     pid = h.json(h.start(command="sleep 300"))["id"]
     assert h.status(h.signal(pid)) == 200
@@ -713,26 +713,26 @@ def test_signal_kill_is_not_canceled():
 
 
 def test_cancel_tool_call_process_never_received():
-    """Mirrors TestCancelToolCallProcess/NeverReceived (item 68)."""
+    """Mirrors TestCancelToolCallProcess/NeverReceived (agentproc/toolcall_test.go, item 68)."""
     h = AgentHarness()
     assert [h.cancel_value(h.cancel(threshold_ms=STOP_ANY)) for _ in range(2)] == [{"started": False}] * 2
 
 
 def test_cancel_tool_call_process_agent_started_after():
-    """Mirrors TestCancelToolCallProcess/AgentStartedAfterToolCall (item 69)."""
+    """Mirrors TestCancelToolCallProcess/AgentStartedAfterToolCall (agentproc/toolcall_test.go, item 69)."""
     h = AgentHarness(uptime_ms=10 * S)
     assert h.code(h.cancel(threshold_ms=STOP_ANY, age_ms=60 * S)) == "agent_started_after_tool_call"
 
 
 def test_cancel_tool_call_process_stale():
-    """Mirrors TestCancelToolCallProcess/StaleMessage (item 70)."""
+    """Mirrors TestCancelToolCallProcess/StaleMessage (agentproc/toolcall_test.go, item 70)."""
     h = AgentHarness()
     h.start(2, "other")
     assert h.code(h.cancel(1, "call", threshold_ms=STOP_ANY)) == "stale_tool_call"
 
 
 def test_cancel_tool_call_process_other_chat():
-    """Mirrors TestCancelToolCallProcess/OtherChat (item 71), A5/US9."""
+    """Mirrors TestCancelToolCallProcess/OtherChat (agentproc/toolcall_test.go, item 71), A5/US9."""
     h = AgentHarness()
     pid = h.json(h.start(command="sleep 300", chat=CHAT))["id"]
     assert h.status(h.cancel(chat=OTHER_CHAT, path_id=pid, threshold_ms=STOP_ANY)) == 400
@@ -747,7 +747,7 @@ def test_cancel_tool_call_process_other_chat():
     ids=["BelowThresholdKills", "AtThresholdLeavesRunning", "AboveThresholdLeavesRunning", "ZeroNeverStops"],
 )
 def test_cancel_run_age_rule(run_age_ms, threshold_ms, running, canceled):
-    """Mirrors TestCancelToolCallProcessRunAgeRule/<id> (items 72-75)."""
+    """Mirrors TestCancelToolCallProcessRunAgeRule/<id> (agentproc/toolcall_test.go, items 72-75)."""
     h = AgentHarness()
     pid = h.json(h.start(command="sleep 300"))["id"]
     h.advance(run_age_ms)
@@ -757,7 +757,7 @@ def test_cancel_run_age_rule(run_age_ms, threshold_ms, running, canceled):
 
 
 def test_tool_call_run_age():
-    """Mirrors TestToolCallRunAge (item 76)."""
+    """Mirrors TestToolCallRunAge (agentproc/toolcall_test.go, item 76)."""
     h = AgentHarness()
     first = h.start(command="true")
     assert h.run_age(first) == "0"
@@ -768,7 +768,7 @@ def test_tool_call_run_age():
 
 
 def test_tool_call_process_reaping():
-    """Mirrors TestToolCallProcessReaping (item 77): an exited tool call process is kept
+    """Mirrors TestToolCallProcessReaping (agentproc/toolcall_test.go, item 77): an exited tool call process is kept
     while its record is current; a plain one goes after 5 minutes; a newer message frees it."""
     h = AgentHarness()
     tool_pid = h.json(h.start(1, "call", command="true"))["id"]
@@ -781,7 +781,7 @@ def test_tool_call_process_reaping():
 
 
 def test_reaping_is_strictly_after_five_minutes():
-    """Mirrors TestToolCallProcessReaping (item 77), its rule at the boundary (section 4.4: removed once MORE than 5 min have passed
+    """Mirrors TestToolCallProcessReaping (agentproc/toolcall_test.go, item 77), its rule at the boundary (section 4.4: removed once MORE than 5 min have passed
     since exit): a plain exited process is still listed at exactly 5 min and gone 1 ms
     later; the same for a tool call process whose record a newer message dropped. Kills the
     "reap at >=" mutant."""
@@ -799,7 +799,7 @@ def test_reaping_is_strictly_after_five_minutes():
 
 @pytest.mark.parametrize("inclusive", [False, True], ids=["RevC", "StopRuleInclusive"])
 def test_zero_threshold_never_stops_under_every_stop_rule(inclusive):
-    """Mirrors TestCancelToolCallProcessRunAgeRule/ZeroNeverStops (item 75), its rule
+    """Mirrors TestCancelToolCallProcessRunAgeRule/ZeroNeverStops (agentproc/toolcall_test.go, item 75), its rule
     ("Threshold 0 never stops anything", section 4.2)
     at run age 0, under Rev C's strict rule and under the planted ``stop_rule_inclusive``
     knob (kill at run age <= threshold).
@@ -822,7 +822,7 @@ def test_zero_threshold_never_stops_under_every_stop_rule(inclusive):
 
 
 def test_cancel_waits_for_pending_start():
-    """Mirrors TestCancelToolCallWaitsForPendingStart (item 78): a cancel during the pending
+    """Mirrors TestCancelToolCallWaitsForPendingStart (agentproc/toolcall_test.go, item 78): a cancel during the pending
     start waits, then kills the new process."""
     h = AgentHarness()
     start = h.start(command="sleep 300", run=False)
@@ -876,8 +876,9 @@ EDIT_BODY = json_body({"files": [{"path": "/a.txt", "edits": [{"search": "one", 
 @pytest.mark.parametrize("tool_call", [True, False])
 def test_file_tool_call_runs_once(tool, tool_call):
     """Mirrors TestFileToolCallRunsOnce/{EditFiles,WriteFile}/ToolCall={true,false}
-    (items 81-84): with tool call headers a repeat replays and leaves the file alone, and a
-    cancel answers the recorded response with no process; without them it applies again."""
+    (agentfiles tool-call test, items 81-84): with tool call headers a repeat replays and
+    leaves the file alone, and a cancel answers the recorded response with no process;
+    without them it applies again."""
     h = AgentHarness(files=FMap({"/a.txt": "one\n"}))
 
     def send():
@@ -1099,13 +1100,41 @@ def _collected_nodes() -> set[str]:
     return {line.strip().removeprefix("tests/") for line in out.splitlines() if "::" in line}
 
 
-def test_every_go_case_is_ported():
-    """The table holds every case 1..148 of agent-contract.md section 5, each names tests
-    that exist (collected by pytest), and each named test function says which Go test it
-    mirrors (its docstring, or its parameter ID starting with the case number). Cases owned
-    by another branch say so (``agent-edges``: #40, the stopper error)."""
-    import importlib
+GO_FILE_FOR_CASE = [
+    # (last case number of the range, the Go test file its ports name)
+    (35, "middleware_test.go"), (51, "cancel_test.go"), (52, "store_internal_test.go"),
+    (80, "toolcall_test.go"), (84, "agentfiles"), (120, "toolcall_test.go"),
+    (147, "agentconn_internal_test.go"), (148, "agentconn_test.go"),
+]
+
+
+def _go_file(number: int) -> str:
+    return next(name for last, name in GO_FILE_FOR_CASE if number <= last)
+
+
+def _numbers_named(doc: str, node: str) -> set[int]:
+    """The case numbers a test names: "item N", "items A-B, C", a leading "N.", or a
+    parameter ID that starts with the number."""
     import re
+
+    found: set[int] = set()
+    flat = " ".join(doc.split())
+    for listed in re.findall(r"items? ((?:\d+(?:-\d+)?(?:, | and )?)+)", flat):
+        for part in re.split(r", | and ", listed.strip(", ")):
+            low, _, high = part.partition("-")
+            found.update(range(int(low), int(high or low) + 1))
+    found.update(int(n) for n in re.findall(r"^\s*(\d+)\. Mirrors", doc, re.M))
+    found.update(int(n) for n in re.findall(r"\[(\d+)-", node))
+    return found
+
+
+def test_every_go_case_is_ported():
+    """The table holds every case 1..148 of agent-contract.md section 5; each names tests
+    that exist (collected by pytest in a fresh process), and each named test says which Go
+    test it ports: its docstring names a Go test (``Mirrors Test...``) and the Go file, and
+    the docstring or the parameter ID names the case number. Cases owned by another branch
+    say so (``agent-edges``: #40, the stopper error)."""
+    import importlib
 
     assert sorted(CASES) == list(range(1, 149))
     assert [n for n, v in CASES.items() if v == AGENT_EDGES] == [40]
@@ -1118,6 +1147,6 @@ def test_every_go_case_is_ported():
             module_file, name = node.split("::")
             function = getattr(importlib.import_module(module_file.removesuffix(".py")), name.split("[")[0])
             doc = function.__doc__ or ""
-            param = re.search(r"\[(\d+)-", name)
-            assert "Mirrors Test" in doc or f"{number}." in doc or (param and int(param.group(1)) == number), (
-                f"case {number}: {node} does not name the Go test it ports")
+            assert "Mirrors Test" in doc, f"case {number}: {node} does not name its Go test"
+            assert _go_file(number) in doc, f"case {number}: {node} does not name {_go_file(number)}"
+            assert number in _numbers_named(doc, name), f"case {number}: {node} does not name case {number}"
