@@ -20,7 +20,7 @@ import pytest
 
 from agent_harness import CHAT, FAKE_PROCESS, HOUR_MS, OTHER_CHAT, TEXT_PLAIN, AgentHarness, CountingHandler, FakeStopper
 from model import agent
-from model.core import FMap, Reply, Response, Truth, json_body
+from model.core import FMap, Reply, Truth, json_body
 from model.identity import MAX_MS, RUN_AGE_MS_HEADER, Key, tool_call_uuid
 
 S = 1_000

@@ -32,7 +32,6 @@ from model.identity import (
     AGE_MS_HEADER,
     CHAT_ID_HEADER,
     MESSAGE_ID_HEADER,
-    RUN_AGE_MS_HEADER,
     STALE_TOOL_CALL,
     TOOL_CALL_ID_HEADER,
     Key,
