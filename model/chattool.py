@@ -114,6 +114,7 @@ from typing import Any, Callable, Sequence
 from urllib.parse import urlencode
 
 from . import identity as ident
+from . import sdk
 from .core import (
     CachedRepr,
     replace,
@@ -710,35 +711,27 @@ def _is_refusal(failure: Any) -> bool:
 CLASSIFIER: tuple[tuple[str, Callable[[Any], bool], ErrorClass], ...] = (
     ("our agent answer timer fired", lambda f: isinstance(f, NoAnswer), ErrorClass.NO_ANSWER),
     ("409 with a known code", _is_refusal, ErrorClass.REFUSED),
-    ("any other HTTP error answer, 404 included",
-     lambda f: isinstance(f, Response) and not _is_2xx(f.status), ErrorClass.RESPONSE),
+    ("any other HTTP error answer the SDK reads as a *codersdk.Error, 404 included",
+     lambda f: isinstance(f, Response) and not _is_2xx(f.status) and _is_sdk_error(f), ErrorClass.RESPONSE),
     ("transport failure or a deadline inside the transport",
      lambda f: isinstance(f, (TransportError, Deadline)), ErrorClass.UNREACHABLE),
     ("anything else: an answer that could not be read", lambda f: True, ErrorClass.UNREADABLE),
 )
 
 
+def _is_sdk_error(failure: Response) -> bool:
+    """Whether ``codersdk.ReadBodyAsError`` makes a ``*codersdk.Error`` of this answer; a
+    JSON body it cannot decode is a plain ``decode body`` error instead (model/sdk.py), which
+    ClassifyAgentError puts under "anything else"."""
+    return isinstance(sdk.read_body_as_error(failure.status, failure.content_type, failure.body), sdk.SDKError)
+
+
 def sdk_error_text(status: int, content_type: str, body: bytes) -> str:
-    """``codersdk.ReadBodyAsError(...).Error()`` without method and URL: a JSON body gives
-    its message and detail; anything else names the content type and quotes the body."""
-    message, detail = "", ""
-    mime = content_type.split(";")[0].strip().lower()
-    decoded: Any = None
-    if mime == "application/json":
-        try:
-            decoded = _loads_go(body.decode("utf-8", errors="replace"))
-        except ValueError:
-            decoded = None
-    if isinstance(decoded, dict):
-        message = str(decoded.get("message") or "")
-        detail = str(decoded.get("detail") or "")
-    else:
-        message = f"unexpected non-JSON response {_go_quote(content_type)}"
-        detail = body.decode("utf-8", errors="replace")
-    text = f"unexpected status code {status}: {message}"
-    if detail:
-        text += f"\n\tError: {detail}"
-    return text
+    """``codersdk.ReadBodyAsError(...).Error()`` without method and URL (model/sdk.py has
+    the rules: a JSON body gives its message and detail, or "response has no message" with
+    the body; an empty JSON body "empty response body"; anything else names the content
+    type and quotes the body, "no response body" when empty)."""
+    return sdk.read_body_as_error(status, content_type, body).text()
 
 
 def classify(failure: Any, op: str = "", url: str = "") -> AgentError:
@@ -760,6 +753,9 @@ def classify(failure: Any, op: str = "", url: str = "") -> AgentError:
         return AgentError(cls, f'{failure.op} "{failure.url}": context deadline exceeded')
     if isinstance(failure, TransportError):
         return AgentError(cls, f'{op} "{url}": {failure.reason}' if url else failure.reason)
+    if isinstance(failure, Response):
+        # An error answer whose JSON body ReadBodyAsError could not decode ("decode body").
+        return AgentError(cls, sdk.read_body_as_error(failure.status, failure.content_type, failure.body).text())
     return AgentError(cls, failure.detail if isinstance(failure, Undecodable) else str(failure))
 
 
