@@ -569,7 +569,9 @@ def on_handler_done(
     if panic and not after_effects:
         recorded = PANIC_RECORDED
     else:
-        state, recorded, effects = _run_handler(state, run.kind, run.request, run.key, now_ms, run.created_at_ms)
+        # The handler's clock reading is the run's start (the request's arrival): a process
+        # it spawns takes that instant as its start time (rule 6).
+        state, recorded, effects = _run_handler(state, run.kind, run.request, run.key, run.created_at_ms)
     if panic:
         recorded = PANIC_RECORDED
         effects.append(note("handler_panicked", uuid=uuid_, after_effects=after_effects))
@@ -634,7 +636,7 @@ def on_timer(state: AgentState, name: str, now_ms: int) -> tuple[AgentState, Eff
 
 
 def _run_handler(
-    state: AgentState, kind: str, req: Request, key: Key | None, now_ms: int, started_at_ms: int
+    state: AgentState, kind: str, req: Request, key: Key | None, started_at_ms: int
 ) -> tuple[AgentState, Recorded, Effects]:
     if kind == "start":
         return _start_process(state, req, key, started_at_ms)
