@@ -202,9 +202,11 @@ class RunResult:
         found = sorted({v.property for v in self.violations if v.residual_risk is None})
         info = self.report.informational if self.report else []
         risks = sorted({v.residual_risk for v in list(self.violations) + list(info) if v.residual_risk is not None})
+        # A fault that did nothing makes the scenario say something that did not happen.
+        failures = [f"faults: {r['fault']} at {r['t_ms'] / 1000}s did nothing: {r['why']}"
+                    for r in self.world.trace if r.get("kind") == "fault_skipped"]
         if exp is None:
-            return [f"violations: {', '.join(found)}"] if found else []
-        failures = []
+            return failures + ([f"violations: {', '.join(found)}"] if found else [])
         rows = {r["id"]: r for r in self.tool_call_rows()}
         for call_id, wanted in exp.tool_calls:
             row = rows.get(call_id)
