@@ -148,18 +148,21 @@ def test_list_prints_every_word():
         assert re.search(rf"\b{word}\b", text), word
 
 
-def _readme_table(heading: str) -> set[str]:
-    """The first column of the table under a heading of scenarios/README.md."""
+def _readme_table(heading: str, header: str) -> set[str]:
+    """The first column of the table whose header row starts with ``header``, under a
+    heading of scenarios/README.md."""
     text = (ROOT / "scenarios" / "README.md").read_text()
     section = text.split(heading, 1)[1].split("\n## ", 1)[0]
-    return {m.group(1) for m in re.finditer(r"^\| `([a-z_]+)`", section, re.M)}
+    table = section.split(header, 1)[1].split("\n\n", 1)[0]
+    return {m.group(1) for m in re.finditer(r"^\| `([a-z_]+)`", table, re.M)}
 
 
 def test_readme_documents_exactly_the_vocabulary():
     """scenarios/README.md's tables list exactly the world keys and fault kinds the
     loader accepts, and name every event, route and result kind."""
-    assert _readme_table("## `[world]`") == set(voc.WORLD_KEYS)
-    assert _readme_table("## `[[faults]]`") == set(voc.FAULTS)
+    assert _readme_table("## `[world]`", "| key |") == set(voc.WORLD_KEYS)
+    assert _readme_table("## `[[faults]]`", "| kind |") == set(voc.FAULTS)
+    assert _readme_table("## `[[faults]]`", "| event |") == set(voc.TRIGGER_EVENTS)
     text = (ROOT / "scenarios" / "README.md").read_text()
     for word in (*voc.TRIGGER_EVENTS, *voc.ROUTES, *voc.RESULT_KINDS, *voc.EXPECT_RESULT_FIELDS,
                  *voc.EXPECT_TOP_KEYS, *voc.EXPECT_CALL_KEYS):
