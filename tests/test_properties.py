@@ -177,3 +177,28 @@ def test_fenced_commits_names_the_replaced_attempt():
     (v,) = fenced.check(props.Evidence(CASES["fenced_commits"][1][1], final()))
     assert "generation attempt 1 committed after replica-1 began attempt 2" in v.detail
     assert v.evidence == (2, 3, 4)
+
+
+def test_commit_without_attempt_fence_is_caught_by_fenced_commits_alone():
+    """The planted bug makes a replaced attempt commit: fenced_commits, and no other
+    property, reports it. With the attempt fence kept, the same goings-on of the
+    timed-out attempt are refused at its commit (fenced:attempt), and nothing is found."""
+    import pathlib
+    from dataclasses import replace
+
+    from model import mutants
+    from sim.run import build, run_scenario
+    from sim.scenario import load
+    from sim.world import World
+
+    scenario = load(pathlib.Path(__file__).resolve().parent.parent / "scenarios" / "bug_stale_attempt_commit.toml")
+    bug = run_scenario(scenario, "contract+commit-without-attempt-fence")
+    assert {v.property for v in bug.violations} == {"fenced_commits"}
+    config, options = build(scenario, "contract")
+    config = replace(config, chatd_rules=replace(config.chatd_rules, attempt_timeout_stops_calls=False))
+    world = World(config, scenario.seed, options)
+    world.run(scenario.until_ms)
+    outcomes = [r.get("outcome") for r in world.trace if r.get("note") == "timed_out_attempt_committed"]
+    assert outcomes == ["exit:fenced:attempt"]
+    assert props.evaluate(world.trace, world.system).violations == []
+    assert "fenced_commits" == mutants.by_name()["commit-without-attempt-fence"].caught_by
