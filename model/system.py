@@ -250,8 +250,14 @@ def action_from_json(value: dict) -> Action:
     args = {k: v for k, v in value.items() if k != "action"}
     if cls is Fault:
         args["kind"] = args.pop("fault")
-        args["params"] = tuple((k, tuple(v) if isinstance(v, list) else v) for k, v in args.get("params", ()))
+        args["params"] = tuple((k, _frozen(v)) for k, v in args.get("params", ()))
     return cls(**args)
+
+
+def _frozen(value: Any) -> Any:
+    """JSON lists back to the tuples a fault's params hold (a request's headers are
+    pairs inside a tuple), so a replayed fault labels and records like the original."""
+    return tuple(_frozen(v) for v in value) if isinstance(value, list) else value
 
 
 class ReplayMismatch(Exception):

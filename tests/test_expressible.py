@@ -132,3 +132,16 @@ def test_result_bounds_sometimes_and_interrupt_bound_can_fail():
     run = _run("us02_interrupt_stops_foreground")
     scenario = dataclasses.replace(run.scenario, expect=(("contract", Expectation(interrupt_finished_within_ms=10)),))
     assert dataclasses.replace(run, scenario=scenario).expectation_failures()[0].startswith("interrupt_finished_within: the interrupt at 60")
+
+
+@pytest.mark.parametrize("name", ["us09_forged_requests", "takeover_by_named_replica", "triggers_on_commit_and_response"])
+def test_new_fault_shapes_replay_to_the_same_hash(name, tmp_path):
+    """A recorded trace with crafted requests (headers as pairs), immediate takeovers and
+    event-triggered faults replays through the pure model to the same trace hash."""
+    from sim import counterexample as cx
+
+    run = _run(name)
+    path = tmp_path / "trace.jsonl"
+    path.write_bytes(run.trace_bytes)
+    replayed = cx.replay(str(path))
+    assert replayed.trace_sha256 == run.trace_sha256
