@@ -167,3 +167,21 @@ def test_readme_documents_exactly_the_vocabulary():
     for word in (*voc.TRIGGER_EVENTS, *voc.ROUTES, *voc.RESULT_KINDS, *voc.EXPECT_RESULT_FIELDS,
                  *voc.EXPECT_TOP_KEYS, *voc.EXPECT_CALL_KEYS):
         assert f"`{word}`" in text, word
+
+
+def test_swarm_and_explorer_draw_from_the_vocabulary():
+    """Swarm toggles only vocabulary fault kinds and triggers on vocabulary events; the
+    explorer's and the search's fault actions are model fault kinds."""
+    from sim import swarm
+
+    assert set(swarm.FAULT_KINDS) <= set(voc.FAULTS)
+    assert set(swarm._TRIGGER_EVENTS) <= set(voc.TRIGGER_EVENTS)
+    assert {"agent_restart", "interrupt", "takeover"} <= set(voc.model_fault_kinds())
+
+
+def test_an_unknown_model_fault_does_not_fit():
+    """A replayed fault kind the vocabulary does not know is a replay mismatch, not a
+    silent no-op."""
+    step = msys.initial(msys.WorldConfig())
+    with pytest.raises(msys.ReplayMismatch):
+        msys.apply(step.system, msys.Fault(1, "meteor"))
