@@ -332,6 +332,8 @@ def from_dict(data: dict, shown: str = "<scenario>") -> Scenario:
             step = c.table(step, sw)
             c.keys(step, {"at", "by", "back"}, sw)
             by = c.typed(step.get("by", "0s"), "duration", f"{sw}.by")
+            if by == 0:
+                c.fail(f"{sw}.by", "must be longer than 0s (a step of nothing)")
             back = c.typed(step.get("back", False), bool, f"{sw}.back")
             steps.append((c.typed(step.get("at", "0s"), "duration", f"{sw}.at"), -by if back else by))
         values.append(("steps", tuple(steps)))
@@ -513,7 +515,10 @@ def _fault(c: _Checker, f: dict, where: str, ctx: _Context, until_ms: int) -> Fa
 def _fault_field(c: _Checker, key: str, value: Any, where: str, ctx: _Context, kind: str) -> Any:
     what = vocabulary.FAULT_FIELD_TYPES[key]
     if what == "duration":
-        return c.typed(value, "duration", where)
+        ms = c.typed(value, "duration", where)
+        if ms == 0 and key != "downtime":  # downtime 0s: back at once; by/duration 0s would do nothing
+            c.fail(where, "must be longer than 0s" + (" (omit it: the fault lasts until healed)" if key == "duration" else ""))
+        return ms
     if what == "bool":
         return c.typed(value, bool, where)
     if what == "str":

@@ -63,6 +63,11 @@ BAD = [
     ("timing key of 0s", GOOD + '[world]\nattempt_timeout = "0s"\n', "world.attempt_timeout: must be longer than 0s"),
     ("negative drift that stops the clock", GOOD + '[clocks.agent]\ndrift_ppm = -1000000\n', "clocks.agent.drift_ppm: must be above -1000000"),
     ("link between unknown nodes", GOOD + '[network.links."agent->moon"]\nloss = 0.5\n', "network.links.agent->moon: name a link"),
+    ("delay by nothing", GOOD + '[[faults]]\nkind = "delay"\nmessage = { route = "start" }\nby = "0s"\n',
+     "faults[0].by: must be longer than 0s"),
+    ("outage of nothing", GOOD + '[[faults]]\nat = "1s"\nkind = "db_outage"\nduration = "0s"\n',
+     "faults[0].duration: must be longer than 0s (omit it"),
+    ("clock step of nothing", GOOD + '[clocks.agent]\nsteps = [ { at = "1m", by = "0s" } ]\n', "clocks.agent.steps[0].by: must be longer than 0s"),
     ("link loss above 1", GOOD + '[network.links."agent->replica-1"]\nloss = 1.5\n', "network.links.agent->replica-1.loss: must be between 0 and 1"),
 ]
 
