@@ -117,6 +117,7 @@ class WorldConfig:
     agent_boot_at_ms: int = 0
     replica_rules: FMap = EMPTY  # replica name -> ChatdRules, for mixed versions in a rollout
     pubsub_immediate: bool = False  # deliver publishes within the commit's step (explorer worlds)
+    message_ids_per_chat: bool = False  # each chat numbers its own messages (chatd_db.Db)
 
     def clock(self, node: str) -> ClockSpec:
         return self.clocks.get(node) or PERFECT_CLOCK
@@ -472,6 +473,8 @@ def initial(config: WorldConfig) -> Step:
     b = _Builder(System(config=config, db=chatd.db_empty(), agent_files=config.files), None)
     b.record(WORLD, "world_start", replicas=list(config.replicas), chatd=config.chatd_rules.name,
              agent=config.agent_config.rules.name)
+    if config.message_ids_per_chat:
+        b.set(db=replace(b.s.db, message_ids_per_chat=True))
     if config.agent_boot_at_ms == 0:
         _boot_agent(b)
     else:

@@ -174,6 +174,9 @@ WORLD_KEYS: dict[str, WorldKey] = {k.name: k for k in (
     WorldKey("replica_variants", "table", "{}",
              "a variant per replica, for a rollout of mixed versions: `{ \"replica-1\" = \"today\" }`",
              {"replica-1": "today"}),
+    WorldKey("message_ids_per_chat", "boolean", "false",
+             "each chat numbers its own messages, so two chats can carry the same message ID (with a tool "
+             "call's `provider_id`, the same provider tool call ID too: US9); chatd has one sequence", True),
     WorldKey("attempt_timeout", "duration", '"15m"', "chatd's attempt timeout (defaultTaskTimeout)", "20s",
              "task_timeout_ms"),
     WorldKey("agent_answer_timeout", "duration", '"1m"',

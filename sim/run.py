@@ -46,7 +46,7 @@ def _tool_call(spec: ToolCallSpec) -> chattool.ToolCall:
         args = {"files": [{"path": spec.path, "edits": edits}]}
     else:
         args = {"path": spec.path, "content": spec.content}
-    return chattool.ToolCall(spec.id, spec.tool, json.dumps(args, sort_keys=True, separators=(",", ":")))
+    return chattool.ToolCall(spec.provider, spec.tool, json.dumps(args, sort_keys=True, separators=(",", ":")))
 
 
 def world_timing(scenario: Scenario) -> Timing:
@@ -111,6 +111,7 @@ def build(scenario: Scenario, variant: str) -> tuple[msys.WorldConfig, WorldOpti
         clocks=clocks,
         files=FMap(scenario.world_value("files", ())),
         agent_boot_at_ms=scenario.world_value("agent_boot_at", 0),
+        message_ids_per_chat=scenario.world_value("message_ids_per_chat", False),
         replica_rules=FMap(replica_rules),
     )
     links = {}
@@ -170,6 +171,8 @@ class RunResult:
     def tool_call_rows(self) -> list[dict]:
         ev = props.Evidence(self.world.trace, self.world.system)
         names = {c.chat_id: n for n, c in ((s.name, s) for s in self.world.system.config.chats)}
+        # The scenario's name of each call: its id, found by chat and provider ID.
+        ids = {(turn.chat, tc.provider): tc.id for turn in self.scenario.turns for tc in turn.tool_calls}
         rows = []
         for c in ev.calls:
             results = [
@@ -185,7 +188,8 @@ class RunResult:
                 {
                     "chat": names.get(c.chat_id, c.chat_id),
                     "message_id": c.message_id,
-                    "id": c.provider_id,
+                    "id": ids.get((names.get(c.chat_id, c.chat_id), c.provider_id), c.provider_id),
+                    "provider_id": c.provider_id,
                     "uuid": c.uuid,
                     "tool": c.tool,
                     "process_starts": len(ev.starts[c.uuid]),

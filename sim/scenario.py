@@ -35,7 +35,7 @@ FAULT_KINDS = {name: (f.required, f.optional) for name, f in vocabulary.FAULTS.i
 MESSAGE_FAULTS = vocabulary.MESSAGE_FAULTS
 EVENT_KINDS = tuple(vocabulary.TRIGGER_EVENTS)
 ROUTES = vocabulary.ROUTES
-WORLD_KEYS = {k.name: {"integer": int, "string": str, "table": dict}.get(k.type, k.type)
+WORLD_KEYS = {k.name: {"integer": int, "string": str, "table": dict, "boolean": bool}.get(k.type, k.type)
               for k in vocabulary.WORLD_KEYS.values()}
 EXPECT_COUNTS = vocabulary.EXPECT_COUNTS
 ROUTE_OF_TOOL = {"execute": "start", "edit_files": "edit", "write_file": "write"}
@@ -75,7 +75,7 @@ def format_duration(ms: int) -> str:
 
 @dataclass(frozen=True)
 class ToolCallSpec:
-    id: str
+    id: str  # the scenario's name for the call (unique in the file)
     tool: str
     command: str = ""
     runs_for_ms: int = 0
@@ -86,6 +86,11 @@ class ToolCallSpec:
     path: str = ""
     content: str = ""
     edits: tuple[tuple[str, str], ...] = ()
+    provider_id: str = ""  # the ID the model gave it; empty: the same as ``id``
+
+    @property
+    def provider(self) -> str:
+        return self.provider_id or self.id
 
 
 @dataclass(frozen=True)
@@ -343,6 +348,7 @@ def from_dict(data: dict, shown: str = "<scenario>") -> Scenario:
     seen_ids: set[str] = set()
     tool_of: dict[str, str] = {}
     chat_of: dict[str, str] = {}
+    provider_ids: dict[tuple[str, str], str] = {}  # (chat, provider ID) -> tool call id
     for i, turn in enumerate(c.typed(data["turns"], list, "turns")):
         where = f"turns[{i}]"
         turn = c.table(turn, where)
@@ -354,7 +360,8 @@ def from_dict(data: dict, shown: str = "<scenario>") -> Scenario:
             tc = c.table(tc, tw)
             c.keys(
                 tc,
-                {"id", "tool", "command", "runs_for", "timeout", "background", "exit_code", "output", "path", "content", "edits"},
+                {"id", "provider_id", "tool", "command", "runs_for", "timeout", "background", "exit_code", "output", "path",
+                 "content", "edits"},
                 tw,
             )
             if "id" not in tc:
@@ -367,7 +374,7 @@ def from_dict(data: dict, shown: str = "<scenario>") -> Scenario:
             if tool not in TOOLS:
                 c.fail(f"{tw}.tool", f"unknown tool {tool!r} (known: {', '.join(TOOLS)})")
             for key in tc:
-                if key not in ("id", "tool") and key not in _TOOL_KEYS[tool]:
+                if key not in ("id", "tool", "provider_id") and key not in _TOOL_KEYS[tool]:
                     c.fail(f"{tw}.{key}", f"not used by a {tool} tool call (it uses: {', '.join(_TOOL_KEYS[tool])})")
             edits = []
             for k, e in enumerate(c.typed(tc.get("edits", []), list, f"{tw}.edits")):
@@ -387,7 +394,13 @@ def from_dict(data: dict, shown: str = "<scenario>") -> Scenario:
                 path=c.typed(tc.get("path", ""), str, f"{tw}.path"),
                 content=c.typed(tc.get("content", ""), str, f"{tw}.content"),
                 edits=tuple(edits),
+                provider_id=c.typed(tc.get("provider_id", ""), str, f"{tw}.provider_id"),
             )
+            if "provider_id" in tc and not spec.provider_id:
+                c.fail(f"{tw}.provider_id", "must not be empty")
+            if (chat, spec.provider) in provider_ids:
+                c.fail(f"{tw}.provider_id", f"{spec.provider!r} is already a provider ID in {chat}")
+            provider_ids[(chat, spec.provider)] = tc_id
             if spec.timeout_ms == 0:
                 c.fail(f"{tw}.timeout", "must be longer than 0s (omit it for chatd's 10s default)")
             if tool == "execute" and not spec.command:
@@ -399,7 +412,9 @@ def from_dict(data: dict, shown: str = "<scenario>") -> Scenario:
             chat_of[tc_id] = chat
         turns.append(Turn(chat, tuple(calls)))
     chats = tuple(dict.fromkeys(t.chat for t in turns))
-    ctx = _Context(seen_ids, tool_of, chat_of, chats, replicas, nodes)
+    provider_of = {tc_id: provider for (_, provider), tc_id in provider_ids.items()}
+    shared = {p for p in provider_of.values() if sum(1 for q in provider_of.values() if q == p) > 1}
+    ctx = _Context(seen_ids, tool_of, chat_of, chats, replicas, nodes, provider_of, shared)
 
     faults = []
     request_names: list[str] = []
@@ -449,6 +464,17 @@ class _Context:
     chats: tuple
     replicas: tuple
     nodes: tuple
+    provider_of: dict  # tool call id -> provider ID (what the world's records name)
+    shared: set  # provider IDs used in more than one chat
+
+    def provider(self, c: "_Checker", tool_call: str, where: str) -> str:
+        """What the world names a tool call by (its provider ID), refused when another
+        chat's call has the same one (a trigger could not tell them apart)."""
+        provider = self.provider_of[tool_call]
+        if provider in self.shared:
+            c.fail(where, f"{tool_call}'s provider ID {provider!r} is shared by calls of several chats: "
+                          "a message or event cannot tell them apart")
+        return provider
 
 
 def _fault(c: _Checker, f: dict, where: str, ctx: _Context, until_ms: int) -> Fault:
@@ -503,6 +529,7 @@ def _fault(c: _Checker, f: dict, where: str, ctx: _Context, until_ms: int) -> Fa
                 c.fail(f"{where}.route", f"{values['tool_call']} is a {ctx.tool_of[values['tool_call']]} call: "
                                          f"its request goes to {tool_route} (or cancel)")
             params.append(("owner_chat", ctx.chat_of[values["tool_call"]]))
+            params = [(k, ctx.provider_of[v] if k == "tool_call" else v) for k, v in params]
         elif route != "start":
             c.fail(f"{where}.tool_call", f"missing (a {route} request names its tool call)")
     if kind == "handler_panic":
@@ -574,6 +601,8 @@ def _match(c: _Checker, table: dict, where: str, ctx: _Context, event_direction:
         tool_call = c.typed(tool_call, str, f"{where}.tool_call")
         if tool_call not in ctx.ids:
             c.fail(f"{where}.tool_call", f"names a tool call that does not exist: {tool_call!r}")
+    if tool_call is not None:
+        provider = ctx.provider(c, tool_call, f"{where}.tool_call")
     if event_direction == "none":
         route = None
         if "route" in table:
@@ -593,7 +622,7 @@ def _match(c: _Checker, table: dict, where: str, ctx: _Context, event_direction:
     nth = c.typed(table.get("nth", 1), int, f"{where}.nth")
     if nth < 1:
         c.fail(f"{where}.nth", f"must be at least 1, got {nth}")
-    return MessageMatch(route, tool_call, direction, nth)
+    return MessageMatch(route, provider if tool_call is not None else None, direction, nth)
 
 
 def _expectation(c: _Checker, var: str, spec: Any, ctx: _Context, request_names: list[str]) -> Expectation:

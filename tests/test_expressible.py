@@ -145,3 +145,41 @@ def test_new_fault_shapes_replay_to_the_same_hash(name, tmp_path):
     path.write_bytes(run.trace_bytes)
     replayed = cx.replay(str(path))
     assert replayed.trace_sha256 == run.trace_sha256
+
+
+def test_two_chats_with_the_same_message_id_and_provider_id():
+    """US9: both assistant messages are message 2 with provider ID toolu_01; the tool
+    call UUIDs differ by chat, and the interrupt stops only chat-a's process."""
+    run = _run("us09_same_ids_in_two_chats")
+    messages = [(m.id, tc.provider_id) for chat in run.world.system.db.chats.values() for m in chat.messages
+                if m.role == "assistant" for tc in m.tool_calls]
+    assert messages == [(2, "toolu_01"), (2, "toolu_01")]
+    rows = {r["id"]: r for r in run.tool_call_rows()}
+    assert rows["toolu_01"]["provider_id"] == rows["toolu_01_b"]["provider_id"] == "toolu_01"
+    assert rows["toolu_01"]["uuid"] != rows["toolu_01_b"]["uuid"]
+    assert run.expectation_failures() == []
+    bug = _run("us09_same_ids_in_two_chats", "contract+pid-from-command")
+    assert "chat_isolation" in {v.property for v in bug.violations}
+
+
+@pytest.mark.parametrize("extra,reason", [
+    ('[[faults]]\nkind = "agent_restart"\nwhen = { event = "request_sent", tool_call = "toolu_01_b" }\n',
+     "faults[1].when.tool_call: toolu_01_b's provider ID 'toolu_01' is shared by calls of several chats"),
+    ('[[faults]]\nkind = "lose"\nmessage = { route = "start", tool_call = "toolu_01" }\n',
+     "faults[1].message.tool_call: toolu_01's provider ID 'toolu_01' is shared"),
+])
+def test_a_shared_provider_id_cannot_name_a_message(extra, reason, tmp_path, capsys):
+    text = (SCENARIOS / "us09_same_ids_in_two_chats.toml").read_text() + extra
+    (tmp_path / "t.toml").write_text(text)
+    assert main(["run", str(tmp_path / "t.toml")]) == 2
+    assert reason in capsys.readouterr().err
+
+
+def test_provider_id_is_unique_within_a_chat(tmp_path, capsys):
+    (tmp_path / "t.toml").write_text(textwrap.dedent("""
+        name = "t"
+        [[turns]]
+        tool_calls = [ { id = "a", command = "x" }, { id = "b", provider_id = "a", command = "y" } ]
+        """))
+    assert main(["run", str(tmp_path / "t.toml")]) == 2
+    assert "turns[0].tool_calls[1].provider_id: 'a' is already a provider ID in chat-1" in capsys.readouterr().err
