@@ -26,6 +26,15 @@ Rule 4. The world, not the agent, answers a dial: 200 once the agent is up, noth
         agent is refused (a transport error); a message across a partition is lost.
 Rule 5. Ground truth (``Truth`` effects) becomes ``truth`` records, kept apart from what
         chatd believes and commits, which is what the checkers compare.
+Rule 6. Fault kinds are the vocabulary's (model/vocabulary.py): one handler per kind in
+        ``FAULT_HANDLERS``, checked against it at import; an unknown kind does not fit
+        (``ReplayMismatch``). A fault that can do nothing (a takeover by the replica that
+        owns the chat already, a crafted request for a call not yet committed) records
+        ``fault_skipped`` with the reason, which fails a scenario's expectations.
+Rule 7. The ``probe`` node stands for a client that is not chatd: a ``request`` fault
+        sends its crafted HTTP request to the agent (US9, A5) and the answer comes back
+        to the probe as a ``probe_answer`` record; the probe's exchanges are no trigger
+        events and no message faults apply to them.
 
 Model abstractions: a caller that stops waiting does not tell the agent (the agent's
 waiter answers into the void, which the caller ignores); a cancel waiting on a pending run

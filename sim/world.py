@@ -20,6 +20,10 @@ Rule 2. The list of applied actions *is* the run: replaying it through ``system.
         with no simpy and no randomness gives the same trace, byte for byte.
 Rule 3. A named message can be lost or delayed on purpose (``lose``/``delay`` faults);
         otherwise the network's loss probability and latency range decide.
+Rule 4. Each fault counts the messages or events it matches, so ``nth`` is the nth one
+        that fault names. Trigger events are the vocabulary's (model/vocabulary.py):
+        requests sent and delivered, their answers sent and delivered, a process
+        started, a result or an assistant message committed (``_events_of``).
 """
 
 from __future__ import annotations
