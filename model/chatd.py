@@ -49,11 +49,20 @@ Rule 7 (routing). Every request id and timer name of a task starts with its task
         ``<worker_id>/t<n>``; an attempt's with ``<task>/a<m>``; a call's with
         ``<attempt>/c<i>`` (the prefix handed to chattool, which appends ``:<kind><n>``). The worker id is in every
         prefix, so answers to a crashed incarnation's requests never reach a new one.
+Rule 8 (result budget, 1.3 step 6, 3.2 step 3.7). Every committed tool result, of a
+        batch or of an interrupt, is first cut to the per-result byte budget of the chat
+        model's context window (``fit_to_context``; the rule is chattool's). The cut is
+        not part of the contract stack: ``today`` cuts its live results the same way.
 
 Variants (``VARIANTS``) are objects naming their rules, never forks of the code:
-``today`` sends no tool call headers (the agent picks process IDs, so every retry or new
-owner starts again) and its interrupt commits the generic result without contacting the
-agent; ``contract`` is design B. The fence switches exist to plant bugs.
+``today`` is chatd before the CODAGT-757 stack, ``contract`` is design B (``ChatdRules``
+lists, per knob, the PR of the stack that brought the behaviour and what chatd did
+before). The fence switches exist to plant bugs.
+
+Rule 8 (serial tools, 1.3 step 3). In an execute batch, calls of tools the build marks
+        serial (``rules.serial_tools``, Go's ``SerialToolCalls()``) run one at a time in
+        call order: a serial call begins when the serial call before it has its result.
+        Every other call begins at once. Interrupt cancels are all sent in parallel.
 
 Where chatd-contract.md (code facts) and the design differ, we follow chatd-contract.md:
 - the interrupt bounds each cancel by the 1-minute agent answer timeout plus the dial's own
@@ -196,14 +205,53 @@ EXIT = "exit"  # exit:<why>  (expected exit, never retried)
 
 @dataclass(frozen=True, repr=False)
 class ChatdRules(CachedRepr):
-    """The rules one chatd build follows. Real variants differ in the first two fields;
-    the fence switches are for planted bugs (a checker must catch them). ``timing`` holds
-    every duration chatd and its tool layer wait for: the reference values by default,
-    ``replace(rules, timing=Timing.small())`` for exhaustive exploration (model/timing.py)."""
+    """The rules one chatd build follows. Real variants differ in ``send_identity``,
+    ``interrupt_cancels`` and ``tool_layer``; the fence switches are for planted bugs (a
+    checker must catch them). ``timing`` holds every duration chatd and its tool layer wait
+    for: the reference values by default, ``replace(rules, timing=Timing.small())`` for
+    exhaustive exploration (model/timing.py).
+
+    What the CODAGT-757 stack changed in chatd (codagt-757-design.md section 9, PRs 4-6 on
+    the SDK of PR 1; Q9), and what ``today`` (chatd before the stack) does instead. The
+    facts of "before" come from chatd-contract.md 2.3, 3.3, 4.2, 4.5, 5.2 and section 6,
+    design section 2 ("What breaks today"), and the legacy branches of the Go execute tool
+    (coder/coder ``coderd/x/chatd/chattool/execute.go``: ``executeBackground``,
+    ``executeForeground`` without an identity, ``waitForProcess``):
+
+    - Tool call identity and headers (PR 1 SDK headers; PR 4 dispatch identity, the tool
+      call age from the DB clock, execute sends headers; PR 6 edit_files/write_file):
+      ``send_identity``. Today: no identity, no headers; the agent picks every process ID,
+      so each retry or new owner starts the command again (the incident, section 6).
+    - Attach by the run age, deadline = process start + timeout (PR 4, 4.3): follows from
+      the identity. Today: the legacy wait, the full timeout from this attempt's start,
+      wall time from the local start.
+    - The agent answer timeout of 1 min on starts, edits and writes (PR 4 per Q9b; PR 6):
+      ``tool_layer.agent_answer_timeout``. Today: none. A foreground start waits on its
+      command context (the execute timeout), a background start, edit or write on the
+      attempt: a start whose answer is lost waits for the 15-minute attempt timeout and
+      the retry starts the command again.
+    - A snapshot failing past the execute deadline reports unknown (PR 4, Q9c):
+      ``tool_layer.snapshot_failure_unknown``. Today: "command timed out after <timeout>;
+      failed to get output: <err>" (kind ``timed_out``).
+    - The shared classifier and its unknown texts (PR 4, used by PR 5 and PR 6), and the
+      dial failure "an earlier attempt may have started the command" (PR 4): follow from
+      the identity. Today: the legacy texts, "start process: <err>", plain dial errors.
+    - Interrupt cancels and their result mapping (PR 5 execute, PR 6 file tools; C5):
+      ``interrupt_cancels``. Today: no dial, no cancel; every unresolved call gets the
+      generic "tool call was interrupted before it produced a result" (3.3).
+    Unchanged by the stack, so ``today`` has them too: the 30 s dial timeout (design line 7
+    calls it "chatd's 30-second dial timeout"), the snapshot after a failed or ended wait,
+    re-reading after the agent's 5-minute read cap, the retry wrapper, fences and serial
+    tools.
+    """
 
     name: str
     send_identity: bool  # C1/C2: tool call headers (identity from the DB clock) on requests
     interrupt_cancels: bool  # C5: the interrupt task cancels on the agent; else generic
+    tool_layer: chattool.ToolLayer = chattool.DESIGN_B  # answer timeout (Q9b) and Q9c
+    # Tools marked serial (Go's SerialToolCalls): box_* and find_tools in Go; none of the
+    # three tools with an agent side is, so a test marks one to see the order (Rule 8).
+    serial_tools: tuple[str, ...] = chattool.SERIAL_TOOLS
     history_fence: bool = True  # 2.4 requireHistory
     attempt_fence: bool = True  # 2.4 requireGenerationAttempt
     owner_fence: bool = True  # 2.4 ownedByTask
@@ -217,7 +265,7 @@ class ChatdRules(CachedRepr):
     timing: Timing = DEFAULT_TIMING
 
 
-TODAY = ChatdRules("today", send_identity=False, interrupt_cancels=False)
+TODAY = ChatdRules("today", send_identity=False, interrupt_cancels=False, tool_layer=chattool.BEFORE_STACK)
 CONTRACT = ChatdRules("contract", send_identity=True, interrupt_cancels=True)
 VARIANTS: dict[str, ChatdRules] = {"today": TODAY, "contract": CONTRACT}
 
@@ -363,7 +411,7 @@ def replica_on_timer(rep: ReplicaState, db: Db, name: str, now_ms: int, db_now_m
     if i is None or i >= len(att.states) or att.states[i] is None or att.results[i] is not None:
         return rep, db, [note("stale_timer", replica=rep.name, timer=name)]
     cs, eff = chattool.on_timer(att.states[i], name, now_ms)
-    return _call_progress(rep, db, runner, task, i, cs, eff, db_now_ms)
+    return _call_progress(rep, db, runner, task, i, cs, eff, now_ms, db_now_ms)
 
 
 def _awaited(rep: ReplicaState, req_id: str):
@@ -402,7 +450,7 @@ def replica_on_answer(rep: ReplicaState, db: Db, answer: Response | TransportErr
     if i is None:
         return _on_dial(rep, db, runner, task, answer, now_ms, db_now_ms)
     cs, eff = chattool.on_answer(task.attempt.states[i], answer, now_ms)
-    return _call_progress(rep, db, runner, task, i, cs, eff, db_now_ms)
+    return _call_progress(rep, db, runner, task, i, cs, eff, now_ms, db_now_ms)
 
 
 def replica_on_publish(rep: ReplicaState, db: Db, channel: str, chat_id: str, now_ms: int, db_now_ms: int) -> Out:
@@ -664,19 +712,16 @@ def _generation_start(rep, db, task, key, number, now_ms, db_now_ms):
         return db, outcome, None, eff
     action = decide_generation_action(chat)
     if action == "finish_turn":
-        chat, outcome, eff = _fenced(db, task, "finish_turn", rules, chat.generation_attempt)
-        if outcome is not None:
-            return db, outcome, None, eff
-        db, eff = tx_finish_turn(db, chat, db_now_ms)
-        return db, DONE, None, eff
+        db, outcome, eff = finish_generation_turn(rep, db, task, chat.generation_attempt, db_now_ms)
+        return db, outcome, None, eff
     chat, outcome, eff = _fenced(db, task, "begin_generation_attempt", rules)
     if outcome is not None:
         return db, outcome, None, eff
-    db, chat = tx_begin_generation_attempt(db, chat)
+    db, chat, hint = tx_begin_generation_attempt(db, chat, db_now_ms)
     gen_attempt = chat.generation_attempt
     if action == "generate_assistant":
         att = Attempt(key, number, action, "generate", gen_attempt, turn=tuple(chat.turns[turn_index(chat)]))
-        return db, PENDING, att, [SetTimer(f"{key}/gen", chat.gen_time_ms)]
+        return db, PENDING, att, hint + [SetTimer(f"{key}/gen", chat.gen_time_ms)]
     msg, calls = unresolved_calls(chat)
     # C1: one DB clock read per attempt; the age is measured from database timestamps only.
     age = chattool.ToolCallAge(db_now_ms - msg.created_at_ms, now_ms) if rules.send_identity else None
@@ -684,7 +729,24 @@ def _generation_start(rep, db, task, key, number, now_ms, db_now_ms):
     att = Attempt(key, number, action, "dial", gen_attempt, msg.id, tuple((c, None) for c in calls),
                   (None,) * n, (None,) * n, age)
     mark = note("batch_started", task=task.task_id, calls=n, generation_attempt=gen_attempt)
-    return db, PENDING, att, [mark] + _dial(rep, key)
+    return db, PENDING, att, hint + [mark] + _dial(rep, key)
+
+
+def finish_generation_turn(rep: ReplicaState, db: Db, task: Task, loaded_attempt: int, db_now_ms: int):
+    """``finishGenerationTurn``: ``FinishTurn`` under the task fence plus
+    ``requireGenerationAttempt`` against ``loaded_attempt``, the generation attempt of the
+    chat as the attempt loaded it (chatd-contract.md 2.4: "check generation_attempt == the
+    attempt's number"), not the row's number at the finish, which would always match. The
+    finish_turn action records no attempt of its own, so the number is the one read with
+    the chat. In Go the load and the finish are separate transactions with the prepare
+    phase between them; here they run in one step, so the two agree in every run of the
+    model, and the fence is the one Go checks all the same. Returns ``(db, outcome,
+    effects)``."""
+    chat, outcome, eff = _fenced(db, task, "finish_turn", rep.rules, loaded_attempt)
+    if outcome is not None:
+        return db, outcome, eff
+    db, eff = tx_finish_turn(db, chat, db_now_ms)
+    return db, DONE, eff
 
 
 def _interrupt_start(rep, db, task, key, number, now_ms, db_now_ms):
@@ -713,7 +775,7 @@ def _abandon_start(rep, db, task, key, number, now_ms, db_now_ms):
     chat, outcome, eff = _fenced(db, task, "abandon", rep.rules)
     if outcome is not None:
         return db, outcome, None, eff
-    db, eff = tx_abandon(db, chat)
+    db, eff = tx_abandon(db, chat, db_now_ms)
     return db, DONE, None, eff
 
 
@@ -737,7 +799,8 @@ def _dial_failure_kind(answer: Response | TransportError | None) -> str | None:
 
 
 def _on_dial(rep, db, runner, task, answer, now_ms, db_now_ms) -> Out:
-    """The dial ended: begin every call (or cancel) at once, or map the dial failure."""
+    """The dial ended: begin every call (or cancel) at once, a serial tool's calls one at
+    a time (Rule 8), or map the dial failure."""
     att = task.attempt
     effects: list = [CancelTimer(f"{att.key}/dial")]
     kind = _dial_failure_kind(answer)
@@ -752,8 +815,11 @@ def _on_dial(rep, db, runner, task, answer, now_ms, db_now_ms) -> Out:
                 cs, eff = chattool.begin_cancel(call, plan, ident, rep.name, prefix, task.chat_id, now_ms,
                                                 timing=rep.rules.timing)
             else:
+                if _waits_for_serial(rep.rules, att.targets, states, results, i):
+                    continue  # Rule 8: begun when the serial call before it has its result
                 cs, eff = chattool.begin_call(call, ident, rep.name, prefix, task.chat_id, now_ms,
-                                              rep.rules.send_identity, timing=rep.rules.timing)
+                                              rep.rules.send_identity, timing=rep.rules.timing,
+                                              layer=rep.rules.tool_layer)
             states[i], results[i] = cs, cs.result
             effects += list(eff)
     else:
@@ -768,12 +834,43 @@ def _on_dial(rep, db, runner, task, answer, now_ms, db_now_ms) -> Out:
     return _maybe_commit(rep, db, runner, task, effects, db_now_ms)
 
 
-def _call_progress(rep, db, runner, task, i, cs, eff, db_now_ms) -> Out:
+def _waits_for_serial(rules: ChatdRules, targets, states, results, i: int) -> bool:
+    """Rule 8: call ``i`` of a batch is serial and an earlier serial call has not been
+    begun or has no result yet."""
+    serial = rules.serial_tools
+    if targets[i][0].tool not in serial:
+        return False
+    return any(targets[j][0].tool in serial and (states[j] is None or results[j] is None) for j in range(i))
+
+
+def _begin_next_serial(rep, task, att, now_ms) -> tuple[Attempt, list]:
+    """Rule 8: after a call of the batch got its result, begin the serial calls now due
+    (a serial call that finishes at once lets the next one begin too)."""
+    states, results, effects = list(att.states), list(att.results), []
+    for i, (call, _) in enumerate(att.targets):
+        if states[i] is not None or call.tool not in rep.rules.serial_tools:
+            continue
+        if _waits_for_serial(rep.rules, att.targets, states, results, i):
+            break
+        cs, eff = chattool.begin_call(call, _identity(task, att, call), rep.name, f"{att.key}/c{i}", task.chat_id,
+                                      now_ms, rep.rules.send_identity, timing=rep.rules.timing,
+                                      layer=rep.rules.tool_layer)
+        states[i], results[i] = cs, cs.result
+        effects += list(eff)
+    return replace(att, states=tuple(states), results=tuple(results)), effects
+
+
+def _call_progress(rep, db, runner, task, i, cs, eff, now_ms, db_now_ms) -> Out:
     att = task.attempt
     states = att.states[:i] + (cs,) + att.states[i + 1 :]
     results = att.results[:i] + (cs.result,) + att.results[i + 1 :]
-    task = replace(task, attempt=replace(att, states=states, results=results))
-    return _maybe_commit(rep, db, runner, task, list(eff), db_now_ms)
+    att = replace(att, states=states, results=results)
+    effects = list(eff)
+    if cs.result is not None and att.action != "interrupt" and any(s is None for s in states):
+        att, more = _begin_next_serial(rep, task, att, now_ms)
+        effects += more
+    task = replace(task, attempt=att)
+    return _maybe_commit(rep, db, runner, task, effects, db_now_ms)
 
 
 def _maybe_commit(rep, db, runner, task, effects, db_now_ms) -> Out:
@@ -792,7 +889,7 @@ def _execute_commit(rep, db, task, att, db_now_ms):
     chat, outcome, eff = _fenced(db, task, "commit_step", rep.rules, att.generation_attempt)
     if outcome is not None:
         return db, outcome, eff
-    results = [(call.provider_id, res) for (call, _), res in zip(att.targets, att.results)]
+    results = [(call.provider_id, fit_to_context(chat, res)) for (call, _), res in zip(att.targets, att.results)]
     db, eff = tx_commit_results(
         db, chat, att.message_id, results, db_now_ms, rep.name, att.number, att.generation_attempt
     )
@@ -803,13 +900,26 @@ def _interrupt_commit(rep, db, task, att, db_now_ms):
     chat, outcome, eff = _fenced(db, task, "finish_interruption", rep.rules)
     if outcome is not None:
         return db, outcome, eff
-    by_provider = FMap((call.provider_id, res) for (call, _), res in zip(att.targets, att.results))
+    by_provider = FMap(
+        (call.provider_id, fit_to_context(chat, res)) for (call, _), res in zip(att.targets, att.results)
+    )
     db, eff = tx_finish_interruption(
         db, chat, by_provider, chattool.generic_result(), db_now_ms, rep.name, att.number,
         only_unresolved=rep.rules.interrupt_rereads_unresolved,
         drop_kinds=() if rep.rules.interrupt_commits_not_run else ("not_run", "not_applied"),
     )
     return db, DONE, eff
+
+
+def fit_to_context(chat: Chat, result: chattool.Result) -> chattool.Result:
+    """Rule 8: a result as committed, cut to the per-result budget of the chat model's
+    context window (chatd-contract.md 1.3 step 6 for generation, 3.2 step 3.7 for the
+    interrupt's cancel answers; TestInterruptTask_ResultsTruncatedLikeLiveResults). Go
+    cuts a live result in chatloop before the commit and an interrupt result in
+    newInterruptResult; both read the same model config, so cutting at the commit is the
+    same. The interrupt's generic result is far below any budget, so cutting every result
+    equals Go's cutting only the answers that describe the call."""
+    return chattool.fit_result_to_context(result, chattool.tool_result_byte_budget(chat.context_limit_tokens))
 
 
 def _commit_assistant(rep, db, runner, task, db_now_ms) -> Out:

@@ -21,8 +21,14 @@ Rule 3 (2.4). Task reads and writes check the task fence, per operation, from th
         and for generation commits ``generation_attempt``. A fenced-out write changes
         nothing, is reported as a ``Note("fenced_out")`` and is never retried by the task.
 Rule 4 (2.2). Heartbeats change neither ``snapshot_version`` nor publish anything.
-Rule 5. A commit that changes a chat publishes ``chat:update``; a transition that leaves
-        a chat runnable and unowned also publishes ``chat:ownership`` (2.2).
+Rule 5. A commit that changes a chat publishes ``chat:update``. Every transition that
+        leaves a chat runnable with its ownership missing or stale (no owner, or no
+        heartbeat of the current runner within ``Db.heartbeat_stale_ms``) also publishes
+        ``chat:ownership``, whatever the chat was before: chatstate's
+        ``ChatMachine.Update`` checks ``ownershipStaleOrMissing`` after each transition,
+        ``RecordGenerationAttempt`` included (coder/coder ``coderd/x/chatd/chatstate``).
+        chatd-contract.md 2.2 says "only when a transition leaves a chat runnable and
+        unowned"; the code also hints a stale owner, and we follow the code.
 Rule 6. ``db_up`` false makes every transaction fail with ``DB_DOWN``; tasks treat that
         as a retryable error, user actions are refused.
 Rule 7 (1.3). The unresolved tool calls of a chat are the calls of its LAST assistant
@@ -44,8 +50,9 @@ Model abstractions:
 - Inserting a user message never has open calls to answer here: a user message is
   inserted from ``waiting`` (every call resolved by FinishTurn / FinishInterruption) or by
   promoting the queue inside those transitions (chatd-contract.md 8.9 is thus moot).
-- ``RecordGenerationAttempt`` publishes nothing: it changes neither history nor status,
-  so every runner ignores it (runner rule 3) and the publish would only add world events.
+- ``RecordGenerationAttempt`` publishes no ``chat:update``: it changes neither history nor
+  status, so every runner ignores it (runner rule 3) and the publish would only add world
+  events. Its ownership hint (rule 5) is published: it wakes the other workers' acquisition.
 """
 
 from __future__ import annotations
@@ -119,6 +126,10 @@ class Chat(CachedRepr):
     queue: tuple[str, ...] = ()  # queued user messages, promoted by FinishTurn/Interruption
     turns: tuple[tuple, ...] = ()  # the scripted model: one tuple of ToolCalls per answer
     gen_time_ms: int = DEFAULT_TIMING.default_gen_time_ms  # the world sets it per chat
+    # The chat model's context window in tokens (its model config's context_limit); 0 is
+    # unknown. It sets the per-result byte budget of every committed tool result
+    # (chattool.tool_result_byte_budget, chatd-contract.md 1.3 step 6).
+    context_limit_tokens: int = 0
 
     @property
     def owned(self) -> bool:
@@ -135,10 +146,13 @@ class Db(CachedRepr):
     next_message_id: int = 1
     chats: FMap = EMPTY  # chat_id -> Chat
     heartbeats: FMap = EMPTY  # (chat_id, runner_id) -> heartbeat_at_ms (database clock)
+    # chatstate's HeartbeatStaleSeconds: a transition publishes an ownership hint when the
+    # current runner's heartbeat is older (rule 5). The world sets chatd's timing value.
+    heartbeat_stale_ms: int = DEFAULT_TIMING.heartbeat_stale_ms
 
 
-def db_empty() -> Db:
-    return Db()
+def db_empty(heartbeat_stale_ms: int = DEFAULT_TIMING.heartbeat_stale_ms) -> Db:
+    return Db(heartbeat_stale_ms=heartbeat_stale_ms)
 
 
 def db_set_up(db: Db, up: bool) -> Db:
@@ -252,14 +266,17 @@ def _insert_messages(db: Db, chat: Chat, messages: list[Message]) -> tuple[Db, C
     return replace(db, next_message_id=next_id), chat, tuple(m.id for m in stored)
 
 
-def _publishes(before: Chat | None, after: Chat) -> list:
-    """Rule 5."""
-    out: list = [Publish(CHANNEL_UPDATE, after.chat_id)]
-    became_runnable_unowned = after.status in RUNNABLE and not after.owned
-    was = before is not None and before.status in RUNNABLE and not before.owned
-    if became_runnable_unowned and not was:
-        out.append(Publish(CHANNEL_OWNERSHIP, after.chat_id))
-    return out
+def ownership_hint(db: Db, after: Chat, db_now_ms: int) -> list:
+    """Rule 5: ``chat:ownership`` when the transition left the chat runnable with no owner
+    or a stale one (``ownershipStaleOrMissing``); ``db`` holds the heartbeats after it."""
+    if after.status in RUNNABLE and (not after.owned or heartbeat_stale(db, after, db_now_ms, db.heartbeat_stale_ms)):
+        return [Publish(CHANNEL_OWNERSHIP, after.chat_id)]
+    return []
+
+
+def _publishes(db: Db, after: Chat, db_now_ms: int) -> list:
+    """Rule 5: ``chat:update``, then the ownership hint if any."""
+    return [Publish(CHANNEL_UPDATE, after.chat_id)] + ownership_hint(db, after, db_now_ms)
 
 
 def last_assistant(chat: Chat) -> Message | None:
@@ -313,21 +330,23 @@ def decide_generation_action(chat: Chat) -> str:
 # ---------------------------------------------------------------------------
 
 
-def tx_begin_generation_attempt(db: Db, chat: Chat) -> tuple[Db, Chat]:
-    """``RecordGenerationAttempt``: generation_attempt + 1 (no publish, see docstring)."""
+def tx_begin_generation_attempt(db: Db, chat: Chat, db_now_ms: int) -> tuple[Db, Chat, list]:
+    """``RecordGenerationAttempt``: generation_attempt + 1; no ``chat:update`` (see the
+    docstring), but the ownership hint when the runner's heartbeat is stale (rule 5)."""
     chat = replace(_lock(chat), generation_attempt=chat.generation_attempt + 1)
-    return _put(db, chat), chat
+    db = _put(db, chat)
+    return db, chat, ownership_hint(db, chat, db_now_ms)
 
 
 def tx_commit_assistant(db: Db, chat: Chat, tool_calls: tuple, db_now_ms: int) -> tuple[Db, list]:
     """``CommitStep`` of generate_assistant: insert the assistant message with its calls."""
-    before = chat
     chat = _lock(chat)
     db, chat, ids = _insert_messages(
         db, chat, [Message(0, "assistant", db_now_ms, tool_calls=tuple(tool_calls))]
     )
     effects: list = [note("assistant_committed", chat_id=chat.chat_id, message_id=ids[0], calls=len(tool_calls))]
-    return _put(db, chat), effects + _publishes(before, chat)
+    db = _put(db, chat)
+    return db, effects + _publishes(db, chat, db_now_ms)
 
 
 def _result_truths(
@@ -368,7 +387,6 @@ def tx_commit_results(
     ``message_id`` is the tool call message the batch answered (passed in, not re-derived,
     so a planted missing history fence still records what the stale task meant)."""
     call_msg = next(m for m in chat.messages if m.id == message_id)
-    before = chat
     chat = _lock(chat)
     db, chat, ids = _insert_messages(
         db, chat, [Message(0, "tool", db_now_ms, provider_id=p, result=r) for p, r in results]
@@ -377,7 +395,8 @@ def tx_commit_results(
     effects = _result_truths(
         chat, call_msg, committed, replica, attempt, generation_attempt, "generation", db_now_ms
     )
-    return _put(db, chat), effects + _publishes(before, chat)
+    db = _put(db, chat)
+    return db, effects + _publishes(db, chat, db_now_ms)
 
 
 def _finish(db: Db, chat: Chat, db_now_ms: int) -> tuple[Db, Chat]:
@@ -391,11 +410,9 @@ def _finish(db: Db, chat: Chat, db_now_ms: int) -> tuple[Db, Chat]:
 
 
 def tx_finish_turn(db: Db, chat: Chat, db_now_ms: int) -> tuple[Db, list]:
-    before = chat
     db, chat = _finish(db, _lock(chat), db_now_ms)
-    return _put(db, chat), [note("turn_finished", chat_id=chat.chat_id, status=chat.status)] + _publishes(
-        before, chat
-    )
+    db = _put(db, chat)
+    return db, [note("turn_finished", chat_id=chat.chat_id, status=chat.status)] + _publishes(db, chat, db_now_ms)
 
 
 def tx_finish_interruption(
@@ -413,7 +430,6 @@ def tx_finish_interruption(
         calls = call_msg.tool_calls if call_msg is not None else ()
     if drop_kinds:
         calls = tuple(c for c in calls if getattr(results_by_provider.get(c.provider_id), "kind", None) not in drop_kinds)
-    before = chat
     chat = _lock(chat)
     effects: list = []
     if calls:
@@ -425,26 +441,26 @@ def tx_finish_interruption(
         effects += _result_truths(chat, call_msg, committed, replica, attempt, 0, "interrupt", db_now_ms)
     db, chat = _finish(db, chat, db_now_ms)
     effects.append(note("interruption_finished", chat_id=chat.chat_id, status=chat.status, results=len(calls)))
-    return _put(db, chat), effects + _publishes(before, chat)
+    db = _put(db, chat)
+    return db, effects + _publishes(db, chat, db_now_ms)
 
 
 def tx_acquire(db: Db, chat: Chat, worker_id: str, runner_id: str, db_now_ms: int) -> tuple[Db, list]:
     """``Acquire``: set both owner columns and insert the heartbeat row (2.1)."""
     before = chat
     chat = replace(_lock(chat), worker_id=worker_id, runner_id=runner_id)
-    db = replace(db, heartbeats=db.heartbeats.set((chat.chat_id, runner_id), db_now_ms))
-    return _put(db, chat), [
+    db = _put(replace(db, heartbeats=db.heartbeats.set((chat.chat_id, runner_id), db_now_ms)), chat)
+    return db, [
         note("acquired", chat_id=chat.chat_id, worker_id=worker_id, runner_id=runner_id, previous=before.runner_id)
-    ] + _publishes(before, chat)
+    ] + _publishes(db, chat, db_now_ms)
 
 
-def tx_abandon(db: Db, chat: Chat) -> tuple[Db, list]:
+def tx_abandon(db: Db, chat: Chat, db_now_ms: int) -> tuple[Db, list]:
     """``Abandon``: clear the owner columns and the runner's heartbeat (2.3)."""
-    before = chat
     hb = db.heartbeats.remove((chat.chat_id, chat.runner_id))
     chat = replace(_lock(chat), worker_id=None, runner_id=None)
-    db = replace(db, heartbeats=hb)
-    return _put(db, chat), [note("abandoned", chat_id=chat.chat_id, status=chat.status)] + _publishes(before, chat)
+    db = _put(replace(db, heartbeats=hb), chat)
+    return db, [note("abandoned", chat_id=chat.chat_id, status=chat.status)] + _publishes(db, chat, db_now_ms)
 
 
 def heartbeat_stale(db: Db, chat: Chat, db_now_ms: int, stale_ms: int) -> bool:
@@ -478,16 +494,21 @@ def _refused(db: Db, action: str, chat_id: str, reason: str) -> tuple[Db, list]:
     return db, [note("refused", action=action, chat_id=chat_id, reason=reason)]
 
 
-def db_new_chat(db: Db, chat_id: str, turns, gen_time_ms: int, db_now_ms: int) -> tuple[Db, list]:
+def db_new_chat(
+    db: Db, chat_id: str, turns, gen_time_ms: int, db_now_ms: int, context_limit_tokens: int = 0
+) -> tuple[Db, list]:
     """Create an idle chat whose model answers with the scripted ``turns``.
 
     ``chat_id`` must be a UUID string: the tool call UUID is derived from its bytes.
+    ``context_limit_tokens`` is the chat model's context window (0: unknown, the default
+    per-result budget).
     """
     if not db.db_up:
         return _refused(db, "new_chat", chat_id, DB_DOWN)
     if chat_id in db.chats:
         return _refused(db, "new_chat", chat_id, "exists")
-    chat = Chat(chat_id, WAITING, turns=tuple(tuple(t) for t in turns), gen_time_ms=gen_time_ms)
+    chat = Chat(chat_id, WAITING, turns=tuple(tuple(t) for t in turns), gen_time_ms=gen_time_ms,
+                context_limit_tokens=context_limit_tokens)
     return _put(db, chat), [note("chat_created", chat_id=chat_id)]
 
 
@@ -501,7 +522,6 @@ def db_send_user_message(
     chat = db.chats.get(chat_id)
     if chat is None or chat.status == ARCHIVED:
         return _refused(db, "send_message", chat_id, "no_chat")
-    before = chat
     chat = _lock(chat)
     if chat.status in (WAITING, ERROR):
         chat = replace(chat, status=RUNNING)
@@ -510,7 +530,8 @@ def db_send_user_message(
         chat = replace(chat, queue=chat.queue + (text,))
         if interrupt and chat.status == RUNNING:
             chat = replace(chat, status=INTERRUPTING)
-    return _put(db, chat), [note("user_message", chat_id=chat_id, status=chat.status)] + _publishes(before, chat)
+    db = _put(db, chat)
+    return db, [note("user_message", chat_id=chat_id, status=chat.status)] + _publishes(db, chat, db_now_ms)
 
 
 def db_interrupt(db: Db, chat_id: str, db_now_ms: int) -> tuple[Db, list]:
@@ -520,9 +541,9 @@ def db_interrupt(db: Db, chat_id: str, db_now_ms: int) -> tuple[Db, list]:
     chat = db.chats.get(chat_id)
     if chat is None or chat.status != RUNNING:
         return _refused(db, "interrupt", chat_id, "not_running")
-    before = chat
     chat = replace(_lock(chat), status=INTERRUPTING)
-    return _put(db, chat), [note("interrupt_requested", chat_id=chat_id)] + _publishes(before, chat)
+    db = _put(db, chat)
+    return db, [note("interrupt_requested", chat_id=chat_id)] + _publishes(db, chat, db_now_ms)
 
 
 def db_archive(db: Db, chat_id: str, db_now_ms: int) -> tuple[Db, list]:
@@ -532,9 +553,9 @@ def db_archive(db: Db, chat_id: str, db_now_ms: int) -> tuple[Db, list]:
     chat = db.chats.get(chat_id)
     if chat is None or chat.status == ARCHIVED:
         return _refused(db, "archive", chat_id, "no_chat")
-    before = chat
     chat = replace(_lock(chat), status=ARCHIVED)
-    return _put(db, chat), [note("archived", chat_id=chat_id)] + _publishes(before, chat)
+    db = _put(db, chat)
+    return db, [note("archived", chat_id=chat_id)] + _publishes(db, chat, db_now_ms)
 
 
 # The issue's names for the user actions.

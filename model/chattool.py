@@ -26,6 +26,9 @@ Rule 3 (agent answer timeout, 4.5). Every start, edit, write and cancel request 
         most ``timing.agent_answer_timeout_ms`` (1 min) for its answer; output reads
         never do. A foreground start also ends at the execute timeout; when both are
         equal the execute timeout wins (so the result is "could not be reached", 7.17).
+        The timer exists only in the layer ``DESIGN_B`` (``ToolLayer``): before the
+        stack (``BEFORE_STACK``) a start, edit or write waits on its command context
+        (a foreground start: the execute timeout) or on the attempt (15 min).
 Rule 4 (classifier, 5.1). A failed request is classified in this order: NoAnswer (our
         answer timer fired), Refused(code) (a coded 409), Response (any other HTTP
         error, 404 included), Unreachable (a transport failure or a deadline inside the
@@ -39,7 +42,9 @@ Rule 5 (foreground execute, 4.2 step 4, 4.3). A start answer whose ID is the too
         wait deadline passes or a read fails, one snapshot (``timing.snapshot_timeout_ms``)
         decides: exited -> completed; running past the deadline -> timed out with
         ``background_process_id``; the snapshot itself failing past the deadline ->
-        unknown "not received" (never "timed out"; C6, Q9c).
+        unknown "not received" (never "timed out"; C6, Q9c). Before the stack
+        (``BEFORE_STACK``) that last case said "command timed out after <timeout>;
+        failed to get output: <err>", kind ``timed_out``.
 Rule 6 (C4). When the attempt's context ends the task calls ``abort``: we stop waiting
         and send nothing more; the only effects are ``CancelTimer``.
 Rule 7 (interrupt, 3.2 step 3, 5.3, 5.4). ``interrupted_call`` decides whether a call gets
@@ -51,6 +56,11 @@ Rule 8 (results). ``Result.kind`` is what checkers read; ``content`` is the text
         model sees (ExecuteResult JSON in Go's field order, or the file tools' JSON, or a
         plain error text), ``is_error`` whether chatd stores it as an error result.
         Unknown results carry a ``reason`` from ``UNKNOWN_REASONS``.
+Rule 9 (context budget, 1.3 step 6, 3.2 step 3.7). Before the task commits a result it
+        is cut to ``tool_result_byte_budget`` of the chat model's context window
+        (``fit_result_to_context``: chatloop's head-and-tail cut with a "Coder truncated"
+        marker); a cut non-error result is stored as ``{"output": <cut text>}``, as
+        chatprompt stores text that is not JSON. The cut never changes ``kind``.
 
 Where the reference (chatd-contract.md, code facts) and the design differ we follow the
 reference:
@@ -62,6 +72,15 @@ reference:
 - The interrupt stop age uses the execute default (10 s) when the call has no timeout
   argument (section 8 item 5); the timing's execute default is the only default here
   (no separate ``ExecuteOptions.DefaultTimeout``).
+
+Layers (``ToolLayer``). ``DESIGN_B`` is the tool layer after the CODAGT-757 stack;
+``BEFORE_STACK`` is the chattool before it (codagt-757-design.md section 9, PRs 4-6), as
+the legacy branches of the Go execute tool have it (``executeBackground`` /
+``executeForeground`` without an identity, ``waitForProcess``; coder/coder
+``coderd/x/chatd/chattool/execute.go``): no agent answer timer and the pre-Q9c text for a
+snapshot that fails past the deadline. The identity-dependent behaviour of the stack
+(headers, attach by run age, the classifier's unknown texts) needs an ``identity``, which
+a chatd before the stack never builds (model/chatd.py passes ``identity=None``).
 
 Model abstractions (recorded so a reader can check them against the Go code):
 - ``send_identity=False`` with an identity models a chatd that knows the identity but sends
@@ -95,6 +114,7 @@ from typing import Any, Callable, Sequence
 from urllib.parse import urlencode
 
 from . import identity as ident
+from . import sdk
 from .core import (
     CachedRepr,
     replace,
@@ -129,6 +149,35 @@ EDIT_PATH = "/api/v0/edit-files"
 WRITE_PATH = "/api/v0/write-file"
 
 GENERIC_INTERRUPTED_TEXT = "tool call was interrupted before it produced a result"
+
+
+@dataclass(frozen=True, repr=False)
+class ToolLayer(CachedRepr):
+    """Which chattool a replica runs: the two behaviours of the CODAGT-757 stack that
+    do not follow from sending an identity (codagt-757-design.md section 9, Q9).
+
+    ``agent_answer_timeout``: PR 4 #29965 (starts, Q9b: "replaced by the agent answer
+    timeout"), PR 6 #29978 (edits and writes), PR 5 #29976 (cancels, which only design B
+    sends). Without it a start, edit or write waits on its own context: the execute
+    timeout for a foreground start (``cmdCtx``), the attempt for the rest.
+    ``snapshot_failure_unknown``: PR 4 (Q9c, C6): a snapshot that fails past the execute
+    deadline reports unknown "not received"; before, "command timed out after <timeout>;
+    failed to get output: <err>" with ``background_process_id`` (Go's legacy
+    ``waitForProcess``).
+    """
+
+    name: str
+    agent_answer_timeout: bool
+    snapshot_failure_unknown: bool
+
+
+# Go's tools that opt into serial execution (``SerialToolCalls() bool { return true }``):
+# the box tools and find_tools (coder/coder ``coderd/x/chatd/chattool``). The model runs
+# none of them against the agent; chatd's rules name the serial tools (model/chatd.py).
+SERIAL_TOOLS: tuple[str, ...] = ("box_attach_file", "box_read_file", "box_run", "box_write_file", "find_tools")
+
+DESIGN_B = ToolLayer("design-b", agent_answer_timeout=True, snapshot_failure_unknown=True)
+BEFORE_STACK = ToolLayer("before-stack", agent_answer_timeout=False, snapshot_failure_unknown=False)
 
 # Dial failures the task layer reports to ``unreachable_result`` / ``dial_failed_result``.
 DIAL_NO_WORKSPACE = "no_workspace"
@@ -467,6 +516,82 @@ def truncate_output(output: str) -> str:
     return raw[:MAX_OUTPUT_TO_MODEL_BYTES].decode("utf-8", errors="ignore")
 
 
+# --- per-result context budget (chatd-contract.md 1.3 step 6, 3.2 step 3.7) ----------
+#
+# Every committed tool result, live or from an interrupt's cancel answer, is cut to a
+# byte budget derived from the chat model's context window, so one oversized result (a
+# megabyte diff, a long output) cannot overflow the next prompt on its own. The rule is
+# chatloop's tooltruncate.go (coder/coder coderd/x/chatd/chatloop): at most a third of
+# the window at ~3 bytes per token, never below 16 KB, 64 KB when the window is unknown;
+# the cut keeps a head (2/3) and a tail (1/3) around a marker that says how many bytes
+# went. It sits on top of execute's own 32 KB output cap (``truncate_output``).
+TOOL_RESULT_CONTEXT_DIVISOR = 3  # a result may take at most 1/3 of the window
+BYTES_PER_TOKEN_ESTIMATE = 3  # conservative: dense JSON/log output runs below 4 bytes/token
+MIN_TOOL_RESULT_BYTES = 16 * 1024  # the floor, so small windows still see useful output
+DEFAULT_TOOL_RESULT_BYTES = 64 * 1024  # the window is unknown (context limit <= 0)
+TRUNCATION_MARKER_RESERVE_BYTES = 256  # room kept for the marker: the result never exceeds the budget
+_MAX_GO_INT = 2**63 - 1
+
+
+def tool_result_byte_budget(context_limit_tokens: int) -> int:
+    """``toolResultByteBudget``: the most bytes one tool result may put into the prompt
+    for a model whose context window is ``context_limit_tokens`` (<= 0: unknown)."""
+    if context_limit_tokens <= 0:
+        return DEFAULT_TOOL_RESULT_BYTES
+    budget_bytes = context_limit_tokens // TOOL_RESULT_CONTEXT_DIVISOR * BYTES_PER_TOKEN_ESTIMATE
+    if budget_bytes < MIN_TOOL_RESULT_BYTES:
+        return MIN_TOOL_RESULT_BYTES
+    return min(budget_bytes, _MAX_GO_INT)
+
+
+def _utf8_valid_part(raw: bytes) -> str:
+    """The bytes as text with any partial rune at a cut dropped (Go's ToValidUTF8(s, ""))."""
+    return raw.decode("utf-8", errors="ignore")
+
+
+def truncate_tool_result_text(text: str, max_bytes: int) -> tuple[str, bool]:
+    """``truncateToolResultText``: ``(text, False)`` when it fits (or ``max_bytes <= 0``);
+    otherwise at most ``max_bytes`` of valid UTF-8: a head and a tail around the
+    "Coder truncated N bytes" marker, or a plain head cut when the budget is too small
+    to hold the marker and both ends."""
+    raw = text.encode("utf-8", errors="surrogateescape")
+    if max_bytes <= 0 or len(raw) <= max_bytes:
+        return text, False
+    if max_bytes <= TRUNCATION_MARKER_RESERVE_BYTES * 2:
+        return _utf8_valid_part(raw[:max_bytes]), True
+    avail = max_bytes - TRUNCATION_MARKER_RESERVE_BYTES
+    head_bytes = avail * 2 // 3
+    tail_bytes = avail - head_bytes
+    head = _utf8_valid_part(raw[:head_bytes])
+    tail = _utf8_valid_part(raw[len(raw) - tail_bytes:])
+    removed = len(raw) - len(head.encode("utf-8")) - len(tail.encode("utf-8"))
+    marker = (f"\n\n[... Coder truncated {removed} bytes to fit the model context; narrow the query "
+              "or read a specific file or range for the full output ...]\n\n")
+    return head + marker + tail, True
+
+
+def _is_json(text: str) -> bool:
+    try:
+        _loads_go(text)
+    except ValueError:
+        return False
+    return True
+
+
+def fit_result_to_context(result: "Result", max_bytes: int) -> "Result":
+    """A committed result cut to the per-result budget, stored the way chatd stores a tool
+    response (chatprompt's MarshalToolResultContent): a non-error text that is no longer
+    JSON after the cut is stored as ``{"output": <cut text>}``; an error result keeps its
+    (cut) text. ``kind`` and the other fields are unchanged: cutting never changes what
+    the call did. A result that fits is returned as it is."""
+    cut, truncated = truncate_tool_result_text(result.content, max_bytes)
+    if not truncated:
+        return result
+    if not result.is_error and not _is_json(cut):
+        cut = go_json({"output": cut})
+    return replace(result, content=cut)
+
+
 def execute_result_json(
     *,
     success: bool = False,
@@ -586,35 +711,27 @@ def _is_refusal(failure: Any) -> bool:
 CLASSIFIER: tuple[tuple[str, Callable[[Any], bool], ErrorClass], ...] = (
     ("our agent answer timer fired", lambda f: isinstance(f, NoAnswer), ErrorClass.NO_ANSWER),
     ("409 with a known code", _is_refusal, ErrorClass.REFUSED),
-    ("any other HTTP error answer, 404 included",
-     lambda f: isinstance(f, Response) and not _is_2xx(f.status), ErrorClass.RESPONSE),
+    ("any other HTTP error answer the SDK reads as a *codersdk.Error, 404 included",
+     lambda f: isinstance(f, Response) and not _is_2xx(f.status) and _is_sdk_error(f), ErrorClass.RESPONSE),
     ("transport failure or a deadline inside the transport",
      lambda f: isinstance(f, (TransportError, Deadline)), ErrorClass.UNREACHABLE),
     ("anything else: an answer that could not be read", lambda f: True, ErrorClass.UNREADABLE),
 )
 
 
+def _is_sdk_error(failure: Response) -> bool:
+    """Whether ``codersdk.ReadBodyAsError`` makes a ``*codersdk.Error`` of this answer; a
+    JSON body it cannot decode is a plain ``decode body`` error instead (model/sdk.py), which
+    ClassifyAgentError puts under "anything else"."""
+    return isinstance(sdk.read_body_as_error(failure.status, failure.content_type, failure.body), sdk.SDKError)
+
+
 def sdk_error_text(status: int, content_type: str, body: bytes) -> str:
-    """``codersdk.ReadBodyAsError(...).Error()`` without method and URL: a JSON body gives
-    its message and detail; anything else names the content type and quotes the body."""
-    message, detail = "", ""
-    mime = content_type.split(";")[0].strip().lower()
-    decoded: Any = None
-    if mime == "application/json":
-        try:
-            decoded = _loads_go(body.decode("utf-8", errors="replace"))
-        except ValueError:
-            decoded = None
-    if isinstance(decoded, dict):
-        message = str(decoded.get("message") or "")
-        detail = str(decoded.get("detail") or "")
-    else:
-        message = f"unexpected non-JSON response {_go_quote(content_type)}"
-        detail = body.decode("utf-8", errors="replace")
-    text = f"unexpected status code {status}: {message}"
-    if detail:
-        text += f"\n\tError: {detail}"
-    return text
+    """``codersdk.ReadBodyAsError(...).Error()`` without method and URL (model/sdk.py has
+    the rules: a JSON body gives its message and detail, or "response has no message" with
+    the body; an empty JSON body "empty response body"; anything else names the content
+    type and quotes the body, "no response body" when empty)."""
+    return sdk.read_body_as_error(status, content_type, body).text()
 
 
 def classify(failure: Any, op: str = "", url: str = "") -> AgentError:
@@ -636,6 +753,9 @@ def classify(failure: Any, op: str = "", url: str = "") -> AgentError:
         return AgentError(cls, f'{failure.op} "{failure.url}": context deadline exceeded')
     if isinstance(failure, TransportError):
         return AgentError(cls, f'{op} "{url}": {failure.reason}' if url else failure.reason)
+    if isinstance(failure, Response):
+        # An error answer whose JSON body ReadBodyAsError could not decode ("decode body").
+        return AgentError(cls, sdk.read_body_as_error(failure.status, failure.content_type, failure.body).text())
     return AgentError(cls, failure.detail if isinstance(failure, Undecodable) else str(failure))
 
 
@@ -884,6 +1004,7 @@ class CallState(CachedRepr):
     identity: Identity | None
     send_identity: bool = True
     timing: Timing = DEFAULT_TIMING
+    layer: ToolLayer = DESIGN_B
     phase: Phase = Phase.START
     background: bool = False
     command: str = ""
@@ -992,11 +1113,12 @@ def begin_call(
     send_identity: bool = True,
     *,
     timing: Timing = DEFAULT_TIMING,
+    layer: ToolLayer = DESIGN_B,
 ) -> Step:
     """Run ``call`` in a generation attempt whose connection to the agent is live, with
-    the durations of ``timing`` (the replica's)."""
+    the durations of ``timing`` (the replica's) and the behaviours of ``layer``."""
     cs = CallState(call=call, src=src, req_prefix=req_prefix, chat_id=chat_id, identity=identity,
-                   send_identity=send_identity, timing=timing, started_at_ms=now_ms)
+                   send_identity=send_identity, timing=timing, layer=layer, started_at_ms=now_ms)
     if call.tool == EXECUTE:
         return _begin_execute(cs, now_ms)
     if call.tool in FILE_TOOLS:
@@ -1033,7 +1155,7 @@ def _begin_execute(cs: CallState, now_ms: int) -> Step:
         body["workdir"] = args.workdir
     cs, send = _send(cs, "start", "POST", START_PATH, "", _headers(cs, now_ms, True), json_body(body))
     effects: list[Effect] = [send]
-    if background or cs.timeout_ms > cs.timing.agent_answer_timeout_ms:
+    if cs.layer.agent_answer_timeout and (background or cs.timeout_ms > cs.timing.agent_answer_timeout_ms):
         cs, armed = _arm(cs, "answer_timer", cs.timing.agent_answer_timeout_ms)
         effects += armed
     if not background:
@@ -1074,7 +1196,9 @@ def _begin_file(cs: CallState, now_ms: int) -> Step:
         content = value.get("content") if isinstance(value.get("content"), str) else ""
         op, path, query, body = "write", WRITE_PATH, urlencode({"path": path_arg}), content.encode("utf-8")
     cs, send = _send(cs, op, "POST", path, query, _headers(cs, now_ms, True), body)
-    cs, armed = _arm(cs, "answer_timer", cs.timing.agent_answer_timeout_ms)
+    armed: list[Effect] = []
+    if cs.layer.agent_answer_timeout:
+        cs, armed = _arm(cs, "answer_timer", cs.timing.agent_answer_timeout_ms)
     return replace(cs, phase=Phase.START), (send, *armed)
 
 
@@ -1295,6 +1419,10 @@ def _on_snapshot_answer(cs: CallState, answer: Response, now_ms: int) -> Step:
 
 
 def _snapshot_failed(cs: CallState, err: AgentError, now_ms: int) -> Step:
+    if cs.timed_out and not cs.layer.snapshot_failure_unknown:
+        # Before Q9c: the wait hit its deadline, so the result claimed a timeout.
+        text = f"command timed out after {format_duration_ms(cs.timeout_ms)}; failed to get output: {err.text}"
+        return _finish(cs, _process_result(cs, now_ms, "timed_out", error=text))
     if cs.timed_out:
         # The wait may have been cut after the process exited: never claim a timeout (C6).
         text = unknown_outcome(
@@ -1426,9 +1554,38 @@ def _read_cancel_answer(answer: Response) -> CancelAnswer:
     )
 
 
+# Go's ``http.StatusText`` for the statuses an agent answers with ("" for any other).
+HTTP_STATUS_TEXT = {
+    400: "Bad Request", 401: "Unauthorized", 403: "Forbidden", 404: "Not Found",
+    405: "Method Not Allowed", 408: "Request Timeout", 409: "Conflict", 410: "Gone",
+    413: "Request Entity Too Large", 422: "Unprocessable Entity", 424: "Failed Dependency",
+    429: "Too Many Requests", 500: "Internal Server Error", 501: "Not Implemented",
+    502: "Bad Gateway", 503: "Service Unavailable", 504: "Gateway Timeout",
+}
+
+
+def recorded_error_text(status: int, content_type: str, body: bytes) -> str:
+    """The error a cancel answer's recorded start failure stands for (chatd-contract.md
+    5.3, "Started, Process nil, recorded StatusCode >= 400"): a JSON body gives
+    ``<message>: <detail>`` (``<message>`` alone without a detail); a body that is not a
+    JSON object gives the status text, e.g. ``Internal Server Error``. Unlike
+    ``sdk_error_text`` there is no "unexpected status code" prefix."""
+    decoded: Any = None
+    if content_type.split(";")[0].strip().lower() == "application/json":
+        try:
+            decoded = _loads_go(body.decode("utf-8", errors="replace"))
+        except ValueError:
+            decoded = None
+    if not isinstance(decoded, dict):
+        return HTTP_STATUS_TEXT.get(status, "")
+    message = str(decoded.get("message") or "")
+    detail = str(decoded.get("detail") or "")
+    return f"{message}: {detail}" if detail else message
+
+
 def _recorded_start_error(cs: CallState, ans: CancelAnswer) -> Result:
     action = "start background process" if cs.background else "start process"
-    text = _enrich_start_error(f"{action}: {sdk_error_text(ans.status_code, ans.content_type, ans.body)}")
+    text = _enrich_start_error(f"{action}: {recorded_error_text(ans.status_code, ans.content_type, ans.body)}")
     return Result("failed", False, execute_result_json(error=text))
 
 

@@ -479,7 +479,8 @@ def _safe_fields(pairs) -> dict:
 def initial(config: WorldConfig) -> Step:
     """The world at true time 0: agent and replicas booted, chats created, each chat's
     first user message scheduled (a ``world`` timer) at its start time."""
-    b = _Builder(System(config=config, db=chatd.db_empty(), agent_files=config.files), None)
+    db = chatd.db_empty(config.chatd_rules.timing.heartbeat_stale_ms)  # the ownership hint's stale window
+    b = _Builder(System(config=config, db=db, agent_files=config.files), None)
     b.record(WORLD, "world_start", replicas=list(config.replicas), chatd=config.chatd_rules.name,
              agent=config.agent_config.rules.name)
     if config.message_ids_per_chat:

@@ -43,7 +43,11 @@ bounds in brackets): T <= ``agent_answer_timeout_ms`` [1 min] has no answer time
 execute deadline ends the start); T <= ``agent_output_wait_cap_ms`` [5 min] needs one
 blocking read; a larger T re-reads; T + ``dial_timeout_ms`` + ``snapshot_timeout_ms``
 beyond ``task_timeout_ms`` [about 14 min] cannot finish within one attempt (the
-CODAGT-757 incident: a 2 h command).
+CODAGT-757 incident: a 2 h command). That is design B; a chatd before the stack
+(``today``, ``chattool.BEFORE_STACK``) arms no answer timer at all, so a start whose
+answer never comes waits for T (foreground) or for ``task_timeout_ms`` (background, file
+tools), and ``agent_answer_timeout_ms`` only bounds its interrupt cancels, which it never
+sends.
 """
 
 from __future__ import annotations
@@ -220,7 +224,8 @@ ORDERINGS: tuple[tuple[str, str, str, str], ...] = (
      "a retry waits less than an attempt lasts"),
     ("dial_timeout_ms + agent_answer_timeout_ms", "<", "task_timeout_ms",
      "an interrupt's cancel, a file tool and a background start finish within one "
-     "attempt even when the agent never answers"),
+     "attempt even when the agent never answers (design B; before the stack they wait "
+     "for the attempt timeout)"),
     ("dial_timeout_ms + execute_default_timeout_ms + snapshot_timeout_ms", "<", "task_timeout_ms",
      "a default foreground execute finishes within one attempt, snapshot included"),
     ("dial_timeout_ms + agent_output_wait_cap_ms + snapshot_timeout_ms", "<", "task_timeout_ms",

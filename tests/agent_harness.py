@@ -1,6 +1,13 @@
 """A tiny driver for the pure agent model, shaped like the Go tests' harness: a mock
 clock already advanced by the agent's uptime, requests that return their answers, and
-explicit control over when a pending handler run publishes."""
+explicit control over when a pending handler run publishes.
+
+The Go middleware and cancel tests (agent-contract.md section 5.1, 5.2) mount the
+middleware over a ``countingHandler`` and give the cancel handler a fake ``ProcessStopper``.
+``CountingHandler`` and ``FakeStopper`` are those two test doubles: a test installs them
+over the model's own handler dispatch (``agent._run_handler``) and stopper
+(``agent.stop_tool_call_process``) with pytest's ``monkeypatch``, so the middleware and
+cancel code under test are the model's, unchanged."""
 
 from __future__ import annotations
 
@@ -15,6 +22,44 @@ OTHER_CHAT = "22222222-2222-4222-8222-222222222222"
 HOUR_MS = 3_600_000
 
 
+TEXT_PLAIN = "text/plain; charset=utf-8"
+
+
+class CountingHandler:
+    """Go's ``countingHandler`` (middleware_test.go): answers ``status`` (201 unless set),
+    Content-Type ``text/plain; charset=utf-8`` and body "<word> N" where N counts its runs.
+    ``seen`` keeps, per run, the tool call key the handler saw (None without a tool call)
+    and the body it read."""
+
+    def __init__(self, status: int = 201, content_type: str = TEXT_PLAIN, word: str = "ran", body: bytes | None = None):
+        self.status, self.content_type, self.word, self.body = status, content_type, word, body
+        self.calls = 0
+        self.seen: list[tuple[Key | None, bytes]] = []
+
+    def __call__(self, state, kind, req, key, now_ms):
+        self.calls += 1
+        self.seen.append((key, req.body))
+        body = self.body if self.body is not None else f"{self.word} {self.calls}".encode()
+        return state, agent.Recorded(self.status, self.content_type, body), []
+
+
+# The fake stopper's process state in cancel_test.go (section 5.2 preamble).
+FAKE_PROCESS = {"running": False, "canceled": True, "output": "partial", "exit_code": 0, "run_age_ms": 1200}
+
+
+class FakeStopper:
+    """Go's fake ``ProcessStopper`` (cancel_test.go): records every call as (process ID,
+    threshold in ms) and reports ``process`` (None: no process with that ID)."""
+
+    def __init__(self, process: dict | None = FAKE_PROCESS):
+        self.process = process
+        self.calls: list[tuple[str, int]] = []
+
+    def __call__(self, state, pid, chat_id, threshold_ms, now_ms):
+        self.calls.append((pid, threshold_ms))
+        return state, (dict(self.process) if self.process is not None else None), []
+
+
 class AgentHarness:
     def __init__(self, uptime_ms: int = HOUR_MS, config: agent.AgentConfig | None = None, files=None):
         self.state = agent.boot(config or agent.AgentConfig(), 0, files or agent.EMPTY)
@@ -24,6 +69,9 @@ class AgentHarness:
         self.truths: list[Truth] = []
         self.notes: list[Note] = []
         self.counter = 0
+        self.handler_runs = 0  # pending runs published by run_handlers (Go: handler calls)
+        self.steps: dict[str, list] = {}  # request ID -> the effects of its arrival step
+        self.requests: dict[str, Request] = {}  # request ID -> the request as the agent got it
 
     # -- effects -----------------------------------------------------------
     def _absorb(self, step):
@@ -64,11 +112,17 @@ class AgentHarness:
             hdrs += ((CHAT_ID_HEADER, chat),)
         if m is not None:
             hdrs = set_tool_call_headers(hdrs, m, call, age_ms)
-        req = Request(req_id, "chatd", method, path, query, hdrs, body)
-        self._absorb(agent.on_request(self.state, req, self.now_ms))
+        return self.send(Request(req_id, "chatd", method, path, query, hdrs, body), run=run)
+
+    def send(self, req: Request, *, run: bool = True) -> str:
+        """Deliver a request built elsewhere (by chatd's tool layer or the SDK twin)."""
+        self.requests[req.req_id] = req
+        step = agent.on_request(self.state, req, self.now_ms)
+        self.steps[req.req_id] = list(step[1])
+        self._absorb(step)
         if run:
             self.run_handlers()
-        return req_id
+        return req.req_id
 
     def start(self, m=1, call="call", *, command="true", background=False, run=True, **kw) -> str:
         body = json_body({"command": command, "background": background})
@@ -95,6 +149,7 @@ class AgentHarness:
     def run_handlers(self, panic: bool = False):
         for name in sorted(n for n in self.timers if n.startswith("handler:")):
             del self.timers[name]
+            self.handler_runs += 1
             self._absorb(agent.on_handler_done(self.state, name.split(":", 1)[1], self.now_ms, panic=panic))
 
     def advance(self, ms: int):

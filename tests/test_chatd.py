@@ -5,19 +5,13 @@ A tiny in-test world (``World``) runs one or two replicas against a scripted fak
 order) order, every node has its own clock offset and the database clock another one, so
 any comparison of clocks across nodes would show up as a wrong age.
 
-Ported from chatd-contract.md section 7 (each test names the Go test it mirrors):
-items 25-31, 36-41 where observable at this layer. Left out, and why:
-- 28's buffer half and 41's MissingEpisodePersistsNilPartials /
-  BufferedPartsBecomePartialMessages: the message part buffer and partial messages are
-  not modelled (no streaming model); 28 is kept for "the cancel's answer is the only
-  result committed", 41 for FinishInterruptionOnly.
-- 29's billing (batch usage of 5000 ms over 2 calls): billing is not modelled.
-- 39 PanicsRetry: pure handlers do not panic; a retryable error (DB down) stands in.
-- 38 mirrors RecordRetryState through beginGenerationAttempt: LLM retries
-  (recordGenerationRetry) are not modelled, the stale-runner write they test is.
-- 1-24 and 32-35 (identity, execute mapping, file tool interrupt results, truncation)
-  belong to chattool's and the agent's own tests; they need no replica. 33's truncation
-  is not modelled at all.
+Ported from chatd-contract.md section 7 (each test names the Go test it mirrors): the
+task, fence and retry-wrapper halves of items 5, 16, 25-31 and 36-41. The map of all 41
+groups to their tests, and the task-level ports of 3, 28, 29, 32-35 and 38-41 that needed
+file tools, a lost request or a planted comparison, are in tests/test_chatd_groups.py;
+items 1-24 and the per-call halves of 25-35 are in tests/test_chattool.py. What the model
+abstracts (the message part buffer, billing, LLM retries, panics) is listed there; for
+each, the group's tool-call behaviour is still tested.
 """
 
 from __future__ import annotations
@@ -25,6 +19,7 @@ from __future__ import annotations
 import base64
 import json
 from dataclasses import replace
+from functools import partial
 
 import pytest
 
@@ -43,6 +38,8 @@ MIN = 60_000
 HOUR = 60 * MIN
 
 START = "/api/v0/processes/start"
+EDIT = "/api/v0/edit-files"
+WRITE = "/api/v0/write-file"
 
 
 def execute(pid: str, command: str, timeout: str | None = None, background: bool = False) -> chattool.ToolCall:
@@ -70,14 +67,22 @@ class FakeAgent:
     With tool call headers a start is recorded by tool call UUID: the process ID is the
     UUID, and a repeated start replays the recorded answer with the run age. Without
     headers it picks ``proc-1-<n>``. Blocking output reads are held until ``exit`` (or a
-    kill). Cancels follow the stop rule. Knobs: ``old`` ignores headers and has no cancel
-    route (404); ``hold_starts`` / ``hold_cancels`` keep those answers until ``release``.
+    kill). Cancels follow the stop rule. Edits and writes with headers are applied once
+    and recorded (the edit's answer lists ``edit_diff``); a repeat replays the record, a
+    cancel answers with it. Knobs: ``old`` ignores headers and has no cancel route (404);
+    ``hold_starts`` / ``hold_files`` / ``hold_cancels`` keep those answers until
+    ``release``; a request whose path contains one of ``lost`` never reaches the agent
+    (it is still on the wire when the cancel arrives).
     """
 
     def __init__(self, old: bool = False):
         self.old = old
         self.hold_starts = False
+        self.hold_files = False
         self.hold_cancels = False
+        self.lost: set[str] = set()
+        self.edit_diff = "-a\n+b"
+        self.applied: list[str] = []  # ground truth: every edit or write applied, in order
         self.n = 0
         self.procs: dict[str, dict] = {}
         self.records: dict[str, dict] = {}  # uuid -> {"pid", "created_ms", "body"}
@@ -88,6 +93,10 @@ class FakeAgent:
 
     # -- requests -------------------------------------------------------------
     def handle(self, req: Request, now: int) -> list[tuple[str, Response]]:
+        if any(part in req.path for part in self.lost):
+            return []
+        if req.path in (EDIT, WRITE):
+            return self._file(req, now)
         if req.path == START:
             return self._start(req, now)
         if req.path.endswith("/output"):
@@ -135,6 +144,27 @@ class FakeAgent:
         resp = self._json(req, 200, {"id": pid, "started": True}, extra)
         return self._maybe_hold(req, resp, self.hold_starts)
 
+    def _file(self, req: Request, now: int) -> list[tuple[str, Response]]:
+        hdr = None if self.old else parse_tool_call_headers(req.headers)
+        if req.path == EDIT:
+            files = [{"path": f["path"], "diff": self.edit_diff} for f in req.json()["files"]]
+            body = json_body({"files": files})
+        else:
+            body = json_body({})
+        if hdr is None:
+            self.applied.append(req.path)
+            return self._maybe_hold(req, Response(req.req_id, 200, "application/json", body), self.hold_files)
+        uuid = tool_call_uuid(header_value(req.headers, CHAT_ID_HEADER), hdr.message_id, hdr.tool_call_id)
+        if uuid in self.canceled_markers:
+            return [(req.src, self._json(req, 409, {"code": "tool_call_canceled", "message": "canceled"}))]
+        rec = self.records.get(uuid)
+        if rec is None:
+            rec = self.records[uuid] = {"pid": None, "created_ms": now, "body": body}
+            self.applied.append(req.path)
+        resp = Response(req.req_id, 200, "application/json", rec["body"],
+                        ((RUN_AGE_MS_HEADER, str(now - rec["created_ms"])),))
+        return self._maybe_hold(req, resp, self.hold_files)
+
     def _maybe_hold(self, req, resp, hold: bool):
         if hold:
             self.held.append((req, resp))
@@ -151,6 +181,12 @@ class FakeAgent:
         if rec is None:
             self.canceled_markers.add(uuid)
             resp = self._json(req, 200, {"started": False})
+        elif rec["pid"] is None:  # an edit or write: the recorded answer, never stopped
+            run_age = now - rec["created_ms"]
+            resp = self._json(req, 200, {
+                "started": True, "status_code": 200, "content_type": "application/json",
+                "body": base64.b64encode(rec["body"]).decode(),
+            }, [(RUN_AGE_MS_HEADER, str(run_age))])
         else:
             proc = self.procs[rec["pid"]]
             run_age = now - rec["created_ms"]
@@ -333,9 +369,12 @@ class World:
         return [e for _, _, e in self.effects(Note, node) if e.kind == kind]
 
 
-def new_world(turns, rules="contract", replicas=("replica-1",), agent=None, gen_time_ms=2_000) -> World:
+def new_world(turns, rules="contract", replicas=("replica-1",), agent=None, gen_time_ms=2_000,
+              context_limit_tokens=0) -> World:
+    """A world with one idle chat scripted with ``turns``; ``context_limit_tokens`` is its
+    model's context window (0: unknown)."""
     w = World(rules, replicas, agent)
-    w.user(chatd.db_new_chat, CHAT, turns, gen_time_ms)
+    w.user(partial(chatd.db_new_chat, context_limit_tokens=context_limit_tokens), CHAT, turns, gen_time_ms)
     return w
 
 
@@ -386,7 +425,7 @@ def test_today_incident_36_starts_in_9_hours():
 
 
 def test_contract_task_retry_replays_start_and_waits_only_the_rest():
-    """contract: the retry sends the same start with the same tool call headers and a
+    """[7.5] contract: the retry sends the same start with the same tool call headers and a
     larger age, gets the recorded start back and waits only for what is left of the
     timeout (TestExecuteLocalTools_ExecuteTaskRetry)."""
     w = new_world([(FG_20M,)])
@@ -495,7 +534,7 @@ def test_replica_crash_takeover_after_stale_heartbeat_and_fresh_worker_id():
 
 
 def test_contract_interrupt_cancels_with_stop_ages_and_commits_cancel_results():
-    """contract: one dial, a cancel per execute call with stop age = the foreground timeout
+    """[7.29] contract: one dial, a cancel per execute call with stop age = the foreground timeout
     and 0 for background, sent in parallel; the cancel answers are committed and the chat
     goes back to waiting (TestInterruptTask_CancelsExecuteCallsInParallel, C5)."""
     wait = chattool.ToolCall("toolu_wait", "wait_agent", "{}")
@@ -552,7 +591,7 @@ def test_today_interrupt_commits_generic_and_sends_nothing():
     ],
 )
 def test_interrupt_task_execute_results(case, dial, old, expect):
-    """TestInterruptTask_ExecuteResults: after an ownership change (no buffer episode) the
+    """[7.25] TestInterruptTask_ExecuteResults: after an ownership change (no buffer episode) the
     interrupt maps each answer or dial failure; exactly one dial."""
     w = new_world([(FG_2H, BG)], replicas=("replica-1", "replica-2"), agent=FakeAgent(old=old))
     start_turn(w)
@@ -583,7 +622,7 @@ def test_interrupt_task_execute_results(case, dial, old, expect):
     ids=["unparsable", "invalid-timeout", "other-tool", "duplicate-id-different-stops"],
 )
 def test_interrupt_task_execute_calls_without_cancel(calls):
-    """TestInterruptTask_ExecuteCallsWithoutCancel: calls that get no cancel keep the generic
+    """[7.26] TestInterruptTask_ExecuteCallsWithoutCancel: calls that get no cancel keep the generic
     result and the interrupt does not dial."""
     w = new_world([calls])
     w.dial = None  # the generation batch hangs on its dial, so the calls stay unresolved
@@ -597,7 +636,7 @@ def test_interrupt_task_execute_calls_without_cancel(calls):
 
 
 def test_interrupt_task_duplicate_ids_cancel_once():
-    """TestInterruptTask_DuplicateIDsCancelOnce: two foreground calls sharing a provider ID
+    """[7.27] TestInterruptTask_DuplicateIDsCancelOnce: two foreground calls sharing a provider ID
     get one cancel, and both get its result."""
     a = execute("toolu_dup", "sleep 100", "2h")
     w = new_world([(a, a)])
@@ -613,7 +652,7 @@ def test_interrupt_task_duplicate_ids_cancel_once():
 
 
 def test_interrupt_task_cancel_answer_is_the_only_result():
-    """TestInterruptTask_CancelIgnoresEpisodeBuffer (observable half): the canceled
+    """[7.28] TestInterruptTask_CancelIgnoresEpisodeBuffer (observable half): the canceled
     generation's late start answer is dropped; the cancel answer is the only commit."""
     w = new_world([(FG_2H,)])
     w.agent.hold_starts = True
@@ -628,7 +667,7 @@ def test_interrupt_task_cancel_answer_is_the_only_result():
 
 
 def test_interrupt_task_cancel_bound_yields_unknown():
-    """TestInterruptTask_CancelBoundYieldsUnknown: a cancel never answered ends after 1 min
+    """[7.30] TestInterruptTask_CancelBoundYieldsUnknown: a cancel never answered ends after 1 min
     with unknown "did not answer within 1m0s" naming the tool call UUID."""
     w = new_world([(FG_2H,)])
     start_turn(w)
@@ -646,7 +685,7 @@ def test_interrupt_task_cancel_bound_yields_unknown():
 
 
 def test_interrupt_task_parent_canceled_during_cancel_commits_nothing():
-    """TestInterruptTask_ParentCanceledDuringCancelCommitsNothing: the interrupt task's
+    """[7.31] TestInterruptTask_ParentCanceledDuringCancelCommitsNothing: the interrupt task's
     context ends mid-cancel (ownership moves): nothing is committed, the chat stays
     interrupting, and the new owner sends the cancel again."""
     w = new_world([(FG_2H,)], replicas=("replica-1", "replica-2"))
@@ -668,7 +707,7 @@ def test_interrupt_task_parent_canceled_during_cancel_commits_nothing():
 
 
 def test_interrupt_task_finish_interruption_only():
-    """TestInterruptTask_FinishInterruptionOnly: an interrupt while the model generates (no
+    """[7.41] TestInterruptTask_FinishInterruptionOnly: an interrupt while the model generates (no
     committed tool calls): no dial, no result, FinishInterruption -> waiting."""
     w = new_world([(FG_2H,)], gen_time_ms=10_000)
     start_turn(w, until_batch=False)
@@ -702,7 +741,7 @@ def test_interrupt_with_queued_message_promotes_it():
 
 
 def test_interrupt_task_stale_fence_exits():
-    """TestInterruptTask_StaleFenceExits: another worker took the chat after the interrupt;
+    """[7.36] TestInterruptTask_StaleFenceExits: another worker took the chat after the interrupt;
     the old interrupt task's commit is fenced out: expected exit, nothing changes, no
     watch event, no retry."""
     w = new_world([(FG_2H,)], replicas=("replica-1", "replica-2"))
@@ -734,8 +773,9 @@ def test_interrupt_task_stale_fence_exits():
 
 
 def test_abandon_after_turn_clears_owner():
-    """A finished turn (waiting) is abandoned by its runner: owner columns and heartbeat
-    cleared, runner dropped; the next message is acquired again through chat:ownership."""
+    """[7.37] TestAbandonTask_AbandonOnly: a finished turn (waiting) is abandoned by its
+    runner: owner columns and heartbeat cleared, runner dropped; the next message is
+    acquired again through chat:ownership."""
     w = new_world([(FG_20M,)])
     start_turn(w)
     w.deliver(w.agent.exit(w.agent.started[0], 0))
@@ -763,7 +803,7 @@ def _replica_with_abandon_task(chat_fields: dict):
 
 
 def test_abandon_task_ownership_mismatch_requests_cleanup():
-    """TestAbandonTask_OwnershipMismatchRequestsCleanup: another owner -> no write, the
+    """[7.37] TestAbandonTask_OwnershipMismatchRequestsCleanup: another owner -> no write, the
     runner is dropped."""
     rep, db = _replica_with_abandon_task({"worker_id": "other-w1", "runner_id": "other-w1/r9"})
     rep2, db2, eff = chatd.replica_on_timer(rep, db, f"{rep.worker_id}/t2/backoff", 0, 0)
@@ -772,7 +812,7 @@ def test_abandon_task_ownership_mismatch_requests_cleanup():
 
 
 def test_abandon_task_stale_status_fence_exits():
-    """TestAbandonTask_StaleStatusFenceExits: the status moved on -> expected exit, no
+    """[7.37] TestAbandonTask_StaleStatusFenceExits: the status moved on -> expected exit, no
     write, no retry; the runner stays (its next event starts the right task)."""
     rep, db = _replica_with_abandon_task({"status": chatd.RUNNING})
     rep2, db2, eff = chatd.replica_on_timer(rep, db, f"{rep.worker_id}/t2/backoff", 0, 0)
@@ -782,7 +822,7 @@ def test_abandon_task_stale_status_fence_exits():
 
 
 def test_generation_stale_runner_write_after_reacquire_exits():
-    """TestGenerationTask_RecordRetryStateStaleFenceExits (via beginGenerationAttempt): a
+    """[7.38] TestGenerationTask_RecordRetryStateStaleFenceExits (via beginGenerationAttempt): a
     deaf old runner's retry after a re-acquire is fenced out and never changes the chat."""
     w = new_world([(FG_20M,)], replicas=("replica-1", "replica-2"))
     start_turn(w)
@@ -801,7 +841,7 @@ def test_generation_stale_runner_write_after_reacquire_exits():
 
 
 def test_stale_owner_commit_is_fenced_and_not_retried():
-    """TestRetryWrapper_ExpectedExitsDoNotRetry: a deaf old owner whose batch finishes after
+    """[7.39] TestRetryWrapper_ExpectedExitsDoNotRetry: a deaf old owner whose batch finishes after
     the takeover is refused at commit (fenced:owner) and does not retry."""
     w = new_world([(FG_20M,)], replicas=("replica-1", "replica-2"))
     start_turn(w)
@@ -825,7 +865,7 @@ def test_stale_owner_commit_is_fenced_and_not_retried():
 
 
 def test_retry_wrapper_db_errors_retry_with_backoff():
-    """TestRetryWrapper_UnexpectedErrorsRetry: a DB error at commit is retried after 100 ms,
+    """[7.39] TestRetryWrapper_UnexpectedErrorsRetry: a DB error at commit is retried after 100 ms,
     200 ms, ... doubling; the retry resends the same start (replayed) and commits once."""
     w = new_world([(FG_20M,)])
     start_turn(w)
@@ -844,7 +884,7 @@ def test_retry_wrapper_db_errors_retry_with_backoff():
 
 
 def test_retry_wrapper_context_cancellation_does_not_retry():
-    """TestRetryWrapper_ContextCancellationDoesNotRetryOrLog: a task the runner cancels (the
+    """[7.39] TestRetryWrapper_ContextCancellationDoesNotRetryOrLog: a task the runner cancels (the
     status changed) neither retries nor sends anything more."""
     w = new_world([(FG_20M,)], rules="today")
     start_turn(w)
@@ -857,7 +897,7 @@ def test_retry_wrapper_context_cancellation_does_not_retry():
 
 
 def test_retry_wrapper_timed_out_attempt_is_retried_with_new_generation_attempt():
-    """TestRetryWrapper_TaskTimeoutDBQueryCancellationRetries: a timed-out attempt is
+    """[7.40] TestRetryWrapper_TaskTimeoutDBQueryCancellationRetries: a timed-out attempt is
     always retried, and the retry raises generation_attempt (a new attempt fence)."""
     w = new_world([(FG_20M,)], rules="today")
     start_turn(w)
@@ -962,8 +1002,9 @@ def test_scripted_model_runs_every_turn_then_finishes():
 
 
 def test_dial_failure_in_generation_commits_unknown_with_identity():
-    """A generation dial that times out (30 s) gives each execute call the "earlier attempt
-    may have started the command" unknown under the contract (4.2 step 1)."""
+    """[7.16] TestExecuteToolCallNoConnection (task level): a generation dial that times out
+    (30 s) gives each execute call the "earlier attempt may have started the command"
+    unknown under the contract (4.2 step 1)."""
     w = new_world([(FG_20M,)])
     w.dial = None
     start_turn(w)

@@ -9,7 +9,8 @@ description, not the literal Go subtest name.
 The model has no sockets, contexts or ``*http.Response``, so where a Go test checks an
 HTTP detail (dial time, ``*url.Error``, ``ReadBodyAsError`` equality, a body read that
 fails part-way) the row checks the decision the model makes instead, and its ``mirrors``
-text says so.
+text says so. tests/test_agent_sdk.py holds the full ports of 118, 125-138 and 148 (Go's
+ReadBodyAsError value compared, and requests answered by the agent model).
 """
 
 from __future__ import annotations
@@ -418,13 +419,9 @@ def test_do_with_tool_call_dial_error():
     assert not hasattr(failed, "status")
 
 
-@pytest.mark.skip(
-    reason="138 not portable: closing an unused connection when the request context ends "
-    "is connection plumbing; model/identity.py has no connections or contexts"
-)
-def test_do_with_tool_call_unused_connection_closed():
-    """138. Mirrors TestDoWithToolCall/unused connection is closed
-    (codersdk/workspacesdk/agentconn_internal_test.go). Not portable (see skip reason)."""
+# 138 (unused connection is closed) is ported in tests/test_agent_sdk.py, with the
+# full ReadBodyAsError comparisons of 125-135, 136-137 end to end, and 148 against the
+# agent model.
 
 
 # ---------------------------------------------------------------------------
