@@ -10,7 +10,7 @@ import subprocess
 import sys
 from pathlib import Path
 
-from .scenario import ScenarioError, check_until, load, parse_duration
+from .scenario import ScenarioError, load, parse_duration
 
 SCENARIO_DIR = Path(__file__).resolve().parent.parent / "scenarios"
 
@@ -99,7 +99,7 @@ def _run(args, out) -> int:
     from .run import run_scenario
 
     scenario = load(_resolve(args.scenario))
-    until_ms = check_until(parse_duration(args.until, "--until"), "--until") if args.until is not None else None
+    until_ms = parse_duration(args.until, "--until") if args.until else None
     if args.check_determinism:
         return _check_determinism(args, out)
     result = run_scenario(scenario, args.variant, args.seed, until_ms)

@@ -125,31 +125,6 @@ def build(scenario: Scenario, variant: str) -> tuple[msys.WorldConfig, WorldOpti
     return config, options
 
 
-# Fields of a result_committed record that a row shows and ``result = {...}`` may check.
-_RESULT_FIELDS = ("reason", "process_id", "exit_code", "replica", "attempt", "generation_attempt", "task")
-
-
-def _result_failures(call_id: str, wanted: dict, first: dict | None) -> list[str]:
-    """``result = {...}``: the first committed result of the call has these fields;
-    ``committed_before`` / ``committed_after`` bound its commit time (true time)."""
-    if first is None:
-        return [f"{call_id}.result: no result was committed"]
-    out = []
-    at_ms = round(first["committed_at_s"] * 1000)
-    for key, value in sorted(wanted.items()):
-        if key == "committed_before":
-            if not at_ms < value:
-                out.append(f"{call_id}.result.committed_before: committed at {format_duration(at_ms)}, not before {format_duration(value)}")
-        elif key == "committed_after":
-            if not at_ms > value:
-                out.append(f"{call_id}.result.committed_after: committed at {format_duration(at_ms)}, not after {format_duration(value)}")
-        else:
-            got = first.get(key)
-            if got != value:
-                out.append(f"{call_id}.result.{key}: expected {value!r}, got {got!r}")
-    return out
-
-
 @dataclass
 class RunResult:
     scenario: Scenario
@@ -206,11 +181,9 @@ class RunResult:
         found = sorted({v.property for v in self.violations if v.residual_risk is None})
         info = self.report.informational if self.report else []
         risks = sorted({v.residual_risk for v in list(self.violations) + list(info) if v.residual_risk is not None})
-        # A fault that did nothing makes the scenario say something that did not happen.
-        failures = [f"faults: {r['fault']} at {r['t_ms'] / 1000}s did nothing: {r['why']}"
-                    for r in self.world.trace if r.get("kind") == "fault_skipped"]
         if exp is None:
-            return failures + ([f"violations: {', '.join(found)}"] if found else [])
+            return self._skipped_faults() + ([f"violations: {', '.join(found)}"] if found else [])
+        failures = self._skipped_faults()
         rows = {r["id"]: r for r in self.tool_call_rows()}
         for call_id, wanted in exp.tool_calls:
             row = rows.get(call_id)
@@ -246,6 +219,11 @@ class RunResult:
         if exp.residual_risks is not None and tuple(sorted(exp.residual_risks)) != tuple(risks):
             failures.append(f"residual_risks: expected {sorted(exp.residual_risks)}, got {risks}")
         return failures
+
+    def _skipped_faults(self) -> list[str]:
+        """A fault that did nothing makes the scenario say something that did not happen."""
+        return [f"faults: {r['fault']} at {r['t_ms'] / 1000}s did nothing: {r['why']}"
+                for r in self.world.trace if r.get("kind") == "fault_skipped"]
 
     def _interrupt_failures(self, within_ms: int) -> list[str]:
         """Every interrupt the user asked for finished (``interruption_finished``) within
@@ -301,3 +279,28 @@ def run_scenario(scenario: Scenario, variant: str | None = None, seed: int | Non
     world.run(until_ms)
     report = props.evaluate(world.trace, world.system)
     return RunResult(scenario, variant, seed, until_ms, world, report.violations, report=report)
+
+
+# Fields of a result_committed record that a row shows and ``result = {...}`` may check.
+_RESULT_FIELDS = ("reason", "process_id", "exit_code", "replica", "attempt", "generation_attempt", "task")
+
+
+def _result_failures(call_id: str, wanted: dict, first: dict | None) -> list[str]:
+    """``result = {...}``: the first committed result of the call has these fields;
+    ``committed_before`` / ``committed_after`` bound its commit time (true time)."""
+    if first is None:
+        return [f"{call_id}.result: no result was committed"]
+    out = []
+    at_ms = round(first["committed_at_s"] * 1000)
+    for key, value in sorted(wanted.items()):
+        if key == "committed_before":
+            if not at_ms < value:
+                out.append(f"{call_id}.result.committed_before: committed at {format_duration(at_ms)}, not before {format_duration(value)}")
+        elif key == "committed_after":
+            if not at_ms > value:
+                out.append(f"{call_id}.result.committed_after: committed at {format_duration(at_ms)}, not after {format_duration(value)}")
+        else:
+            got = first.get(key)
+            if got != value:
+                out.append(f"{call_id}.result.{key}: expected {value!r}, got {got!r}")
+    return out

@@ -67,7 +67,8 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Callable
 
-from model import mutants, vocabulary
+from model import vocabulary  # the fault kinds and trigger events swarm draws
+from model import mutants
 from model.timing import DEFAULT_TIMING
 
 from .scenario import ScenarioError, format_duration, from_dict, parse_duration
