@@ -15,7 +15,7 @@ import pytest
 
 from model import system as msys
 from model import vocabulary as voc
-from sim.cli import _list, main
+from sim.cli import _list
 from sim.run import run_scenario
 from sim.scenario import from_dict
 
