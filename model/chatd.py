@@ -255,6 +255,10 @@ class ChatdRules(CachedRepr):
     history_fence: bool = True  # 2.4 requireHistory
     attempt_fence: bool = True  # 2.4 requireGenerationAttempt
     owner_fence: bool = True  # 2.4 ownedByTask
+    # 1.4a: a timed-out attempt's calls stop with it. False plants a bug (the Go mistake
+    # of an attempt context not handed down to the tool calls): its calls go on and the
+    # batch still commits, which only the attempt fence then refuses.
+    attempt_timeout_stops_calls: bool = True
     interrupt_rereads_unresolved: bool = True  # 3.2 step 4: answer only calls still unresolved
     interrupt_commits_not_run: bool = True  # 3.3: a call that never ran still gets its result
     interrupt_spares_background: bool = True  # C5/US6: background cancels carry stop age 0
@@ -302,6 +306,7 @@ class Task(CachedRepr):
     attempts: int = 0
     backoff_ms: int = TASK_RETRY_INITIAL_BACKOFF_MS  # the task sets its rules' initial backoff
     attempt: Attempt | None = None  # None while backing off
+    zombie: Attempt | None = None  # a timed-out attempt still running (planted bug only)
 
 
 @dataclass(frozen=True, repr=False)
@@ -388,6 +393,8 @@ def replica_on_timer(rep: ReplicaState, db: Db, name: str, now_ms: int, db_now_m
         if task.attempt is not None:
             return rep, db, [note("stale_timer", replica=rep.name, timer=name)]
         return _start_attempt(rep, db, runner, task, now_ms, db_now_ms)
+    if _zombie_call(task, rest) is not None:
+        return _zombie_progress(rep, db, runner, task, rest, lambda cs: chattool.on_timer(cs, name, now_ms), db_now_ms)
     att = task.attempt
     if att is None or f"{task.task_id}/{rest[0]}" != att.key or len(rest) < 2:
         return rep, db, [note("stale_timer", replica=rep.name, timer=name)]
@@ -433,6 +440,9 @@ def awaits(rep: ReplicaState, req_id: str) -> bool:
 
 
 def replica_on_answer(rep: ReplicaState, db: Db, answer: Response | TransportError, now_ms: int, db_now_ms: int) -> Out:
+    zombie = _find_task(rep, answer.req_id)
+    if zombie is not None and _zombie_call(zombie[1], zombie[2]) is not None:
+        return _zombie_progress(rep, db, *zombie, lambda cs: chattool.on_answer(cs, answer, now_ms), db_now_ms)
     found = _awaited(rep, answer.req_id)
     if found is None:
         return rep, db, [note("late_answer", replica=rep.name, req_id=answer.req_id)]
@@ -594,8 +604,12 @@ def _settle(rep: ReplicaState, db: Db, runner: Runner, task: Task, outcome: str,
     if outcome == PENDING:
         return _put_runner(rep, replace(runner, task=task)), db, effects
     effects = list(effects)
-    if task.attempt is not None:
-        effects += _end_attempt(task.attempt)
+    att = task.attempt
+    if outcome == f"{RETRY}:timeout" and not rep.rules.attempt_timeout_stops_calls and att is not None \
+            and att.step == "calls" and att.action == "execute_local_tools":
+        task = replace(task, zombie=att)  # planted bug: the batch goes on (attempt_timeout_stops_calls)
+    elif att is not None:
+        effects += _end_attempt(att)
     if outcome.startswith(RETRY):
         effects += [
             SetTimer(f"{task.task_id}/backoff", task.backoff_ms),
@@ -613,6 +627,33 @@ def _settle(rep: ReplicaState, db: Db, runner: Runner, task: Task, outcome: str,
         rep, eff = _drop_runner(rep, task.chat_id, "abandoned" if outcome == DONE else "owner_changed")
         effects += eff
     return rep, db, effects
+
+
+def _zombie_call(task: Task, rest: list) -> int | None:
+    """The call index of a timed-out attempt's call this name belongs to, if any (only
+    with the planted bug ``attempt_timeout_stops_calls=False``)."""
+    z = task.zombie
+    if z is None or len(rest) < 2 or f"{task.task_id}/{rest[0]}" != z.key:
+        return None
+    i = _call_index(rest[1])
+    if i is None or i >= len(z.states) or z.states[i] is None or z.results[i] is not None:
+        return None
+    return i
+
+
+def _zombie_progress(rep, db, runner, task, rest, step, db_now_ms) -> Out:
+    """A timed-out attempt's call moves on; once its batch has every result it commits
+    under its own (old) generation attempt, as the current attempt would."""
+    z = task.zombie
+    i = _call_index(rest[1])
+    cs, eff = step(z.states[i])
+    z = replace(z, states=z.states[:i] + (cs,) + z.states[i + 1:], results=z.results[:i] + (cs.result,) + z.results[i + 1:])
+    effects = list(eff)
+    if any(r is None for r in z.results):
+        return _put_runner(rep, replace(runner, task=replace(task, zombie=z))), db, effects
+    db, outcome, more = _execute_commit(rep, db, task, z, db_now_ms)
+    effects += more + [note("timed_out_attempt_committed", task=task.task_id, attempt=z.number, outcome=outcome)]
+    return _put_runner(rep, replace(runner, task=replace(task, zombie=None))), db, effects
 
 
 def _fenced(db: Db, task: Task, op: str, rules: ChatdRules, attempt: int | None = None):

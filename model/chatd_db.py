@@ -139,6 +139,10 @@ class Chat(CachedRepr):
 @dataclass(frozen=True, repr=False)
 class Db(CachedRepr):
     db_up: bool = True
+    # Scenario worlds only: number each chat's messages on its own (1, 2, ...), so two
+    # chats can hold messages with the same ID (real chatd has one sequence; the agent
+    # must still keep them apart, US9). Default: the one sequence, ``next_message_id``.
+    message_ids_per_chat: bool = False
     next_message_id: int = 1
     chats: FMap = EMPTY  # chat_id -> Chat
     heartbeats: FMap = EMPTY  # (chat_id, runner_id) -> heartbeat_at_ms (database clock)
@@ -248,7 +252,7 @@ def _lock(chat: Chat) -> Chat:
 
 def _insert_messages(db: Db, chat: Chat, messages: list[Message]) -> tuple[Db, Chat, tuple[int, ...]]:
     """Rule 2: assign IDs from the one sequence, move history, reset the attempt."""
-    next_id = db.next_message_id
+    next_id = 1 + max((m.id for m in chat.messages), default=0) if db.message_ids_per_chat else db.next_message_id
     stored = []
     for m in messages:
         stored.append(replace(m, id=next_id))

@@ -67,7 +67,8 @@ from .core import Response
 from .system import Tick
 
 # Records the properties read; the rest of a step's records are not kept on paths.
-_GHOST_NOTES = ("cancel_never_received", "interrupt_requested", "interruption_finished", "acquired")
+_GHOST_NOTES = ("cancel_never_received", "interrupt_requested", "interruption_finished", "acquired", "task_started",
+                "batch_started")
 _GHOST_KINDS = ("truth", "agent_up", "agent_down", "fault")
 
 

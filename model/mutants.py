@@ -57,6 +57,11 @@ MUTANTS: tuple[Mutant, ...] = (
     Mutant("commit-without-owner-fence",
            "Result commits check only the history version: a replica that just lost the chat commits before the new owner.",
            "fenced_commits", "bug_owner_change_near_exit", chatd=(("owner_fence", False), ("attempt_fence", False))),
+    Mutant("commit-without-attempt-fence",
+           "A timed-out attempt's calls go on and its batch commits, and result commits skip the generation "
+           "attempt check: a replaced attempt commits after the retry began (with the check it is refused).",
+           "fenced_commits", "bug_stale_attempt_commit",
+           chatd=(("attempt_fence", False), ("attempt_timeout_stops_calls", False))),
     Mutant("commit-without-fences",
            "Result commits are not fenced at all: a replica that just lost the chat still commits.",
            "fenced_commits", "bug_owner_change_near_exit",

@@ -416,17 +416,34 @@ def _canceled_before_received(ev: Evidence) -> list[Violation]:
 
 def _fenced_commits(ev: Evidence) -> list[Violation]:
     """No commit from a non-owner or a replaced attempt: every result commit comes from
-    the chat's owner at that time, and from the newest generation attempt it began."""
+    the chat's owner at that time, and from the newest generation attempt it began.
+
+    Both halves read records chatd already emits, nothing added for the check: the owner
+    from ``acquired`` notes; the attempts from ``batch_started`` notes (each is one
+    ``RecordGenerationAttempt`` that went through, with its generation_attempt; its task's
+    chat comes from the ``task_started`` note). A generation commit whose own attempt
+    began before another batch attempt of the same chat began was made by a replaced
+    attempt: with the attempt fence (chatd-contract.md 2.4 requireGenerationAttempt) the
+    chat row's generation_attempt no longer matches and the commit is refused. A
+    generate-assistant attempt emits no such note, but it only begins once no call is
+    unresolved, so no batch can be waiting to commit behind it. The explorer keeps
+    neither note on its paths (they would split its states), so there only the owner
+    half can fire."""
     out = []
     owner: dict[str, str] = {}
-    newest_attempt: dict[str, int] = {}
+    chat_of_task: dict[str, str] = {}
+    begun: dict[str, list[tuple[int, str, int]]] = {}  # chat -> (index, replica, generation_attempt)
     for i, rec in enumerate(ev.trace):
         kind = rec.get("kind")
-        if kind == "note" and rec.get("note") == "acquired":
-            owner[rec.get("chat_id")] = rec.get("worker_id")
-        elif kind == "note" and rec.get("note") == "attempt_begun":
-            chat_id = rec.get("chat_id")
-            newest_attempt[chat_id] = max(newest_attempt.get(chat_id, 0), rec.get("generation_attempt", 0))
+        if kind == "note":
+            name = rec.get("note")
+            if name == "acquired":
+                owner[rec.get("chat_id")] = rec.get("worker_id")
+            elif name == "task_started":
+                chat_of_task[rec.get("task")] = rec.get("chat_id")
+            elif name == "batch_started" and rec.get("task") in chat_of_task:
+                begun.setdefault(chat_of_task[rec["task"]], []).append(
+                    (i, rec.get("node"), rec.get("generation_attempt", 0)))
         elif kind == "truth" and rec.get("truth") == "result_committed":
             chat_id = rec.get("chat_id")
             replica = str(rec.get("replica") or "")
@@ -435,10 +452,17 @@ def _fenced_commits(ev: Evidence) -> list[Violation]:
             if replica and chat_id in owner and owner_replica != replica:
                 out.append(_v("fenced_commits", call, rec["t_ms"],
                               f"{replica} committed a result for a chat owned by {owner[chat_id]}", (i,)))
-            elif rec.get("task") == "generation" and rec.get("generation_attempt", 0) < newest_attempt.get(chat_id, 0):
+                continue
+            if rec.get("task") != "generation":
+                continue
+            gen = rec.get("generation_attempt", 0)
+            begins = begun.get(chat_id, [])
+            mine = next((b for b in reversed(begins) if b[1] == replica and b[2] == gen), None)
+            later = [b for b in begins if mine is not None and b[0] > mine[0]]
+            if later:
                 out.append(_v("fenced_commits", call, rec["t_ms"],
-                              f"attempt {rec.get('generation_attempt')} committed after attempt "
-                              f"{newest_attempt[chat_id]} began", (i,)))
+                              f"{replica}'s generation attempt {gen} committed after {later[-1][1]} began "
+                              f"attempt {later[-1][2]} of the chat", (mine[0], later[-1][0], i)))
     return out
 
 

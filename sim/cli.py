@@ -298,9 +298,10 @@ def _incident(out) -> int:
 
 
 def _list(out) -> int:
-    from model import chatd, mutants
+    """Everything a scenario file may say, read from the one vocabulary
+    (model/vocabulary.py), then what runs: variants, properties, planted bugs, risks."""
+    from model import chatd, mutants, vocabulary
     from model import properties as props
-    from model.system import FAULT_KINDS
 
     out.write("scenarios:\n")
     for path in sorted(SCENARIO_DIR.glob("*.toml")):
@@ -312,8 +313,22 @@ def _list(out) -> int:
     out.write("variants:\n")
     for name in sorted(chatd.VARIANTS):
         out.write(f"  {name}\n")
-    out.write("fault kinds:\n")
-    out.write("  " + ", ".join(sorted(set(FAULT_KINDS) | {"lose", "delay"})) + "\n")
+    out.write("[world] keys:\n")
+    for key in vocabulary.WORLD_KEYS.values():
+        out.write(f"  {key.name:22} {key.type:9} default {key.default:9} {key.meaning}\n")
+    out.write("fault kinds (fields; * required):\n")
+    for f in vocabulary.FAULTS.values():
+        fields = ", ".join([f"{n}*" for n in f.required] + list(f.optional))
+        out.write(f"  {f.name:18} {f.shape:9} {fields}\n")
+    out.write("trigger events (when = { event, route, tool_call, nth }):\n")
+    for e in vocabulary.TRIGGER_EVENTS.values():
+        out.write(f"  {e.name:18} {e.meaning}\n")
+    out.write("routes: " + ", ".join(vocabulary.ROUTES) + "\n")
+    out.write("tools: " + ", ".join(vocabulary.TOOLS) + "\n")
+    out.write("result kinds: " + ", ".join(vocabulary.RESULT_KINDS) + "\n")
+    out.write("expectations: per tool call " + ", ".join(vocabulary.EXPECT_CALL_KEYS)
+              + " (result = { " + ", ".join(vocabulary.EXPECT_RESULT_FIELDS) + " }); per variant "
+              + ", ".join(vocabulary.EXPECT_TOP_KEYS) + "\n")
     out.write("properties:\n")
     for p in props.PROPERTIES:
         out.write(f"  {p.name:36} {p.kind:10} {p.story:14} {p.statement}\n")

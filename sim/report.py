@@ -16,6 +16,9 @@ def story(result) -> str:
             f"{row['process_starts']} process start(s)" if row["tool"] == "execute" else f"{row['edits_applied']} edit(s) applied"
         )
         lines.append(f"  {row['chat']} {row['id']} ({row['tool']}, {row['uuid'][:8]}): {effect}; results: {kinds}")
+    for rec in result.world.trace:
+        if rec.get("kind") == "probe_answer":  # a crafted request's answer (fault kind request)
+            lines.append(f"  request {rec['name']} at {rec['t_ms'] / 1000:g}s: {rec['status'] or 'no answer'} {rec['body'][:100]}")
     if result.violations:
         for v in result.violations:
             if v.residual_risk:

@@ -15,9 +15,11 @@ from dataclasses import dataclass, replace
 from model import agent, chatd, chattool, mutants
 from model import properties as props
 from model import system as msys
+from model import vocabulary
+from model.timing import DEFAULT_TIMING, Timing
 from model.core import FMap
 
-from .scenario import Scenario, ScenarioError, ToolCallSpec, format_duration
+from .scenario import Scenario, ScenarioError, ToolCallSpec, check_until, format_duration
 from .replay import trace_sha256
 from .world import LinkSpec, World, WorldOptions
 
@@ -44,7 +46,21 @@ def _tool_call(spec: ToolCallSpec) -> chattool.ToolCall:
         args = {"files": [{"path": spec.path, "edits": edits}]}
     else:
         args = {"path": spec.path, "content": spec.content}
-    return chattool.ToolCall(spec.id, spec.tool, json.dumps(args, sort_keys=True, separators=(",", ":")))
+    return chattool.ToolCall(spec.provider, spec.tool, json.dumps(args, sort_keys=True, separators=(",", ":")))
+
+
+def world_timing(scenario: Scenario) -> Timing:
+    """The one ``Timing`` every replica and its tool layer read (vocabulary Rule 3): the
+    reference values with the scenario's ``[world]`` timing keys on top, and the agent's
+    age margin mirrored so the checkers judge with the margin the agent used. A planted
+    bug's own timing knobs go on top of this (``mutants.resolve``). Orderings the
+    reference relies on (``timing.ORDERINGS``) are not enforced: a world may break them
+    on purpose (a 5 min attempt timeout under today), and the run shows what follows."""
+    changes = {field: scenario.world_value(key) for key, field in vocabulary.TIMING_KEYS.items()
+               if scenario.world_value(key) is not None}
+    if scenario.world_value("age_margin") is not None:
+        changes["agent_age_margin_ms"] = scenario.world_value("age_margin")
+    return replace(DEFAULT_TIMING, **changes) if changes else DEFAULT_TIMING
 
 
 def build(scenario: Scenario, variant: str) -> tuple[msys.WorldConfig, WorldOptions]:
@@ -52,12 +68,13 @@ def build(scenario: Scenario, variant: str) -> tuple[msys.WorldConfig, WorldOpti
     base_agent = agent.AGENT_VARIANTS.get(agent_name)
     if base_agent is None:
         raise ScenarioError(f"{scenario.path}: world.agent: unknown agent {agent_name!r} (known: {', '.join(sorted(agent.AGENT_VARIANTS))})")
+    timing = world_timing(scenario)
     if scenario.world_value("age_margin") is not None:
         base_agent = replace(base_agent, age_margin_ms=scenario.world_value("age_margin"))
     if scenario.world_value("handler_time") is not None:
         base_agent = replace(base_agent, handler_ms=scenario.world_value("handler_time"))
     try:
-        rules, agent_rules = mutants.resolve(variant, base_agent)
+        rules, agent_rules = mutants.resolve(variant, base_agent, timing=timing)
     except mutants.UnknownVariant as err:
         raise ScenarioError(f"{scenario.path}: variant: {err}") from None
     chats: dict[str, list] = {}
@@ -83,7 +100,7 @@ def build(scenario: Scenario, variant: str) -> tuple[msys.WorldConfig, WorldOpti
         if name not in replicas:
             raise ScenarioError(f"{scenario.path}: world.replica_variants.{name}: no such replica (replicas: {', '.join(replicas)})")
         try:
-            replica_rules[name] = mutants.resolve(replica_variant, base_agent)[0]
+            replica_rules[name] = mutants.resolve(replica_variant, base_agent, timing=timing)[0]
         except mutants.UnknownVariant as err:
             raise ScenarioError(f"{scenario.path}: world.replica_variants.{name}: {err}") from None
     config = msys.WorldConfig(
@@ -94,6 +111,7 @@ def build(scenario: Scenario, variant: str) -> tuple[msys.WorldConfig, WorldOpti
         clocks=clocks,
         files=FMap(scenario.world_value("files", ())),
         agent_boot_at_ms=scenario.world_value("agent_boot_at", 0),
+        message_ids_per_chat=scenario.world_value("message_ids_per_chat", False),
         replica_rules=FMap(replica_rules),
     )
     links = {}
@@ -128,6 +146,8 @@ class RunResult:
     def tool_call_rows(self) -> list[dict]:
         ev = props.Evidence(self.world.trace, self.world.system)
         names = {c.chat_id: n for n, c in ((s.name, s) for s in self.world.system.config.chats)}
+        # The scenario's name of each call: its id, found by chat and provider ID.
+        ids = {(turn.chat, tc.provider): tc.id for turn in self.scenario.turns for tc in turn.tool_calls}
         rows = []
         for c in ev.calls:
             results = [
@@ -135,6 +155,7 @@ class RunResult:
                     "kind": self.world.trace[i].get("result_kind"),
                     "is_error": self.world.trace[i].get("is_error"),
                     "committed_at_s": self.world.trace[i]["t_ms"] / 1000,
+                    **{k: self.world.trace[i].get(k) for k in _RESULT_FIELDS},
                 }
                 for i in ev.results[c.uuid]
             ]
@@ -142,7 +163,8 @@ class RunResult:
                 {
                     "chat": names.get(c.chat_id, c.chat_id),
                     "message_id": c.message_id,
-                    "id": c.provider_id,
+                    "id": ids.get((names.get(c.chat_id, c.chat_id), c.provider_id), c.provider_id),
+                    "provider_id": c.provider_id,
                     "uuid": c.uuid,
                     "tool": c.tool,
                     "process_starts": len(ev.starts[c.uuid]),
@@ -160,12 +182,18 @@ class RunResult:
         info = self.report.informational if self.report else []
         risks = sorted({v.residual_risk for v in list(self.violations) + list(info) if v.residual_risk is not None})
         if exp is None:
-            return [f"violations: {', '.join(found)}"] if found else []
-        failures = []
+            return self._skipped_faults() + ([f"violations: {', '.join(found)}"] if found else [])
+        failures = self._skipped_faults()
         rows = {r["id"]: r for r in self.tool_call_rows()}
         for call_id, wanted in exp.tool_calls:
             row = rows.get(call_id)
             for key, value in wanted:
+                if key == "result":
+                    if row is None:
+                        failures.append(f"{call_id}.result: the tool call was never committed")
+                    else:
+                        failures += _result_failures(call_id, dict(value), row["results"][0] if row["results"] else None)
+                    continue
                 if row is None:
                     got = 0 if key != "results" else ()
                 elif key == "results":
@@ -174,11 +202,45 @@ class RunResult:
                     got = row[key]
                 if got != value:
                     failures.append(f"{call_id}.{key}: expected {value!r}, got {got!r}")
+        if exp.sometimes:
+            unreached = set(self.report.unreached) if self.report else set(exp.sometimes)
+            for name in exp.sometimes:
+                if name in unreached:
+                    failures.append(f"sometimes: {name} was never reached")
+        if exp.interrupt_finished_within_ms is not None:
+            failures += self._interrupt_failures(exp.interrupt_finished_within_ms)
+        for name, status in exp.requests:
+            answers = [r for r in self.world.trace if r.get("kind") == "probe_answer" and r.get("name") == name]
+            got = answers[0].get("status") if answers else None
+            if got != status:
+                failures.append(f"requests.{name}: expected status {status}, got {got if answers else 'no answer'}")
         if exp.violations is not None and tuple(sorted(exp.violations)) != tuple(found):
             failures.append(f"violations: expected {sorted(exp.violations)}, got {found}")
         if exp.residual_risks is not None and tuple(sorted(exp.residual_risks)) != tuple(risks):
             failures.append(f"residual_risks: expected {sorted(exp.residual_risks)}, got {risks}")
         return failures
+
+    def _skipped_faults(self) -> list[str]:
+        """A fault that did nothing makes the scenario say something that did not happen."""
+        return [f"faults: {r['fault']} at {r['t_ms'] / 1000}s did nothing: {r['why']}"
+                for r in self.world.trace if r.get("kind") == "fault_skipped"]
+
+    def _interrupt_failures(self, within_ms: int) -> list[str]:
+        """Every interrupt the user asked for finished (``interruption_finished``) within
+        ``within_ms`` of true time."""
+        trace = self.world.trace
+        out = []
+        for i, rec in enumerate(trace):
+            if rec.get("kind") != "note" or rec.get("note") != "interrupt_requested":
+                continue
+            done = next((r for r in trace[i + 1:] if r.get("kind") == "note" and r.get("note") == "interruption_finished"
+                         and r.get("chat_id") == rec.get("chat_id")), None)
+            if done is None:
+                out.append(f"interrupt_finished_within: the interrupt at {rec['t_ms'] / 1000}s never finished")
+            elif done["t_ms"] - rec["t_ms"] > within_ms:
+                out.append(f"interrupt_finished_within: the interrupt at {rec['t_ms'] / 1000}s took "
+                           f"{format_duration(done['t_ms'] - rec['t_ms'])} (> {format_duration(within_ms)})")
+        return out
 
     def to_json(self) -> dict:
         return {
@@ -201,7 +263,15 @@ def run_scenario(scenario: Scenario, variant: str | None = None, seed: int | Non
                  until_ms: int | None = None) -> RunResult:
     variant = variant or scenario.variant
     seed = scenario.seed if seed is None else seed
-    until_ms = scenario.until_ms if until_ms is None else until_ms
+    if until_ms is None:
+        until_ms = scenario.until_ms
+    else:
+        check_until(until_ms, "--until")
+        for i, fault in enumerate(scenario.faults):
+            t = fault.trigger
+            if t.at_ms is not None and t.at_ms + t.offset_ms >= until_ms:
+                raise ScenarioError(f"--until: {format_duration(until_ms)} ends the run before faults[{i}] "
+                                    f"({fault.kind} at {format_duration(t.at_ms + t.offset_ms)}) would fire")
     config, options = build(scenario, variant)
     header = {"scenario": scenario.name, "scenario_path": scenario.path, "variant": variant, "seed": seed,
               "until_ms": until_ms}
@@ -209,3 +279,28 @@ def run_scenario(scenario: Scenario, variant: str | None = None, seed: int | Non
     world.run(until_ms)
     report = props.evaluate(world.trace, world.system)
     return RunResult(scenario, variant, seed, until_ms, world, report.violations, report=report)
+
+
+# Fields of a result_committed record that a row shows and ``result = {...}`` may check.
+_RESULT_FIELDS = ("reason", "process_id", "exit_code", "replica", "attempt", "generation_attempt", "task")
+
+
+def _result_failures(call_id: str, wanted: dict, first: dict | None) -> list[str]:
+    """``result = {...}``: the first committed result of the call has these fields;
+    ``committed_before`` / ``committed_after`` bound its commit time (true time)."""
+    if first is None:
+        return [f"{call_id}.result: no result was committed"]
+    out = []
+    at_ms = round(first["committed_at_s"] * 1000)
+    for key, value in sorted(wanted.items()):
+        if key == "committed_before":
+            if not at_ms < value:
+                out.append(f"{call_id}.result.committed_before: committed at {format_duration(at_ms)}, not before {format_duration(value)}")
+        elif key == "committed_after":
+            if not at_ms > value:
+                out.append(f"{call_id}.result.committed_after: committed at {format_duration(at_ms)}, not after {format_duration(value)}")
+        else:
+            got = first.get(key)
+            if got != value:
+                out.append(f"{call_id}.result.{key}: expected {value!r}, got {got!r}")
+    return out

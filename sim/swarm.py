@@ -67,18 +67,15 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Callable
 
+from model import vocabulary  # the fault kinds and trigger events swarm draws
 from model import mutants
 from model.timing import DEFAULT_TIMING
 
 from .scenario import ScenarioError, format_duration, from_dict, parse_duration
 
-# Fault kinds swarm toggles per seed (the brief's set; agent_shutdown, user_message, heal
-# and handler_panic stay out: a shutdown ends every later story, and the others need
-# pairing with a fault that swarm does not draw).
-FAULT_KINDS = (
-    "agent_restart", "replica_crash", "ownership_change", "interrupt",
-    "partition", "db_outage", "lose", "delay",
-)
+# Fault kinds swarm toggles per seed: the vocabulary's swarm subset (model/vocabulary.py
+# says why the others stay out).
+FAULT_KINDS = vocabulary.SWARM_FAULT_KINDS
 MAX_FAULTS = 4
 STORY_PROBABILITY = 0.25  # each of STORIES is told in about one seed in four
 EARLY_HORIZON_MS = 5 * 60_000  # half of the timed faults fire in the run's first 5 minutes
@@ -96,7 +93,10 @@ _H = 3_600_000
 _COMMAND_BASES = ("go test ./...", "make build", "npm run lint", "cargo check", "pytest -q", "make e2e")
 _ROUTE_OF_TOOL = {"execute": "start", "edit_files": "edit", "write_file": "write"}
 _EXECUTE_TIMEOUTS_MS = (30 * _S, 1 * _MIN, 5 * _MIN, 10 * _MIN, 20 * _MIN, 30 * _MIN, 1 * _H, 2 * _H)
+# The trigger events swarm draws (a subset of vocabulary.TRIGGER_EVENTS, in this order:
+# the order is part of every seed's draw).
 _TRIGGER_EVENTS = ("request_sent", "request_delivered", "response_sent", "process_started", "result_committed")
+assert set(_TRIGGER_EVENTS) <= set(vocabulary.TRIGGER_EVENTS)
 
 
 # ---------------------------------------------------------------------------
@@ -258,8 +258,8 @@ def _draw_trigger(rng: random.Random, fault: dict, calls: list[dict], until_ms: 
     event = rng.choice(_TRIGGER_EVENTS)
     if event == "process_started" and call["tool"] != "execute":
         event = "request_sent"
-    # process_started and result_committed are reported on the start route (sim/world.py).
-    route = "start" if event in ("process_started", "result_committed") else _ROUTE_OF_TOOL[call["tool"]]
+    # process_started and result_committed are no messages: their route is the call's own.
+    route = _ROUTE_OF_TOOL[call["tool"]]
     fault["when"] = {"event": event, "route": route, "tool_call": call["id"], "nth": _draw_nth(rng)}
     fault["offset"] = format_duration(rng.randint(0, 5 * _S))
 
@@ -351,7 +351,7 @@ def _chat_of(d: _Draft, call: dict) -> str:
 
 
 def _when(event: str, call: dict, nth: int = 1) -> dict:
-    route = "start" if event in ("process_started", "result_committed") else _ROUTE_OF_TOOL[call["tool"]]
+    route = _ROUTE_OF_TOOL[call["tool"]]  # process_started, result_committed: the call's own route
     return {"event": event, "route": route, "tool_call": call["id"], "nth": nth}
 
 

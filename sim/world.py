@@ -20,6 +20,10 @@ Rule 2. The list of applied actions *is* the run: replaying it through ``system.
         with no simpy and no randomness gives the same trace, byte for byte.
 Rule 3. A named message can be lost or delayed on purpose (``lose``/``delay`` faults);
         otherwise the network's loss probability and latency range decide.
+Rule 4. Each fault counts the messages or events it matches, so ``nth`` is the nth one
+        that fault names. Trigger events are the vocabulary's (model/vocabulary.py):
+        requests sent and delivered, their answers sent and delivered, a process
+        started, a result or an assistant message committed (``_events_of``).
 """
 
 from __future__ import annotations
@@ -64,8 +68,8 @@ class World:
         self.rng_nemesis = random.Random(f"{seed}:nemesis")
         self.trace: list[dict] = []
         self.actions: list[Any] = []
-        self.sent_counts: dict[tuple, int] = {}
-        self.event_counts: dict[tuple, int] = {}
+        self.sent_counts: dict[int, int] = {}  # message fault index -> messages it matched
+        self.event_counts: dict[int, int] = {}  # fault index -> events it matched
         self.panic_runs: dict[str, bool] = {}  # run ID -> the handler panics after its spawn
         self.req_tool_call: dict[str, str | None] = {}  # request ID -> tool call, from send records
         self.req_of_seq: dict[int, str] = {}  # message sequence number -> request ID
@@ -143,19 +147,22 @@ class World:
 
     # -- faults --------------------------------------------------------------------
     def _named_fate(self, envelope: msys.Envelope):
-        """A lose/delay fault naming this message (route, tool call, direction, nth)."""
+        """A lose/delay fault naming this message (route, tool call, direction, nth): each
+        fault counts the messages it matches, so ``nth`` is the nth one it names."""
         direction = "request" if envelope.src != msys.AGENT else "response"
-        if envelope.route == "publish":
+        if envelope.route == "publish" or envelope.src == msys.PROBE or envelope.dst == msys.PROBE:
             return None
-        key = (envelope.route, envelope.tool_call, direction)
-        self.sent_counts[key] = self.sent_counts.get(key, 0) + 1
-        for spec in self.options.faults:
+        fate = None
+        for i, spec in enumerate(self.options.faults):
             if spec.kind not in ("lose", "delay"):
                 continue
             m: MessageMatch = spec.get("message")
-            if _matches(m, envelope.route, envelope.tool_call, direction, self.sent_counts[key]):
-                return (spec.kind, spec.get("by", 0) if spec.kind == "delay" else 0)
-        return None
+            if not _matches(m, envelope.route, envelope.tool_call, direction):
+                continue
+            self.sent_counts[i] = self.sent_counts.get(i, 0) + 1
+            if self.sent_counts[i] == m.nth and fate is None:
+                fate = (spec.kind, spec.get("by", 0) if spec.kind == "delay" else 0)
+        return fate
 
     def _fault_at(self, spec: FaultSpec, at_ms: int):
         yield self.env.timeout(max(0, at_ms - int(self.env.now)))
@@ -163,32 +170,27 @@ class World:
         self.step(_fault_action(spec, int(self.env.now), names))
 
     def _watch(self, records):
-        """Event triggers: count events and start the faults that wait for them."""
+        """Event triggers: each fault counts the events it matches and starts on the nth."""
         for rec in records:
             if rec.get("kind") == "send":
                 self.req_tool_call[rec.get("req")] = rec.get("tool_call")
                 self.req_of_seq[rec.get("seq")] = rec.get("req")
-            event = _event_of(rec, self.req_tool_call)
-            if event is None:
-                continue
-            name, route, tool_call, direction = event
-            key = (name, route, tool_call)
-            self.event_counts[key] = self.event_counts.get(key, 0) + 1
-            for spec in self.options.faults:
-                t = spec.trigger
-                if t.event != name or t.match is None:
-                    continue
-                if not _matches(t.match, route, tool_call, direction, self.event_counts[key]):
-                    continue
-                if spec.kind == "handler_panic":
-                    continue
-                self.env.process(self._fault_at(spec, int(self.env.now) + t.offset_ms))
-            if name == "request_delivered" and rec.get("route") in ("start", "edit", "write"):
-                for spec in self.options.faults:
+            for name, route, tool_call, direction in _events_of(rec, self.req_tool_call, self.system):
+                for i, spec in enumerate(self.options.faults):
+                    t = spec.trigger
                     if spec.kind == "handler_panic":
                         m = spec.get("message")
-                        if _matches(m, route, tool_call, "request", self.event_counts[key]):
-                            self.panic_runs[self.req_of_seq.get(rec.get("seq"), "")] = bool(spec.get("after_spawn", False))
+                        if name == "request_delivered" and route in ("start", "edit", "write") \
+                                and _matches(m, route, tool_call, "request"):
+                            self.event_counts[i] = self.event_counts.get(i, 0) + 1
+                            if self.event_counts[i] == m.nth:
+                                self.panic_runs[self.req_of_seq.get(rec.get("seq"), "")] = bool(spec.get("after_spawn", False))
+                        continue
+                    if t.event != name or t.match is None or not _matches(t.match, route, tool_call, direction):
+                        continue
+                    self.event_counts[i] = self.event_counts.get(i, 0) + 1
+                    if self.event_counts[i] == t.match.nth:
+                        self.env.process(self._fault_at(spec, int(self.env.now) + t.offset_ms))
 
     # -- output --------------------------------------------------------------------
     def trace_lines(self) -> list[str]:
@@ -201,27 +203,35 @@ def _action_fields(action) -> dict:
     return out
 
 
-def _matches(m: MessageMatch, route, tool_call, direction, count) -> bool:
-    if m is None or m.route != route or m.direction != direction:
+def _matches(m: MessageMatch, route, tool_call, direction) -> bool:
+    if m is None or m.direction != direction or (m.route is not None and m.route != route):
         return False
-    if m.tool_call is not None and m.tool_call != tool_call:
-        return False
-    return m.nth == count
+    return m.tool_call is None or m.tool_call == tool_call
 
 
-def _event_of(rec: dict, req_tool_call: dict):
+def _events_of(rec: dict, req_tool_call: dict, system: msys.System) -> list[tuple]:
+    """The trigger events (model/vocabulary.py) a trace record is: (event, route, tool
+    call, direction). The probe's crafted requests are no events: they are the fault."""
     kind = rec.get("kind")
+    if kind in ("send", "deliver", "reply") and msys.PROBE in (rec.get("node"), rec.get("dst")):
+        return []
     if kind == "send":
-        return ("request_sent", rec.get("route"), rec.get("tool_call"), "request")
+        return [("request_sent", rec.get("route"), rec.get("tool_call"), "request")]
     if kind == "deliver" and rec.get("node") == msys.AGENT:
-        return ("request_delivered", rec.get("route"), rec.get("tool_call"), "request")
-    if kind == "reply":
-        return ("response_sent", rec.get("route"), rec.get("tool_call"), "response")
+        return [("request_delivered", rec.get("route"), rec.get("tool_call"), "request")]
+    if kind == "deliver" and rec.get("route") != "publish" and rec.get("node") != msys.PROBE:
+        return [("response_delivered", rec.get("route"), rec.get("tool_call"), "response")]
+    if kind == "reply" and rec.get("node") == msys.AGENT and not str(rec.get("req", "")).startswith(msys.PROBE + "/"):
+        return [("response_sent", rec.get("route"), rec.get("tool_call"), "response")]
     if kind == "truth" and rec.get("truth") == "process_started":
-        return ("process_started", "start", req_tool_call.get(rec.get("cause")), "request")
+        return [("process_started", "start", req_tool_call.get(rec.get("cause")), "none")]
     if kind == "truth" and rec.get("truth") == "result_committed":
-        return ("result_committed", "start", rec.get("provider_id"), "request")
-    return None
+        return [("result_committed", None, rec.get("provider_id"), "none")]
+    if kind == "note" and rec.get("note") == "assistant_committed":
+        chat = system.db.chats.get(rec.get("chat_id"))
+        msg = next((m for m in chat.messages if m.id == rec.get("message_id")), None) if chat else None
+        return [("message_committed", None, tc.provider_id, "none") for tc in (msg.tool_calls if msg else ())]
+    return []
 
 
 def _fault_action(spec: FaultSpec, at_ms: int, chat_ids: dict[str, str]) -> Fault:
@@ -231,7 +241,7 @@ def _fault_action(spec: FaultSpec, at_ms: int, chat_ids: dict[str, str]) -> Faul
     for key, value in spec.params:
         if key == "between":
             value = tuple(value)
-        elif key == "chat":
+        elif key in ("chat", "as_chat", "owner_chat"):
             value = chat_ids.get(value, value)
         params.append((key, value))
     kind = spec.kind

@@ -43,6 +43,9 @@ WHERE = {
     # Needs an old owner that has not yet heard of the takeover when its answer arrives.
     "commit-without-owner-fence": ("late-pubsub", dict(ownership_changes=1)),
     "commit-without-fences": ("late-pubsub", dict(ownership_changes=1)),
+    # The foreground call's read outlives the 10 ms attempt: the timed-out attempt's
+    # batch goes on and commits after the retry began attempt 2.
+    "commit-without-attempt-fence": ("default", dict(task_retries=1)),
     # Needs an interrupt while the model writes its next message, all calls resolved.
     "interrupt-answers-resolved-calls": ("two-messages", dict(interrupts=1)),
     # The cancel's answer is lost and chatd waits for it with no bound: only the attempt

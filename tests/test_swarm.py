@@ -46,6 +46,8 @@ WINDOWS = {
     "interrupt-without-cancel": (1, 10),  # 1, 3, 5, 6, 7, 10
     "commit-without-owner-fence": (70, 10),  # 70, 76
     "commit-without-fences": (70, 10),  # 70, 76
+    # swept over seeds 1..120 only: found at 1, 34, 42, 47, 48, 53, 104, 105, 110
+    "commit-without-attempt-fence": (34, 10),  # 34, 42
     "interrupt-answers-resolved-calls": (24, 10),  # 24, 33
     "interrupt-drops-not-run": (1, 10),  # 1, 3, 5
     "background-stopped-on-interrupt": (5, 10),  # 5, 6, 7, 10, 11, 13, 14

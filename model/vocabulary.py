@@ -1,0 +1,215 @@
+"""The world's vocabulary, declared once: what a scenario file may say and what it means.
+
+Theory of operation
+-------------------
+A scenario file is the user's only handle on the world, so every word it may use is a
+row here, with its fields, its meaning and an example that changes a run. Every reader
+takes the words from this module and from nowhere else:
+
+- the scenario loader (sim/scenario.py) accepts exactly these fault kinds with exactly
+  these fields, these trigger events, routes, tools, result kinds and ``[world]`` keys;
+- ``model.system`` keeps one handler per model fault kind (``FAULT_HANDLERS``) and
+  checks at import that the handlers and ``model_fault_kinds()`` are the same set;
+- swarm draws its fault kinds from ``SWARM_FAULT_KINDS``, a subset of ``FAULTS``;
+- ``toolcall-sim list`` prints these tables, and scenarios/README.md documents them
+  (a test compares the README with the tables, and another walks every row through the
+  loader and a run, so a word that is accepted and then ignored fails the suite).
+
+Rule 1. A word is accepted only if a run uses it. A key or value that the run would not
+        use is a one-line error (exit 2), never a silent default.
+Rule 2. Fault kinds come in three shapes: *scheduled* faults fire ``at`` a time or
+        ``when`` an event happens and become a model ``Fault`` action; *message* faults
+        (``lose``, ``delay``, ``handler_panic``) name one message and take no time; the
+        model turns ``handler_panic`` into a ``Fault`` itself when the named run's
+        handler would finish. ``request`` is scheduled: the world's probe node sends a
+        crafted HTTP request to the agent (US9, A5) and records the answer.
+Rule 3. ``[world]`` timing keys name a ``Timing`` field (model/timing.py); the run builds
+        the one ``Timing`` the replicas and their tool layer read from them, so a timing
+        key changes chatd itself, not a copy of its constants.
+
+This module is pure data: no I/O, no randomness, nothing that runs.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from .chattool import EXECUTE_KINDS, FILE_KINDS
+
+
+@dataclass(frozen=True)
+class FaultKind:
+    name: str
+    required: tuple[str, ...]
+    optional: tuple[str, ...]
+    shape: str  # scheduled | message (Rule 2)
+    meaning: str
+    example: tuple[tuple[str, object], ...]  # fields (besides kind/at/when) of a fault that changes a run
+    in_model: bool = True  # the model applies it as a Fault action (lose/delay are the world's)
+
+    @property
+    def fields(self) -> tuple[str, ...]:
+        return self.required + self.optional
+
+
+FAULTS: dict[str, FaultKind] = {f.name: f for f in (
+    FaultKind("agent_restart", (), ("downtime",), "scheduled",
+              "the agent shuts down (kills processes, loses records) and boots again after `downtime`",
+              (("downtime", "5s"),)),
+    FaultKind("agent_shutdown", (), (), "scheduled", "the agent goes away for good", ()),
+    FaultKind("replica_crash", ("replica",), ("downtime",), "scheduled",
+              "the replica loses all state; it boots again after `downtime` with a new worker ID",
+              (("replica", "replica-1"), ("downtime", "1s"))),
+    FaultKind("ownership_change", (), ("chat", "to", "immediate"), "scheduled",
+              "the owner's heartbeats stop; another replica takes the chat over once they are "
+              "`heartbeat_stale` old. With `immediate = true` the replica `to` (default: the next "
+              "replica after the owner) takes it over at once, like `takeover`; `to` needs `immediate`",
+              (("chat", "chat-1"),)),
+    FaultKind("takeover", ("to",), ("chat",), "scheduled",
+              "replica `to` takes the chat over at once (the owner's heartbeat is made stale and "
+              "`to` polls); the explorer's ownership change",
+              (("to", "replica-2"), ("chat", "chat-1"))),
+    FaultKind("interrupt", (), ("chat",), "scheduled", "the user interrupts (running -> interrupting)",
+              (("chat", "chat-1"),)),
+    FaultKind("user_message", (), ("chat",), "scheduled", "the user sends another message",
+              (("chat", "chat-1"),)),
+    FaultKind("partition", ("between",), ("duration",), "scheduled",
+              "messages between the two nodes are lost until healed (or for `duration`)",
+              (("between", ["agent", "replica-1"]), ("duration", "2m"))),
+    FaultKind("heal", (), ("between",), "scheduled",
+              "ends a partition (all partitions without `between`)", (("between", ["agent", "replica-1"]),)),
+    FaultKind("db_outage", (), ("duration",), "scheduled",
+              "every database transaction fails until it ends (for good without `duration`)",
+              (("duration", "1m"),)),
+    FaultKind("request", ("name", "route"), ("tool_call", "as_chat", "headers", "body"), "scheduled",
+              "the probe node sends a crafted request to the agent and records the answer "
+              "(`[expect.<variant>.requests]` checks its status): `route` is start, edit, write or "
+              "cancel; `tool_call` names the target (its UUID in a cancel path, its tool call headers, "
+              "its command or path); `as_chat` the chat whose ID goes in `Coder-Chat-Id` (omitted: no "
+              "such header); `headers` adds or replaces headers (an empty value removes one); `body` "
+              "replaces the body",
+              (("name", "forged"), ("route", "cancel"), ("tool_call", "toolu_01"), ("as_chat", "chat-2"))),
+    FaultKind("lose", ("message",), (), "message",
+              "that one request or response is lost (no `at`/`when`)",
+              (("message", {"route": "start", "tool_call": "toolu_01", "direction": "response"}),), in_model=False),
+    FaultKind("delay", ("message", "by"), (), "message", "that one message arrives `by` later (no `at`/`when`)",
+              (("message", {"route": "start", "tool_call": "toolu_01"}), ("by", "30s")), in_model=False),
+    FaultKind("handler_panic", ("message",), ("after_spawn",), "message",
+              "the agent handler run that request creates panics (with `after_spawn = true` after it "
+              "spawned the process, which then runs on): that request gets the recovery 500 \"An internal "
+              "server error occurred.\", waiters and later requests the recorded 500 \"The tool call handler "
+              "failed.\" (with or without tool call headers; nothing is recorded without them)",
+              (("message", {"route": "start", "tool_call": "toolu_01"}),)),
+)}
+
+# What every fault field is, for the loader (chat and replica names are checked against
+# the scenario's chats and replicas; nodes against its nodes).
+FAULT_FIELD_TYPES = {
+    "downtime": "duration", "duration": "duration", "by": "duration",
+    "replica": "replica", "to": "replica", "chat": "chat", "as_chat": "chat",
+    "between": "nodes", "message": "message", "immediate": "bool", "after_spawn": "bool",
+    "name": "str", "route": "request_route", "tool_call": "tool_call", "headers": "headers", "body": "str",
+}
+
+# The kinds swarm toggles per seed (sim/swarm.py): agent_shutdown ends every later story,
+# user_message, heal and handler_panic need pairing with a fault swarm does not draw,
+# takeover and request are for hand-written races.
+SWARM_FAULT_KINDS = (
+    "agent_restart", "replica_crash", "ownership_change", "interrupt",
+    "partition", "db_outage", "lose", "delay",
+)
+
+MESSAGE_FAULTS = tuple(name for name, f in FAULTS.items() if f.shape == "message")
+
+
+def model_fault_kinds() -> tuple[str, ...]:
+    """The kinds the model applies as ``Fault`` actions (model.system.FAULT_HANDLERS)."""
+    return tuple(name for name, f in FAULTS.items() if f.in_model)
+
+
+@dataclass(frozen=True)
+class TriggerEvent:
+    name: str
+    direction: str  # request | response | none: which messages it counts
+    meaning: str
+
+
+TRIGGER_EVENTS: dict[str, TriggerEvent] = {e.name: e for e in (
+    TriggerEvent("request_sent", "request", "a replica sends a request to the agent"),
+    TriggerEvent("request_delivered", "request", "the request reaches the agent"),
+    TriggerEvent("response_sent", "response", "the agent answers a request (also a refusal by a down agent)"),
+    TriggerEvent("response_delivered", "response", "the answer reaches the replica"),
+    TriggerEvent("process_started", "none", "the agent starts the tool call's process"),
+    TriggerEvent("result_committed", "none", "chatd commits the tool call's result"),
+    TriggerEvent("message_committed", "none", "chatd commits the assistant message that carries the tool call"),
+)}
+
+# Routes a message fault or a trigger may name: chatd's requests to the agent.
+ROUTES = ("start", "edit", "write", "cancel", "output", "dial")
+# Routes a crafted request may use.
+REQUEST_ROUTES = ("start", "edit", "write", "cancel")
+TOOLS = ("execute", "edit_files", "write_file")
+RESULT_KINDS = tuple(dict.fromkeys(EXECUTE_KINDS + FILE_KINDS))
+UNKNOWN_REASONS_DOC = "agent_restarted, unreachable, no_answer, unreadable, not_received, no_process"
+
+
+@dataclass(frozen=True)
+class WorldKey:
+    name: str
+    type: str  # int | duration | str | table
+    default: str
+    meaning: str
+    example: object  # a value that changes a run of the vocabulary test's base scenario
+    timing_field: str | None = None  # the Timing field it sets (Rule 3)
+
+
+WORLD_KEYS: dict[str, WorldKey] = {k.name: k for k in (
+    WorldKey("replicas", "integer", "2", "coderd replicas, named `replica-1`, `replica-2`, ...", 3),
+    WorldKey("agent", "string", '"rev-c"',
+             "`rev-c` (the contract's agent) or `old` (ignores tool call headers, has no cancel route: US8)", "old"),
+    WorldKey("generation_time", "duration", '"2s"', "how long the scripted model takes per assistant message", "5s"),
+    WorldKey("agent_boot_at", "duration", '"0s"', "when the agent first starts", "40s"),
+    WorldKey("age_margin", "duration", '"2s"',
+             "the agent's age margin (and the mirror chatd's checkers read: explores the residual risk)", "0s"),
+    WorldKey("handler_time", "duration", '"0s"',
+             "how long every agent handler run (start, edit, write) takes before it answers, with or without "
+             "tool call headers and on the old agent; a process counts its run age from the request's arrival "
+             "(the record's instant), so a slow spawn is part of its run age", "3s"),
+    WorldKey("files", "table", "{}", "the workspace disk: path = content", {"/src/a.go": "x = 1\n"}),
+    WorldKey("replica_variants", "table", "{}",
+             "a variant per replica, for a rollout of mixed versions: `{ \"replica-1\" = \"today\" }`",
+             {"replica-1": "today"}),
+    WorldKey("message_ids_per_chat", "boolean", "false",
+             "each chat numbers its own messages, so two chats can carry the same message ID (with a tool "
+             "call's `provider_id`, the same provider tool call ID too: US9); chatd has one sequence", True),
+    WorldKey("attempt_timeout", "duration", '"15m"', "chatd's attempt timeout (defaultTaskTimeout)", "20s",
+             "task_timeout_ms"),
+    WorldKey("agent_answer_timeout", "duration", '"1m"',
+             "how long chatd waits for the agent's answer to a start, edit, write or cancel (contract)", "5s",
+             "agent_answer_timeout_ms"),
+    WorldKey("dial_timeout", "duration", '"30s"', "how long chatd's dial of the agent waits", "5s",
+             "dial_timeout_ms"),
+    WorldKey("heartbeat_interval", "duration", '"9s"', "how often a worker upserts its runners' heartbeats", "3s",
+             "heartbeat_interval_ms"),
+    WorldKey("heartbeat_stale", "duration", '"30s"', "how old a heartbeat is before another worker may take over",
+             "10s", "heartbeat_stale_ms"),
+    WorldKey("acquisition_interval", "duration", '"30s"', "how often a worker polls for chats to acquire", "5s",
+             "acquisition_interval_ms"),
+)}
+
+TIMING_KEYS = {k.name: k.timing_field for k in WORLD_KEYS.values() if k.timing_field}
+
+# Longest simulated run (a cap, not a default): a run this long takes minutes of real
+# time; longer asks are refused with exit 2 rather than left to run silently.
+MAX_UNTIL_MS = 7 * 24 * 3_600_000
+
+# Expectation vocabulary ([expect.<variant>]).
+EXPECT_COUNTS = ("process_starts", "edits_applied", "processes_killed", "processes_running_at_end")
+EXPECT_CALL_KEYS = EXPECT_COUNTS + ("results", "result")
+# Fields of ``result = { ... }``: the first committed result of the tool call.
+EXPECT_RESULT_FIELDS = {
+    "kind": "result kind", "reason": "string", "process_id": "string", "exit_code": "integer",
+    "replica": "replica", "attempt": "integer", "generation_attempt": "integer", "task": "string",
+    "committed_before": "duration", "committed_after": "duration",
+}
+EXPECT_TOP_KEYS = ("violations", "residual_risks", "sometimes", "interrupt_finished_within", "requests")
