@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from model.properties import KNOWN_FINDINGS
+
 
 def story(result) -> str:
     lines = [
@@ -18,7 +20,9 @@ def story(result) -> str:
         lines.append(f"  {row['chat']} {row['id']} ({row['tool']}, {row['uuid'][:8]}): {effect}; results: {kinds}")
     if result.violations:
         for v in result.violations:
-            if v.residual_risk:
+            if v.residual_risk in KNOWN_FINDINGS:
+                lines.append(f"  KNOWN FINDING {v.residual_risk} ({v.property}) at {v.at_ms / 1000:g}s: {v.detail}")
+            elif v.residual_risk:
                 lines.append(f"  RESIDUAL RISK {v.residual_risk} ({v.property}) at {v.at_ms / 1000:g}s: {v.detail}")
             else:
                 lines.append(f"  VIOLATION {v.property} at {v.at_ms / 1000:g}s: {v.detail}")

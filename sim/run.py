@@ -156,9 +156,11 @@ class RunResult:
 
     def expectation_failures(self) -> list[str]:
         exp = self.scenario.expectation(self.variant)
-        found = sorted({v.property for v in self.violations if v.residual_risk is None})
+        # A known finding is a real violation (expected under ``violations``), only named.
+        found = sorted({v.property for v in self.violations if v.residual_risk is None or props.is_known_finding(v)})
         info = self.report.informational if self.report else []
-        risks = sorted({v.residual_risk for v in list(self.violations) + list(info) if v.residual_risk is not None})
+        risks = sorted({v.residual_risk for v in list(self.violations) + list(info)
+                        if v.residual_risk is not None and not props.is_known_finding(v)})
         if exp is None:
             return [f"violations: {', '.join(found)}"] if found else []
         failures = []
