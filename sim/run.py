@@ -8,9 +8,10 @@ line prints as a story or as JSON.
 
 from __future__ import annotations
 
+import hashlib
 import json
 import uuid
-from dataclasses import dataclass, replace
+from dataclasses import asdict, dataclass, replace
 
 from model import agent, chatd, chattool, mutants
 from model import properties as props
@@ -105,6 +106,21 @@ def build(scenario: Scenario, variant: str) -> tuple[msys.WorldConfig, WorldOpti
         )
     options = WorldOptions(scenario.latency_min_ms, scenario.latency_max_ms, scenario.loss, links, scenario.faults)
     return config, options
+
+
+# What a scenario holds that does not decide the run: where it was read from, its prose,
+# its expectations, and the defaults the header records as their effective values.
+_NOT_RUN = ("path", "summary", "expect", "variant", "seed", "until_ms")
+
+
+def scenario_digest(scenario: Scenario) -> str:
+    """The scenario's identity by content: SHA-256 of the canonical JSON (sorted keys, no
+    spaces) of its validated values that decide the run. The same file read as
+    ``us02_x``, ``scenarios/us02_x.toml``, from another checkout or an installed package,
+    or a copy elsewhere, has one digest; so a run has one trace hash wherever it runs."""
+    values = {k: v for k, v in asdict(scenario).items() if k not in _NOT_RUN}
+    canonical = json.dumps(values, sort_keys=True, separators=(",", ":"), default=repr)
+    return hashlib.sha256(canonical.encode()).hexdigest()
 
 
 @dataclass
@@ -205,8 +221,10 @@ def run_scenario(scenario: Scenario, variant: str | None = None, seed: int | Non
     seed = scenario.seed if seed is None else seed
     until_ms = scenario.until_ms if until_ms is None else until_ms
     config, options = build(scenario, variant)
-    header = {"scenario": scenario.name, "scenario_path": scenario.path, "variant": variant, "seed": seed,
-              "until_ms": until_ms}
+    # The scenario by content, never by the path it was typed as (a path would give the
+    # same run another hash in another folder or checkout).
+    header = {"scenario": scenario.name, "scenario_sha256": scenario_digest(scenario), "variant": variant,
+              "seed": seed, "until_ms": until_ms}
     world = World(config, seed, options, header)
     world.run(until_ms)
     report = props.evaluate(world.trace, world.system)
