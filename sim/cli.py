@@ -374,13 +374,16 @@ def _stop_rule(at_first: bool, wanted: list[str]):
     return every_wanted_found
 
 
+PROGRESS_STATES = 5_000  # states between progress lines of explore
+
+
 def _progress(out):
-    """A line on stderr every 50,000 states (long searches should show they move; stderr
-    keeps --json output one object)."""
+    """A line on stderr every ``PROGRESS_STATES`` states (long searches should show they
+    move; stderr keeps --json output one object)."""
     shown = [0]
 
     def show(states: int) -> None:
-        if states - shown[0] >= 50_000:
+        if states - shown[0] >= PROGRESS_STATES:
             shown[0] = states
             sys.stderr.write(f"  ... {states} states\n")
             sys.stderr.flush()

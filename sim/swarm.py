@@ -935,6 +935,9 @@ def main(args, out) -> int:
             if outcome["failure"] is not None:
                 with sigint_deferred():
                     _write_failure_files(outcome["failure"], args.variant, out_dir)
+                f = outcome["failure"]
+                sys.stderr.write(f"  ... seed {f['seed']} FAIL {f['property']}: {f['file']}, {f['counterexample']}\n")
+                sys.stderr.flush()
             if len(outcomes) % PROGRESS_EVERY == 0 and len(outcomes) < args.seeds:
                 failures = sum(1 for o in outcomes if o["failure"] is not None)
                 sys.stderr.write(f"  ... {len(outcomes)} of {args.seeds} seeds, {failures} failure(s)\n")
