@@ -53,8 +53,11 @@ Rule 3. A seed reports at most one failure: the earliest new finding (by simulat
         Minimizing one property per seed keeps the cost of a failing seed bounded.
 Rule 4. A story stays inside the contract's assumptions: one that aims at an instant
         first makes the world exact enough to hit it (every message takes the same
-        time), and one that stretches a duration past reality to widen a race window
-        (minutes-long handlers) keeps everything else it would distort out of the world.
+        time). One that stretches a duration past reality to widen a race window
+        (minutes-long handlers) leaves the rest of the world as drawn: a command that
+        then reaches its timeout while its start is pending is the known finding
+        ``run_age_counts_from_record`` (scenarios/finding_slow_spawn_timed_out.toml),
+        reported by name, so no class of outcome is kept out of the sample.
 """
 
 from __future__ import annotations
