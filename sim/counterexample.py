@@ -52,6 +52,8 @@ def world_of(spec, base: Path | None = None, scenario_file: str | None = None) -
     variant = spec.get("variant", "contract")
     if not isinstance(variant, str) or not variant:
         raise BadInput(f"world.variant: expected a variant name, got {variant!r}")
+    if scenario_file is not None and kind != "scenario":
+        raise BadInput(f"--scenario: only a scenario world takes a scenario file; this one is {kind!r}")
     try:
         if kind == "explore":
             second = spec.get("second", "background")

@@ -168,6 +168,8 @@ CASES = [
      {"t.jsonl": b'{"kind":"header","scenario":"ghost","scenario_sha256":"ab","variant":"contract","t_ms":0}\n'},
      ["replay", "{tmp}/t.jsonl"]),
     ("replay --scenario missing", {"c.json": cx()}, ["replay", "{tmp}/c.json", "--scenario", "{tmp}/nope.toml"]),
+    ("replay --scenario for an explorer world", {"c.json": cx(), "s.toml": GOOD.encode()},
+     ["replay", "{tmp}/c.json", "--scenario", "{tmp}/s.toml"]),
     # -- swarm ----------------------------------------------------------------------------
     ("swarm --seeds 0", {}, ["swarm", "--seeds", "0", "--out", "{tmp}/o"]),
     ("swarm --seeds negative", {}, ["swarm", "--seeds", "-3", "--out", "{tmp}/o"]),

@@ -186,6 +186,30 @@ def test_slow_spawn_timed_out_is_a_known_finding_proven_by_its_record():
     assert _classes(_reclassify(result, no_record), "truthful_result") == {None}
 
 
+def _drop_never_received(trace):
+    trace[:] = [r for r in trace if r.get("note") != "cancel_never_received"]
+
+
+def _headers_sent(trace):
+    for r in trace:
+        if r.get("truth") in ("process_started", "edit_applied"):
+            r["cause_headers"] = True
+
+
+@pytest.mark.parametrize("scenario,prop,risk,take_away", [
+    ("rr_delayed_cancel_after_restart", "truthful_result", "age_check_best_effort", _drop_never_received),
+    ("rr_rollout_mixed_versions", "truthful_result", "mixed_coderd_versions", _headers_sent),
+    ("rr_rollout_mixed_versions", "interrupt_stops_foreground", "mixed_coderd_versions", _headers_sent),
+], ids=["delayed cancel without its never-received mark", "rollout with headers (truthful)",
+        "rollout with headers (interrupt)"])
+def test_each_shipped_risk_loses_its_class_without_its_proof(scenario, prop, risk, take_away):
+    """The residual-risk scenarios: classified as their risk, and a new finding once the
+    record that proves the risk is taken away."""
+    result = run_scenario(load(ROOT / "scenarios" / f"{scenario}.toml"), "contract")
+    assert _classes(result.violations, prop) == {risk}
+    assert _classes(_reclassify(result, take_away), prop) == {None}
+
+
 # Swarm seeds whose worlds reach each class (found with the commands in the report; a
 # change to the generator or the model may move them: re-find and re-pin).
 KNOWN_FINDING_SEED = 46
