@@ -119,8 +119,21 @@ def scenario_digest(scenario: Scenario) -> str:
     ``us02_x``, ``scenarios/us02_x.toml``, from another checkout or an installed package,
     or a copy elsewhere, has one digest; so a run has one trace hash wherever it runs."""
     values = {k: v for k, v in asdict(scenario).items() if k not in _NOT_RUN}
-    canonical = json.dumps(values, sort_keys=True, separators=(",", ":"), default=repr)
+    canonical = json.dumps(values, sort_keys=True, separators=(",", ":"), default=_canonical)
     return hashlib.sha256(canonical.encode()).hexdigest()
+
+
+def _canonical(value):
+    """A JSON form for the few non-JSON values a scenario may hold, the same in every
+    process: a set in sorted order, an enum by value. Anything else has no canonical form
+    (a ``repr`` could hold a memory address), which is a harness error, not a hash."""
+    import enum
+
+    if isinstance(value, (set, frozenset)):
+        return sorted(value, key=lambda v: json.dumps(v, sort_keys=True, default=_canonical))
+    if isinstance(value, enum.Enum):
+        return value.value
+    raise TypeError(f"a scenario value of type {type(value).__name__} has no canonical form")
 
 
 @dataclass
