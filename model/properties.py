@@ -21,7 +21,12 @@ Rule 3. Ground truth is attributed to a tool call by its UUID when the agent kne
         process IDs, so the command is the only link. Scenarios give each execute call of a
         chat its own command.
 Rule 4. A violation that matches a residual risk the design documents (section 7) is
-        reported as that risk, with its reference, not as a new finding (``classify``).
+        reported as that risk, with its reference, not as a new finding (``classify``);
+        one that matches a known finding about the contract (``KNOWN_FINDINGS``) is
+        reported by that name. Each class has one recognizer (``CLASSIFIERS``) that reads
+        only the records proving it (an effect's incarnation, the age its request
+        carried, the interrupt result's unknown reason, the agent's pending-run record),
+        for every tool kind; a violation no recognizer accepts is a new finding.
 """
 
 from __future__ import annotations
@@ -60,7 +65,9 @@ class Violation:
     at_ms: int
     detail: str
     evidence: tuple[int, ...] = ()  # indexes of the trace records that prove it
-    residual_risk: str | None = None  # the design's name for it, when it is a known risk
+    # Its class when it is not new: a residual risk of the design (``RESIDUAL_RISKS``) or
+    # a known finding (``KNOWN_FINDINGS``, still a violation: ``is_known_finding``).
+    residual_risk: str | None = None
 
     def to_json(self) -> dict:
         return {
