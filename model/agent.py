@@ -787,7 +787,8 @@ def _edit_files(state: AgentState, req: Request, key: Key | None):
             # Files written before the failure stay written (design section 7, last item).
             return state, _rec(404, {"message": f"open {path}: file does not exist"}), effects
         state = replace(state, files=state.files.set(path, _apply_edit(state.files[path], entry["edits"] or [])))
-        effects.append(truth("edit_applied", path=path, uuid=key.uuid if key else None, tool="edit_files"))
+        effects.append(truth("edit_applied", path=path, uuid=key.uuid if key else None, tool="edit_files",
+                             incarnation=state.incarnation))
         paths.append(path)
     return state, _rec(200, {"files": paths, "ok": True}), effects
 
@@ -797,7 +798,8 @@ def _write_file(state: AgentState, req: Request, key: Key | None):
     if not path:
         return state, _rec(400, {"message": "path is required"}), []
     state = replace(state, files=state.files.set(path, req.body.decode("utf-8", errors="replace")))
-    effect = truth("edit_applied", path=path, uuid=key.uuid if key else None, tool="write_file")
+    effect = truth("edit_applied", path=path, uuid=key.uuid if key else None, tool="write_file",
+                   incarnation=state.incarnation)
     return state, _rec(200, {"ok": True}), [effect]
 
 

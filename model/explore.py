@@ -309,8 +309,11 @@ def _terminal(node: Node, actions: list) -> bool:
 
 def explore(config: msys.WorldConfig, bounds: Bounds = Bounds(), max_states: int = 200_000,
             keep_edges: bool = False, stop_on: Callable[[Found], bool] | None = None,
-            on_progress: Callable[[int], None] | None = None) -> Result:
-    """Breadth-first search. Returns every violated property's shortest counterexample."""
+            on_progress: Callable[[int], bool | None] | None = None) -> Result:
+    """Breadth-first search. Returns every violated property's shortest counterexample.
+    ``on_progress(states)`` is called after each expanded state (it should be cheap); a
+    true answer stops the search there (not exhausted), keeping every counterexample
+    found so far."""
     root = initial_node(config)
     root_fp = fingerprint(root, bounds.merge_reordered)
     verdicts: dict[tuple, list] = {}  # (kinds, ghost, chats) -> violations: most steps change neither
@@ -354,8 +357,9 @@ def explore(config: msys.WorldConfig, bounds: Bounds = Bounds(), max_states: int
             if len(parent) > max_states:
                 break
             frontier.append((cfp, child))
-        if on_progress is not None and len(parent) % 5000 < len(actions) + 1:
-            on_progress(len(parent))
+        if on_progress is not None and on_progress(len(parent)):
+            stopped = True  # the driver asks to stop (Ctrl-C): what was found so far is kept
+            break
         if len(parent) > max_states:
             break
     result.states = len(parent)

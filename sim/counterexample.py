@@ -24,6 +24,7 @@ from model import properties as props
 from model import system as msys
 from model import worlds
 
+from .output import write_atomic
 from .replay import replay as replay_actions
 from .replay import trace_sha256  # noqa: F401  (re-exported: counterexample files carry it)
 
@@ -34,23 +35,90 @@ class BadInput(Exception):
     """One line: what is wrong with the file."""
 
 
-def world_of(spec: dict) -> msys.WorldConfig:
+def world_of(spec, base: Path | None = None, scenario_file: str | None = None) -> msys.WorldConfig:
     """Rebuild the world a counterexample names. An explorer world is named by ``name``
-    (files written before there were several name none: the default world)."""
-    kind = spec.get("kind")
-    if kind == "explore":
-        try:
-            return worlds.build(spec.get("name", "default"), spec.get("variant", "contract"),
-                                spec.get("second", "background"))
-        except worlds.UnknownWorld as err:
-            raise BadInput(f"world.name: {err}") from None
-    if kind == "scenario":
-        from .run import build
-        from .scenario import load
+    (files written before there were several name none: the default world). A scenario
+    world is the scenario itself (``scenario``, as swarm embeds it), or a scenario found
+    by its name and content digest (``find_scenario``), or, in files written before
+    scenarios were named by content, a ``path`` (relative to the file's folder ``base``)."""
+    from model import mutants
 
-        config, _ = build(load(spec["path"]), spec.get("variant", "contract"))
-        return config
+    from .run import build
+    from .scenario import ScenarioError, from_dict, load
+
+    if not isinstance(spec, dict):
+        raise BadInput(f"world: expected an object, got {type(spec).__name__}")
+    kind = spec.get("kind")
+    variant = spec.get("variant", "contract")
+    if not isinstance(variant, str) or not variant:
+        raise BadInput(f"world.variant: expected a variant name, got {variant!r}")
+    if scenario_file is not None and kind != "scenario":
+        raise BadInput(f"--scenario: only a scenario world takes a scenario file; this one is {kind!r}")
+    try:
+        if kind == "explore":
+            second = spec.get("second", "background")
+            if second not in ("background", "edit"):
+                raise BadInput(f"world.second: expected 'background' or 'edit', got {second!r}")
+            try:
+                return worlds.build(spec.get("name", "default"), variant, second)
+            except worlds.UnknownWorld as err:
+                raise BadInput(f"world.name: {err}") from None
+        if kind == "scenario":
+            if scenario_file is not None:
+                scenario = load(scenario_file)
+            elif isinstance(spec.get("scenario"), dict):
+                scenario = from_dict(spec["scenario"], "world.scenario")
+            elif isinstance(spec.get("sha256"), str):
+                scenario = find_scenario(spec.get("name"), spec["sha256"], base)
+            elif isinstance(spec.get("path"), str):
+                path = Path(spec["path"])
+                if not path.is_absolute() and base is not None and (base / path).exists():
+                    path = base / path
+                scenario = load(path)
+            else:
+                raise BadInput("world: a scenario world needs 'scenario', 'sha256' or 'path'")
+            config, _ = build(scenario, variant)
+            return config
+    except ScenarioError as err:
+        raise BadInput(str(err)) from None
+    except (mutants.UnknownVariant, ValueError, TypeError) as err:
+        raise BadInput(f"world: {err}") from None
     raise BadInput(f"world.kind: unknown world kind {kind!r} (known: explore, scenario)")
+
+
+def scenario_dirs(base: Path | None = None) -> list[Path]:
+    """Where a scenario named by content is looked for, in order: the counterexample's or
+    trace's own folder, the current folder and its ``scenarios/``, and the scenarios
+    shipped with the package."""
+    import scenarios as shipped
+
+    dirs = [base] if base is not None else []
+    dirs += [Path("."), Path("scenarios"), Path(shipped.__file__).resolve().parent]
+    out: list[Path] = []
+    for d in dirs:
+        if d.is_dir() and all(d.resolve() != o.resolve() for o in out):
+            out.append(d)
+    return out
+
+
+def find_scenario(name, digest: str, base: Path | None = None):
+    """The scenario whose name and content digest (``sim.run.scenario_digest``) match,
+    from ``scenario_dirs``; BadInput naming where it looked when there is none."""
+    from .run import scenario_digest
+    from .scenario import ScenarioError, load
+
+    dirs = scenario_dirs(base)
+    for d in dirs:
+        for path in sorted(d.glob("*.toml")):
+            try:
+                scenario = load(path)
+            except ScenarioError:
+                continue
+            if scenario.name == name and scenario_digest(scenario) == digest:
+                return scenario
+    looked = ", ".join(str(d) for d in dirs)
+    raise BadInput(f"no scenario {name!r} with sha256 {digest[:12]}... in {looked}; "
+                   "pass the scenario file with --scenario FILE")
 
 
 def save(path: str | Path, world: dict, prop: str, residual_risk, actions, trace_hash: str, driver: str,
@@ -66,7 +134,7 @@ def save(path: str | Path, world: dict, prop: str, residual_risk, actions, trace
         "steps": len(actions),
         "actions": [msys.action_to_json(a) | {"label": a.label()} for a in actions],
     }
-    Path(path).write_text(json.dumps(doc, indent=1, sort_keys=True) + "\n")
+    write_atomic(path, json.dumps(doc, indent=1, sort_keys=True) + "\n")
 
 
 def explore_world(name: str, variant: str, bounds, second: str = "background") -> dict:
@@ -84,11 +152,12 @@ def save_actions(path: str | Path, world: dict, prop: str, residual_risk, action
     return Path(path)
 
 
-def save_run(path: str | Path, scenario_path: str | Path, variant: str, trace: list[dict], prop: str,
+def save_run(path: str | Path, scenario: dict, variant: str, trace: list[dict], prop: str,
              driver: str, detail: str = "") -> Path:
-    """Save a simpy run's failure (a swarm world written as a scenario file) in the same
-    format: the actions the run recorded in its trace."""
-    world = {"kind": "scenario", "path": str(scenario_path), "variant": variant}
+    """Save a simpy run's failure (a swarm world) in the same format: the actions the run
+    recorded in its trace, with the scenario itself embedded (no path: the file replays
+    from any folder)."""
+    world = {"kind": "scenario", "scenario": scenario, "variant": variant}
     actions = _actions([r for r in trace if r.get("kind") == "action"])
     return save_actions(path, world, prop, None, actions, driver, detail)
 
@@ -105,22 +174,46 @@ class Replayed:
     mismatch: str | None
     violations: list
 
+    @property
+    def outcome(self) -> str:
+        """``reproduced`` (exit 1), ``not_reproduced`` (every action applied and the
+        violation is gone: exit 0) or ``does_not_fit`` (an action stopped applying, so
+        the replay says nothing about the violation: exit 3)."""
+        if self.mismatch is not None:
+            return "does_not_fit"
+        return "reproduced" if self.reproduced else "not_reproduced"
+
     def to_json(self) -> dict:
         out = asdict(self)
         out["violations"] = [v.to_json() for v in self.violations]
+        out["outcome"] = self.outcome
         return out
 
 
-def _actions(records: list[dict]) -> list:
+def _actions(records) -> list:
+    """Labelled actions from JSON values, each checked: one bad entry is bad input
+    naming its index, never a traceback."""
+    if not isinstance(records, list):
+        raise BadInput(f"actions: expected a list, got {type(records).__name__}")
     out = []
     for i, rec in enumerate(records):
+        if not isinstance(rec, dict):
+            raise BadInput(f"actions[{i}]: expected an object, got {type(rec).__name__}")
         data = {k: v for k, v in rec.items() if k not in ("label", "t_ms") and not (k == "kind" and v == "action")}
         if "at_ms" not in data and "t_ms" in rec:
             data["at_ms"] = rec["t_ms"]
+        at_ms = data.get("at_ms")
+        if isinstance(at_ms, bool) or not isinstance(at_ms, int) or at_ms < 0:
+            raise BadInput(f"actions[{i}].at_ms: expected a whole number of ms >= 0, got {at_ms!r}")
+        if data.get("action") not in msys.ACTION_TYPES:
+            raise BadInput(f"actions[{i}].action: expected one of {', '.join(msys.ACTION_TYPES)}, "
+                           f"got {data.get('action')!r}")
         try:
-            out.append(msys.action_from_json(data))
-        except (KeyError, TypeError) as err:
-            raise BadInput(f"actions[{i}]: not an action ({err})") from None
+            action = msys.action_from_json(data)
+            action.label()
+        except (KeyError, TypeError, ValueError, AttributeError) as err:
+            raise BadInput(f"actions[{i}]: not an action ({type(err).__name__}: {err})") from None
+        out.append(action)
     return out
 
 
@@ -128,9 +221,13 @@ def load_any(path: str | Path) -> tuple[dict, list, dict]:
     """(world spec, actions, expectations) from a counterexample or a recorded trace."""
     p = Path(path)
     try:
-        text = p.read_text()
+        raw = p.read_bytes()
     except OSError as err:
         raise BadInput(f"{p}: cannot read: {err.strerror or err}") from None
+    try:
+        text = raw.decode("utf-8")
+    except UnicodeDecodeError as err:
+        raise BadInput(f"{p}: not UTF-8 text (byte {err.start}): neither a counterexample nor a trace") from None
     try:
         doc = json.loads(text)
     except ValueError:
@@ -138,27 +235,43 @@ def load_any(path: str | Path) -> tuple[dict, list, dict]:
     if isinstance(doc, dict) and doc.get("kind") != "header" and "format" in doc:
         if doc.get("format") != FORMAT:
             raise BadInput(f"{p}: format: expected {FORMAT!r}, got {doc.get('format')!r}")
+        if not isinstance(doc.get("world"), dict):
+            raise BadInput(f"{p}: world: expected an object, got {type(doc.get('world')).__name__}")
+        for key in ("property", "residual_risk", "trace_sha256"):
+            if doc.get(key) is not None and not isinstance(doc[key], str):
+                raise BadInput(f"{p}: {key}: expected a string, got {doc[key]!r}")
         return doc["world"], _actions(doc.get("actions", [])), doc
+    if doc is not None and not isinstance(doc, dict):
+        raise BadInput(f"{p}: a JSON {type(doc).__name__}: neither a counterexample nor a trace")
     # A recorded trace: JSON lines with a header naming the scenario.
     records = []
     for n, line in enumerate(text.splitlines(), 1):
         if not line.strip():
             continue
         try:
-            records.append(json.loads(line))
+            rec = json.loads(line)
         except ValueError:
             raise BadInput(f"{p}:{n}: not a JSON line") from None
+        if not isinstance(rec, dict):
+            raise BadInput(f"{p}:{n}: a trace record must be an object, got {type(rec).__name__}")
+        records.append(rec)
     header = next((r for r in records if r.get("kind") == "header"), None)
     if header is None:
         raise BadInput(f"{p}: neither a counterexample nor a trace with a header record")
-    world = {"kind": "scenario", "path": header["scenario_path"], "variant": header["variant"]}
+    world = {"kind": "scenario", "variant": header.get("variant")}
+    if "scenario_sha256" in header:
+        world.update(name=header.get("scenario"), sha256=header["scenario_sha256"])
+    else:  # traces written before scenarios were named by content
+        world["path"] = header.get("scenario_path")
     acts = [r for r in records if r.get("kind") == "action"]
     return world, _actions(acts), {"trace_sha256": trace_sha256(records), "property": None, "header": header}
 
 
-def replay(path: str | Path) -> Replayed:
+def replay(path: str | Path, scenario_file: str | None = None) -> Replayed:
+    """Replay a counterexample or trace file; ``scenario_file`` names the scenario of a
+    scenario world when it is not found by content (``find_scenario``)."""
     world, actions, doc = load_any(path)
-    config = world_of(world)
+    config = world_of(world, Path(path).parent, scenario_file)
     result = replay_actions(config, actions, doc.get("header"))
     wanted = doc.get("property")
     # The explorer judges eventually-properties only in the terminal state a path ends in,

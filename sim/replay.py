@@ -35,6 +35,11 @@ def replay(config: msys.WorldConfig, actions, header: dict | None = None) -> Rep
             step = msys.apply(s, action)
         except msys.ReplayMismatch as err:
             return ReplayResult(trace, s, i, f"step {i + 1} ({action.label()}): {err}")
+        except (KeyError, ValueError, TypeError, AttributeError, IndexError) as err:
+            # An action read from a file that names what this world does not have (a
+            # replica, a timer, a malformed parameter) does not fit it either.
+            return ReplayResult(trace, s, i, f"step {i + 1} ({action.label()}): does not apply "
+                                             f"({type(err).__name__}: {err})")
         s = step.system
         trace.append({"kind": "action", "t_ms": action.at_ms, "label": action.label(), **_fields(action)})
         trace.extend(step.records)

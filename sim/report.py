@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from model.properties import KNOWN_FINDINGS
+
 
 def story(result) -> str:
     lines = [
@@ -21,7 +23,9 @@ def story(result) -> str:
             lines.append(f"  request {rec['name']} at {rec['t_ms'] / 1000:g}s: {rec['status'] or 'no answer'} {rec['body'][:100]}")
     if result.violations:
         for v in result.violations:
-            if v.residual_risk:
+            if v.residual_risk in KNOWN_FINDINGS:
+                lines.append(f"  KNOWN FINDING {v.residual_risk} ({v.property}) at {v.at_ms / 1000:g}s: {v.detail}")
+            elif v.residual_risk:
                 lines.append(f"  RESIDUAL RISK {v.residual_risk} ({v.property}) at {v.at_ms / 1000:g}s: {v.detail}")
             else:
                 lines.append(f"  VIOLATION {v.property} at {v.at_ms / 1000:g}s: {v.detail}")

@@ -8,9 +8,10 @@ line prints as a story or as JSON.
 
 from __future__ import annotations
 
+import hashlib
 import json
 import uuid
-from dataclasses import dataclass, replace
+from dataclasses import asdict, dataclass, replace
 
 from model import agent, chatd, chattool, mutants
 from model import properties as props
@@ -125,6 +126,34 @@ def build(scenario: Scenario, variant: str) -> tuple[msys.WorldConfig, WorldOpti
     return config, options
 
 
+# What a scenario holds that does not decide the run: where it was read from, its prose,
+# its expectations, and the defaults the header records as their effective values.
+_NOT_RUN = ("path", "summary", "expect", "variant", "seed", "until_ms")
+
+
+def scenario_digest(scenario: Scenario) -> str:
+    """The scenario's identity by content: SHA-256 of the canonical JSON (sorted keys, no
+    spaces) of its validated values that decide the run. The same file read as
+    ``us02_x``, ``scenarios/us02_x.toml``, from another checkout or an installed package,
+    or a copy elsewhere, has one digest; so a run has one trace hash wherever it runs."""
+    values = {k: v for k, v in asdict(scenario).items() if k not in _NOT_RUN}
+    canonical = json.dumps(values, sort_keys=True, separators=(",", ":"), default=_canonical)
+    return hashlib.sha256(canonical.encode()).hexdigest()
+
+
+def _canonical(value):
+    """A JSON form for the few non-JSON values a scenario may hold, the same in every
+    process: a set in sorted order, an enum by value. Anything else has no canonical form
+    (a ``repr`` could hold a memory address), which is a harness error, not a hash."""
+    import enum
+
+    if isinstance(value, (set, frozenset)):
+        return sorted(value, key=lambda v: json.dumps(v, sort_keys=True, default=_canonical))
+    if isinstance(value, enum.Enum):
+        return value.value
+    raise TypeError(f"a scenario value of type {type(value).__name__} has no canonical form")
+
+
 @dataclass
 class RunResult:
     scenario: Scenario
@@ -178,9 +207,11 @@ class RunResult:
 
     def expectation_failures(self) -> list[str]:
         exp = self.scenario.expectation(self.variant)
-        found = sorted({v.property for v in self.violations if v.residual_risk is None})
+        # A known finding is a real violation (expected under ``violations``), only named.
+        found = sorted({v.property for v in self.violations if v.residual_risk is None or props.is_known_finding(v)})
         info = self.report.informational if self.report else []
-        risks = sorted({v.residual_risk for v in list(self.violations) + list(info) if v.residual_risk is not None})
+        risks = sorted({v.residual_risk for v in list(self.violations) + list(info)
+                        if v.residual_risk is not None and not props.is_known_finding(v)})
         if exp is None:
             return self._skipped_faults() + ([f"violations: {', '.join(found)}"] if found else [])
         failures = self._skipped_faults()
@@ -273,8 +304,10 @@ def run_scenario(scenario: Scenario, variant: str | None = None, seed: int | Non
                 raise ScenarioError(f"--until: {format_duration(until_ms)} ends the run before faults[{i}] "
                                     f"({fault.kind} at {format_duration(t.at_ms + t.offset_ms)}) would fire")
     config, options = build(scenario, variant)
-    header = {"scenario": scenario.name, "scenario_path": scenario.path, "variant": variant, "seed": seed,
-              "until_ms": until_ms}
+    # The scenario by content, never by the path it was typed as (a path would give the
+    # same run another hash in another folder or checkout).
+    header = {"scenario": scenario.name, "scenario_sha256": scenario_digest(scenario), "variant": variant,
+              "seed": seed, "until_ms": until_ms}
     world = World(config, seed, options, header)
     world.run(until_ms)
     report = props.evaluate(world.trace, world.system)

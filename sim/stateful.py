@@ -126,7 +126,6 @@ def _file_name(variant: str, prop: str) -> str:
 
 def save_counterexample(out: Path, variant: str, bounds: ex.Bounds, v, path: list) -> Path:
     """Write the failing path in the one replay format (the latest, i.e. most shrunk, wins)."""
-    out.mkdir(parents=True, exist_ok=True)
     return cx.save_actions(out / _file_name(variant, v.property), cx.explore_world("default", variant, bounds),
                            v.property, v.residual_risk, path, "hypothesis", v.detail)
 
@@ -140,7 +139,9 @@ def add_arguments(parser) -> None:
     parser.add_argument("--variant", default="contract", help="variant, e.g. today or contract+no-age-margin")
     parser.add_argument("--examples", type=int, default=200, help="programs hypothesis tries (default 200)")
     parser.add_argument("--steps", type=int, default=40, help="actions per program at most (default 40)")
-    parser.add_argument("--out", default=str(OUT), metavar="DIR", help="where the shrunk counterexample is written")
+    parser.add_argument("--out", default=str(OUT), metavar="DIR",
+                        help=f"where the shrunk counterexample is written (default ./{OUT}, under the current "
+                             "directory)")
 
 
 def main(args, out) -> int:
@@ -149,35 +150,48 @@ def main(args, out) -> int:
     Derandomized, so the same arguments find the same failure. 0 no new finding, 1 one."""
     from hypothesis.stateful import run_state_machine_as_test
 
-    from model import mutants
-
     from .scenario import ScenarioError
 
     if args.examples < 1 or args.steps < 1:
         raise ScenarioError("search: --examples and --steps must be at least 1")
-    try:
-        mutants.resolve(args.variant)
-    except mutants.UnknownVariant as err:
-        raise ScenarioError(f"search: --variant: {err}") from None
-    out_dir = Path(args.out)
+    from .cli import check_variant
+    from .output import check_out_dir, write_atomic
+
+    check_variant(args.variant, "search: --variant")
+    out_dir = check_out_dir(args.out)
     chosen = settings(max_examples=args.examples, stateful_step_count=args.steps, deadline=None, database=None,
                       derandomize=True, suppress_health_check=[HealthCheck.too_slow])
-    out.write(f"search {args.variant}: up to {args.examples} programs of up to {args.steps} actions (hypothesis)\n")
+    out.write(f"search {args.variant}: up to {args.examples} programs of up to {args.steps} actions (hypothesis); "
+              f"a counterexample goes to {out_dir}\n")
+    out.flush()
     # Every failing program hypothesis meets writes its file; only the last, shrunk one
-    # is kept (into --out), so the folder holds no half-shrunk leftovers.
+    # is kept (into --out), so the folder holds no half-shrunk leftovers. Hypothesis's
+    # own storage (.hypothesis) lives in the scratch folder too, not wherever we run.
+    from hypothesis.configuration import set_hypothesis_home_dir
+
     with tempfile.TemporaryDirectory() as scratch:
+        set_hypothesis_home_dir(Path(scratch) / ".hypothesis")
         try:
             run_state_machine_as_test(machine_for(args.variant, out=Path(scratch)), settings=chosen)
         except AssertionError as err:
             name = _file_name(args.variant, str(err).split(":", 1)[0])
-            out_dir.mkdir(parents=True, exist_ok=True)
-            file = out_dir / name
-            shutil.copyfile(Path(scratch) / name, file)
+            file = write_atomic(out_dir / name, (Path(scratch) / name).read_bytes())
             doc = json.loads(file.read_text())
             out.write(f"  VIOLATION {err}\n  shrunk to {doc['steps']} actions:\n")
             for i, action in enumerate(doc["actions"], 1):
                 out.write(f"    {i:3}. {action['label']}\n")
             out.write(f"  counterexample: {file} (toolcall-sim replay {file})\n")
             return 1
+        except KeyboardInterrupt:
+            # The smallest failing program met so far, if any, is kept: hypothesis writes
+            # the latest (most shrunk) one last.
+            kept = sorted(Path(scratch).glob("*.json"))
+            for f in kept:
+                write_atomic(out_dir / f.name, f.read_bytes())
+            out.write("  interrupted (Ctrl-C): " + (f"{len(kept)} counterexample(s) found so far kept in {out_dir}, "
+                                                    "maybe not fully shrunk\n" if kept else "no new finding so far\n"))
+            return 130
+        finally:
+            set_hypothesis_home_dir(None)
     out.write("  no new finding\n")
     return 0

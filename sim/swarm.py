@@ -24,8 +24,10 @@ One swarm seed S is one run:
    swarm world *is* a scenario file: ``to_toml`` writes it out and ``toolcall-sim run``
    runs it again.
 2. ``run_seed`` runs it with ``sim.run.run_scenario`` under the variant. A violation with
-   ``residual_risk`` None is a new finding (a *failure*); documented residual risks are
-   counted by name and are not failures. A run that raises is a failure of the pseudo
+   ``residual_risk`` None is a new finding (a *failure*); documented residual risks and
+   known findings (``model.properties.KNOWN_FINDINGS``: the slow-spawn ``timed_out`` of
+   scenarios/finding_slow_spawn_timed_out.toml) are counted by name, each in its own
+   tally, and are not failures. Every class is sampled: no story steers clear of one. A run that raises is a failure of the pseudo
    property ``exception``: the model must not crash on any world the scenario format
    can describe.
 3. A failure is minimized (``minimize``): greedy delta debugging that takes one step at
@@ -51,8 +53,11 @@ Rule 3. A seed reports at most one failure: the earliest new finding (by simulat
         Minimizing one property per seed keeps the cost of a failing seed bounded.
 Rule 4. A story stays inside the contract's assumptions: one that aims at an instant
         first makes the world exact enough to hit it (every message takes the same
-        time), and one that stretches a duration past reality to widen a race window
-        (minutes-long handlers) keeps everything else it would distort out of the world.
+        time). One that stretches a duration past reality to widen a race window
+        (minutes-long handlers) leaves the rest of the world as drawn: a command that
+        then reaches its timeout while its start is pending is the known finding
+        ``run_age_counts_from_record`` (scenarios/finding_slow_spawn_timed_out.toml),
+        reported by name, so no class of outcome is kept out of the sample.
 """
 
 from __future__ import annotations
@@ -61,6 +66,7 @@ import json
 import multiprocessing
 import random
 import re
+import sys
 import tomllib
 from concurrent.futures import ProcessPoolExecutor
 from dataclasses import dataclass, field
@@ -69,8 +75,10 @@ from typing import Callable
 
 from model import vocabulary  # the fault kinds and trigger events swarm draws
 from model import mutants
+from model.properties import KNOWN_FINDINGS
 from model.timing import DEFAULT_TIMING
 
+from .output import check_out_dir, default_out_dir, sigint_deferred, sigint_flag, write_atomic
 from .scenario import ScenarioError, format_duration, from_dict, parse_duration
 
 # Fault kinds swarm toggles per seed: the vocabulary's swarm subset (model/vocabulary.py
@@ -82,7 +90,8 @@ EARLY_HORIZON_MS = 5 * 60_000  # half of the timed faults fire in the run's firs
 ATTEMPT_TIMEOUT_MS = DEFAULT_TIMING.task_timeout_ms  # chatd's attempt timeout (15 min)
 MIN_UNTIL_MS = 5 * 60_000  # minimizing halves the run time down to this, no further
 MAX_MINIMIZE_RUNS = 150  # bound on the re-runs one failing seed may cost
-DEFAULT_OUT_DIR = Path(__file__).resolve().parent.parent / "reports" / "out" / "swarm"
+DEFAULT_OUT_DIR = default_out_dir("swarm")  # relative: under the current directory, never in the package
+PROGRESS_EVERY = 25  # seeds between progress lines on stderr
 EXCEPTION = "exception"  # pseudo property: the run raised
 
 _MS = 1
@@ -122,7 +131,6 @@ def draw_scenario(seed: int) -> dict:
     for name, tell in STORIES:
         if name in told:
             tell(d)
-    d.clear_deadlines_of_slow_handlers()
 
     calls = [tc for turn in turns for tc in turn["tool_calls"]]
     chats = sorted({turn["chat"] for turn in turns})
@@ -311,22 +319,6 @@ class _Draft:
         chat:update reaches the runner (L), dial and answer (2 L), the start (L), then
         the handler runs."""
         return 5 * self.latency_min_ms + (self.gen_ms or DEFAULT_TIMING.default_gen_time_ms) + self.handler_ms
-
-    def clear_deadlines_of_slow_handlers(self) -> None:
-        """A record's run age counts from the record (model/agent.py Rule 3), which a
-        slow handler inserts that long before its process starts, so chatd ends its wait
-        for a command up to the handler time before the process reaches its timeout and
-        commits timed_out for a process younger than that (truthful_result; kept as the
-        finding scenarios/finding_slow_spawn_timed_out.toml). Here a slow handler only
-        stands in for a long race window, so in a world with slow handlers no command may
-        reach its timeout."""
-        if not self.handler_ms:
-            return
-        for tc in (tc for t in self.turns for tc in t["tool_calls"]):
-            if tc["tool"] == "execute" and not tc.get("background"):
-                need_ms = parse_duration(tc["runs_for"], "runs_for") + self.handler_ms + 1 * _MIN
-                if parse_duration(tc.get("timeout", "10s"), "timeout") < need_ms:
-                    tc["timeout"] = format_duration(next((t for t in _EXECUTE_TIMEOUTS_MS if t >= need_ms), need_ms))
 
 
 def _foreground(d: _Draft, turns: list[dict], claim: bool = True) -> dict:
@@ -753,22 +745,39 @@ def _job(args: tuple[int, str]) -> dict:  # module level: spawned workers import
     return run_seed(seed, variant)
 
 
-def run_swarm(first_seed: int, seeds: int, variant: str, workers: int = 1) -> dict:
-    """The report of seeds ``first_seed .. first_seed + seeds - 1``: outcomes ordered by
-    seed, so it is the same for any ``workers``."""
-    jobs = [(seed, variant) for seed in range(first_seed, first_seed + seeds)]
+def _worker_ignores_sigint() -> None:  # module level: the pool's initializer
+    """Ctrl-C is the parent's to handle: it stops handing out seeds and reports."""
+    import signal
+
+    signal.signal(signal.SIGINT, signal.SIG_IGN)
+
+
+def iter_outcomes(first_seed: int, seeds: int, variant: str, workers: int = 1):
+    """The outcomes of seeds ``first_seed .. first_seed + seeds - 1``, in seed order, one
+    at a time (so a caller that stops early keeps every finished one)."""
+    jobs = ((seed, variant) for seed in range(first_seed, first_seed + seeds))
     if workers <= 1 or seeds <= 1:
-        outcomes = [_job(j) for j in jobs]
-    else:
-        # spawn, not fork: a worker starts from a clean interpreter, so nothing the parent
-        # did (imports, caches, random state) can leak into a run.
-        with ProcessPoolExecutor(max_workers=min(workers, seeds),
-                                 mp_context=multiprocessing.get_context("spawn")) as pool:
-            outcomes = list(pool.map(_job, jobs, chunksize=1))
+        for job in jobs:
+            yield _job(job)
+        return
+    # spawn, not fork: a worker starts from a clean interpreter, so nothing the parent
+    # did (imports, caches, random state) can leak into a run.
+    pool = ProcessPoolExecutor(max_workers=min(workers, seeds), mp_context=multiprocessing.get_context("spawn"),
+                               initializer=_worker_ignores_sigint)
+    try:
+        yield from pool.map(_job, jobs, chunksize=1)
+    finally:
+        pool.shutdown(wait=True, cancel_futures=True)
+
+
+def summarize(outcomes: list[dict], first_seed: int, variant: str) -> dict:
+    """The report of finished outcomes (all of them, or those before a Ctrl-C)."""
     risks: dict[str, int] = {}
+    known: dict[str, int] = {}
     for o in outcomes:
         for name in o["residual_risks"]:
-            risks[name] = risks.get(name, 0) + 1
+            tally = known if name in KNOWN_FINDINGS else risks
+            tally[name] = tally.get(name, 0) + 1
     results = sum(o["results"] for o in outcomes)
     unknown = sum(o["unknown_results"] for o in outcomes)
     return {
@@ -777,11 +786,18 @@ def run_swarm(first_seed: int, seeds: int, variant: str, workers: int = 1) -> di
         "seeds_run": len(outcomes),
         "failures": [o["failure"] for o in outcomes if o["failure"] is not None],
         "residual_risks": dict(sorted(risks.items())),
+        "known_findings": dict(sorted(known.items())),
         "sim_hours": round(sum(o["sim_ms"] for o in outcomes) / _H, 3),
         "results": results,
         "unknown_results": unknown,
         "unknown_rate": round(unknown / results, 4) if results else 0.0,
     }
+
+
+def run_swarm(first_seed: int, seeds: int, variant: str, workers: int = 1) -> dict:
+    """The report of seeds ``first_seed .. first_seed + seeds - 1``: outcomes ordered by
+    seed, so it is the same for any ``workers``."""
+    return summarize(list(iter_outcomes(first_seed, seeds, variant, workers)), first_seed, variant)
 
 
 # ---------------------------------------------------------------------------
@@ -862,10 +878,7 @@ def write_failure(failure: dict, variant: str, out_dir: Path) -> Path:
     text = to_toml(data)
     if tomllib.loads(text) != data:  # Rule 2: the file must be the scenario, exactly
         raise AssertionError(f"TOML emitter lost information for swarm seed {failure['seed']}")
-    out_dir.mkdir(parents=True, exist_ok=True)
-    path = out_dir / f"swarm-{failure['seed']}-{variant}.toml"
-    path.write_text(text, encoding="utf-8")
-    return path
+    return write_atomic(out_dir / f"swarm-{failure['seed']}-{variant}.toml", text)
 
 
 def write_counterexample(failure: dict, variant: str, scenario_path: Path) -> Path:
@@ -877,7 +890,8 @@ def write_counterexample(failure: dict, variant: str, scenario_path: Path) -> Pa
     from .scenario import load
 
     result = run_scenario(load(str(scenario_path)), variant)
-    return cx.save_run(scenario_path.with_suffix(".json"), scenario_path, variant, result.world.trace,
+    scenario = tomllib.loads(scenario_path.read_text(encoding="utf-8"))  # the file, embedded: replays anywhere
+    return cx.save_run(scenario_path.with_suffix(".json"), scenario, variant, result.world.trace,
                        failure["property"], "swarm", failure["detail"])
 
 
@@ -892,36 +906,68 @@ def add_arguments(parser) -> None:
     parser.add_argument("--workers", type=int, default=1, help="worker processes (default 1)")
     parser.add_argument("--variant", default="contract", help="variant, e.g. contract+no-age-margin")
     parser.add_argument("--json", action="store_true", help="print one JSON object")
-    parser.add_argument("--out", default=str(DEFAULT_OUT_DIR), metavar="DIR",
-                        help="where minimized failing scenarios are written (default reports/out/swarm)")
+    parser.add_argument("--out", default=DEFAULT_OUT_DIR, metavar="DIR",
+                        help=f"where minimized failing scenarios and their counterexamples are written (default "
+                             f"./{DEFAULT_OUT_DIR}, under the current directory)")
 
 
 def main(args, out) -> int:
-    """``toolcall-sim swarm``: 0 no new finding, 1 some, 2 bad input (ScenarioError)."""
+    """``toolcall-sim swarm``: 0 no new finding, 1 some, 2 bad input (ScenarioError), 130
+    interrupted. Each failing seed's scenario and counterexample are written as soon as
+    the seed is done, together (a Ctrl-C waits for the pair), so an interrupted swarm
+    keeps every finished one; the summary covers the seeds finished before it."""
+    from .cli import check_variant
+
     if args.seeds < 1:
         raise ScenarioError(f"swarm: --seeds: must be at least 1, got {args.seeds}")
     if args.workers < 1:
         raise ScenarioError(f"swarm: --workers: must be at least 1, got {args.workers}")
     if args.first_seed < 0:
         raise ScenarioError(f"swarm: --first-seed: must not be negative, got {args.first_seed}")
+    check_variant(args.variant, "swarm: --variant")
+    out_dir = check_out_dir(args.out)
+    last = args.first_seed + args.seeds - 1
+    if not args.json:
+        out.write(f"swarm under {args.variant}: seeds {args.first_seed}..{last}; failures go to {out_dir}\n")
+        out.flush()
+    outcomes: list[dict] = []
+    interrupted = False
     try:
-        mutants.resolve(args.variant)
-    except mutants.UnknownVariant as err:
-        raise ScenarioError(f"swarm: --variant: {err}") from None
-    report = run_swarm(args.first_seed, args.seeds, args.variant, args.workers)
-    out_dir = Path(args.out)
-    for failure in report["failures"]:
-        failure["reproduce"] = [f"toolcall-sim swarm --seeds 1 --first-seed {failure['seed']} --variant {args.variant}"]
-        path = write_failure(failure, args.variant, out_dir)
-        failure["file"] = _shown(path)
-        failure["reproduce"].append(f"toolcall-sim run {failure['file']} --variant {args.variant}")
-        failure["counterexample"] = _shown(write_counterexample(failure, args.variant, path))
-        failure["reproduce"].append(f"toolcall-sim replay {failure['counterexample']}")
+        for outcome in iter_outcomes(args.first_seed, args.seeds, args.variant, args.workers):
+            outcomes.append(outcome)
+            if outcome["failure"] is not None:
+                with sigint_deferred():
+                    _write_failure_files(outcome["failure"], args.variant, out_dir)
+                f = outcome["failure"]
+                sys.stderr.write(f"  ... seed {f['seed']} FAIL {f['property']}: {f['file']}, {f['counterexample']}\n")
+                sys.stderr.flush()
+            if len(outcomes) % PROGRESS_EVERY == 0 and len(outcomes) < args.seeds:
+                failures = sum(1 for o in outcomes if o["failure"] is not None)
+                sys.stderr.write(f"  ... {len(outcomes)} of {args.seeds} seeds, {failures} failure(s)\n")
+                sys.stderr.flush()
+    except KeyboardInterrupt:
+        interrupted = True
+    report = summarize(outcomes, args.first_seed, args.variant)
+    report["out"] = str(out_dir)
+    report["interrupted"] = interrupted
     if args.json:
         out.write(json.dumps(report, indent=2, sort_keys=True) + "\n")
     else:
-        out.write(format_report(report))
+        if interrupted:
+            out.write(f"interrupted (Ctrl-C) after {len(outcomes)} of {args.seeds} seeds: the summary so far\n")
+        out.write(format_report(report, header=False))
+    if interrupted:
+        return 130
     return 1 if report["failures"] else 0
+
+
+def _write_failure_files(failure: dict, variant: str, out_dir: Path) -> None:
+    failure["reproduce"] = [f"toolcall-sim swarm --seeds 1 --first-seed {failure['seed']} --variant {variant}"]
+    path = write_failure(failure, variant, out_dir)
+    failure["file"] = _shown(path)
+    failure["reproduce"].append(f"toolcall-sim run {failure['file']} --variant {variant}")
+    failure["counterexample"] = _shown(write_counterexample(failure, variant, path))
+    failure["reproduce"].append(f"toolcall-sim replay {failure['counterexample']}")
 
 
 def _shown(path: Path) -> str:
@@ -931,9 +977,9 @@ def _shown(path: Path) -> str:
         return str(path)
 
 
-def format_report(report: dict) -> str:
+def format_report(report: dict, header: bool = True) -> str:
     last = report["first_seed"] + report["seeds_run"] - 1
-    lines = [f"swarm under {report['variant']}: seeds {report['first_seed']}..{last}"]
+    lines = [f"swarm under {report['variant']}: seeds {report['first_seed']}..{last}"] if header else []
     for f in report["failures"]:
         also = f" (also: {', '.join(f['other_properties'])})" if f["other_properties"] else ""
         lines.append(f"FAIL seed {f['seed']}: {f['property']} at {f['at_s']:g}s: {f['detail']}{also}")
@@ -942,8 +988,10 @@ def format_report(report: dict) -> str:
         for cmd in f.get("reproduce", []):
             lines.append(f"  reproduce: {cmd}")
     risks = ", ".join(f"{k}={v}" for k, v in report["residual_risks"].items()) or "none"
+    known = ", ".join(f"{k}={v}" for k, v in report.get("known_findings", {}).items()) or "none"
     lines.append(
         f"summary: {report['seeds_run']} seed(s), {len(report['failures'])} failure(s), residual risks: {risks}, "
+        f"known findings: {known}, "
         f"{report['sim_hours']:g} simulated hours, unknown results {report['unknown_results']}/{report['results']} "
         f"({100 * report['unknown_rate']:.1f}%)"
     )

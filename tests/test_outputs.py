@@ -1,0 +1,259 @@
+"""Outputs where the user asks, whole or not at all; the same run has the same hash
+anywhere; Ctrl-C keeps what was done (issue 12).
+
+The Ctrl-C tests run the command in its own process, wait for its first progress line,
+send SIGINT and read what it printed: no sleeps and no wall-clock asserts.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import shutil
+import signal
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from sim import output
+from sim.cli import main
+
+ROOT = Path(__file__).resolve().parent.parent
+US02 = "us02_interrupt_stops_foreground"
+# The trace hash of us02 under its default variant and seed; the header names the
+# scenario by content, so every way of reaching the file gives this one.
+US02_SHA256 = "a3203ec16d21eecfb882c86cfad6d920fe8a5c8e09a4f7f4a3272798d64ed8c4"
+BUGGY = "contract+records-lost-on-new-message"  # a planted bug swarm seed 7 finds at once
+
+
+def _env() -> dict:
+    """This checkout's code, from any folder."""
+    return dict(os.environ, PYTHONPATH=str(ROOT))
+
+
+def _sim(args: list[str], cwd: Path, env: dict | None = None) -> subprocess.CompletedProcess:
+    return subprocess.run([sys.executable, "-m", "sim", *args], capture_output=True, text=True, cwd=cwd,
+                          env=env or _env(), check=False)
+
+
+def _hash(proc: subprocess.CompletedProcess) -> str:
+    assert proc.returncode == 0, proc.stderr
+    return json.loads(proc.stdout)["trace_sha256"]
+
+
+# ---------------------------------------------------------------------------
+# The same run, the same hash, anywhere
+# ---------------------------------------------------------------------------
+
+
+def test_three_paths_to_one_scenario_give_one_hash(tmp_path):
+    """By name, by relative path, and as a copy in another folder run from there."""
+    copy = tmp_path / "elsewhere" / "my-copy.toml"
+    copy.parent.mkdir()
+    shutil.copy(ROOT / "scenarios" / f"{US02}.toml", copy)
+    hashes = {
+        _hash(_sim(["run", US02, "--json"], ROOT)),
+        _hash(_sim(["run", f"scenarios/{US02}.toml", "--json"], ROOT)),
+        _hash(_sim(["run", "my-copy.toml", "--json"], copy.parent)),
+    }
+    assert hashes == {US02_SHA256}
+
+
+def test_the_trace_header_names_the_scenario_by_content(tmp_path):
+    assert main(["run", US02, "--trace", str(tmp_path / "t.jsonl")]) == 0
+    header = json.loads((tmp_path / "t.jsonl").read_text().splitlines()[0])
+    assert header["kind"] == "header" and header["scenario"] == "us02-interrupt-stops-foreground"
+    assert len(header["scenario_sha256"]) == 64 and "scenario_path" not in header
+    assert str(ROOT) not in (tmp_path / "t.jsonl").read_text()
+
+
+def test_a_trace_replays_from_another_folder(tmp_path):
+    """A trace of a shipped scenario replays from anywhere; a trace of a user's
+    scenario replays when the scenario lies next to the trace, or is named."""
+    (tmp_path / "a").mkdir()
+    (tmp_path / "b").mkdir()
+    assert _sim(["run", US02, "--trace", str(tmp_path / "a" / "t.jsonl")], ROOT).returncode == 0
+    proc = _sim(["replay", str(tmp_path / "a" / "t.jsonl")], tmp_path / "b")
+    assert proc.returncode == 0 and f"trace sha256 {US02_SHA256} (same)" in proc.stdout, proc.stderr
+
+    mine = (ROOT / "scenarios" / "smoke_retry.toml").read_text().replace('"smoke-retry"', '"mine"')
+    (tmp_path / "a" / "mine.toml").write_text(mine)
+    assert _sim(["run", "mine.toml", "--trace", "mine.jsonl"], tmp_path / "a").returncode == 0
+    proc = _sim(["replay", str(tmp_path / "a" / "mine.jsonl")], tmp_path / "b")
+    assert proc.returncode == 0 and "(same)" in proc.stdout, proc.stderr
+    (tmp_path / "b" / "renamed.toml").write_text(mine)
+    shutil.move(tmp_path / "a" / "mine.jsonl", tmp_path / "b" / "mine.jsonl")
+    (tmp_path / "a" / "mine.toml").unlink()
+    proc = _sim(["replay", "mine.jsonl", "--scenario", "renamed.toml"], tmp_path / "b")
+    assert proc.returncode == 0 and "(same)" in proc.stdout, proc.stderr
+
+
+def test_a_trace_whose_scenario_changed_is_not_replayed_against_it(tmp_path):
+    """Content identity: an edited scenario of the same name is not the one recorded."""
+    mine = (ROOT / "scenarios" / "smoke_retry.toml").read_text().replace('"smoke-retry"', '"mine"')
+    (tmp_path / "s.toml").write_text(mine)
+    assert _sim(["run", "s.toml", "--trace", "t.jsonl"], tmp_path).returncode == 0
+    (tmp_path / "s.toml").write_text(mine.replace('runs_for = "20m"', 'runs_for = "21m"'))
+    proc = _sim(["replay", "t.jsonl"], tmp_path)
+    assert proc.returncode == 2 and "no scenario 'mine' with sha256" in proc.stderr
+    (tmp_path / "s.toml").write_text(mine.replace('summary = "', 'summary = "Prose does not change a run. '))
+    assert _sim(["replay", "t.jsonl"], tmp_path).returncode == 0
+
+
+@pytest.mark.slow
+def test_an_installed_package_gives_the_same_hash(tmp_path):
+    """A non-editable install (pip --target) run from another folder: the shipped
+    scenario by name, the same hash (measured: about 10 s, most of it pip)."""
+    src = tmp_path / "src"
+    for part in ("model", "sim", "scenarios", "reports"):
+        shutil.copytree(ROOT / part, src / part, ignore=shutil.ignore_patterns("__pycache__", "out"))
+    for part in ("pyproject.toml", "README.md"):
+        shutil.copy(ROOT / part, src / part)
+    target = tmp_path / "site"
+    pip = subprocess.run([sys.executable, "-m", "pip", "install", "-q", "--no-deps", "--target", str(target), str(src)],
+                         capture_output=True, text=True, check=False)
+    if pip.returncode != 0:
+        pytest.skip(f"pip could not build the package here: {pip.stderr.strip().splitlines()[-1:]}")
+    (tmp_path / "run").mkdir()
+    env = dict(os.environ, PYTHONPATH=str(target))
+    proc = _sim(["run", US02, "--json"], tmp_path / "run", env)
+    assert _hash(proc) == US02_SHA256
+    assert not (target / "reports" / "out").exists()
+
+
+# ---------------------------------------------------------------------------
+# Outputs where the user asks
+# ---------------------------------------------------------------------------
+
+
+def test_swarm_writes_under_the_current_folder_and_its_files_replay_anywhere(tmp_path):
+    """The default folder is ./reports/out/swarm where the command runs (named in the
+    first line), not the package; the counterexample embeds its scenario, holds no
+    absolute path, and replays from another folder with the same hash."""
+    before = sorted(p.name for p in (ROOT / "reports").rglob("*"))
+    proc = _sim(["swarm", "--seeds", "1", "--first-seed", "7", "--variant", BUGGY], tmp_path)
+    assert proc.returncode == 1, proc.stderr
+    assert proc.stdout.splitlines()[0].endswith("failures go to reports/out/swarm")
+    files = sorted(p.name for p in (tmp_path / "reports" / "out" / "swarm").iterdir())
+    assert files == [f"swarm-7-{BUGGY}.json", f"swarm-7-{BUGGY}.toml"]
+    assert sorted(p.name for p in (ROOT / "reports").rglob("*")) == before
+    text = (tmp_path / "reports" / "out" / "swarm" / files[0]).read_text()
+    assert str(tmp_path) not in text and str(ROOT) not in text
+    elsewhere = tmp_path / "elsewhere"
+    elsewhere.mkdir()
+    proc = _sim(["replay", str(tmp_path / "reports" / "out" / "swarm" / files[0])], elsewhere)
+    assert proc.returncode == 1 and "REPRODUCED" in proc.stdout and "(same)" in proc.stdout, proc.stdout
+
+
+def test_search_leaves_no_hypothesis_folder_behind(tmp_path, monkeypatch, capsys):
+    monkeypatch.chdir(tmp_path)
+    assert main(["search", "--examples", "2", "--steps", "5"]) == 0
+    assert "a counterexample goes to reports/out/hypothesis" in capsys.readouterr().out.splitlines()[0]
+    assert not (tmp_path / ".hypothesis").exists()
+
+
+def test_help_names_the_default_folders(capsys):
+    for command in ("swarm", "explore", "search"):
+        with pytest.raises(SystemExit):
+            main([command, "--help"])
+        assert f"./reports/out/{'hypothesis' if command == 'search' else command}" in capsys.readouterr().out
+
+
+def test_write_atomic_leaves_the_old_file_or_the_new_one(tmp_path, monkeypatch):
+    target = tmp_path / "f.json"
+    output.write_atomic(target, "old\n")
+
+    def broken_fsync(fd):
+        raise OSError("disk full")
+    monkeypatch.setattr(output.os, "fsync", broken_fsync)
+    with pytest.raises(OSError):
+        output.write_atomic(target, "new\n")
+    assert target.read_text() == "old\n" and [p.name for p in tmp_path.iterdir()] == ["f.json"]
+    monkeypatch.undo()
+    output.write_atomic(target, "new\n")
+    assert target.read_text() == "new\n" and [p.name for p in tmp_path.iterdir()] == ["f.json"]
+
+
+def test_check_determinism_with_trace_and_json_does_both(tmp_path, capsys):
+    trace = tmp_path / "t.jsonl"
+    assert main(["run", US02, "--check-determinism", "--trace", str(trace), "--json"]) == 0
+    doc = json.loads(capsys.readouterr().out)
+    assert doc["deterministic"] is True and doc["trace_sha256"] == US02_SHA256
+    import hashlib
+    assert hashlib.sha256(trace.read_bytes()).hexdigest() == US02_SHA256
+
+
+# ---------------------------------------------------------------------------
+# Replay outcomes
+# ---------------------------------------------------------------------------
+
+
+def test_a_replay_that_stops_fitting_has_its_own_exit_code(tmp_path, capsys):
+    """Exit 3, not the 0 of "no longer reproduces"."""
+    assert main(["explore", "--variant", "today", "--property", "at_most_once", "--json",
+                 "--out", str(tmp_path)]) == 1
+    path = json.loads(capsys.readouterr().out)["violations"][0]["counterexample"]
+    doc = json.loads(Path(path).read_text())
+    doc["actions"][3]["at_ms"] = 10**9  # time jumps ahead: the next action is in the past
+    Path(path).write_text(json.dumps(doc))
+    assert main(["replay", path]) == 3
+    assert capsys.readouterr().out.startswith("DOES NOT FIT: the replay stopped fitting at step")
+    assert main(["replay", path, "--json"]) == 3
+    assert json.loads(capsys.readouterr().out)["outcome"] == "does_not_fit"
+
+
+# ---------------------------------------------------------------------------
+# Ctrl-C
+# ---------------------------------------------------------------------------
+
+
+def _interrupt_after(args: list[str], cwd: Path, ready) -> tuple[int, str, str]:
+    """Start the command, read stderr until ``ready(line)``, send SIGINT, collect."""
+    proc = subprocess.Popen([sys.executable, "-m", "sim", *args], cwd=cwd, env=_env(), text=True,
+                            stdout=subprocess.PIPE, stderr=subprocess.PIPE)
+    seen = []
+    for line in proc.stderr:
+        seen.append(line)
+        if ready(line):
+            break
+    else:
+        proc.wait()
+        pytest.fail(f"no progress line before the end: exit {proc.returncode}, stderr {''.join(seen)!r}")
+    proc.send_signal(signal.SIGINT)
+    out, err = proc.communicate()
+    return proc.returncode, out, "".join(seen) + err
+
+
+def test_ctrl_c_on_swarm_keeps_every_finished_counterexample(tmp_path):
+    code, out, err = _interrupt_after(["swarm", "--seeds", "100000", "--first-seed", "7", "--variant", BUGGY],
+                                      tmp_path, lambda line: " FAIL " in line)
+    assert code == 130, err
+    assert "Traceback" not in err
+    lines = out.splitlines()
+    assert lines[0].startswith(f"swarm under {BUGGY}: seeds 7..100006")
+    assert any(line.startswith("interrupted (Ctrl-C) after ") for line in lines)
+    assert lines[-1].startswith("summary: ")
+    written = sorted((tmp_path / "reports" / "out" / "swarm").iterdir())
+    assert written and not [p for p in written if p.name.endswith(".tmp")]
+    scenarios = {p.stem for p in written if p.suffix == ".toml"}
+    assert scenarios == {p.stem for p in written if p.suffix == ".json"}  # never one without the other
+    for stem in scenarios:
+        assert f"reports/out/swarm/{stem}.toml" in out  # each finished failure is in the summary
+    replayed = _sim(["replay", str(written[0])], tmp_path) if written[0].suffix == ".json" else \
+        _sim(["replay", str(written[0].with_suffix(".json"))], tmp_path)
+    assert replayed.returncode == 1, replayed.stdout + replayed.stderr
+
+
+def test_ctrl_c_on_explore_prints_the_summary_so_far(tmp_path):
+    code, out, err = _interrupt_after(["explore", "--max-states", "100000000", "--max-in-flight", "5s",
+                                       "--agent-restarts", "2", "--out", "o"], tmp_path,
+                                      lambda line: "states" in line)
+    assert code == 130, err
+    assert "Traceback" not in err
+    lines = out.splitlines()
+    assert lines[0] == "explore contract: counterexamples go to o"
+    assert lines[1].startswith("  interrupted (Ctrl-C) at ")
+    assert "unique states" in lines[2]
+    assert "exhausted, no violation" not in out
