@@ -493,13 +493,13 @@ _SLOW_FAULTS = ("replica_crash", "ownership_change", "takeover", "db_outage")
 
 def _clock(timing):
     """The clock a world's chatd timing was built on, before any planted bug changed it.
-    A planted bug changes only the timing fields ``mutants`` names (no-agent-answer-timeout
+    A planted bug changes only the timing fields ``planted_bugs`` names (no-agent-answer-timeout
     removes the answer timeout), so the clock is the reference one or the explorer's,
     whichever agrees with ``timing`` on every other field; a world on a clock of its own
     is taken as it is."""
-    from . import mutants
+    from . import planted_bugs
 
-    planted = {name for m in mutants.MUTANTS for name, _ in m.timing}
+    planted = {name for m in planted_bugs.PLANTED_BUGS for name, _ in m.timing}
     for clock in (DEFAULT_TIMING, Timing.explorer()):
         if all(getattr(timing, f) == getattr(clock, f) for f in timing.__dataclass_fields__ if f not in planted):
             return clock
@@ -787,7 +787,9 @@ def _is_run_age_from_record(v: Violation, ev: Evidence) -> bool:
     foreground command whose process had not reached its timeout, but whose agent record
     had: the record was created (``run_pending``) by the start request whose slow handler
     then started the process, and run age counts from the record (agent-contract.md 4.3,
-    model/agent.py Rule 3). Proven by the timed_out commit, the process start, and the
+    model/agent.py Rule 3). An interrupt sees the same thing (US2's checker): the stop rule
+    spares the process because its record is past the timeout, and the interrupt commits
+    ``timed_out`` for a command that only just spawned. Proven by the timed_out commit, the process start, and the
     ``run_pending`` note of the same request: record age at the commit >= the timeout."""
     if not v.uuid or not v.evidence:
         return False
@@ -822,7 +824,7 @@ CLASSIFIERS: tuple[tuple[str, tuple[str, ...], Callable[[Violation, Evidence], b
     ("unknown_cancel_work_later", ("canceled_before_received_never_runs",), _is_unknown_cancel),
     ("mixed_coderd_versions", ("truthful_result", "canceled_before_received_never_runs",
                                "interrupt_stops_foreground"), _is_header_less_old_coderd),
-    ("run_age_counts_from_record", ("truthful_result",), _is_run_age_from_record),
+    ("run_age_counts_from_record", ("truthful_result", "interrupt_stops_foreground"), _is_run_age_from_record),
 )
 
 

@@ -232,3 +232,56 @@ def test_two_thousand_contract_seeds_have_no_new_finding():
     report = swarm.run_swarm(1, 2000, "contract")
     assert report["failures"] == [], [(f["seed"], f["property"], f["detail"]) for f in report["failures"]]
     assert report["known_findings"].get("run_age_counts_from_record", 0) > 0
+
+
+
+# Swarm seed 56 under contract, minimized: a start handler slower than the command's
+# timeout, then an interrupt. Run age counts from the record (model/agent.py), so the
+# agent's stop rule spares the process and chatd commits timed_out for a command that
+# spawned 8.6 s before: the known finding, seen by US2's checker.
+SEED_56 = tomllib.loads('''
+name = "swarm-56"
+seed = 56
+until = "5m45s"
+[world]
+replicas = 2
+handler_time = "1m44s143ms"
+[network]
+latency = { min = "15ms", max = "15ms" }
+loss = 0.0
+[[turns]]
+chat = "chat-1"
+tool_calls = [
+  { id = "toolu_03", tool = "execute", command = "pytest -q --job=3", runs_for = "1m", timeout = "5m" },
+  { id = "toolu_04", tool = "execute", command = "go test ./... --job=4", runs_for = "11m50s726ms", timeout = "30s" },
+]
+[[turns]]
+chat = "chat-2"
+tool_calls = [
+  { id = "toolu_07", tool = "execute", command = "cargo check --job=6", runs_for = "2m57s483ms", timeout = "30m" },
+]
+[[faults]]
+kind = "ownership_change"
+chat = "chat-1"
+when = { event = "request_sent", route = "start", tool_call = "toolu_03", nth = 1 }
+offset = "2s29ms"
+[[faults]]
+kind = "interrupt"
+chat = "chat-1"
+when = { event = "process_started", route = "start", tool_call = "toolu_07", nth = 1 }
+offset = "8s510ms"
+''')
+
+
+def test_interrupt_after_a_slow_spawn_is_the_known_finding():
+    """The interrupt commits timed_out for a command whose record is past its timeout but
+    whose process only just spawned: interrupt_stops_foreground fires and is classified as
+    run_age_counts_from_record, not reported as new (the swarm seed has no failure); without
+    the record that proves it (the start's run_pending note) it is a new finding."""
+    assert swarm.run_seed(56, "contract", minimize_failures=False)["failure"] is None
+    result = run_scenario(from_dict(SEED_56), "contract")
+    assert _classes(result.violations, "interrupt_stops_foreground") == {"run_age_counts_from_record"}
+
+    def no_pending(trace):
+        trace[:] = [r for r in trace if r.get("note") != "run_pending"]
+    assert _classes(_reclassify(result, no_pending), "interrupt_stops_foreground") == {None}

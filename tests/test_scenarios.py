@@ -3,6 +3,8 @@ design's user stories and the CODAGT-757 incident, as runs)."""
 
 from __future__ import annotations
 
+import json
+import os
 import pathlib
 
 import pytest
@@ -12,6 +14,14 @@ from sim.scenario import load
 
 SCENARIOS = sorted((pathlib.Path(__file__).resolve().parent.parent / "scenarios").glob("*.toml"))
 
+# Every shipped scenario's trace hash under both variants. A change that means to keep
+# behaviour (a refactor) keeps every hash; one that means to change it re-pins them with
+#   TOOLCALL_SIM_REPIN=1 python -m pytest tests/test_scenarios.py
+# and says in its commit why they moved.
+GOLDEN = pathlib.Path(__file__).resolve().parent / "golden" / "scenario_hashes.json"
+_PINNED = json.loads(GOLDEN.read_text()) if GOLDEN.exists() else {}
+_SEEN: dict[str, str] = {}
+
 
 @pytest.mark.parametrize("variant", ["today", "contract"])
 @pytest.mark.parametrize("path", SCENARIOS, ids=lambda p: p.stem)
@@ -19,6 +29,13 @@ def test_scenario_meets_expectations(path, variant):
     """The scenario's [expect.<variant>] holds (with none: no property is violated)."""
     result = run_scenario(load(path), variant)
     assert result.expectation_failures() == []
+    key = f"{path.stem}/{variant}"
+    _SEEN[key] = result.trace_sha256
+    if os.environ.get("TOOLCALL_SIM_REPIN"):
+        GOLDEN.parent.mkdir(exist_ok=True)
+        GOLDEN.write_text(json.dumps({**_PINNED, **_SEEN}, indent=1, sort_keys=True) + "\n")
+    else:
+        assert _PINNED.get(key) == result.trace_sha256, f"{key}: trace hash moved (see GOLDEN)"
 
 
 def test_incident_numbers():
