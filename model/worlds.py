@@ -31,7 +31,7 @@ import json
 from dataclasses import dataclass
 from typing import Callable
 
-from . import agent, chattool, mutants
+from . import agent, chattool, planted_bugs
 from . import system as msys
 from .core import FMap
 from .timing import Timing
@@ -45,7 +45,7 @@ def rules(variant: str):
     """(chatd rules, agent rules) of ``variant`` on the explorer's clock (Rule 1): the
     planted bug's knobs are applied on top of the clock, so they win."""
     timing = Timing.explorer()
-    return mutants.resolve(variant, timing.agent_rules(agent.AgentRules()), timing)
+    return planted_bugs.resolve(variant, timing.agent_rules(agent.AgentRules()), timing)
 
 
 def execute(provider_id: str, command: str, **args) -> chattool.ToolCall:

@@ -150,15 +150,15 @@ def _dispatch(args) -> int:
 
 def check_variant(variant: str | None, flag: str = "--variant") -> None:
     """A variant flag that was given must name one (``--variant ""`` is not a default)."""
-    from model import mutants
+    from model import planted_bugs
 
     if variant is None:
         return
     if not variant.strip():
         raise BadFlag(f"{flag}: empty; name a variant (toolcall-sim list shows them)")
     try:
-        mutants.resolve(variant)
-    except mutants.UnknownVariant as err:
+        planted_bugs.resolve(variant)
+    except planted_bugs.UnknownVariant as err:
         raise BadFlag(f"{flag}: {err}") from None
 
 
@@ -450,7 +450,7 @@ def _incident(out) -> int:
 def _list(out) -> int:
     """Everything a scenario file may say, read from the one vocabulary
     (model/vocabulary.py), then what runs: variants, properties, planted bugs, risks."""
-    from model import chatd, mutants, vocabulary
+    from model import chatd, planted_bugs, vocabulary
     from model import properties as props
 
     out.write("scenarios:\n")
@@ -483,7 +483,7 @@ def _list(out) -> int:
     for p in props.PROPERTIES:
         out.write(f"  {p.name:36} {p.kind:10} {p.story:14} {p.statement}\n")
     out.write("planted bugs (use as --variant contract+<bug>):\n")
-    for m in mutants.MUTANTS:
+    for m in planted_bugs.PLANTED_BUGS:
         out.write(f"  {m.name:36} caught by {m.caught_by} in {m.scenario}\n      {m.summary}\n")
     out.write("residual risks (reported by name, not as new findings):\n")
     for name, text in props.RESIDUAL_RISKS.items():

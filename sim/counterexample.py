@@ -41,7 +41,7 @@ def world_of(spec, base: Path | None = None, scenario_file: str | None = None) -
     world is the scenario itself (``scenario``, as swarm embeds it), or a scenario found
     by its name and content digest (``find_scenario``), or, in files written before
     scenarios were named by content, a ``path`` (relative to the file's folder ``base``)."""
-    from model import mutants
+    from model import planted_bugs
 
     from .run import build
     from .scenario import ScenarioError, from_dict, load
@@ -81,7 +81,7 @@ def world_of(spec, base: Path | None = None, scenario_file: str | None = None) -
             return config
     except ScenarioError as err:
         raise BadInput(str(err)) from None
-    except (mutants.UnknownVariant, ValueError, TypeError) as err:
+    except (planted_bugs.UnknownVariant, ValueError, TypeError) as err:
         raise BadInput(f"world: {err}") from None
     raise BadInput(f"world.kind: unknown world kind {kind!r} (known: explore, scenario)")
 

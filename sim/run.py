@@ -13,7 +13,7 @@ import json
 import uuid
 from dataclasses import asdict, dataclass, replace
 
-from model import agent, chatd, chattool, mutants
+from model import agent, chatd, chattool, planted_bugs
 from model import properties as props
 from model import system as msys
 from model import vocabulary
@@ -54,7 +54,7 @@ def world_timing(scenario: Scenario) -> Timing:
     """The one ``Timing`` every replica and its tool layer read (vocabulary Rule 3): the
     reference values with the scenario's ``[world]`` timing keys on top, and the agent's
     age margin mirrored so the checkers judge with the margin the agent used. A planted
-    bug's own timing knobs go on top of this (``mutants.resolve``). Orderings the
+    bug's own timing knobs go on top of this (``planted_bugs.resolve``). Orderings the
     reference relies on (``timing.ORDERINGS``) are not enforced: a world may break them
     on purpose (a 5 min attempt timeout under today), and the run shows what follows."""
     changes = {field: scenario.world_value(key) for key, field in vocabulary.TIMING_KEYS.items()
@@ -75,8 +75,8 @@ def build(scenario: Scenario, variant: str) -> tuple[msys.WorldConfig, WorldOpti
     if scenario.world_value("handler_time") is not None:
         base_agent = replace(base_agent, handler_ms=scenario.world_value("handler_time"))
     try:
-        rules, agent_rules = mutants.resolve(variant, base_agent, timing=timing)
-    except mutants.UnknownVariant as err:
+        rules, agent_rules = planted_bugs.resolve(variant, base_agent, timing=timing)
+    except planted_bugs.UnknownVariant as err:
         raise ScenarioError(f"{scenario.path}: variant: {err}") from None
     chats: dict[str, list] = {}
     scripts = {}
@@ -101,8 +101,8 @@ def build(scenario: Scenario, variant: str) -> tuple[msys.WorldConfig, WorldOpti
         if name not in replicas:
             raise ScenarioError(f"{scenario.path}: world.replica_variants.{name}: no such replica (replicas: {', '.join(replicas)})")
         try:
-            replica_rules[name] = mutants.resolve(replica_variant, base_agent, timing=timing)[0]
-        except mutants.UnknownVariant as err:
+            replica_rules[name] = planted_bugs.resolve(replica_variant, base_agent, timing=timing)[0]
+        except planted_bugs.UnknownVariant as err:
             raise ScenarioError(f"{scenario.path}: world.replica_variants.{name}: {err}") from None
     config = msys.WorldConfig(
         replicas=replicas,

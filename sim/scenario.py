@@ -626,13 +626,13 @@ def _match(c: _Checker, table: dict, where: str, ctx: _Context, event_direction:
 
 
 def _expectation(c: _Checker, var: str, spec: Any, ctx: _Context, request_names: list[str]) -> Expectation:
-    from model import mutants
+    from model import planted_bugs
     from model import properties as props
 
     where = f"expect.{var}"
     try:
-        mutants.resolve(var)
-    except mutants.UnknownVariant as err:
+        planted_bugs.resolve(var)
+    except planted_bugs.UnknownVariant as err:
         c.fail(where, str(err))
     spec = c.table(spec, where)
     kinds = {p.name: p.kind for p in props.PROPERTIES}

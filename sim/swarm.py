@@ -74,7 +74,7 @@ from pathlib import Path
 from typing import Callable
 
 from model import vocabulary  # the fault kinds and trigger events swarm draws
-from model import mutants
+from model import planted_bugs
 from model.properties import KNOWN_FINDINGS
 from model.timing import DEFAULT_TIMING
 

@@ -11,7 +11,7 @@ import json
 import pytest
 
 from model import explore as ex
-from model import mutants, worlds
+from model import planted_bugs, worlds
 from model import properties as props
 from model.timing import Timing
 from sim import counterexample as cx
@@ -69,10 +69,10 @@ def _contract_run(world: str, budgets: tuple) -> ex.Result:
 
 
 def test_every_planted_bug_has_a_world():
-    assert sorted(WHERE) == sorted(m.name for m in mutants.MUTANTS)
+    assert sorted(WHERE) == sorted(m.name for m in planted_bugs.PLANTED_BUGS)
 
 
-@pytest.mark.parametrize("mutant", mutants.MUTANTS, ids=lambda m: m.name)
+@pytest.mark.parametrize("mutant", planted_bugs.PLANTED_BUGS, ids=lambda m: m.name)
 def test_explorer_finds_planted_bug(mutant, tmp_path):
     world, budgets = WHERE[mutant.name]
     variant = f"contract+{mutant.name}"
@@ -99,7 +99,7 @@ def test_interrupt_bound_follows_the_world_clock():
     chatd's answer timeout does not move it."""
     assert props.interrupt_bound_ms(Timing()) == 120_000
     assert props.interrupt_bound_ms(Timing.explorer()) == 10
-    real, _ = mutants.resolve("contract+no-agent-answer-timeout")
+    real, _ = planted_bugs.resolve("contract+no-agent-answer-timeout")
     assert real.timing.agent_answer_timeout_ms == 10**12 and props.interrupt_bound_ms(real.timing) == 120_000
     small = worlds.build("default", "contract+no-agent-answer-timeout").chatd_rules.timing
     assert small.agent_answer_timeout_ms == 10**12 and props.interrupt_bound_ms(small) == 10

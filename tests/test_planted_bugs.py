@@ -7,7 +7,7 @@ import pathlib
 
 import pytest
 
-from model import mutants
+from model import planted_bugs
 from model import properties as props
 from sim.run import run_scenario
 from sim.scenario import load
@@ -20,7 +20,7 @@ def _new_findings(scenario: str, variant: str) -> set[str]:
     return {v.property for v in result.violations if v.residual_risk is None}
 
 
-@pytest.mark.parametrize("mutant", mutants.MUTANTS, ids=lambda m: m.name)
+@pytest.mark.parametrize("mutant", planted_bugs.PLANTED_BUGS, ids=lambda m: m.name)
 def test_planted_bug_is_caught(mutant):
     """Under contract+<bug> the named property reports a new finding; under contract the
     scenario has none."""
@@ -30,19 +30,19 @@ def test_planted_bug_is_caught(mutant):
 
 def test_every_safety_and_liveness_property_has_a_planted_bug():
     """No checker is left unproven: each always/eventually property catches some bug."""
-    caught = {m.caught_by for m in mutants.MUTANTS}
+    caught = {m.caught_by for m in planted_bugs.PLANTED_BUGS}
     checked = {p.name for p in props.PROPERTIES if p.kind in ("always", "eventually")}
     assert checked - caught == set()
 
 
 def test_variant_names_resolve():
     """Every listed variant resolves to rule objects; unknown names are refused."""
-    for name in mutants.variant_names():
-        mutants.resolve(name)
-    with pytest.raises(mutants.UnknownVariant):
-        mutants.resolve("contract+no-such-bug")
-    with pytest.raises(mutants.UnknownVariant):
-        mutants.resolve("tomorrow")
+    for name in planted_bugs.variant_names():
+        planted_bugs.resolve(name)
+    with pytest.raises(planted_bugs.UnknownVariant):
+        planted_bugs.resolve("contract+no-such-bug")
+    with pytest.raises(planted_bugs.UnknownVariant):
+        planted_bugs.resolve("tomorrow")
 
 
 def test_sometimes_properties_are_reached_somewhere():

@@ -186,7 +186,7 @@ def test_commit_without_attempt_fence_is_caught_by_fenced_commits_alone():
     import pathlib
     from dataclasses import replace
 
-    from model import mutants
+    from model import planted_bugs
     from sim.run import build, run_scenario
     from sim.scenario import load
     from sim.world import World
@@ -201,4 +201,4 @@ def test_commit_without_attempt_fence_is_caught_by_fenced_commits_alone():
     outcomes = [r.get("outcome") for r in world.trace if r.get("note") == "timed_out_attempt_committed"]
     assert outcomes == ["exit:fenced:attempt"]
     assert props.evaluate(world.trace, world.system).violations == []
-    assert "fenced_commits" == mutants.by_name()["commit-without-attempt-fence"].caught_by
+    assert "fenced_commits" == planted_bugs.by_name()["commit-without-attempt-fence"].caught_by

@@ -15,7 +15,7 @@ import pytest
 from hypothesis import assume, given, settings
 from hypothesis import strategies as st
 
-from model import mutants
+from model import planted_bugs
 from sim import cli, swarm
 from sim import counterexample as cx
 from sim.run import run_scenario
@@ -155,7 +155,7 @@ def test_contract_has_no_new_finding_in_a_fixed_budget():
 
 
 def test_every_planted_bug_has_a_small_window():
-    assert set(WINDOWS) == {m.name for m in mutants.MUTANTS}
+    assert set(WINDOWS) == {m.name for m in planted_bugs.PLANTED_BUGS}
     assert all(1 <= seeds <= 20 for _, seeds in WINDOWS.values())
 
 
@@ -172,7 +172,7 @@ def _swarm_failure(variant: str, caught_by: str, first_seed: int, seeds: int) ->
     return None
 
 
-@pytest.mark.parametrize("mutant", mutants.MUTANTS, ids=lambda m: m.name)
+@pytest.mark.parametrize("mutant", planted_bugs.PLANTED_BUGS, ids=lambda m: m.name)
 def test_swarm_finds_planted_bug(mutant, tmp_path):
     """Within the bug's pinned window swarm reports a new finding (residual risk None) of
     the property that must catch it, as the seed's failure or among its other failing

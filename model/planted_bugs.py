@@ -1,4 +1,4 @@
-"""Planted bugs: named mutants of the contract, selectable like variants.
+"""Planted bugs: named small mistakes in the contract, selectable like variants.
 
 Theory of operation
 -------------------
@@ -18,7 +18,7 @@ from . import agent, chatd
 
 
 @dataclass(frozen=True)
-class Mutant:
+class PlantedBug:
     name: str
     summary: str
     caught_by: str  # the property that must catch it (others may fire too)
@@ -28,61 +28,61 @@ class Mutant:
     timing: tuple[tuple[str, object], ...] = ()  # chatd Timing fields to change
 
 
-MUTANTS: tuple[Mutant, ...] = (
-    Mutant("no-age-margin",
+PLANTED_BUGS: tuple[PlantedBug, ...] = (
+    PlantedBug("no-age-margin",
            "The agent drops the 2 s age margin: a request that was in flight across an agent restart runs again.",
            "at_most_once", "bug_delayed_retry_across_restart", agent=(("age_margin_ms", 0),)),
-    Mutant("run-before-record",
+    PlantedBug("run-before-record",
            "The agent runs the handler before inserting the record (breaks A1): a request during a slow run runs again.",
            "at_most_once", "bug_slow_spawn_retry", agent=(("record_before_run", False),)),
-    Mutant("cancel-without-marker",
+    PlantedBug("cancel-without-marker",
            "A cancel of a call the agent never received records nothing, so the late start still runs (breaks US10).",
            "canceled_before_received_never_runs", "us10_interrupt_before_start_arrives",
            agent=(("cancel_inserts_marker", False),)),
-    Mutant("cancel-without-marker-truth",
+    PlantedBug("cancel-without-marker-truth",
            "The same bug seen by the truth checker: the interrupt reports not_run for a command that then ran.",
            "truthful_result", "us10_interrupt_before_start_arrives", agent=(("cancel_inserts_marker", False),)),
-    Mutant("stop-rule-inclusive",
+    PlantedBug("stop-rule-inclusive",
            "The stop rule kills at run age == threshold, so a foreground process exactly at its deadline is killed.",
            "background_survives", "bug_interrupt_at_deadline", agent=(("stop_rule_inclusive", True),)),
-    Mutant("records-lost-on-new-message",
+    PlantedBug("records-lost-on-new-message",
            "Inserting a record drops the other records of the same message, so a retried batch runs again.",
            "retry_changes_nothing", "us04_retry_changes_nothing", agent=(("drop_only_older_messages", False),)),
-    Mutant("pid-from-command",
+    PlantedBug("pid-from-command",
            "The process ID comes from the command and is looked up without the chat: another chat's cancel kills it.",
            "chat_isolation", "us09_chat_isolation", agent=(("pid_from_command", True),)),
-    Mutant("interrupt-without-cancel",
+    PlantedBug("interrupt-without-cancel",
            "The interrupt commits the generic result and sends no cancel (today's interrupt inside the contract).",
            "interrupt_stops_foreground", "us02_interrupt_stops_foreground", chatd=(("interrupt_cancels", False),)),
-    Mutant("commit-without-owner-fence",
+    PlantedBug("commit-without-owner-fence",
            "Result commits check only the history version: a replica that just lost the chat commits before the new owner.",
            "fenced_commits", "bug_owner_change_near_exit", chatd=(("owner_fence", False), ("attempt_fence", False))),
-    Mutant("commit-without-attempt-fence",
+    PlantedBug("commit-without-attempt-fence",
            "A timed-out attempt's calls go on and its batch commits, and result commits skip the generation "
            "attempt check: a replaced attempt commits after the retry began (with the check it is refused).",
            "fenced_commits", "bug_stale_attempt_commit",
            chatd=(("attempt_fence", False), ("attempt_timeout_stops_calls", False))),
-    Mutant("commit-without-fences",
+    PlantedBug("commit-without-fences",
            "Result commits are not fenced at all: a replica that just lost the chat still commits.",
            "fenced_commits", "bug_owner_change_near_exit",
            chatd=(("history_fence", False), ("owner_fence", False), ("attempt_fence", False))),
-    Mutant("interrupt-answers-resolved-calls",
+    PlantedBug("interrupt-answers-resolved-calls",
            "The interrupt's commit answers every call of the last assistant message, resolved or not.",
            "one_result", "bug_interrupt_during_next_generation", chatd=(("interrupt_rereads_unresolved", False),)),
-    Mutant("interrupt-drops-not-run",
+    PlantedBug("interrupt-drops-not-run",
            "The interrupt commits nothing for a call that never ran, leaving it without a result forever.",
            "one_result_eventually", "us10_interrupt_before_start_arrives", chatd=(("interrupt_commits_not_run", False),)),
-    Mutant("background-stopped-on-interrupt",
+    PlantedBug("background-stopped-on-interrupt",
            "The interrupt asks the agent to stop background processes too (breaks C5 and US6).",
            "background_survives", "us06_background_survives", chatd=(("interrupt_spares_background", False),)),
-    Mutant("no-agent-answer-timeout",
+    PlantedBug("no-agent-answer-timeout",
            "chatd waits for the agent's answer with no bound (C6): an interrupt behind a partition never finishes.",
            "interrupt_finishes", "bug_lost_cancel", timing=(("agent_answer_timeout_ms", 10**12),)),
 )
 
 
-def by_name() -> dict[str, Mutant]:
-    return {m.name: m for m in MUTANTS}
+def by_name() -> dict[str, PlantedBug]:
+    return {m.name: m for m in PLANTED_BUGS}
 
 
 class UnknownVariant(ValueError):
@@ -120,4 +120,4 @@ def resolve(variant: str, agent_rules: "agent.AgentRules | None" = None, timing=
 
 
 def variant_names() -> list[str]:
-    return sorted(chatd.VARIANTS) + [f"contract+{m.name}" for m in MUTANTS]
+    return sorted(chatd.VARIANTS) + [f"contract+{m.name}" for m in PLANTED_BUGS]
