@@ -273,22 +273,6 @@ class RunResult:
                            f"{format_duration(done['t_ms'] - rec['t_ms'])} (> {format_duration(within_ms)})")
         return out
 
-    def to_json(self) -> dict:
-        return {
-            "scenario": self.scenario.name,
-            "variant": self.variant,
-            "seed": self.seed,
-            "trace_sha256": self.trace_sha256,
-            "events": len(self.world.trace),
-            "sim_time_s": self.until_ms / 1000,
-            "tool_calls": self.tool_call_rows(),
-            "violations": [v.to_json() for v in self.violations],
-            "residual_risks": [v.to_json() for v in (self.report.informational if self.report else [])],
-            "unknown_results": self.report.unknown_results if self.report else 0,
-            "unreached": list(self.report.unreached) if self.report else [],
-            "expect_met": not self.expectation_failures(),
-        }
-
 
 def run_scenario(scenario: Scenario, variant: str | None = None, seed: int | None = None,
                  until_ms: int | None = None) -> RunResult:
