@@ -60,6 +60,11 @@ def story(result) -> str:
     return "\n".join(lines) + "\n"
 
 
+def incident_part(result) -> str:
+    """One run of ``toolcall-sim incident``: its story, then a blank line."""
+    return story(result) + "\n"
+
+
 def run_json(result, deterministic: bool = False) -> dict:
     """The JSON shape of a run (``toolcall-sim run --json``); ``deterministic`` adds the
     key ``deterministic: true`` after a passed ``--check-determinism``."""

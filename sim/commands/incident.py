@@ -11,7 +11,7 @@ incident reproduces under today and the contract prevents it.
 
 from __future__ import annotations
 
-from reports.run import story
+from reports.run import incident_part
 
 from .common import EXIT_OK, EXIT_VIOLATION, load_scenario, resolve_scenario
 
@@ -33,7 +33,7 @@ def main(args, out) -> int:  # noqa: ARG001 - args: no flags
         scenario = load_scenario(resolve_scenario(name))
         for variant in VARIANTS:
             result = run_scenario(scenario, variant)
-            out.write(story(result) + "\n")
+            out.write(incident_part(result))
             if result.expectation_failures():
                 status = EXIT_VIOLATION
     return status
