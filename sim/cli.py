@@ -27,7 +27,7 @@ import argparse
 import sys
 
 from .commands import COMMANDS
-from .commands.common import (  # noqa: F401 - re-exported: sim.swarm and sim.stateful use check_variant
+from .commands.common import (
     EXIT_BAD_INPUT,
     EXIT_DOES_NOT_FIT,
     EXIT_HARNESS,
@@ -42,6 +42,11 @@ from .commands.common import (  # noqa: F401 - re-exported: sim.swarm and sim.st
 )
 from .output import OutputError
 from .scenario import ScenarioError
+
+# The names this module had before the commands moved out keep working from here
+# (sim.swarm and sim.stateful take check_variant from sim.cli).
+__all__ = ["main", "parser", "BadFlag", "check_variant", "load_scenario", "SCENARIO_DIR", "EXIT_OK", "EXIT_VIOLATION",
+           "EXIT_BAD_INPUT", "EXIT_DOES_NOT_FIT", "EXIT_HARNESS", "EXIT_INTERRUPTED"]
 
 
 class _Parser(argparse.ArgumentParser):

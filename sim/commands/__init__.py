@@ -14,6 +14,8 @@ and decides the exit code (sim/commands/common.py names them).
 
 from __future__ import annotations
 
+# ``list`` is the module of ``toolcall-sim list`` (named as the command is); it shadows the
+# builtin only in this file, which needs no builtin list.
 from . import explore, incident, list, replay, run, search, swarm
 
 # The order of ``toolcall-sim --help``.
