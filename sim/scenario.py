@@ -25,7 +25,7 @@ from pathlib import Path
 from typing import Any
 
 from model import vocabulary
-from model.chattool import DurationError, parse_duration_ms
+from model.gocompat.duration import DurationError, parse_duration_ms
 
 
 # The vocabulary is declared once, in model/vocabulary.py (its Rule 1: a word is accepted
