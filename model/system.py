@@ -68,6 +68,7 @@ from .core import (
     header_value,
 )
 from . import vocabulary
+from .timing import Timing
 from .identity import AGE_MS_HEADER, CHAT_ID_HEADER, TOOL_CALL_ID_HEADER, path_unescape, set_tool_call_headers, tool_call_uuid
 
 AGENT = "agent"
@@ -127,9 +128,18 @@ class WorldConfig:
     replica_rules: FMap = EMPTY  # replica name -> ChatdRules, for mixed versions in a rollout
     pubsub_immediate: bool = False  # deliver publishes within the commit's step (explorer worlds)
     message_ids_per_chat: bool = False  # each chat numbers its own messages (chatd_db.Db)
+    # chatd's timing as the world was built, before any planted bug changed it (set where
+    # the world is built: model/worlds.py, sim/run.py). Checkers bound the world by this
+    # clock, so a bug that changes timing (no-agent-answer-timeout) cannot move its own
+    # bound and checkers need not know the planted bugs. None: ``chatd_rules.timing``.
+    reference_timing: Timing | None = None
 
     def clock(self, node: str) -> ClockSpec:
         return self.clocks.get(node) or PERFECT_CLOCK
+
+    def timing_before_bugs(self) -> Timing:
+        """The world's chatd clock without its planted bugs (``reference_timing``)."""
+        return self.reference_timing if self.reference_timing is not None else self.chatd_rules.timing
 
 
 # ---------------------------------------------------------------------------

@@ -114,6 +114,7 @@ def build(scenario: Scenario, variant: str) -> tuple[msys.WorldConfig, WorldOpti
         agent_boot_at_ms=scenario.world_value("agent_boot_at", 0),
         message_ids_per_chat=scenario.world_value("message_ids_per_chat", False),
         replica_rules=FMap(replica_rules),
+        reference_timing=timing,  # the world's clock before the variant's planted bugs
     )
     links = {}
     for name, values in scenario.links:

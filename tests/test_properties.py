@@ -13,7 +13,7 @@ from types import SimpleNamespace
 
 import pytest
 
-from model import chatd, chattool
+from model import chatd, chattool, system
 from model import properties as props
 from model.identity import tool_call_uuid
 
@@ -29,7 +29,7 @@ UB = tool_call_uuid(CHAT, MSG, "toolu_02")
 def final(status: str = "waiting"):
     msg = SimpleNamespace(role="assistant", id=MSG, tool_calls=(FG, BG))
     chat = SimpleNamespace(status=status, messages=(msg,))
-    return SimpleNamespace(config=SimpleNamespace(chatd_rules=chatd.CONTRACT), db=SimpleNamespace(chats={CHAT: chat}))
+    return SimpleNamespace(config=system.WorldConfig(chatd_rules=chatd.CONTRACT), db=SimpleNamespace(chats={CHAT: chat}))
 
 
 def r(t_ms: int, node: str, kind: str, **fields) -> dict:
