@@ -118,7 +118,7 @@ from .core import (
     note,
     truth,
 )
-from .gojson import BOOL, INT64, STRING, GoJSONError, ListOf, MapOf, Struct, decode, go_quote
+from .gocompat.decode import BOOL, INT64, STRING, GoJSONError, ListOf, MapOf, Struct, decode, go_quote
 from .identity import (
     AGENT_STARTED_AFTER_TOOL_CALL,
     CHAT_ID_HEADER,

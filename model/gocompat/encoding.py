@@ -6,7 +6,7 @@ chatd builds the text the chat model sees with Go's ``encoding/json`` and reads 
 agent's answers and the model's tool arguments with it. Python's ``json`` differs in the
 details that change bytes (spacing, HTML escapes, ``NaN``), so the tool layer goes
 through these three functions instead of calling ``json`` directly. The agent's side
-(typed struct decoding, ``strconv.Quote``) lives in model/gojson.py; this module is the
+(typed struct decoding, ``strconv.Quote``) lives in decode.py beside it; this module is the
 smaller subset chatd's tool layer needs, kept apart from it because the two sides read
 different things (chatd never decodes into a typed struct here).
 
@@ -17,7 +17,7 @@ Rule 2. ``loads_go`` is ``json.loads`` that refuses ``NaN`` and ``Infinity``, wh
         decoder rejects. ``json_type_name`` names a decoded value's JSON type as Go's
         ``UnmarshalTypeError`` does.
 Rule 3. ``json_quote`` quotes a string as JSON; the tool layer uses it where Go prints
-        ``%q`` in an error text (identical for printable text; model/gojson.py's
+        ``%q`` in an error text (identical for printable text; decode.py's
         ``go_quote`` is the exact ``strconv.Quote``).
 """
 
