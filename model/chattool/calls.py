@@ -7,7 +7,7 @@ The task layer (model/chatd.py) calls ``begin_call`` once per call of an attempt
 model/chattool/__init__.py: anything but the pending request or an armed timer is stale).
 A successful answer goes to the handler of the pending operation (``_ANSWER_HANDLERS``);
 a failure is classified (model/chattool/classifier.py) and goes to the failure handler
-of the same operation (``_on_failure``). The operations themselves are in execute.py,
+of the same operation (``_FAILURE_HANDLERS``). The operations themselves are in execute.py,
 files.py and cancel.py; this module only routes.
 """
 
@@ -95,19 +95,13 @@ def on_timer(cs: CallState, name: str, now_ms: int) -> CallStep:
 
 
 def _on_failure(cs: CallState, op: str, err: AgentError, now_ms: int) -> CallStep:
-    if op == "start":
-        return _start_failed(cs, err)
-    if op == "wait":
-        return _read_failed(cs, err, now_ms)
-    if op == "snapshot":
-        return _snapshot_failed(cs, err, now_ms)
-    if op in ("edit", "write"):
-        return _file_failed(cs, err)
-    if op == "cancel":
-        return _cancel_failed(cs, err)
-    raise ValueError(f"unknown pending op {op!r}")
+    handler = _FAILURE_HANDLERS.get(op)
+    if handler is None:
+        raise ValueError(f"unknown pending op {op!r}")
+    return handler(cs, err, now_ms)
 
 
+# The step of each pending operation: for its 2xx answer, and for its classified failure.
 _ANSWER_HANDLERS: dict[str, Callable[[CallState, Response, int], CallStep]] = {
     "start": _on_start_answer,
     "wait": _on_output_answer,
@@ -115,4 +109,12 @@ _ANSWER_HANDLERS: dict[str, Callable[[CallState, Response, int], CallStep]] = {
     "edit": _on_file_answer,
     "write": _on_file_answer,
     "cancel": _on_cancel_answer,
+}
+_FAILURE_HANDLERS: dict[str, Callable[[CallState, AgentError, int], CallStep]] = {
+    "start": lambda cs, err, now_ms: _start_failed(cs, err),
+    "wait": _read_failed,
+    "snapshot": _snapshot_failed,
+    "edit": lambda cs, err, now_ms: _file_failed(cs, err),
+    "write": lambda cs, err, now_ms: _file_failed(cs, err),
+    "cancel": lambda cs, err, now_ms: _cancel_failed(cs, err),
 }
