@@ -84,6 +84,8 @@ class CallState(CachedRepr):
         return tuple(t for t in (self.answer_timer, self.deadline_timer, self.snapshot_timer) if t is not None)
 
 
+# What every step of a call returns: its new state and the effects to perform. Named
+# CallStep, not Step: model/system.py's Step is one step of the whole world.
 CallStep = tuple[CallState, tuple[Effect, ...]]
 
 
