@@ -814,7 +814,7 @@ def test_zero_threshold_never_stops_under_every_stop_rule(inclusive):
     start instant is on the agent's own monotone clock), so with threshold 0 the
     comparison alone is already false and the guard changes nothing (the RevC row passes
     with or without it). It is not redundant in the model as a whole: with the inclusive
-    knob, ``0 <= 0`` would kill a process at run age 0 on a threshold-0 cancel (chatd's
+    override, ``0 <= 0`` would kill a process at run age 0 on a threshold-0 cancel (chatd's
     cancel for file tools and for a foreground command with no time left), and only the
     guard keeps "0 never stops". The StopRuleInclusive row kills the "drop the guard"
     mutant."""

@@ -105,7 +105,7 @@ Where each part lives (each module opens with its own theory of operation):
 
 Variants and planted bugs: ``AgentRules`` holds the values a variant or scenario sets
 and, as methods, the rules a planted bug breaks, so the handlers read as Rev C and a bug
-is a subclass overriding one method (planted.py). The only branch on the rules is the
+is a subclass overriding the hooks of the one rule it breaks (planted.py). The only branch on the rules is the
 real version difference, Rev C or an old agent (``understands_tool_calls``, routes.py).
 
 The package re-exports every name the single module had, so ``from model import agent``
@@ -118,6 +118,7 @@ takes effect.
 
 from __future__ import annotations
 
+# Names the single module imported and callers reach as agent.<name>.
 from ..core import EMPTY, FMap, Note, Reply, Request, Response, replace
 from ..identity import MAX_MS, Key
 from . import planted
@@ -226,4 +227,5 @@ __all__ = [
     "restart",
     "shutdown",
     "stop_tool_call_process",
+    "with_bugs",
 ]
