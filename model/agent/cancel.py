@@ -103,4 +103,3 @@ def _answer_cancel(
         out["process"] = process
     reply = _json_response(req, 200, out, _run_age_header(now_ms, record.created_at_ms))
     return state, effects + [reply]
-

@@ -55,4 +55,3 @@ def _write_file(state: AgentState, req: Request, key: Key | None):
     effect = truth("edit_applied", path=path, uuid=key.uuid if key else None, tool="write_file",
                    incarnation=state.incarnation)
     return state, _rec(200, {"ok": True}), [effect]
-

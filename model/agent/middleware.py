@@ -158,4 +158,3 @@ def _run_handler(
     if kind == "edit":
         return _edit_files(state, req, key)
     return _write_file(state, req, key)
-

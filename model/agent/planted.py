@@ -98,5 +98,5 @@ def _combined(base: type[AgentRules], bugs: tuple[type[AgentRules], ...]) -> typ
         return base
     if len(new) == 1 and base is AgentRules:
         return new[0]
-    return type("".join(b.__name__ for b in new) + base.__name__, (*new, base), {"__doc__": "; ".join(
-        b.__doc__ or b.__name__ for b in new)})
+    name = "".join(b.__name__ for b in new) + base.__name__
+    return type(name, (*new, base), {"__doc__": f"{base.__name__} with {', '.join(b.__name__ for b in new)}."})

@@ -156,7 +156,6 @@ def _wake_output_waiters(state: AgentState, pid: str, effects: Effects) -> tuple
     return state, effects
 
 
-
 def _visible(state: AgentState, req: Request, proc: Process) -> bool:
     """agentproc's chat isolation for output and signal (A5, api.go): refused only when the
     request has a chat and the process has a different, non-empty one. A request without
@@ -311,4 +310,3 @@ def stop_tool_call_process(
     if proc.exit_code is not None:
         value["exit_code"] = proc.exit_code
     return state, value, effects, ""
-

@@ -68,4 +68,3 @@ def on_timer(state: AgentState, name: str, now_ms: int) -> tuple[AgentState, Eff
         state = replace(state, waiters=state.waiters.remove(ident))
         return state, [_output_reply(waiter.request, state.processes[waiter.target])]
     return state, []
-

@@ -107,4 +107,3 @@ class AgentConfig(CachedRepr):
     rules: AgentRules = AgentRules()
     scripts: FMap = EMPTY  # command -> Script
     dirs: tuple[str, ...] = ("/home/coder",)  # existing working directories
-

@@ -33,7 +33,6 @@ class Recorded(CachedRepr):
     body: bytes
 
 
-
 @dataclass(frozen=True, repr=False)
 class Record(CachedRepr):
     input_hash: str
@@ -129,4 +128,3 @@ def restart(state: AgentState, now_ms: int) -> tuple[AgentState, Effects]:
     """Shutdown then boot the next incarnation; the disk (files) survives."""
     dead, effects = shutdown(state, now_ms)
     return boot(state.config, now_ms, dead.files, state.incarnation + 1), effects
-

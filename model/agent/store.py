@@ -48,7 +48,6 @@ def uptime_ms(state: AgentState, now_ms: int) -> int:
     return now_ms - state.started_at_ms
 
 
-
 def lookup(state: AgentState, key: Key, age_ms: int, now_ms: int) -> tuple[str, Record | None]:
     """Returns (verdict, record): verdict is ``stale``, ``found``, ``not_provable`` or
     ``new``. Stale comes first; a found record ignores the age; the age rule refuses
@@ -85,4 +84,3 @@ def _set_record(state: AgentState, key: Key, record: Record) -> AgentState:
         return state
     chat = replace(chat, records=chat.records.set(key.tool_call_id, record))
     return replace(state, chats=state.chats.set(key.chat_id, chat))
-

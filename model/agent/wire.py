@@ -140,4 +140,3 @@ def decode_cancel_response(body: bytes) -> dict:
         except (binascii.Error, ValueError):
             pass
     return value
-
