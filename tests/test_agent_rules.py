@@ -13,8 +13,11 @@ import pytest
 from model import agent, planted_bugs
 from model.agent import planted
 from model.identity import Key
+from sim.run import run_scenario
+from sim.scenario import load
 
 AGENT_DIR = pathlib.Path(__file__).resolve().parent.parent / "model" / "agent"
+SCENARIOS = pathlib.Path(__file__).resolve().parent.parent / "scenarios"
 CHAT = "11111111-1111-4111-8111-111111111111"
 OTHER_CHAT = "22222222-2222-4222-8222-222222222222"
 REV_C = agent.AgentRules()
@@ -147,3 +150,34 @@ def test_rules_branch_check_catches_a_bug_switch():
     assert rules_branches("x = a if rules.stop_rule_inclusive else b\n") == ["1 stop_rule_inclusive"]
     assert rules_branches("x = a if cfg.rules.age_margin_ms else b\n") == ["1 age_margin_ms"]
     assert rules_branches("x = cfg.rules.age_margin_ms\n") == []
+
+# The trace of every agent planted bug in its scenario, and of three bugs together, as
+# they were before the bugs became hook overrides (model/agent.py's knobs, commit
+# 03d2845): the overrides are the same bugs. A change that means to move one re-pins it
+# with the hash that ``python -m sim run scenarios/<scenario>.toml --variant <variant>``
+# prints last, and says why in its commit.
+BUG_TRACES = [
+    ("bug_delayed_retry_across_restart", "contract+no-age-margin",
+     "fc54717bc992e7f4c151f99d96f49e6975fcda413e54949896123842ee09cd58"),
+    ("bug_interrupt_at_deadline", "contract+stop-rule-inclusive",
+     "c961a7e81d654913807b16101e4f0120cba37db1440b7b209c5592d4a2af850e"),
+    ("bug_slow_spawn_retry", "contract+run-before-record",
+     "939df11471b8bedf80f08504c46543c1884ef99993f767b8af1b164cadaac05b"),
+    ("us04_retry_changes_nothing", "contract+records-lost-on-new-message",
+     "fef42339ce84959239ab5787e6b76671ba29c1a3ad37ff88aadeda195e759f86"),
+    ("us09_chat_isolation", "contract+pid-from-command",
+     "0fbaec0fe3b0889cdb0281f8b134d340ffb605079fbad14dca1e42f3676c6c6e"),
+    ("us09_chat_isolation", "contract+pid-from-command+stop-rule-inclusive+run-before-record",
+     "b00a1daf7006f3d09f72d637843174e10b6de92ce581e33461c675840ffb555c"),
+    ("us10_interrupt_before_start_arrives", "contract+cancel-without-marker",
+     "b051ed27a35649917b3dee7bf7b0df9e0bfecec0e1431c4e4bef732c0b682f1b"),
+    ("us10_interrupt_before_start_arrives", "contract+cancel-without-marker-truth",
+     "d782efbc25e3c08c405c3b1b3a418f429e79e33f47f34d35a2e0632765216746"),
+]
+
+
+@pytest.mark.parametrize("scenario,variant,sha256", BUG_TRACES, ids=[f"{s}/{v}" for s, v, _ in BUG_TRACES])
+def test_agent_bug_traces_are_pinned(scenario, variant, sha256):
+    """Each agent planted bug behaves, step for step, as it did as a knob."""
+    result = run_scenario(load(SCENARIOS / f"{scenario}.toml"), variant)
+    assert result.trace_sha256 == sha256
