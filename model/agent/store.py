@@ -59,7 +59,7 @@ def lookup(state: AgentState, key: Key, age_ms: int, now_ms: int) -> tuple[str, 
         if key.message_id == chat.latest_message_id and key.tool_call_id in chat.records:
             return "found", chat.records[key.tool_call_id]
     age_ms = max(age_ms, 0)
-    margin_ms = state.config.rules.age_margin_ms  # a value, not a branch: planted bugs set it to 0
+    margin_ms = state.config.rules.age_margin_ms  # ageMargin (the no-age-margin bug sets 0)
     if uptime_ms(state, now_ms) - margin_ms <= age_ms:
         return "not_provable", None
     return "new", None
