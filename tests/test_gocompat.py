@@ -59,11 +59,9 @@ def test_chattool_reexports_every_public_name_of_its_parts():
 
 
 def test_durations_and_go_json_keep_their_old_import_paths():
-    from model import gojson
     from model.gocompat import decode, duration, encoding
 
     assert chattool.parse_duration_ms is duration.parse_duration_ms
     assert chattool.DurationError is duration.DurationError
     assert chattool.go_json is encoding.go_json
-    assert gojson.decode is decode.decode and gojson.go_quote is decode.go_quote
     assert gocompat.__doc__ and "Theory of operation" in gocompat.__doc__
