@@ -144,16 +144,21 @@ def test_convert_citations(before, after):
     assert convert_citations(before) == after
 
 
-def test_converter_check_finds_unconverted_files():
-    """``--check`` names a file with a reference citation and exits 1, and exits 0 on a clean
-    tree (a folder with no citation)."""
-    tree = ROOT / "docs"
-    clean = subprocess.run([sys.executable, __file__, "--check", str(tree)], capture_output=True, text=True)
-    assert clean.returncode == 0, clean.stdout + clean.stderr
-    dirty = subprocess.run([sys.executable, __file__, "--check", str(ROOT / "model")], capture_output=True, text=True)
-    assert dirty.returncode in (0, 1)
-    if dirty.returncode == 1:
-        assert "model/" in dirty.stdout
+def test_converter_command_checks_and_converts(tmp_path):
+    """``--check`` names a file that still cites a reference text and exits 1; ``--convert``
+    rewrites it in place; then ``--check`` exits 0. A missing folder is bad input (2)."""
+    src = tmp_path / "mod.py"
+    src.write_text('"""Fenced (chatd-contract.md 2.4)."""\n', encoding="utf-8")
+
+    def run(*args):
+        return subprocess.run([sys.executable, __file__, *args], capture_output=True, text=True)
+
+    check = run("--check", str(tmp_path))
+    assert check.returncode == 1 and "mod.py" in check.stdout
+    assert run("--convert", str(tmp_path)).returncode == 0
+    assert src.read_text(encoding="utf-8") == '"""Fenced (docs/contract.md C2.4)."""\n'
+    assert run("--check", str(tmp_path)).returncode == 0
+    assert run("--check", str(tmp_path / "missing")).returncode == 2
 
 
 @pytest.mark.xfail(strict=False, reason="the lead converts the citations after merging issue 13's rooms")
