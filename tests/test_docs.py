@@ -174,6 +174,7 @@ def test_no_docstring_cites_the_reference_files():
 # ---------------------------------------------------------------------------
 
 
+@pytest.mark.slow
 def test_architecture_picture_is_deterministic_and_current(tmp_path):
     """``python -m reports.architecture`` runs, a second run in another process writes the
     same bytes, and the committed docs/architecture.svg is that output (regenerate with
