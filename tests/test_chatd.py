@@ -69,7 +69,9 @@ BG = execute("toolu_bg", "serve", background=True)
 
 
 class FakeAgent:
-    """A scripted workspace agent (design B, Rev C, reduced to what chatd observes).
+    """A scripted stub workspace agent (design B, Rev C, reduced to what chatd observes),
+    plugged into model.system as ``WorldConfig.agent_impl``: the system delivers each
+    request to ``on_request`` and interprets the replies like model/agent.py's.
 
     With tool call headers a start is recorded by tool call UUID: the process ID is the
     UUID, and a repeated start replays the recorded answer with the run age. Without
