@@ -121,6 +121,7 @@ def test_toml_round_trip():
 # -- (b) workers do not change the report -----------------------------------------
 
 
+@pytest.mark.slow
 def test_workers_do_not_change_the_report(tmp_path):
     """--workers 1 and --workers 2 (spawned processes) print identical JSON, failures
     included."""
@@ -140,6 +141,7 @@ def test_workers_do_not_change_the_report(tmp_path):
 # -- (c) the contract survives a fixed budget -------------------------------------
 
 
+@pytest.mark.slow
 def test_contract_has_no_new_finding_in_a_fixed_budget():
     """CONTRACT_SEEDS swarm worlds under the plain contract: no new finding (residual
     risks allowed), with every story told in some of them."""
@@ -172,6 +174,7 @@ def _swarm_failure(variant: str, caught_by: str, first_seed: int, seeds: int) ->
     return None
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("mutant", planted_bugs.PLANTED_BUGS, ids=lambda m: m.name)
 def test_swarm_finds_planted_bug(mutant, tmp_path):
     """Within the bug's pinned window swarm reports a new finding (residual risk None) of
