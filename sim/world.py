@@ -38,7 +38,7 @@ from model import system as msys
 from model.system import Deliver, Drop, Fault, Fire
 
 from .replay import trace_lines
-from .scenario import Fault as FaultSpec
+from .scenario import FaultSpec
 from .scenario import MessageMatch
 
 
