@@ -43,7 +43,7 @@ from typing import Callable
 from model import vocabulary  # the fault kinds and trigger events swarm draws
 from model.timing import DEFAULT_TIMING
 
-from .scenario import format_duration, parse_duration
+from .scenario import ROUTE_OF_TOOL, format_duration, parse_duration
 
 # Fault kinds swarm toggles per seed: the vocabulary's swarm subset (model/vocabulary.py
 # says why the others stay out).
@@ -58,7 +58,6 @@ _MIN = 60_000
 _H = 3_600_000
 
 _COMMAND_BASES = ("go test ./...", "make build", "npm run lint", "cargo check", "pytest -q", "make e2e")
-_ROUTE_OF_TOOL = {"execute": "start", "edit_files": "edit", "write_file": "write"}
 _EXECUTE_TIMEOUTS_MS = (30 * _S, 1 * _MIN, 5 * _MIN, 10 * _MIN, 20 * _MIN, 30 * _MIN, 1 * _H, 2 * _H)
 # The trigger events swarm draws (a subset of vocabulary.TRIGGER_EVENTS, in this order:
 # the order is part of every seed's draw).
@@ -180,7 +179,7 @@ def _draw_fault(rng: random.Random, kind: str, replicas: int, chats: list[str], 
     fault: dict = {"kind": kind}
     if kind in ("lose", "delay"):
         call = rng.choice(calls)
-        route = _ROUTE_OF_TOOL[call["tool"]]
+        route = ROUTE_OF_TOOL[call["tool"]]
         if call["tool"] == "execute" and rng.random() < 0.3:
             route = "cancel"  # only sent after an interrupt; harmless when never sent
         fault["message"] = {"route": route, "tool_call": call["id"],
@@ -225,7 +224,7 @@ def _draw_trigger(rng: random.Random, fault: dict, calls: list[dict], until_ms: 
     if event == "process_started" and call["tool"] != "execute":
         event = "request_sent"
     # process_started and result_committed are no messages: their route is the call's own.
-    route = _ROUTE_OF_TOOL[call["tool"]]
+    route = ROUTE_OF_TOOL[call["tool"]]
     fault["when"] = {"event": event, "route": route, "tool_call": call["id"], "nth": _draw_nth(rng)}
     fault["offset"] = format_duration(rng.randint(0, 5 * _S))
 
@@ -301,7 +300,7 @@ def _chat_of(d: _Draft, call: dict) -> str:
 
 
 def _when(event: str, call: dict, nth: int = 1) -> dict:
-    route = _ROUTE_OF_TOOL[call["tool"]]  # process_started, result_committed: the call's own route
+    route = ROUTE_OF_TOOL[call["tool"]]  # process_started, result_committed: the call's own route
     return {"event": event, "route": route, "tool_call": call["id"], "nth": nth}
 
 
