@@ -314,6 +314,26 @@ def test_minimizer_shrinks_and_keeps_failure(seed, pick):
         assert small["network"]["loss"] == 0.0
 
 
+def test_generic_minimizer_knows_nothing_of_scenarios():
+    """sim/minimize.py on plain lists: removing one element at a time, it keeps what the
+    check needs (1-minimal), treats a refused candidate as no step, and stops at max_runs."""
+    from sim.minimize import minimize as generic
+
+    def steps(xs: list[int]):
+        return [xs[:i] + xs[i + 1:] for i in range(len(xs))]
+
+    def fails(xs: list[int]) -> bool:
+        if 5 not in xs:
+            raise ValueError("a candidate the checker refuses")
+        return 3 in xs
+
+    small, runs = generic(list(range(8)), fails, steps, max_runs=100, refused=(ValueError,))
+    assert small == [3, 5] and runs < 100
+    assert generic(list(range(8)), fails, steps, max_runs=2, refused=(ValueError,)) == ([2, 3, 4, 5, 6, 7], 2)
+    with pytest.raises(ValueError):  # not refused: the checker's error is the caller's
+        generic(list(range(8)), fails, steps, max_runs=100)
+
+
 def test_minimizer_leaves_a_passing_world_alone():
     """Nothing to keep failing: every candidate is refused and the world comes back whole."""
     data = swarm.draw_scenario(7)
