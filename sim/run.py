@@ -22,7 +22,7 @@ from model.core import FMap
 
 from .scenario import Scenario, ScenarioError, ToolCallSpec, check_until, format_duration
 from .replay import trace_sha256
-from .world import LinkSpec, World, WorldOptions
+from .world import LinkSpec, Simulation, WorldOptions
 
 # Chat names in scenarios become stable UUIDs (the tool call UUID needs a real chat UUID).
 CHAT_NAMESPACE = uuid.UUID("6f1c2d3e-4b5a-5c6d-8e7f-101112131415")
@@ -161,7 +161,7 @@ class RunResult:
     variant: str
     seed: int
     until_ms: int
-    world: World
+    world: Simulation
     violations: list
     report: props.Report | None = None
 
@@ -309,7 +309,7 @@ def run_scenario(scenario: Scenario, variant: str | None = None, seed: int | Non
     # same run another hash in another folder or checkout).
     header = {"scenario": scenario.name, "scenario_sha256": scenario_digest(scenario), "variant": variant,
               "seed": seed, "until_ms": until_ms}
-    world = World(config, seed, options, header)
+    world = Simulation(config, seed, options, header)
     world.run(until_ms)
     report = props.evaluate(world.trace, world.system)
     return RunResult(scenario, variant, seed, until_ms, world, report.violations, report=report)

@@ -189,14 +189,14 @@ def test_commit_without_attempt_fence_is_caught_by_fenced_commits_alone():
     from model import planted_bugs
     from sim.run import build, run_scenario
     from sim.scenario import load
-    from sim.world import World
+    from sim.world import Simulation
 
     scenario = load(pathlib.Path(__file__).resolve().parent.parent / "scenarios" / "bug_stale_attempt_commit.toml")
     bug = run_scenario(scenario, "contract+commit-without-attempt-fence")
     assert {v.property for v in bug.violations} == {"fenced_commits"}
     config, options = build(scenario, "contract")
     config = replace(config, chatd_rules=replace(config.chatd_rules, attempt_timeout_stops_calls=False))
-    world = World(config, scenario.seed, options)
+    world = Simulation(config, scenario.seed, options)
     world.run(scenario.until_ms)
     outcomes = [r.get("outcome") for r in world.trace if r.get("note") == "timed_out_attempt_committed"]
     assert outcomes == ["exit:fenced:attempt"]

@@ -65,7 +65,7 @@ def test_model_module_is_pure(path):
         "import time as t\n",
         "from datetime import datetime\n",
         "import simpy\n",
-        "from sim.world import World\n",
+        "from sim.world import Simulation\n",
         "import os.path\n",
         "def f():\n    import socket\n",
         "x = open('f').read()\n",
