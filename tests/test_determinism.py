@@ -9,6 +9,8 @@ import pathlib
 import subprocess
 import sys
 
+import pytest
+
 from sim.replay import replay_actions, trace_lines
 from sim.run import build, run_scenario
 from sim.scenario import load
@@ -27,6 +29,7 @@ def _hash_in_subprocess(hashseed: str, variant: str) -> str:
     return json.loads(out.stdout)["trace_sha256"]
 
 
+@pytest.mark.slow
 def test_same_seed_same_trace_across_processes_and_hash_seeds():
     """Two separate processes with different PYTHONHASHSEED produce the same trace hash,
     and so does this process."""

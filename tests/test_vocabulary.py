@@ -172,10 +172,10 @@ def test_readme_documents_exactly_the_vocabulary():
 def test_swarm_and_explorer_draw_from_the_vocabulary():
     """Swarm toggles only vocabulary fault kinds and triggers on vocabulary events; the
     explorer's and the search's fault actions are model fault kinds."""
-    from sim import swarm
+    from sim import stories, swarm
 
     assert set(swarm.FAULT_KINDS) <= set(voc.FAULTS)
-    assert set(swarm._TRIGGER_EVENTS) <= set(voc.TRIGGER_EVENTS)
+    assert set(stories._TRIGGER_EVENTS) <= set(voc.TRIGGER_EVENTS)
     assert {"agent_restart", "interrupt", "takeover"} <= set(voc.model_fault_kinds())
 
 
