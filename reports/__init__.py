@@ -12,8 +12,9 @@ through the drivers.
 
 Modules: ``run`` (the story of a run, its JSON shape, the determinism check's lines),
 ``explore`` (the exploration summary and its JSON shape), ``replay`` (a replay's verdict
-and its JSON shape), ``listing`` (``toolcall-sim list``), ``json_text`` (how every JSON
-document is printed). The folder ``reports/out/`` below this one is where the command line
+and its JSON shape), ``listing`` (``toolcall-sim list``), ``swarm`` (the swarm summary),
+``json_text`` (how every JSON document is printed); ``architecture`` draws the picture of
+docs/architecture.md from the import graph. The folder ``reports/out/`` below this one is where the command line
 writes files by default when run from the repository (sim/output.py); it is not versioned.
 
 This module imports nothing: importing a report costs only that report.
