@@ -626,7 +626,7 @@ def test_g38_stale_attempt_write_after_reacquire_exits():
 def test_g39_retry_wrapper_panics_retry():
     """TestRetryWrapper_PanicsRetry: a task attempt that fails unexpectedly (Go: panics) is
     retried after the backoff, and the retry runs the task again. Pure handlers cannot
-    panic, so the failure is handed to the retry wrapper (``_settle``, runTaskWithRetry's
+    panic, so the failure is handed to the retry wrapper (``_end_task``, runTaskWithRetry's
     body) directly; the attempt's calls are dropped, the retry resends the start and the
     agent replays it."""
     w = new_world([(FG_20M,)])
@@ -634,7 +634,7 @@ def test_g39_retry_wrapper_panics_retry():
     rep = w.reps["replica-1"]
     runner = rep.runners[CHAT]
     ga = w.chat().generation_attempt
-    rep, db, eff = chatd._settle(rep, w.db, runner, runner.task, "retry:panic", [])
+    rep, db, eff = chatd._end_task(rep, w.db, runner, runner.task, "retry:panic", [])
     w.reps["replica-1"], w.db = rep, db
     w.absorb("replica-1", eff)
     (retry,) = [e for e in eff if isinstance(e, Note) and e.kind == "task_retry"]
