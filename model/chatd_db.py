@@ -39,6 +39,11 @@ Rule 8. Every committed tool result emits ``Truth("result_committed")`` with cha
         number), generation_attempt (0 for interrupt commits), task (generation or
         interrupt), result_message_id and at_db_ms (the database clock).
 
+The module is longer than the project's ~500 lines on purpose: every transaction goes
+through the same private row helpers (``_lock``, ``_insert_messages``, ``_publishes``),
+which is what makes rules 1, 2 and 5 hold for every transition at once; splitting the
+transactions from them would make those helpers public between modules.
+
 Model abstractions:
 - All tool calls are local; provider-executed and dynamic calls do not exist, so
   ``requires_action`` and ``error`` are never entered by the modelled transitions.
@@ -71,6 +76,7 @@ INTERRUPTING = "interrupting"
 REQUIRES_ACTION = "requires_action"
 ERROR = "error"
 ARCHIVED = "archived"
+# Every status; chatd maps each to the task its runner starts (checked by a test).
 STATUSES = (WAITING, RUNNING, INTERRUPTING, REQUIRES_ACTION, ERROR, ARCHIVED)
 RUNNABLE = (RUNNING, INTERRUPTING, REQUIRES_ACTION)
 
@@ -85,10 +91,6 @@ FENCED_OWNER = "fenced:owner"
 FENCED_STATUS = "fenced:status"
 FENCED_HISTORY = "fenced:history"
 FENCED_ATTEMPT = "fenced:attempt"
-
-
-def is_fenced(outcome: str) -> bool:
-    return outcome.startswith("fenced")
 
 
 # ---------------------------------------------------------------------------

@@ -9,8 +9,9 @@ on a planted-bug knob: it asks one of the hooks below (``fence_checks``, ``cance
 ``batch_left_running``, ``interrupt_answers``), whose correct behaviour is what the
 contract says and whose bug is one small deviation in the hook, so the correct path
 reads straight and each bug lives in one place. Only the real-version differences are
-read directly (``if rules.send_identity``), or through a hook where that reads better
-(``cancels_for``).
+read directly (``rules.send_identity``, ``rules.serial_tools``), or through a hook where
+that reads better (``cancels_for``). tests/test_chatd_rules.py checks that no other
+module of chatd reads a planted-bug knob.
 
 Every duration a replica waits for is read from ``timing`` (model/timing.py); the
 constants below are its defaults, the reference values, for readers and tests.
