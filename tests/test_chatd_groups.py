@@ -7,7 +7,7 @@ and every named test real. Groups 1-24 and the per-call halves of 25-35 live in
 tests/test_chattool.py (no replica needed); the task, fence and retry-wrapper halves live
 in tests/test_chatd.py and here. The tests here drive the same in-test world as
 tests/test_chatd.py (its ``World`` and scripted ``FakeAgent``): every handler is the real
-pure model (model/chatd.py, model/chattool.py), only the agent is scripted.
+pure model (model/chatd/, model/chattool.py), only the agent is scripted.
 
 What the model leaves out on purpose, and how a group is still tested (``ABSTRACTED``):
 - the message part buffer (groups 28, 41): the buffer's parts never become committed
