@@ -39,6 +39,11 @@ Rule 8. Every committed tool result emits ``Truth("result_committed")`` with cha
         number), generation_attempt (0 for interrupt commits), task (generation or
         interrupt), result_message_id and at_db_ms (the database clock).
 
+The module is longer than the project's ~500 lines on purpose: every transaction goes
+through the same private row helpers (``_lock``, ``_insert_messages``, ``_publishes``),
+which is what makes rules 1, 2 and 5 hold for every transition at once; splitting the
+transactions from them would make those helpers public between modules.
+
 Model abstractions:
 - All tool calls are local; provider-executed and dynamic calls do not exist, so
   ``requires_action`` and ``error`` are never entered by the modelled transitions.
@@ -58,7 +63,7 @@ Model abstractions:
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, Callable
 
 from .core import EMPTY, CachedRepr, FMap, Note, Publish, note, replace, truth
 from .identity import tool_call_uuid
@@ -71,6 +76,7 @@ INTERRUPTING = "interrupting"
 REQUIRES_ACTION = "requires_action"
 ERROR = "error"
 ARCHIVED = "archived"
+# Every status; chatd maps each to the task its runner starts (checked by a test).
 STATUSES = (WAITING, RUNNING, INTERRUPTING, REQUIRES_ACTION, ERROR, ARCHIVED)
 RUNNABLE = (RUNNING, INTERRUPTING, REQUIRES_ACTION)
 
@@ -85,10 +91,6 @@ FENCED_OWNER = "fenced:owner"
 FENCED_STATUS = "fenced:status"
 FENCED_HISTORY = "fenced:history"
 FENCED_ATTEMPT = "fenced:attempt"
-
-
-def is_fenced(outcome: str) -> bool:
-    return outcome.startswith("fenced")
 
 
 # ---------------------------------------------------------------------------
@@ -202,25 +204,22 @@ def check_fence(
 ) -> tuple[str, Chat | None]:
     """Lock the chat row and check the fence of ``op``; ``(OK, chat)`` or an outcome.
 
-    ``rules`` is the replica's ``ChatdRules``: its ``owner_fence``, ``history_fence`` and
-    ``attempt_fence`` switches exist to plant bugs, never to model a real variant.
+    ``rules`` is the replica's ``ChatdRules``: ``rules.fence_checks(op)`` is the row of
+    ``FENCES`` for ``op``, with a part switched off only by a planted fence bug.
     """
     if not db.db_up:
         return DB_DOWN, None
     chat = db.chats.get(chat_id)
     if chat is None:
         return FENCED_NO_CHAT, None
-    rule = FENCES[op]
-    if rule.owner and rules.owner_fence and (chat.worker_id, chat.runner_id) != (
-        fence.worker_id,
-        fence.runner_id,
-    ):
+    rule = rules.fence_checks(op)
+    if rule.owner and (chat.worker_id, chat.runner_id) != (fence.worker_id, fence.runner_id):
         return FENCED_OWNER, chat
     if rule.status and chat.status != fence.status:
         return FENCED_STATUS, chat
-    if rule.history and rules.history_fence and chat.history_version != fence.history_version:
+    if rule.history and chat.history_version != fence.history_version:
         return FENCED_HISTORY, chat
-    if rule.attempt and rules.attempt_fence and chat.generation_attempt != generation_attempt:
+    if rule.attempt and chat.generation_attempt != generation_attempt:
         return FENCED_ATTEMPT, chat
     return OK, chat
 
@@ -417,19 +416,15 @@ def tx_finish_turn(db: Db, chat: Chat, db_now_ms: int) -> tuple[Db, list]:
 
 def tx_finish_interruption(
     db: Db, chat: Chat, results_by_provider: FMap, generic: Any, db_now_ms: int, replica: str, attempt: int,
-    only_unresolved: bool = True, drop_kinds: tuple[str, ...] = (),
+    answered: Callable[[Chat], tuple[Message | None, tuple]] | None = None,
 ) -> tuple[Db, list]:
     """Commit of ``StartInterrupt`` (3.2 step 4): re-read the unresolved calls, write one
     result for EVERY one of them (the interrupt's result for its provider ID, else the
-    generic result), then ``FinishInterruption``. ``only_unresolved=False`` and
-    ``drop_kinds`` exist only to plant bugs (answering resolved calls again; leaving calls
-    whose result is of a dropped kind without any result)."""
-    call_msg, calls = unresolved_calls(chat)
-    if not only_unresolved:
-        call_msg = last_assistant(chat)
-        calls = call_msg.tool_calls if call_msg is not None else ()
-    if drop_kinds:
-        calls = tuple(c for c in calls if getattr(results_by_provider.get(c.provider_id), "kind", None) not in drop_kinds)
+    generic result), then ``FinishInterruption``. ``answered`` re-reads the calls to
+    answer from the locked row; by default ``unresolved_calls`` (rule 7). chatd passes
+    its rules' hook (``ChatdRules.interrupt_answers``), where the planted bugs of this
+    commit live."""
+    call_msg, calls = (answered or unresolved_calls)(chat)
     chat = _lock(chat)
     effects: list = []
     if calls:
@@ -556,8 +551,3 @@ def db_archive(db: Db, chat_id: str, db_now_ms: int) -> tuple[Db, list]:
     chat = replace(_lock(chat), status=ARCHIVED)
     db = _put(db, chat)
     return db, [note("archived", chat_id=chat_id)] + _publishes(db, chat, db_now_ms)
-
-
-# The issue's names for the user actions.
-send_user_message = db_send_user_message
-interrupt = db_interrupt

@@ -7,7 +7,7 @@ and every named test real. Groups 1-24 and the per-call halves of 25-35 live in
 tests/test_chattool.py (no replica needed); the task, fence and retry-wrapper halves live
 in tests/test_chatd.py and here. The tests here drive the same in-test world as
 tests/test_chatd.py (its ``World`` and scripted ``FakeAgent``): every handler is the real
-pure model (model/chatd.py, model/chattool.py), only the agent is scripted.
+pure model (model/chatd/, model/chattool.py), only the agent is scripted.
 
 What the model leaves out on purpose, and how a group is still tested (``ABSTRACTED``):
 - the message part buffer (groups 28, 41): the buffer's parts never become committed
@@ -626,7 +626,7 @@ def test_g38_stale_attempt_write_after_reacquire_exits():
 def test_g39_retry_wrapper_panics_retry():
     """TestRetryWrapper_PanicsRetry: a task attempt that fails unexpectedly (Go: panics) is
     retried after the backoff, and the retry runs the task again. Pure handlers cannot
-    panic, so the failure is handed to the retry wrapper (``_settle``, runTaskWithRetry's
+    panic, so the failure is handed to the retry wrapper (``_end_task``, runTaskWithRetry's
     body) directly; the attempt's calls are dropped, the retry resends the start and the
     agent replays it."""
     w = new_world([(FG_20M,)])
@@ -634,7 +634,7 @@ def test_g39_retry_wrapper_panics_retry():
     rep = w.reps["replica-1"]
     runner = rep.runners[CHAT]
     ga = w.chat().generation_attempt
-    rep, db, eff = chatd._settle(rep, w.db, runner, runner.task, "retry:panic", [])
+    rep, db, eff = chatd._end_task(rep, w.db, runner, runner.task, "retry:panic", [])
     w.reps["replica-1"], w.db = rep, db
     w.absorb("replica-1", eff)
     (retry,) = [e for e in eff if isinstance(e, Note) and e.kind == "task_retry"]

@@ -1,6 +1,6 @@
 """`today` is chatd before the CODAGT-757 stack, and the chatd facts of issue 10.
 
-The variant ``today`` (model/chatd.py ``TODAY``, model/chattool.py ``BEFORE_STACK``) has
+The variant ``today`` (model/chatd/rules.py ``TODAY``, model/chattool.py ``BEFORE_STACK``) has
 none of the stack's behaviours (codagt-757-design.md section 9, PRs 4-6, and Q9): no
 identity or headers, no agent answer timeout, the pre-Q9c text for a snapshot that fails
 past the deadline, no interrupt cancels. Each test below names the design line, the

@@ -1,0 +1,148 @@
+"""The tool batch of an attempt after its dial: begin the calls (or the interrupt's
+cancels), follow each through chattool, and commit once every call has its result
+(rules 5, 6, 8 and 9); and the commit of a generated assistant message.
+
+Theory of operation
+-------------------
+An attempt in step ``dial`` waits for the dial's answer (or its 30 s timer). On success
+every call begins at once through chattool (``begin_call``; an interrupt's
+``begin_cancel``), except that calls of serial tools begin one at a time in call order
+(rule 9). On failure chattool maps the dial error to a result per call. Each answer or
+timer of a call moves its chattool state on (``_call_progress``); when the last result
+is in, ``_maybe_commit`` runs the ONE fenced commit of the batch or of the interrupt and
+hands the outcome to the retry wrapper.
+"""
+
+from __future__ import annotations
+
+from .. import chattool
+from ..core import CancelTimer, Response, TransportError, note, replace
+from ..chatd_db import tx_commit_assistant
+from .interrupt import _interrupt_commit
+from .retry import _end_task
+from .rules import ChatdRules
+from .state import DONE, PENDING, Attempt, Out
+from .tasks import _execute_commit, _fenced, _identity
+
+# Dial answers -> the dial error kind chattool maps to a result. The world answers a dial
+# with 200, nothing (our dial timer fires), or a TransportError (interfaces.md); a non-200
+# answer is how a world says there is no agent / workspace (chatd learns that from the
+# database in Go, before dialing; the world owns that fact here).
+DIAL_FAILURE_FOR_STATUS = {
+    404: chattool.DIAL_NO_AGENT,
+    410: chattool.DIAL_DELETED,
+    424: chattool.DIAL_NO_WORKSPACE,
+}
+DIAL_FAILURE_TRANSPORT = "refused"
+DIAL_FAILURE_TIMEOUT = "timeout"
+
+
+def _dial_failure_kind(answer: Response | TransportError | None) -> str | None:
+    if answer is None:
+        return DIAL_FAILURE_TIMEOUT
+    if isinstance(answer, TransportError):
+        return DIAL_FAILURE_TRANSPORT
+    if answer.status == 200:
+        return None
+    return DIAL_FAILURE_FOR_STATUS.get(answer.status, DIAL_FAILURE_TRANSPORT)
+
+
+def _on_dial(rep, db, runner, task, answer, now_ms, db_now_ms) -> Out:
+    """The dial ended: begin every call (or cancel) at once, a serial tool's calls one at
+    a time (Rule 9), or map the dial failure."""
+    att = task.attempt
+    effects: list = [CancelTimer(f"{att.key}/dial")]
+    kind = _dial_failure_kind(answer)
+    states = list(att.states)
+    results = list(att.results)
+    if kind is None:
+        effects.append(note("dialed", task=task.task_id))
+        for i, (call, plan) in enumerate(att.targets):
+            ident = _identity(task, att, call)
+            prefix = f"{att.key}/c{i}"
+            if att.action == "interrupt":
+                cs, eff = chattool.begin_cancel(call, plan, ident, rep.name, prefix, task.chat_id, now_ms,
+                                                timing=rep.rules.timing)
+            else:
+                if _waits_for_serial(rep.rules, att.targets, states, results, i):
+                    continue  # Rule 9: begun when the serial call before it has its result
+                cs, eff = chattool.begin_call(call, ident, rep.name, prefix, task.chat_id, now_ms,
+                                              rep.rules.send_identity, timing=rep.rules.timing,
+                                              layer=rep.rules.tool_layer)
+            states[i], results[i] = cs, cs.result
+            effects += list(eff)
+    else:
+        effects.append(note("dial_failed", task=task.task_id, kind=kind))
+        for i, (call, plan) in enumerate(att.targets):
+            ident = _identity(task, att, call)
+            if att.action == "interrupt":
+                results[i] = chattool.unreachable_result(call, plan, ident, kind)
+            else:
+                results[i] = chattool.dial_failed_result(call, ident, kind)
+    task = replace(task, attempt=replace(att, step="calls", states=tuple(states), results=tuple(results)))
+    return _maybe_commit(rep, db, runner, task, effects, db_now_ms)
+
+
+def _waits_for_serial(rules: ChatdRules, targets, states, results, i: int) -> bool:
+    """Rule 9: call ``i`` of a batch is serial and an earlier serial call has not been
+    begun or has no result yet."""
+    serial = rules.serial_tools
+    if targets[i][0].tool not in serial:
+        return False
+    return any(targets[j][0].tool in serial and (states[j] is None or results[j] is None) for j in range(i))
+
+
+def _begin_next_serial(rep, task, att, now_ms) -> tuple[Attempt, list]:
+    """Rule 9: after a call of the batch got its result, begin the serial calls now due
+    (a serial call that finishes at once lets the next one begin too)."""
+    states, results, effects = list(att.states), list(att.results), []
+    for i, (call, _) in enumerate(att.targets):
+        if states[i] is not None or call.tool not in rep.rules.serial_tools:
+            continue
+        if _waits_for_serial(rep.rules, att.targets, states, results, i):
+            break
+        cs, eff = chattool.begin_call(call, _identity(task, att, call), rep.name, f"{att.key}/c{i}", task.chat_id,
+                                      now_ms, rep.rules.send_identity, timing=rep.rules.timing,
+                                      layer=rep.rules.tool_layer)
+        states[i], results[i] = cs, cs.result
+        effects += list(eff)
+    return replace(att, states=tuple(states), results=tuple(results)), effects
+
+
+def _call_progress(rep, db, runner, task, i, cs, eff, now_ms, db_now_ms) -> Out:
+    att = task.attempt
+    states = att.states[:i] + (cs,) + att.states[i + 1 :]
+    results = att.results[:i] + (cs.result,) + att.results[i + 1 :]
+    att = replace(att, states=states, results=results)
+    effects = list(eff)
+    if cs.result is not None and att.action != "interrupt" and any(s is None for s in states):
+        att, more = _begin_next_serial(rep, task, att, now_ms)
+        effects += more
+    task = replace(task, attempt=att)
+    return _maybe_commit(rep, db, runner, task, effects, db_now_ms)
+
+
+def _maybe_commit(rep, db, runner, task, effects, db_now_ms) -> Out:
+    """Wait for ALL results of the batch, then one fenced commit (1.3 step 4-5)."""
+    att = task.attempt
+    if any(r is None for r in att.results):
+        return _end_task(rep, db, runner, task, PENDING, effects)
+    if att.action == "interrupt":
+        db, outcome, eff = _interrupt_commit(rep, db, task, att, db_now_ms)
+    else:
+        db, outcome, eff = _execute_commit(rep, db, task, att, db_now_ms)
+    return _end_task(rep, db, runner, task, outcome, effects + eff)
+
+
+def _commit_assistant(rep, db, runner, task, db_now_ms) -> Out:
+    """The model answered (timer ``<attempt>/gen``): commit the assistant message, fenced on
+    history_version and generation_attempt."""
+    att = task.attempt
+    if att.step != "generate":
+        return rep, db, [note("stale_timer", replica=rep.name, timer=f"{att.key}/gen")]
+    chat, outcome, eff = _fenced(db, task, "commit_step", rep.rules, att.generation_attempt)
+    if outcome is not None:
+        task = replace(task, attempt=replace(att, step="calls"))
+        return _end_task(rep, db, runner, task, outcome, eff)
+    db, eff = tx_commit_assistant(db, chat, att.turn, db_now_ms)
+    return _end_task(rep, db, runner, replace(task, attempt=replace(att, step="calls")), DONE, eff)

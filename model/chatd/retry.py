@@ -1,0 +1,143 @@
+"""The retry wrapper (rule 4, chatd-contract.md 1.4a, Go's ``runTaskWithRetry``) and the
+canceling of a task (rule 3).
+
+Theory of operation
+-------------------
+``_start_attempt`` runs the start of the task's kind (table ``_ATTEMPT_STARTS``) and arms
+the attempt's 15-minute timer when it has to wait. Every outcome of an attempt, from any
+handler, goes through ``_end_task``: ``PENDING`` keeps waiting; any other outcome ends the
+attempt (its timers canceled, its calls aborted, rule 3); ``RETRY:...`` arms the backoff
+(100 ms doubling, capped at 5 s, no limit); ``DONE`` and ``EXIT:...`` end the task, and an
+abandon that is done (or fenced out by a new owner) drops the runner (2.3).
+
+The only way an attempt outlives its end is the planted bug that lets a timed-out execute
+batch go on (``ChatdRules.batch_left_running``): the attempt is kept as ``Task.zombie``
+and its calls are driven by ``_zombie_progress`` until its batch commits.
+"""
+
+from __future__ import annotations
+
+from .. import chattool
+from ..chatd_db import Db
+from ..core import CancelTimer, SetTimer, note, replace
+from .interrupt import _interrupt_start
+from .state import (
+    DONE,
+    EXIT,
+    PENDING,
+    RETRY,
+    SYNC_PREFIX,
+    TIMED_OUT,
+    Attempt,
+    Out,
+    ReplicaState,
+    Runner,
+    Task,
+    _call_index,
+    _put_runner,
+)
+from .tasks import _abandon_start, _execute_commit, _generation_start
+
+_ATTEMPT_STARTS = {"generation": _generation_start, "interrupt": _interrupt_start, "abandon": _abandon_start}
+
+
+def _drop_runner(rep: ReplicaState, chat_id: str, reason: str) -> tuple[ReplicaState, list]:
+    """The runner of ``chat_id`` stops: its task is canceled (rule 3), its sync timer too."""
+    runner = rep.runners.get(chat_id)
+    if runner is None:
+        return rep, []
+    effects = _cancel_task(runner.task) if runner.task else []
+    effects += [
+        CancelTimer(SYNC_PREFIX + chat_id),
+        note("runner_dropped", replica=rep.name, chat_id=chat_id, reason=reason),
+    ]
+    return replace(rep, runners=rep.runners.remove(chat_id)), effects
+
+
+def _cancel_task(task: Task) -> list:
+    """Rule 3: stop waiting, send nothing."""
+    effects = [CancelTimer(f"{task.task_id}/backoff")]
+    if task.attempt is not None:
+        effects += _end_attempt(task.attempt)
+    effects.append(note("task_canceled", task=task.task_id, chat_id=task.chat_id, kind=task.kind))
+    return effects
+
+
+def _end_attempt(att: Attempt) -> list:
+    effects: list = [CancelTimer(f"{att.key}/timeout")]
+    if att.step == "dial":
+        effects.append(CancelTimer(f"{att.key}/dial"))
+    if att.step == "generate":
+        effects.append(CancelTimer(f"{att.key}/gen"))
+    for cs, res in zip(att.states, att.results):
+        if cs is not None and res is None:
+            effects += list(chattool.abort(cs))
+    return effects
+
+
+def _start_attempt(rep: ReplicaState, db: Db, runner: Runner, task: Task, now_ms: int, db_now_ms: int) -> Out:
+    number = task.attempts + 1
+    task = replace(task, attempts=number, attempt=None)
+    key = f"{task.task_id}/a{number}"
+    start = _ATTEMPT_STARTS[task.kind]
+    db, outcome, att, effects = start(rep, db, task, key, number, now_ms, db_now_ms)
+    if outcome == PENDING:
+        effects = [SetTimer(f"{key}/timeout", rep.rules.timing.task_timeout_ms)] + effects
+    return _end_task(rep, db, runner, replace(task, attempt=att), outcome, effects)
+
+
+def _end_task(rep: ReplicaState, db: Db, runner: Runner, task: Task, outcome: str, effects: list) -> Out:
+    """Apply an attempt's outcome to the runner (the body of ``runTaskWithRetry``)."""
+    if outcome == PENDING:
+        return _put_runner(rep, replace(runner, task=task)), db, effects
+    effects = list(effects)
+    att = task.attempt
+    left_running = rep.rules.batch_left_running(att, timed_out=outcome == TIMED_OUT)  # None but for a planted bug
+    if left_running is not None:
+        task = replace(task, zombie=left_running)
+    elif att is not None:
+        effects += _end_attempt(att)
+    if outcome.startswith(RETRY):
+        effects += [
+            SetTimer(f"{task.task_id}/backoff", task.backoff_ms),
+            note("task_retry", task=task.task_id, chat_id=task.chat_id, why=outcome[len(RETRY) + 1 :],
+                 attempt=task.attempts, backoff_ms=task.backoff_ms),
+        ]
+        max_backoff_ms = rep.rules.timing.task_retry_max_backoff_ms
+        task = replace(task, attempt=None, backoff_ms=min(task.backoff_ms * 2, max_backoff_ms))
+        return _put_runner(rep, replace(runner, task=task)), db, effects
+    effects.append(note("task_" + ("done" if outcome == DONE else "exit"), task=task.task_id,
+                        chat_id=task.chat_id, kind=task.kind, why=outcome))
+    rep = _put_runner(rep, replace(runner, task=None))
+    if task.kind == "abandon" and outcome in (DONE, f"{EXIT}:fenced:owner"):
+        # Abandoned, or someone else owns it: either way this runner is finished (2.3).
+        rep, eff = _drop_runner(rep, task.chat_id, "abandoned" if outcome == DONE else "owner_changed")
+        effects += eff
+    return rep, db, effects
+
+
+def _zombie_call(task: Task, rest: list) -> int | None:
+    """The call index of a timed-out attempt's call this name belongs to, if any (only
+    with the planted bug ``attempt_timeout_stops_calls=False``)."""
+    z = task.zombie
+    if z is None or len(rest) < 2 or f"{task.task_id}/{rest[0]}" != z.key:
+        return None
+    i = _call_index(rest[1])
+    if i is None or i >= len(z.states) or z.states[i] is None or z.results[i] is not None:
+        return None
+    return i
+
+
+def _zombie_progress(rep, db, runner, task, rest, step, db_now_ms) -> Out:
+    """A timed-out attempt's call moves on; once its batch has every result it commits
+    under its own (old) generation attempt, as the current attempt would."""
+    z = task.zombie
+    i = _call_index(rest[1])
+    cs, eff = step(z.states[i])
+    z = replace(z, states=z.states[:i] + (cs,) + z.states[i + 1:], results=z.results[:i] + (cs.result,) + z.results[i + 1:])
+    effects = list(eff)
+    if any(r is None for r in z.results):
+        return _put_runner(rep, replace(runner, task=replace(task, zombie=z))), db, effects
+    db, outcome, more = _execute_commit(rep, db, task, z, db_now_ms)
+    effects += more + [note("timed_out_attempt_committed", task=task.task_id, attempt=z.number, outcome=outcome)]
+    return _put_runner(rep, replace(runner, task=replace(task, zombie=None))), db, effects

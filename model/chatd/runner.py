@@ -1,0 +1,115 @@
+"""The worker's loops (rule 1: acquisition and heartbeats) and the runner of each owned chat
+(rule 2: read the chat, start the task its status asks for).
+
+Theory of operation
+-------------------
+``_acquire`` claims up to ``ACQUISITION_BATCH_SIZE`` runnable chats that are unowned or
+whose runner's heartbeat is stale, gives each a new runner and lets it read the chat at
+once. ``_heartbeat`` upserts a heartbeat per runner. A paused worker runs neither loop.
+``_observe`` is the runner's read: a snapshot that is not newer is ignored, a chat owned
+by someone else drops the runner, and a change of history or status cancels the running
+task WITHOUT waiting (rule 3) and starts the task for the new status (``TASK_FOR_STATUS``).
+"""
+
+from __future__ import annotations
+
+from ..chatd_db import (
+    ARCHIVED,
+    ERROR,
+    INTERRUPTING,
+    REQUIRES_ACTION,
+    RUNNABLE,
+    RUNNING,
+    WAITING,
+    Db,
+    TaskFence,
+    cleanup_heartbeats,
+    heartbeat_stale,
+    tx_acquire,
+    upsert_heartbeats,
+)
+from ..core import SetTimer, note, replace
+from .rules import ACQUISITION_BATCH_SIZE
+from .retry import _cancel_task, _drop_runner, _start_attempt
+from .state import SYNC_PREFIX, Out, ReplicaState, Runner, Task, _new_id, _put_runner
+
+# Runner rule 2: chat status -> the task its runner starts (None: not modelled, stay idle).
+TASK_FOR_STATUS = {
+    RUNNING: "generation",
+    INTERRUPTING: "interrupt",
+    REQUIRES_ACTION: None,  # the dynamic-tool timeout task; dynamic tools are not modelled
+    WAITING: "abandon",
+    ERROR: "abandon",
+    ARCHIVED: "abandon",
+}
+
+
+def _acquire(rep: ReplicaState, db: Db, now_ms: int, db_now_ms: int) -> Out:
+    if rep.heartbeats_paused:
+        return rep, db, []
+    if not db.db_up:
+        return rep, db, [note("db_down", replica=rep.name, op="acquire")]
+    stale_ms = rep.rules.timing.heartbeat_stale_ms
+    db = cleanup_heartbeats(db, db_now_ms, stale_ms)
+    candidates = [
+        chat
+        for chat in db.chats.values()
+        if chat.status in RUNNABLE and (not chat.owned or heartbeat_stale(db, chat, db_now_ms, stale_ms))
+    ][:ACQUISITION_BATCH_SIZE]
+    effects: list = []
+    for chat in candidates:
+        if chat.chat_id in rep.runners:
+            # Our own runner went stale (heartbeats stopped): replace it, like the old
+            # runner would clean itself up on seeing the new runner_id.
+            rep, eff = _drop_runner(rep, chat.chat_id, "reacquired")
+            effects += eff
+        rep, runner_id = _new_id(rep, "/r")
+        db, eff = tx_acquire(db, chat, rep.worker_id, runner_id, db_now_ms)
+        effects += eff
+        rep = replace(rep, runners=rep.runners.set(chat.chat_id, Runner(chat.chat_id, runner_id)))
+        effects.append(SetTimer(SYNC_PREFIX + chat.chat_id, rep.rules.timing.runner_sync_interval_ms))
+        rep, db, eff = _observe(rep, db, chat.chat_id, now_ms, db_now_ms, "acquired")
+        effects += eff
+    return rep, db, effects
+
+
+def _heartbeat(rep: ReplicaState, db: Db, db_now_ms: int) -> tuple[Db, list]:
+    if rep.heartbeats_paused or not rep.runners:
+        return db, []
+    if not db.db_up:
+        return db, [note("db_down", replica=rep.name, op="heartbeat")]
+    keys = [(r.chat_id, r.runner_id) for r in rep.runners.values()]
+    return upsert_heartbeats(db, keys, db_now_ms), []
+
+
+def _observe(rep: ReplicaState, db: Db, chat_id: str, now_ms: int, db_now_ms: int, why: str) -> Out:
+    runner = rep.runners.get(chat_id)
+    if runner is None:
+        return rep, db, []
+    if not db.db_up:
+        return rep, db, [note("db_down", replica=rep.name, op="runner_" + why)]
+    chat = db.chats.get(chat_id)
+    if chat is None:
+        rep, eff = _drop_runner(rep, chat_id, "deleted")
+        return rep, db, eff
+    if chat.snapshot_version <= runner.seen_snapshot:
+        return rep, db, []
+    if (chat.worker_id, chat.runner_id) != (rep.worker_id, runner.runner_id):
+        rep, eff = _drop_runner(rep, chat_id, "owner_changed")
+        return rep, db, eff
+    changed = chat.history_version != runner.seen_history or chat.status != runner.seen_status
+    runner = replace(runner, seen_snapshot=chat.snapshot_version)
+    if not changed:
+        return _put_runner(rep, runner), db, []
+    effects = _cancel_task(runner.task) if runner.task else []
+    runner = replace(runner, seen_history=chat.history_version, seen_status=chat.status, task=None)
+    kind = TASK_FOR_STATUS.get(chat.status)
+    rep = _put_runner(rep, runner)
+    if kind is None:
+        return rep, db, effects
+    rep, task_id = _new_id(rep, "/t")
+    fence = TaskFence(rep.worker_id, runner.runner_id, chat.status, chat.history_version)
+    task = Task(task_id, kind, chat_id, fence, backoff_ms=rep.rules.timing.task_retry_initial_backoff_ms)
+    effects.append(note("task_started", replica=rep.name, chat_id=chat_id, task=task_id, kind=kind))
+    rep, db, eff = _start_attempt(rep, db, runner, task, now_ms, db_now_ms)
+    return rep, db, effects + eff
