@@ -44,6 +44,17 @@ from .classify import CANCEL_UNSURE_REASONS, CLASSIFIERS, classify, informationa
 from .evidence import CallInfo, Evidence, Violation, agent_clock_at, committed_calls, violation
 from .risks import KNOWN_FINDINGS, RESIDUAL_RISKS, is_known_finding
 
+# Rule 4's table must name what exists: a row with a misspelled class or property would
+# never match and would pass every violation off as new, so it fails at import instead
+# (as model/system.py checks its fault handlers against the vocabulary).
+_unknown_rows = [
+    (name, properties) for name, properties, _ in CLASSIFIERS
+    if name not in RESIDUAL_RISKS and name not in KNOWN_FINDINGS
+    or not set(properties) <= {p.name for p in PROPERTIES}
+]
+if _unknown_rows:
+    raise ImportError(f"CLASSIFIERS rows name unknown classes or properties: {_unknown_rows}")
+
 __all__ = [
     "CANCEL_UNSURE_REASONS",
     "CLASSIFIERS",
