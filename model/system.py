@@ -56,6 +56,20 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from . import agent, chatd, chattool
+# The actions live in their own module; they are re-exported here because every driver
+# says ``msys.Deliver``, ``msys.Fault``, ``msys.action_from_json``.
+from .actions import (  # noqa: F401
+    ACTION_TYPES,
+    Action,
+    Deliver,
+    Drop,
+    Fault,
+    Fire,
+    ReplayMismatch,
+    Tick,
+    action_from_json,
+    action_to_json,
+)
 from .core import (
     EMPTY,
     replace,
@@ -72,20 +86,6 @@ from .core import (
     header_value,
 )
 from . import vocabulary
-# The actions live in their own module; they are re-exported here because every driver
-# says ``msys.Deliver``, ``msys.Fault``, ``msys.action_from_json``.
-from .actions import (  # noqa: F401
-    ACTION_TYPES,
-    Action,
-    Deliver,
-    Drop,
-    Fault,
-    Fire,
-    ReplayMismatch,
-    Tick,
-    action_from_json,
-    action_to_json,
-)
 from .identity import AGE_MS_HEADER, CHAT_ID_HEADER, TOOL_CALL_ID_HEADER, path_unescape, set_tool_call_headers, tool_call_uuid
 
 AGENT = "agent"
