@@ -25,6 +25,7 @@ class PlantedBug:
     scenario: str  # the scenario (file stem in scenarios/) where it is caught
     chatd: tuple[tuple[str, object], ...] = ()  # ChatdRules fields to change
     agent: tuple[tuple[str, object], ...] = ()  # AgentRules fields to change
+    agent_hooks: tuple[type, ...] = ()  # AgentRules subclasses whose hook overrides apply (model/agent/planted.py)
     timing: tuple[tuple[str, object], ...] = ()  # chatd Timing fields to change
 
 
@@ -34,23 +35,23 @@ PLANTED_BUGS: tuple[PlantedBug, ...] = (
            "at_most_once", "bug_delayed_retry_across_restart", agent=(("age_margin_ms", 0),)),
     PlantedBug("run-before-record",
            "The agent runs the handler before inserting the record (breaks A1): a request during a slow run runs again.",
-           "at_most_once", "bug_slow_spawn_retry", agent=(("record_before_run", False),)),
+           "at_most_once", "bug_slow_spawn_retry", agent_hooks=(agent.planted.RunBeforeRecord,)),
     PlantedBug("cancel-without-marker",
            "A cancel of a call the agent never received records nothing, so the late start still runs (breaks US10).",
            "canceled_before_received_never_runs", "us10_interrupt_before_start_arrives",
-           agent=(("cancel_inserts_marker", False),)),
+           agent_hooks=(agent.planted.CancelWithoutMarker,)),
     PlantedBug("cancel-without-marker-truth",
            "The same bug seen by the truth checker: the interrupt reports not_run for a command that then ran.",
-           "truthful_result", "us10_interrupt_before_start_arrives", agent=(("cancel_inserts_marker", False),)),
+           "truthful_result", "us10_interrupt_before_start_arrives", agent_hooks=(agent.planted.CancelWithoutMarker,)),
     PlantedBug("stop-rule-inclusive",
            "The stop rule kills at run age == threshold, so a foreground process exactly at its deadline is killed.",
-           "background_survives", "bug_interrupt_at_deadline", agent=(("stop_rule_inclusive", True),)),
+           "background_survives", "bug_interrupt_at_deadline", agent_hooks=(agent.planted.StopRuleInclusive,)),
     PlantedBug("records-lost-on-new-message",
            "Inserting a record drops the other records of the same message, so a retried batch runs again.",
-           "retry_changes_nothing", "us04_retry_changes_nothing", agent=(("drop_only_older_messages", False),)),
+           "retry_changes_nothing", "us04_retry_changes_nothing", agent_hooks=(agent.planted.RecordsLostOnNewMessage,)),
     PlantedBug("pid-from-command",
            "The process ID comes from the command and is looked up without the chat: another chat's cancel kills it.",
-           "chat_isolation", "us09_chat_isolation", agent=(("pid_from_command", True),)),
+           "chat_isolation", "us09_chat_isolation", agent_hooks=(agent.planted.PidFromCommand,)),
     PlantedBug("interrupt-without-cancel",
            "The interrupt commits the generic result and sends no cancel (today's interrupt inside the contract).",
            "interrupt_stops_foreground", "us02_interrupt_stops_foreground", chatd=(("interrupt_cancels", False),)),
@@ -109,8 +110,8 @@ def resolve(variant: str, agent_rules: "agent.AgentRules | None" = None, timing=
         rules = replace(rules, **dict(mutant.chatd))
         if mutant.timing:
             rules = replace(rules, timing=replace(rules.timing, **dict(mutant.timing)))
-        if mutant.agent:
-            agent_rules = replace(agent_rules, **dict(mutant.agent))
+        if mutant.agent or mutant.agent_hooks:
+            agent_rules = agent.with_bugs(replace(agent_rules, **dict(mutant.agent)), mutant.agent_hooks)
             agent_bugs.append(bug)
     if bugs:
         rules = replace(rules, name=variant)

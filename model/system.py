@@ -86,6 +86,7 @@ from .core import (
     header_value,
 )
 from . import vocabulary
+from .timing import Timing
 from .identity import AGE_MS_HEADER, CHAT_ID_HEADER, TOOL_CALL_ID_HEADER, path_unescape, set_tool_call_headers, tool_call_uuid
 
 AGENT = "agent"
@@ -145,9 +146,22 @@ class WorldConfig:
     replica_rules: FMap = EMPTY  # replica name -> ChatdRules, for mixed versions in a rollout
     pubsub_immediate: bool = False  # deliver publishes within the commit's step (explorer worlds)
     message_ids_per_chat: bool = False  # each chat numbers its own messages (chatd_db.Db)
+    # chatd's timing as the world was built, before any planted bug changed it (set where
+    # the world is built: model/worlds.py, sim/run.py). Checkers bound the world by this
+    # clock, so a bug that changes timing (no-agent-answer-timeout) cannot move its own
+    # bound and checkers need not know the planted bugs. None: ``chatd_rules.timing``.
+    reference_timing: Timing | None = None
+    # The agent's handlers (``boot``, ``shutdown``, ``on_request``, ``on_timer`` with
+    # model/agent.py's signatures); None is model/agent.py. Only tests plug in a stub agent,
+    # so that every chatd test runs through this module's one interpreter of effects.
+    agent_impl: Any = None
 
     def clock(self, node: str) -> ClockSpec:
         return self.clocks.get(node) or PERFECT_CLOCK
+
+    def timing_before_bugs(self) -> Timing:
+        """The world's chatd clock without its planted bugs (``reference_timing``)."""
+        return self.reference_timing if self.reference_timing is not None else self.chatd_rules.timing
 
 
 # ---------------------------------------------------------------------------
@@ -418,9 +432,14 @@ def initial(config: WorldConfig) -> Step:
     return Step(b.s, tuple(b.records))
 
 
+def _agent_api(s: System):
+    """The module (or stub) whose handlers run the agent: ``WorldConfig.agent_impl``."""
+    return s.config.agent_impl or agent
+
+
 def _boot_agent(b: _Builder):
     inc = b.s.agent_incarnation + 1
-    state = agent.boot(b.s.config.agent_config, b.clock(AGENT), b.s.agent_files, inc)
+    state = _agent_api(b.s).boot(b.s.config.agent_config, b.clock(AGENT), b.s.agent_files, inc)
     b.set(agent=state, agent_incarnation=inc)
     b.record(AGENT, "agent_up", incarnation=inc)
     waiting = b.s.dials_waiting
@@ -432,7 +451,7 @@ def _boot_agent(b: _Builder):
 def _agent_down(b: _Builder, why: str):
     if b.s.agent is None:
         return
-    dead, effects = agent.shutdown(b.s.agent, b.clock(AGENT))
+    dead, effects = _agent_api(b.s).shutdown(b.s.agent, b.clock(AGENT))
     b.set(agent=None, agent_files=dead.files)
     b.set(timers=FMap((k, t) for k, t in b.s.timers.items() if t.node != AGENT))
     b.absorb(AGENT, effects)
@@ -533,7 +552,7 @@ def _deliver(b: _Builder, env: Envelope):
         if env.route == "dial":
             b.reply(AGENT, env.src, Response(payload.req_id, 200))
             return
-        b.agent_step(agent.on_request, payload, b.clock(AGENT), cause=payload)
+        b.agent_step(_agent_api(b.s).on_request, payload, b.clock(AGENT), cause=payload)
         return
     if isinstance(payload, Publish):
         b.replica_step(env.dst, chatd.replica_on_publish, payload.channel, payload.chat_id)
@@ -551,7 +570,7 @@ def _fire(b: _Builder, node: str, name: str):
     b.record(node, "timer", name=name)
     if node == AGENT:
         if b.s.agent is not None:
-            b.agent_step(agent.on_timer, name, b.clock(AGENT), cause=_run_request(b.s, name))
+            b.agent_step(_agent_api(b.s).on_timer, name, b.clock(AGENT), cause=_run_request(b.s, name))
         return
     if node == WORLD:
         kind, _, arg = name.partition(":")

@@ -3,7 +3,7 @@
 Theory of operation
 -------------------
 ``Timing`` holds each duration of chatd (model/chatd.py, model/chatd_db.py) and of its
-tool layer (model/chattool.py) in integer milliseconds; its defaults are the reference
+tool layer (model/chattool/) in integer milliseconds; its defaults are the reference
 values (chatd-contract.md appendix, design B). chatd reads them from
 ``ChatdRules.timing``, and chattool from the ``timing`` its task layer hands to
 ``begin_call`` / ``begin_cancel`` / ``select_cancels`` (kept in ``CallState``), so a

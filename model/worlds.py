@@ -75,6 +75,7 @@ def _world(variant: str, chats: tuple, scripts: dict, pubsub_immediate: bool = T
         chats=specs,
         files=FMap({FILE: "one\n"}),
         pubsub_immediate=pubsub_immediate,
+        reference_timing=Timing.explorer(),  # the clock before the variant's planted bugs (Rule 1)
     )
 
 

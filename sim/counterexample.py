@@ -11,13 +11,14 @@ actions.
 
 ``replay`` rebuilds the world, applies the actions through ``model.system.apply`` (no
 simpy, no randomness), evaluates the properties, and says whether the violation
-reproduces and with which trace hash.
+reproduces and with which trace hash. Its text and JSON shape are rendered by
+``reports.replay``.
 """
 
 from __future__ import annotations
 
 import json
-from dataclasses import asdict, dataclass
+from dataclasses import dataclass
 from pathlib import Path
 
 from model import properties as props
@@ -25,7 +26,7 @@ from model import system as msys
 from model import worlds
 
 from .output import write_atomic
-from .replay import replay as replay_actions
+from .replay import replay_actions
 from .replay import trace_sha256  # noqa: F401  (re-exported: counterexample files carry it)
 
 FORMAT = "toolcall-sim/counterexample/1"
@@ -182,12 +183,6 @@ class Replayed:
         if self.mismatch is not None:
             return "does_not_fit"
         return "reproduced" if self.reproduced else "not_reproduced"
-
-    def to_json(self) -> dict:
-        out = asdict(self)
-        out["violations"] = [v.to_json() for v in self.violations]
-        out["outcome"] = self.outcome
-        return out
 
 
 def _actions(records) -> list:

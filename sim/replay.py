@@ -3,6 +3,9 @@
 The simpy world records every action it applies; feeding them back through
 ``model.system.apply`` rebuilds the same trace, record for record. A replay that no longer
 fits (the code changed) stops at the first action that does not apply and says why.
+
+``replay_actions`` replays actions already in hand; ``sim.counterexample.replay`` reads a
+counterexample or trace file, replays its actions with this, and judges the properties.
 """
 
 from __future__ import annotations
@@ -22,7 +25,7 @@ class ReplayResult:
     mismatch: str | None = None
 
 
-def replay(config: msys.WorldConfig, actions, header: dict | None = None) -> ReplayResult:
+def replay_actions(config: msys.WorldConfig, actions, header: dict | None = None) -> ReplayResult:
     """The trace the simpy world would have written for these actions (with ``header``
     first, as ``sim.run`` writes it), and where the actions stopped fitting, if they did."""
     step = msys.initial(config)

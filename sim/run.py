@@ -22,7 +22,7 @@ from model.core import FMap
 
 from .scenario import Scenario, ScenarioError, ToolCallSpec, check_until, format_duration
 from .replay import trace_sha256
-from .world import LinkSpec, World, WorldOptions
+from .world import LinkSpec, Simulation, WorldOptions
 
 # Chat names in scenarios become stable UUIDs (the tool call UUID needs a real chat UUID).
 CHAT_NAMESPACE = uuid.UUID("6f1c2d3e-4b5a-5c6d-8e7f-101112131415")
@@ -114,6 +114,7 @@ def build(scenario: Scenario, variant: str) -> tuple[msys.WorldConfig, WorldOpti
         agent_boot_at_ms=scenario.world_value("agent_boot_at", 0),
         message_ids_per_chat=scenario.world_value("message_ids_per_chat", False),
         replica_rules=FMap(replica_rules),
+        reference_timing=timing,  # the world's clock before the variant's planted bugs
     )
     links = {}
     for name, values in scenario.links:
@@ -160,7 +161,7 @@ class RunResult:
     variant: str
     seed: int
     until_ms: int
-    world: World
+    world: Simulation
     violations: list
     report: props.Report | None = None
 
@@ -273,22 +274,6 @@ class RunResult:
                            f"{format_duration(done['t_ms'] - rec['t_ms'])} (> {format_duration(within_ms)})")
         return out
 
-    def to_json(self) -> dict:
-        return {
-            "scenario": self.scenario.name,
-            "variant": self.variant,
-            "seed": self.seed,
-            "trace_sha256": self.trace_sha256,
-            "events": len(self.world.trace),
-            "sim_time_s": self.until_ms / 1000,
-            "tool_calls": self.tool_call_rows(),
-            "violations": [v.to_json() for v in self.violations],
-            "residual_risks": [v.to_json() for v in (self.report.informational if self.report else [])],
-            "unknown_results": self.report.unknown_results if self.report else 0,
-            "unreached": list(self.report.unreached) if self.report else [],
-            "expect_met": not self.expectation_failures(),
-        }
-
 
 def run_scenario(scenario: Scenario, variant: str | None = None, seed: int | None = None,
                  until_ms: int | None = None) -> RunResult:
@@ -308,7 +293,7 @@ def run_scenario(scenario: Scenario, variant: str | None = None, seed: int | Non
     # same run another hash in another folder or checkout).
     header = {"scenario": scenario.name, "scenario_sha256": scenario_digest(scenario), "variant": variant,
               "seed": seed, "until_ms": until_ms}
-    world = World(config, seed, options, header)
+    world = Simulation(config, seed, options, header)
     world.run(until_ms)
     report = props.evaluate(world.trace, world.system)
     return RunResult(scenario, variant, seed, until_ms, world, report.violations, report=report)

@@ -1,9 +1,19 @@
 """Scenario files: TOML that reads like a story, validated before anything runs.
 
+Theory of operation
+-------------------
 A scenario names a world (replicas, constants), a network, clocks, scripted assistant
 turns with their tool calls, a fault schedule, and expectations per variant. Loading
 either returns a ``Scenario`` or raises ``ScenarioError`` whose message is one line:
 ``<file>: <field>: <reason>``. The command line prints that line and exits 2.
+
+Scenario files are read and written in one place: this module reads them, one small
+reader per section (``_read_head`` for the top-level keys, ``_read_world``,
+``_read_network``, ``_read_clocks``, ``_read_turns``, ``_read_faults``,
+``_read_expect``), called by ``from_dict`` in the file's order, each seeing what the
+sections before it defined (the world's replicas and nodes, then the tool calls and
+chats); sim/scenario_faults.py reads one fault, sim/scenario_spec.py holds the values
+read (and the duration words), sim/scenario_toml.py writes a scenario dict back out.
 
 Rule 1. Unknown keys are errors (a typo must not silently change a run).
 Rule 2. Durations are strings with units ("250ms", "2s", "15m", "9h", "1h30m") and are
@@ -20,152 +30,48 @@ Rule 5. Only a clock offset may be negative (``offset = "-2h"``): a node's clock
 from __future__ import annotations
 
 import tomllib
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
 from model import vocabulary
-from model.chattool import DurationError, parse_duration_ms
 
+from .scenario_faults import read_fault
+from .scenario_spec import (  # re-exported: the values read, for sim/ and tests
+    ROUTE_OF_TOOL,
+    Expectation,
+    FaultSpec,
+    MessageMatch,
+    Scenario,
+    ScenarioError,
+    ToolCallSpec,
+    Trigger,
+    Turn,
+    check_until,
+    format_duration,
+    parse_duration,
+    parse_signed_duration,
+)
+from .scenario_toml import to_toml  # re-exported: the writer, beside the reader
+
+__all__ = [
+    "ROUTE_OF_TOOL", "Expectation", "FaultSpec", "MessageMatch", "Scenario", "ScenarioError", "ToolCallSpec",
+    "Trigger", "Turn", "check_until", "format_duration", "parse_duration", "parse_signed_duration", "to_toml",
+    "load", "from_dict",
+]
 
 # The vocabulary is declared once, in model/vocabulary.py (its Rule 1: a word is accepted
 # only if a run uses it); these names are views of it for this module's readers.
 TOOLS = vocabulary.TOOLS
-FAULT_KINDS = {name: (f.required, f.optional) for name, f in vocabulary.FAULTS.items()}
-MESSAGE_FAULTS = vocabulary.MESSAGE_FAULTS
-EVENT_KINDS = tuple(vocabulary.TRIGGER_EVENTS)
-ROUTES = vocabulary.ROUTES
 WORLD_KEYS = {k.name: {"integer": int, "string": str, "table": dict, "boolean": bool}.get(k.type, k.type)
               for k in vocabulary.WORLD_KEYS.values()}
 EXPECT_COUNTS = vocabulary.EXPECT_COUNTS
-ROUTE_OF_TOOL = {"execute": "start", "edit_files": "edit", "write_file": "write"}
-
-
-class ScenarioError(Exception):
-    """One line: file, field and reason."""
-
-
-def parse_duration(text: Any, where: str) -> int:
-    """Rule 2: "1h30m" -> 5_400_000, read with the same Go duration grammar chatd uses for
-    an execute timeout. Raises ScenarioError naming ``where``."""
-    if isinstance(text, bool) or not isinstance(text, str):
-        raise ScenarioError(f"{where}: expected a duration string such as \"2s\", got {text!r}")
-    s = text.strip()
-    if s.startswith("-"):
-        raise ScenarioError(f"{where}: duration must not be negative, got {text!r}")
-    try:
-        return parse_duration_ms(s)
-    except DurationError:
-        raise ScenarioError(
-            f"{where}: not a duration {text!r} (use e.g. \"250ms\", \"2s\", \"15m\", \"9h\")"
-        ) from None
-
-
-def format_duration(ms: int) -> str:
-    """Inverse of parse_duration for display: 5_400_000 -> "1h30m"."""
-    if ms == 0:
-        return "0s"
-    out = ""
-    for unit, size in (("h", 3_600_000), ("m", 60_000), ("s", 1_000), ("ms", 1)):
-        if ms >= size:
-            out += f"{ms // size}{unit}"
-            ms %= size
-    return out
-
-
-@dataclass(frozen=True)
-class ToolCallSpec:
-    id: str  # the scenario's name for the call (unique in the file)
-    tool: str
-    command: str = ""
-    runs_for_ms: int = 0
-    timeout_ms: int | None = None
-    background: bool = False
-    exit_code: int = 0
-    output: str = ""
-    path: str = ""
-    content: str = ""
-    edits: tuple[tuple[str, str], ...] = ()
-    provider_id: str = ""  # the ID the model gave it; empty: the same as ``id``
-
-    @property
-    def provider(self) -> str:
-        return self.provider_id or self.id
-
-
-@dataclass(frozen=True)
-class Turn:
-    chat: str
-    tool_calls: tuple[ToolCallSpec, ...]
-
-
-@dataclass(frozen=True)
-class MessageMatch:
-    """Names one request or response: its route, the tool call, which one (nth)."""
-
-    route: str | None  # None: any route (the events that are not messages)
-    tool_call: str | None = None
-    direction: str = "request"  # request | response | none (process_started, result_committed, message_committed)
-    nth: int = 1
-
-
-@dataclass(frozen=True)
-class Trigger:
-    at_ms: int | None = None
-    event: str | None = None
-    match: MessageMatch | None = None
-    offset_ms: int = 0
-
-
-@dataclass(frozen=True)
-class Fault:
-    kind: str
-    trigger: Trigger
-    params: tuple[tuple[str, Any], ...] = ()
-
-    def get(self, name: str, default: Any = None) -> Any:
-        return dict(self.params).get(name, default)
-
-
-@dataclass(frozen=True)
-class Expectation:
-    tool_calls: tuple[tuple[str, tuple[tuple[str, Any], ...]], ...] = ()
-    violations: tuple[str, ...] | None = None  # properties violated as new findings
-    residual_risks: tuple[str, ...] | None = None  # documented residual risks reported
-    sometimes: tuple[str, ...] = ()  # sometimes-properties the run must reach
-    interrupt_finished_within_ms: int | None = None  # every interrupt finishes within this
-    requests: tuple[tuple[str, int], ...] = ()  # crafted request name -> expected answer status
-
-
-@dataclass(frozen=True)
-class Scenario:
-    path: str
-    name: str
-    summary: str
-    variant: str
-    seed: int
-    until_ms: int
-    world: tuple[tuple[str, Any], ...]
-    latency_min_ms: int
-    latency_max_ms: int
-    loss: float
-    links: tuple[tuple[str, tuple[tuple[str, Any], ...]], ...]
-    clocks: tuple[tuple[str, tuple[tuple[str, Any], ...]], ...]
-    turns: tuple[Turn, ...]
-    faults: tuple[Fault, ...]
-    expect: tuple[tuple[str, Expectation], ...] = field(default=())
-
-    def world_value(self, name: str, default: Any = None) -> Any:
-        return dict(self.world).get(name, default)
-
-    def expectation(self, variant: str) -> Expectation | None:
-        return dict(self.expect).get(variant)
-
-    def tool_call_ids(self) -> list[str]:
-        return [tc.id for turn in self.turns for tc in turn.tool_calls]
-
-    def replicas(self) -> tuple[str, ...]:
-        return tuple(f"replica-{i + 1}" for i in range(self.world_value("replicas", 2)))
+TOP_KEYS = {"name", "summary", "variant", "seed", "until", "world", "network", "clocks", "turns", "faults", "expect"}
+_TOOL_KEYS = {
+    "execute": ("command", "runs_for", "timeout", "background", "exit_code", "output"),
+    "edit_files": ("path", "edits"),
+    "write_file": ("path", "content"),
+}
 
 
 # ---------------------------------------------------------------------------
@@ -211,6 +117,27 @@ class _Checker:
         return value
 
 
+@dataclass(frozen=True)
+class _Context:
+    ids: set
+    tool_of: dict
+    chat_of: dict
+    chats: tuple
+    replicas: tuple
+    nodes: tuple
+    provider_of: dict  # tool call id -> provider ID (what the world's records name)
+    shared: set  # provider IDs used in more than one chat
+
+    def provider(self, c: "_Checker", tool_call: str, where: str) -> str:
+        """What the world names a tool call by (its provider ID), refused when another
+        chat's call has the same one (a trigger could not tell them apart)."""
+        provider = self.provider_of[tool_call]
+        if provider in self.shared:
+            c.fail(where, f"{tool_call}'s provider ID {provider!r} is shared by calls of several chats: "
+                          "a message or event cannot tell them apart")
+        return provider
+
+
 def load(path: str | Path) -> Scenario:
     path = Path(path)
     shown = str(path)
@@ -225,30 +152,47 @@ def load(path: str | Path) -> Scenario:
     return from_dict(data, shown)
 
 
-TOP_KEYS = {"name", "summary", "variant", "seed", "until", "world", "network", "clocks", "turns", "faults", "expect"}
-
-
-
-def parse_signed_duration(text: Any, where: str) -> int:
-    """A duration that may be negative (Rule 5): "-2h" -> -7_200_000."""
-    if isinstance(text, str) and text.strip().startswith("-"):
-        return -parse_duration(text.strip()[1:], where)
-    return parse_duration(text, where)
-
-
-def check_until(until_ms: int, where: str) -> int:
-    """A run lasts more than nothing and at most ``vocabulary.MAX_UNTIL_MS`` (a longer ask
-    would run for minutes of real time with no word)."""
-    if until_ms <= 0:
-        raise ScenarioError(f"{where}: must be longer than 0s")
-    if until_ms > vocabulary.MAX_UNTIL_MS:
-        raise ScenarioError(f"{where}: {format_duration(until_ms)} is longer than the cap of "
-                            f"{format_duration(vocabulary.MAX_UNTIL_MS)} of simulated time")
-    return until_ms
-
 
 def from_dict(data: dict, shown: str = "<scenario>") -> Scenario:
+    """The scenario in ``data`` (a parsed file, or a dict swarm drew), checked; ``shown``
+    names it in error messages."""
     c = _Checker(shown)
+    name, summary, variant, seed, until_ms = _read_head(c, data)
+    world = _read_world(c, data.get("world", {}))
+    replicas = tuple(f"replica-{i + 1}" for i in range(dict(world).get("replicas", 2)))
+    nodes = ("agent", "db") + replicas
+    lat_min, lat_max, loss, links = _read_network(c, data.get("network", {}), nodes)
+    clocks = _read_clocks(c, data.get("clocks", {}), nodes)
+    turns, ctx = _read_turns(c, data["turns"], replicas, nodes)
+    faults, request_names = _read_faults(c, data.get("faults", []), ctx, until_ms)
+    expect = _read_expect(c, data.get("expect", {}), ctx, request_names)
+    return Scenario(
+        path=shown,
+        name=name,
+        summary=summary,
+        variant=variant,
+        seed=seed,
+        until_ms=until_ms,
+        world=world,
+        latency_min_ms=lat_min,
+        latency_max_ms=lat_max,
+        loss=loss,
+        links=links,
+        clocks=clocks,
+        turns=turns,
+        faults=faults,
+        expect=expect,
+    )
+
+
+# ---------------------------------------------------------------------------
+# One reader per section
+# ---------------------------------------------------------------------------
+
+
+def _read_head(c: _Checker, data: Any) -> tuple[str, str, str, int, int]:
+    """The top level: known keys, ``name`` and ``turns`` present; name, summary, variant,
+    seed and until (Rule 2; a run lasts more than nothing and at most the cap)."""
     if not isinstance(data, dict):
         c.fail("scenario", f"expected a table, got {type(data).__name__}")
     c.keys(data, TOP_KEYS, "")
@@ -264,8 +208,12 @@ def from_dict(data: dict, shown: str = "<scenario>") -> Scenario:
         check_until(until_ms, "until")
     except ScenarioError as err:
         c.fail("until", str(err).split(": ", 1)[1])
+    return name, summary, variant, seed, until_ms
 
-    world = c.table(data.get("world", {}), "world")
+
+def _read_world(c: _Checker, value: Any) -> tuple[tuple[str, Any], ...]:
+    """``[world]``: the vocabulary's world keys, each of its declared type."""
+    world = c.table(value, "world")
     c.keys(world, WORLD_KEYS, "world")
     world_values = []
     for key, kind in WORLD_KEYS.items():
@@ -278,10 +226,13 @@ def from_dict(data: dict, shown: str = "<scenario>") -> Scenario:
             if key in vocabulary.TIMING_KEYS and value <= 0:
                 c.fail(f"world.{key}", "must be longer than 0s")
             world_values.append((key, value))
-    replicas = tuple(f"replica-{i + 1}" for i in range(dict(world_values).get("replicas", 2)))
-    nodes = ("agent", "db") + replicas
+    return tuple(world_values)
 
-    network = c.table(data.get("network", {}), "network")
+
+def _read_network(c: _Checker, value: Any, nodes: tuple[str, ...]) -> tuple[int, int, float, tuple]:
+    """``[network]``: the latency range and loss of every link, and per-link overrides
+    (``[network.links."agent->replica-1"]``) between nodes of this world."""
+    network = c.table(value, "network")
     c.keys(network, {"latency", "loss", "links"}, "network")
     lat = c.table(network.get("latency", {"min": "2ms", "max": "40ms"}), "network.latency")
     c.keys(lat, {"min", "max"}, "network.latency")
@@ -315,9 +266,13 @@ def from_dict(data: dict, shown: str = "<scenario>") -> Scenario:
                 c.fail(f"{where}.loss", f"must be between 0 and 1, got {link_loss}")
             values.append(("loss", link_loss))
         links.append((link, tuple(values)))
+    return lat_min, lat_max, loss, tuple(links)
 
+
+def _read_clocks(c: _Checker, value: Any, nodes: tuple[str, ...]) -> tuple:
+    """``[clocks.<node>]``: a node's offset (Rule 5: may be negative), drift and steps."""
     clocks = []
-    for node, spec in sorted(c.table(data.get("clocks", {}), "clocks").items()):
+    for node, spec in sorted(c.table(value, "clocks").items()):
         where = f"clocks.{node}"
         if node not in nodes:
             c.fail(where, f"no such node (nodes: {', '.join(nodes)})")
@@ -343,286 +298,114 @@ def from_dict(data: dict, shown: str = "<scenario>") -> Scenario:
             steps.append((c.typed(step.get("at", "0s"), "duration", f"{sw}.at"), -by if back else by))
         values.append(("steps", tuple(steps)))
         clocks.append((node, tuple(values)))
+    return tuple(clocks)
 
+
+def _read_turns(c: _Checker, value: Any, replicas: tuple[str, ...], nodes: tuple[str, ...]) -> tuple[tuple, _Context]:
+    """``[[turns]]``: each assistant turn's chat and tool calls (IDs unique in the file,
+    provider IDs unique per chat), and the context the later sections check names
+    against."""
     turns = []
     seen_ids: set[str] = set()
     tool_of: dict[str, str] = {}
     chat_of: dict[str, str] = {}
     provider_ids: dict[tuple[str, str], str] = {}  # (chat, provider ID) -> tool call id
-    for i, turn in enumerate(c.typed(data["turns"], list, "turns")):
+    for i, turn in enumerate(c.typed(value, list, "turns")):
         where = f"turns[{i}]"
         turn = c.table(turn, where)
         c.keys(turn, {"chat", "tool_calls"}, where)
         chat = c.typed(turn.get("chat", "chat-1"), str, f"{where}.chat")
         calls = []
         for j, tc in enumerate(c.typed(turn.get("tool_calls", []), list, f"{where}.tool_calls")):
-            tw = f"{where}.tool_calls[{j}]"
-            tc = c.table(tc, tw)
-            c.keys(
-                tc,
-                {"id", "provider_id", "tool", "command", "runs_for", "timeout", "background", "exit_code", "output", "path",
-                 "content", "edits"},
-                tw,
-            )
-            if "id" not in tc:
-                c.fail(f"{tw}.id", "missing")
-            tc_id = c.typed(tc["id"], str, f"{tw}.id")
-            if tc_id in seen_ids:
-                c.fail(f"{tw}.id", f"duplicate tool call id {tc_id!r}")
-            seen_ids.add(tc_id)
-            tool = c.typed(tc.get("tool", "execute"), str, f"{tw}.tool")
-            if tool not in TOOLS:
-                c.fail(f"{tw}.tool", f"unknown tool {tool!r} (known: {', '.join(TOOLS)})")
-            for key in tc:
-                if key not in ("id", "tool", "provider_id") and key not in _TOOL_KEYS[tool]:
-                    c.fail(f"{tw}.{key}", f"not used by a {tool} tool call (it uses: {', '.join(_TOOL_KEYS[tool])})")
-            edits = []
-            for k, e in enumerate(c.typed(tc.get("edits", []), list, f"{tw}.edits")):
-                e = c.table(e, f"{tw}.edits[{k}]")
-                c.keys(e, {"search", "replace"}, f"{tw}.edits[{k}]")
-                edits.append((c.typed(e.get("search", ""), str, f"{tw}.edits[{k}].search"),
-                              c.typed(e.get("replace", ""), str, f"{tw}.edits[{k}].replace")))
-            spec = ToolCallSpec(
-                id=tc_id,
-                tool=tool,
-                command=c.typed(tc.get("command", ""), str, f"{tw}.command"),
-                runs_for_ms=c.typed(tc.get("runs_for", "0s"), "duration", f"{tw}.runs_for"),
-                timeout_ms=c.typed(tc["timeout"], "duration", f"{tw}.timeout") if "timeout" in tc else None,
-                background=c.typed(tc.get("background", False), bool, f"{tw}.background"),
-                exit_code=c.typed(tc.get("exit_code", 0), int, f"{tw}.exit_code"),
-                output=c.typed(tc.get("output", ""), str, f"{tw}.output"),
-                path=c.typed(tc.get("path", ""), str, f"{tw}.path"),
-                content=c.typed(tc.get("content", ""), str, f"{tw}.content"),
-                edits=tuple(edits),
-                provider_id=c.typed(tc.get("provider_id", ""), str, f"{tw}.provider_id"),
-            )
-            if "provider_id" in tc and not spec.provider_id:
-                c.fail(f"{tw}.provider_id", "must not be empty")
-            if (chat, spec.provider) in provider_ids:
-                c.fail(f"{tw}.provider_id", f"{spec.provider!r} is already a provider ID in {chat}")
-            provider_ids[(chat, spec.provider)] = tc_id
-            if spec.timeout_ms == 0:
-                c.fail(f"{tw}.timeout", "must be longer than 0s (omit it for chatd's 10s default)")
-            if tool == "execute" and not spec.command:
-                c.fail(f"{tw}.command", "an execute tool call needs a command")
-            if tool != "execute" and not spec.path:
-                c.fail(f"{tw}.path", f"a {tool} tool call needs a path")
+            spec = _read_tool_call(c, tc, f"{where}.tool_calls[{j}]", chat, seen_ids, provider_ids)
             calls.append(spec)
-            tool_of[tc_id] = tool
-            chat_of[tc_id] = chat
+            tool_of[spec.id] = spec.tool
+            chat_of[spec.id] = chat
         turns.append(Turn(chat, tuple(calls)))
     chats = tuple(dict.fromkeys(t.chat for t in turns))
     provider_of = {tc_id: provider for (_, provider), tc_id in provider_ids.items()}
     shared = {p for p in provider_of.values() if sum(1 for q in provider_of.values() if q == p) > 1}
-    ctx = _Context(seen_ids, tool_of, chat_of, chats, replicas, nodes, provider_of, shared)
+    return tuple(turns), _Context(seen_ids, tool_of, chat_of, chats, replicas, nodes, provider_of, shared)
 
+
+def _read_tool_call(c: _Checker, tc: Any, tw: str, chat: str, seen_ids: set[str],
+                    provider_ids: dict[tuple[str, str], str]) -> ToolCallSpec:
+    """One tool call of a turn: only the keys its tool uses. Records its ID in
+    ``seen_ids`` and its (chat, provider ID) in ``provider_ids``."""
+    tc = c.table(tc, tw)
+    c.keys(
+        tc,
+        {"id", "provider_id", "tool", "command", "runs_for", "timeout", "background", "exit_code", "output", "path",
+         "content", "edits"},
+        tw,
+    )
+    if "id" not in tc:
+        c.fail(f"{tw}.id", "missing")
+    tc_id = c.typed(tc["id"], str, f"{tw}.id")
+    if tc_id in seen_ids:
+        c.fail(f"{tw}.id", f"duplicate tool call id {tc_id!r}")
+    seen_ids.add(tc_id)
+    tool = c.typed(tc.get("tool", "execute"), str, f"{tw}.tool")
+    if tool not in TOOLS:
+        c.fail(f"{tw}.tool", f"unknown tool {tool!r} (known: {', '.join(TOOLS)})")
+    for key in tc:
+        if key not in ("id", "tool", "provider_id") and key not in _TOOL_KEYS[tool]:
+            c.fail(f"{tw}.{key}", f"not used by a {tool} tool call (it uses: {', '.join(_TOOL_KEYS[tool])})")
+    edits = []
+    for k, e in enumerate(c.typed(tc.get("edits", []), list, f"{tw}.edits")):
+        e = c.table(e, f"{tw}.edits[{k}]")
+        c.keys(e, {"search", "replace"}, f"{tw}.edits[{k}]")
+        edits.append((c.typed(e.get("search", ""), str, f"{tw}.edits[{k}].search"),
+                      c.typed(e.get("replace", ""), str, f"{tw}.edits[{k}].replace")))
+    spec = ToolCallSpec(
+        id=tc_id,
+        tool=tool,
+        command=c.typed(tc.get("command", ""), str, f"{tw}.command"),
+        runs_for_ms=c.typed(tc.get("runs_for", "0s"), "duration", f"{tw}.runs_for"),
+        timeout_ms=c.typed(tc["timeout"], "duration", f"{tw}.timeout") if "timeout" in tc else None,
+        background=c.typed(tc.get("background", False), bool, f"{tw}.background"),
+        exit_code=c.typed(tc.get("exit_code", 0), int, f"{tw}.exit_code"),
+        output=c.typed(tc.get("output", ""), str, f"{tw}.output"),
+        path=c.typed(tc.get("path", ""), str, f"{tw}.path"),
+        content=c.typed(tc.get("content", ""), str, f"{tw}.content"),
+        edits=tuple(edits),
+        provider_id=c.typed(tc.get("provider_id", ""), str, f"{tw}.provider_id"),
+    )
+    if "provider_id" in tc and not spec.provider_id:
+        c.fail(f"{tw}.provider_id", "must not be empty")
+    if (chat, spec.provider) in provider_ids:
+        c.fail(f"{tw}.provider_id", f"{spec.provider!r} is already a provider ID in {chat}")
+    provider_ids[(chat, spec.provider)] = tc_id
+    if spec.timeout_ms == 0:
+        c.fail(f"{tw}.timeout", "must be longer than 0s (omit it for chatd's 10s default)")
+    if tool == "execute" and not spec.command:
+        c.fail(f"{tw}.command", "an execute tool call needs a command")
+    if tool != "execute" and not spec.path:
+        c.fail(f"{tw}.path", f"a {tool} tool call needs a path")
+    return spec
+
+
+def _read_faults(c: _Checker, value: Any, ctx: _Context, until_ms: int) -> tuple[tuple[FaultSpec, ...], list[str]]:
+    """``[[faults]]``: each read by sim/scenario_faults.py; request faults' names are
+    unique (expectations name them)."""
     faults = []
     request_names: list[str] = []
-    for i, f in enumerate(c.typed(data.get("faults", []), list, "faults")):
-        fault = _fault(c, c.table(f, f"faults[{i}]"), f"faults[{i}]", ctx, until_ms)
+    for i, f in enumerate(c.typed(value, list, "faults")):
+        fault = read_fault(c, c.table(f, f"faults[{i}]"), f"faults[{i}]", ctx, until_ms)
         if fault.kind == "request":
             if fault.get("name") in request_names:
                 c.fail(f"faults[{i}].name", f"two requests are named {fault.get('name')!r}")
             request_names.append(fault.get("name"))
         faults.append(fault)
+    return tuple(faults), request_names
 
+
+def _read_expect(c: _Checker, value: Any, ctx: _Context, request_names: list[str]) -> tuple:
+    """``[expect.<variant>]``: what a run under that variant must show, by variant name."""
     expect = []
-    for var, spec in sorted(c.table(data.get("expect", {}), "expect").items()):
+    for var, spec in sorted(c.table(value, "expect").items()):
         expect.append((var, _expectation(c, var, spec, ctx, request_names)))
-
-    return Scenario(
-        path=shown,
-        name=name,
-        summary=summary,
-        variant=variant,
-        seed=seed,
-        until_ms=until_ms,
-        world=tuple(world_values),
-        latency_min_ms=lat_min,
-        latency_max_ms=lat_max,
-        loss=loss,
-        links=tuple(links),
-        clocks=tuple(clocks),
-        turns=tuple(turns),
-        faults=tuple(faults),
-        expect=tuple(expect),
-    )
-
-
-_TOOL_KEYS = {
-    "execute": ("command", "runs_for", "timeout", "background", "exit_code", "output"),
-    "edit_files": ("path", "edits"),
-    "write_file": ("path", "content"),
-}
-
-
-@dataclass(frozen=True)
-class _Context:
-    ids: set
-    tool_of: dict
-    chat_of: dict
-    chats: tuple
-    replicas: tuple
-    nodes: tuple
-    provider_of: dict  # tool call id -> provider ID (what the world's records name)
-    shared: set  # provider IDs used in more than one chat
-
-    def provider(self, c: "_Checker", tool_call: str, where: str) -> str:
-        """What the world names a tool call by (its provider ID), refused when another
-        chat's call has the same one (a trigger could not tell them apart)."""
-        provider = self.provider_of[tool_call]
-        if provider in self.shared:
-            c.fail(where, f"{tool_call}'s provider ID {provider!r} is shared by calls of several chats: "
-                          "a message or event cannot tell them apart")
-        return provider
-
-
-def _fault(c: _Checker, f: dict, where: str, ctx: _Context, until_ms: int) -> Fault:
-    kind = f.get("kind")
-    if kind is None:
-        c.fail(f"{where}.kind", "missing")
-    spec = vocabulary.FAULTS.get(kind) if isinstance(kind, str) else None
-    if spec is None:
-        c.fail(f"{where}.kind", f"unknown fault kind {kind!r} (known: {', '.join(sorted(vocabulary.FAULTS))})")
-    message_fault = spec.shape == "message"
-    c.keys(f, {"kind", *spec.fields} | (set() if message_fault else {"at", "when", "offset"}), where)
-    for r in spec.required:
-        if r not in f:
-            c.fail(f"{where}.{r}", f"missing (a {kind} fault needs it)")
-    if not message_fault and ("at" in f) == ("when" in f):
-        c.fail(where, "give exactly one of 'at' (a time) or 'when' (an event)")
-    trigger_match = None
-    event = None
-    at_ms = None
-    offset_ms = 0
-    if not message_fault:
-        offset_ms = c.typed(f.get("offset", "0s"), "duration", f"{where}.offset")
-        if "at" in f:
-            at_ms = c.typed(f["at"], "duration", f"{where}.at")
-            if at_ms + offset_ms >= until_ms:
-                c.fail(f"{where}.at", f"{format_duration(at_ms + offset_ms)} is not before until "
-                                      f"({format_duration(until_ms)}): the fault would never fire")
-        else:
-            when = c.table(f["when"], f"{where}.when")
-            c.keys(when, {"event", "route", "tool_call", "nth"}, f"{where}.when")
-            event = when.get("event")
-            if event not in vocabulary.TRIGGER_EVENTS:
-                c.fail(f"{where}.when.event", f"unknown event {event!r} (known: {', '.join(vocabulary.TRIGGER_EVENTS)})")
-            trigger_match = _match(c, when, f"{where}.when", ctx, vocabulary.TRIGGER_EVENTS[event].direction, event)
-    params = []
-    for key in spec.fields:
-        if key not in f:
-            continue
-        value = _fault_field(c, key, f[key], f"{where}.{key}", ctx, kind)
-        params.append((key, value))
-    values = dict(params)
-    if kind == "ownership_change" and "to" in values and not values.get("immediate"):
-        c.fail(f"{where}.to", "needs immediate = true (a stale-heartbeat takeover goes to whichever replica polls "
-                              "first; `to` takes the chat at once)")
-    if (kind == "takeover" or values.get("immediate")) and len(ctx.replicas) < 2:
-        c.fail(where, f"an immediate {kind} needs at least two replicas")
-    if kind == "request":
-        route = values["route"]
-        if "tool_call" in values:
-            tool_route = ROUTE_OF_TOOL[ctx.tool_of[values["tool_call"]]]
-            if route != "cancel" and route != tool_route:
-                c.fail(f"{where}.route", f"{values['tool_call']} is a {ctx.tool_of[values['tool_call']]} call: "
-                                         f"its request goes to {tool_route} (or cancel)")
-            params.append(("owner_chat", ctx.chat_of[values["tool_call"]]))
-            params = [(k, ctx.provider_of[v] if k == "tool_call" else v) for k, v in params]
-        elif route != "start":
-            c.fail(f"{where}.tool_call", f"missing (a {route} request names its tool call)")
-    if kind == "handler_panic":
-        m = values["message"]
-        if m.direction != "request" or m.route not in ("start", "edit", "write"):
-            c.fail(f"{where}.message", "a handler panic names a start, edit or write request")
-    return Fault(kind, Trigger(at_ms, event, trigger_match, offset_ms), tuple(params))
-
-
-def _fault_field(c: _Checker, key: str, value: Any, where: str, ctx: _Context, kind: str) -> Any:
-    what = vocabulary.FAULT_FIELD_TYPES[key]
-    if what == "duration":
-        ms = c.typed(value, "duration", where)
-        if ms == 0 and key != "downtime":  # downtime 0s: back at once; by/duration 0s would do nothing
-            c.fail(where, "must be longer than 0s" + (" (omit it: the fault lasts until healed)" if key == "duration" else ""))
-        return ms
-    if what == "bool":
-        return c.typed(value, bool, where)
-    if what == "str":
-        text = c.typed(value, str, where)
-        if key == "name" and not text:
-            c.fail(where, "must not be empty")
-        return text
-    if what == "replica":
-        name = c.typed(value, str, where)
-        if name not in ctx.replicas:
-            c.fail(where, f"no such replica {name!r} (replicas: {', '.join(ctx.replicas)})")
-        return name
-    if what == "chat":
-        name = c.typed(value, str, where)
-        if name not in ctx.chats:
-            c.fail(where, f"no such chat {name!r} (chats: {', '.join(ctx.chats)})")
-        return name
-    if what == "nodes":
-        pair = c.typed(value, list, where)
-        if len(pair) != 2:
-            c.fail(where, "name exactly two nodes")
-        for node in pair:
-            if node not in ctx.nodes:
-                c.fail(where, f"no such node {node!r} (nodes: {', '.join(ctx.nodes)})")
-        return tuple(pair)
-    if what == "message":
-        return _match(c, c.table(value, where), where, ctx, None, None)
-    if what == "request_route":
-        route = c.typed(value, str, where)
-        if route not in vocabulary.REQUEST_ROUTES:
-            c.fail(where, f"unknown route {route!r} (known: {', '.join(vocabulary.REQUEST_ROUTES)})")
-        return route
-    if what == "tool_call":
-        name = c.typed(value, str, where)
-        if name not in ctx.ids:
-            c.fail(where, f"names a tool call that does not exist: {name!r}")
-        return name
-    if what == "headers":
-        table = c.table(value, where)
-        return tuple((str(k), c.typed(v, str, f"{where}.{k}")) for k, v in table.items())
-    raise AssertionError(what)
-
-
-def _match(c: _Checker, table: dict, where: str, ctx: _Context, event_direction: str | None,
-           event: str | None) -> MessageMatch:
-    """A message (``event`` None: route, tool_call, direction, nth) or an event trigger
-    (the event fixes the direction; events that are not messages take no route other than
-    the tool call's own)."""
-    allowed = {"route", "tool_call", "nth"} | ({"direction"} if event is None else {"event"})
-    c.keys(table, allowed, where)
-    tool_call = table.get("tool_call")
-    if tool_call is not None:
-        tool_call = c.typed(tool_call, str, f"{where}.tool_call")
-        if tool_call not in ctx.ids:
-            c.fail(f"{where}.tool_call", f"names a tool call that does not exist: {tool_call!r}")
-    if tool_call is not None:
-        provider = ctx.provider(c, tool_call, f"{where}.tool_call")
-    if event_direction == "none":
-        route = None
-        if "route" in table:
-            own = ROUTE_OF_TOOL.get(ctx.tool_of.get(tool_call, "execute"))
-            if table["route"] != own:
-                c.fail(f"{where}.route", f"a {event} event is on the tool call's own route ({own}), not {table['route']!r}")
-        if event == "process_started" and tool_call is not None and ctx.tool_of[tool_call] != "execute":
-            c.fail(f"{where}.tool_call", f"{tool_call} is not an execute call: it starts no process")
-        direction = "none"
-    else:
-        route = table.get("route", "start")
-        if route not in ROUTES:
-            c.fail(f"{where}.route", f"unknown route {route!r} (known: {', '.join(ROUTES)})")
-        direction = event_direction or table.get("direction", "request")
-        if direction not in ("request", "response"):
-            c.fail(f"{where}.direction", f"must be 'request' or 'response', got {direction!r}")
-    nth = c.typed(table.get("nth", 1), int, f"{where}.nth")
-    if nth < 1:
-        c.fail(f"{where}.nth", f"must be at least 1, got {nth}")
-    return MessageMatch(route, provider if tool_call is not None else None, direction, nth)
+    return tuple(expect)
 
 
 def _expectation(c: _Checker, var: str, spec: Any, ctx: _Context, request_names: list[str]) -> Expectation:

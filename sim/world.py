@@ -3,11 +3,12 @@ the pure ``model.system`` decides *what*.
 
 Theory of operation
 -------------------
-``World`` owns a simpy environment (integer milliseconds of true time), the current
-``model.system.System``, the trace, and one ``Random`` per component, each seeded from the
-scenario seed and the component's name (``"<seed>:network"``, ``"<seed>:nemesis"``), so
-adding a draw to one component never shifts another's stream. Every change to the world is
-``World.step(action)``: it calls ``system.apply``, appends the step's records to the trace,
+``Simulation`` owns a simpy environment (integer milliseconds of true time), the current
+``model.system.System``, the trace, and the network's ``Random``, seeded from the scenario
+seed and the component's name (``"<seed>:network"``; the network is the one component
+that draws: faults come from the scenario), so a component that draws later takes its own
+stream and never shifts the network's. Every change to the world is
+``Simulation.step(action)``: it calls ``system.apply``, appends the step's records to the trace,
 and schedules a simpy process for each new message in flight (sleep a drawn latency, then
 deliver or lose it) and each newly armed timer (sleep until due, then fire it if it is
 still the same arming). Faults come from the scenario: at a time, or when a named event
@@ -38,7 +39,7 @@ from model import system as msys
 from model.system import Deliver, Drop, Fault, Fire
 
 from .replay import trace_lines
-from .scenario import Fault as FaultSpec
+from .scenario import FaultSpec
 from .scenario import MessageMatch
 
 
@@ -58,14 +59,16 @@ class WorldOptions:
     faults: tuple[FaultSpec, ...] = ()
 
 
-class World:
+class Simulation:
+    """One scenario's run in simpy: the pure system as it steps, its trace, and the messages
+    and timers in flight."""
+
     def __init__(self, config: msys.WorldConfig, seed: int, options: WorldOptions | None = None,
                  header: dict | None = None):
         self.options = options or WorldOptions()
         self.seed = seed
         self.env = simpy.Environment()
         self.rng_network = random.Random(f"{seed}:network")
-        self.rng_nemesis = random.Random(f"{seed}:nemesis")
         self.trace: list[dict] = []
         self.actions: list[Any] = []
         self.sent_counts: dict[int, int] = {}  # message fault index -> messages it matched

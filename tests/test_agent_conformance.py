@@ -805,8 +805,8 @@ def test_reaping_is_strictly_after_five_minutes():
 def test_zero_threshold_never_stops_under_every_stop_rule(inclusive):
     """Mirrors TestCancelToolCallProcessRunAgeRule/ZeroNeverStops (agentproc/toolcall_test.go, item 75), its rule
     ("Threshold 0 never stops anything", section 4.2)
-    at run age 0, under Rev C's strict rule and under the planted ``stop_rule_inclusive``
-    knob (kill at run age <= threshold).
+    at run age 0, under Rev C's strict rule and under the planted ``StopRuleInclusive``
+    override of ``AgentRules.stop_below`` (kill at run age <= threshold).
 
     Why the ``threshold_ms > 0`` guard in ``stop_tool_call_process`` exists, and when it is
     equivalent: under Rev C the kill needs ``run_age < threshold``; the threshold is
@@ -814,11 +814,12 @@ def test_zero_threshold_never_stops_under_every_stop_rule(inclusive):
     start instant is on the agent's own monotone clock), so with threshold 0 the
     comparison alone is already false and the guard changes nothing (the RevC row passes
     with or without it). It is not redundant in the model as a whole: with the inclusive
-    knob, ``0 <= 0`` would kill a process at run age 0 on a threshold-0 cancel (chatd's
+    override, ``0 <= 0`` would kill a process at run age 0 on a threshold-0 cancel (chatd's
     cancel for file tools and for a foreground command with no time left), and only the
     guard keeps "0 never stops". The StopRuleInclusive row kills the "drop the guard"
     mutant."""
-    h = AgentHarness(config=agent.AgentConfig(rules=agent.AgentRules(stop_rule_inclusive=inclusive)))
+    rules = agent.planted.StopRuleInclusive() if inclusive else agent.AgentRules()
+    h = AgentHarness(config=agent.AgentConfig(rules=rules))
     pid = h.json(h.start(command="sleep 300"))["id"]
     proc = h.cancel_value(h.cancel(threshold_ms=0))["process"]
     assert (proc["running"], proc["canceled"], proc["run_age_ms"]) == (True, False, 0)

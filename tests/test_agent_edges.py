@@ -15,7 +15,8 @@ import json
 import pytest
 
 from agent_harness import CHAT, OTHER_CHAT, AgentHarness
-from model import agent, gojson
+from model import agent
+from model.gocompat import decode as gojson
 from model.core import FMap, json_body
 from model.identity import RUN_AGE_MS_HEADER, tool_call_uuid
 

@@ -9,11 +9,11 @@ from codersdk/client.go (read in coder/coder) and written here as literals: the 
 type (``*codersdk.Error`` / a plain ``decode body`` or ``read body`` error, never a
 ``*workspacesdk.ToolCallError``), its status, message, detail and ``Error()`` text, and the
 class chatd's ``ClassifyAgentError`` gives it (chatd-contract.md 5.1). The functions under
-test are model/sdk.py's ``read_agent_error`` and model/chattool.py's ``classify``; where the
+test are model/sdk.py's ``read_agent_error`` and model/chattool/classifier.py's ``classify``; where the
 agent model can produce the answer itself (a 404 from an unknown route, a 400, a recorded
 500, a coded 409) the answer comes from the agent model, not from a literal.
 
-Items 136-138 and 148 run chatd's tool layer (model/chattool.py) and the agent model
+Items 136-138 and 148 run chatd's tool layer (model/chattool/) and the agent model
 (model/agent.py) against each other: requests are built by the model's own SDK code and
 answered by the agent model.
 """

@@ -229,11 +229,11 @@ def test_unreadable_scenario_in_a_real_process(data, tmp_path):
 def test_harness_error_is_one_line_with_a_pointer_to_debug(monkeypatch, capsys):
     """An exception the harness did not expect: one line, exit 70, and --debug shows the
     traceback (the exception propagates)."""
-    import sim.cli as cli
+    from sim.commands import incident
 
-    def boom(out):
+    def boom(args, out):
         raise RuntimeError("the model fell over\non two lines")
-    monkeypatch.setattr(cli, "_incident", boom)
+    monkeypatch.setattr(incident, "main", boom)
     assert main(["incident"]) == 70
     err = capsys.readouterr().err
     assert len(err.strip().splitlines()) == 1 and "--debug" in err and "RuntimeError" in err

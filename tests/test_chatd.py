@@ -1,9 +1,13 @@
 """chatd replicas, runners, tasks and the database, driven without simpy.
 
-A tiny in-test world (``World``) runs one or two replicas against a scripted fake agent
-(``FakeAgent``): answers are delivered at once in FIFO order, timers fire in (due, set
-order) order, every node has its own clock offset and the database clock another one, so
-any comparison of clocks across nodes would show up as a wrong age.
+``World`` runs one or two replicas against a scripted stub agent (``FakeAgent``) through
+``model.system.apply``, the one interpreter of effects every driver uses (the stub is
+plugged in as ``WorldConfig.agent_impl``); the test world only chooses the actions:
+messages are delivered at once in FIFO order, timers fire in (due, set order) order. Every
+node has its own clock offset and the database clock another one, so any comparison of
+clocks across nodes would show up as a wrong age. The stub agent, not model/agent.py,
+answers here so that each test controls exactly when a process exits and which answers
+are held back or lost.
 
 Ported from chatd-contract.md section 7 (each test names the Go test it mirrors): the
 task, fence and retry-wrapper halves of items 5, 16, 25-31 and 36-41. The map of all 41
@@ -23,9 +27,12 @@ from functools import partial
 
 import pytest
 
+from collections.abc import MutableMapping
+
 from model import chatd, chatd_db, chattool
+from model import system as msys
 from model.core import (
-    CancelTimer, FMap, Note, Publish, Request, Response, Send, SetTimer, TransportError, Truth,
+    EMPTY, FMap, Note, Publish, Reply, Request, Response, Send, SetTimer, TransportError, Truth,
     header_value, json_body,
 )
 from model.identity import (
@@ -57,12 +64,14 @@ BG = execute("toolu_bg", "serve", background=True)
 
 
 # ---------------------------------------------------------------------------
-# Scripted fake agent
+# Scripted stub agent
 # ---------------------------------------------------------------------------
 
 
 class FakeAgent:
-    """A scripted workspace agent (design B, Rev C, reduced to what chatd observes).
+    """A scripted stub workspace agent (design B, Rev C, reduced to what chatd observes),
+    plugged into model.system as ``WorldConfig.agent_impl``: the system delivers each
+    request to ``on_request`` and interprets the replies like model/agent.py's.
 
     With tool call headers a start is recorded by tool call UUID: the process ID is the
     UUID, and a repeated start replays the recorded answer with the run age. Without
@@ -211,6 +220,23 @@ class FakeAgent:
         self.waits = keep
         return out
 
+    # -- the agent API model.system calls (WorldConfig.agent_impl) ---------------
+    # The stub is its own state: model.system stores it as the agent's state and hands it
+    # back to each handler, which answers through ``handle``.
+    files = EMPTY  # the disk model.system keeps while the agent is down (none here)
+
+    def boot(self, config, now_ms: int, files=EMPTY, incarnation: int = 1) -> "FakeAgent":
+        return self
+
+    def shutdown(self, state, now_ms: int):
+        return self, []
+
+    def on_request(self, state, req: Request, now_ms: int):
+        return self, [Reply(dst, resp) for dst, resp in self.handle(req, now_ms)]
+
+    def on_timer(self, state, name: str, now_ms: int):
+        return self, []
+
     # -- test controls ----------------------------------------------------------
     def exit(self, pid: str, code: int = 0, output: str = "done") -> list[tuple[str, Response]]:
         self.procs[pid].update(running=False, exit_code=code, output=output)
@@ -223,119 +249,211 @@ class FakeAgent:
 
 
 # ---------------------------------------------------------------------------
-# Tiny world
+# The world: model.system with the stub agent
 # ---------------------------------------------------------------------------
 
 CLOCK_OFFSETS = {"replica-1": 1_000_000, "replica-2": 55_555_000}
 DB_OFFSET_MS = 1_700_000_000_000
+_RENAMED = {"result_kind": "kind", "at_t_ms": "t_ms", "at_node": "node", "at_clock_ms": "clock_ms"}
+_RECORD_KEYS = ("t_ms", "node", "clock_ms", "kind", "note", "truth")
+
+
+class _Replicas(MutableMapping):
+    """``w.reps``: the live replicas of the system (a crashed one is absent); assigning
+    replaces a replica's state in the system, as a test that drives a handler directly does."""
+
+    def __init__(self, world: "World"):
+        self.w = world
+
+    def __getitem__(self, name):
+        rep = self.w.s.replicas.get(name)
+        if rep is None:
+            raise KeyError(name)
+        return rep
+
+    def __setitem__(self, name, rep):
+        self.w.s = replace(self.w.s, replicas=self.w.s.replicas.set(name, rep))
+
+    def __delitem__(self, name):
+        raise TypeError("crash a replica with World.crash")
+
+    def __iter__(self):
+        return iter([n for n, rep in self.w.s.replicas.items() if rep is not None])
+
+    def __len__(self):
+        return len(list(iter(self)))
+
+
+class _Timers:
+    """``w.timers``: the armed timers as ``(node, name)`` keys; ``pop`` disarms one (a test
+    standing for a stuck runner loop)."""
+
+    def __init__(self, world: "World"):
+        self.w = world
+
+    def __iter__(self):
+        return iter(list(self.w.s.timers))
+
+    def __contains__(self, key):
+        return key in self.w.s.timers
+
+    def pop(self, key, *default):
+        timer = self.w.s.timers.get(key)
+        if timer is None:
+            if default:
+                return default[0]
+            raise KeyError(key)
+        self.w.s = replace(self.w.s, timers=self.w.s.timers.remove(key))
+        return timer
 
 
 class World:
-    """Replicas + database + fake agent. ``dial``: 200 (connect), None (never answered),
-    "transport" (TransportError) or another status (no agent / no workspace)."""
+    """Replicas + database + the stub agent, run by ``model.system.apply``.
+
+    The system interprets every effect (one interpreter for the whole project); this class
+    only chooses the actions, the way the explorer does: every message in flight is
+    delivered at once, oldest first (``settle``), and timers fire in (due, arming) order
+    (``run``). Every node has its own clock offset and the database clock another one, so
+    any comparison of clocks across nodes would show up as a wrong age. ``dial``: 200 (the
+    system's answer), None (never answered: the dial is lost), "transport" (a
+    TransportError) or another status (no agent / no workspace), both answered in the
+    agent's place. ``deaf`` replicas lose every pubsub event. ``log`` lists the effects that
+    tests read, rebuilt from the trace: ``(t, node, Send | Publish | Note | Truth)``."""
 
     def __init__(self, rules="contract", replicas=("replica-1",), agent: FakeAgent | None = None):
-        self.t = 0
-        self.rules = rules
-        self.db = chatd.db_empty()
-        self.reps: dict[str, chatd.ReplicaState] = {}
-        self.boots: dict[str, int] = {}
-        self.timers: dict[tuple[str, str], tuple[int, int]] = {}
-        self.seq = 0
-        self.inbox: list[tuple[str, str, object]] = []
-        self.log: list[tuple[int, str, object]] = []
         self.agent = agent or FakeAgent()
+        clocks = {name: msys.ClockSpec(offset_ms=off) for name, off in CLOCK_OFFSETS.items()}
+        clocks[msys.DB] = msys.ClockSpec(offset_ms=DB_OFFSET_MS)
+        config = msys.WorldConfig(replicas=tuple(replicas), chatd_rules=(chatd.VARIANTS[rules] if isinstance(rules, str) else rules),
+                                  clocks=FMap(clocks), agent_impl=self.agent)
+        self.log: list[tuple[int, str, object]] = []
         self.dial = 200
-        self.deaf: set[str] = set()  # replicas that receive no pubsub events
-        for name in replicas:
-            self.boot(name)
+        self.deaf: set[str] = set()
+        self.s = msys.System(config=config)  # replaced at once by the initial step
+        step = msys.initial(config)
+        self.s = step.system
+        self._log(step, msys.WORLD, frozenset())
+        self.reps = _Replicas(self)
+        self.timers = _Timers(self)
 
-    # clocks
+    # state
+    @property
+    def t(self) -> int:
+        return self.s.now_ms
+
+    @property
+    def db(self):
+        return self.s.db
+
+    @db.setter
+    def db(self, db):
+        self.s = replace(self.s, db=db)
+
     def clock(self, node: str) -> int:
-        return self.t + CLOCK_OFFSETS.get(node, 0)
+        return self.s.config.clock(node).read(self.t)
 
     def db_now(self) -> int:
-        return self.t + DB_OFFSET_MS
+        return self.clock(msys.DB)
+
+    # steps
+    def _log(self, step: msys.Step, node: str, before: frozenset):
+        """Append the step's effects: sends with their requests, publishes once each (by
+        the node that handled the step), and notes and truths from their records."""
+        in_flight = {env.seq: env for env in step.system.in_flight}
+        for rec in step.records:
+            if rec["kind"] == "send":
+                env = in_flight[rec["seq"]]
+                self.log.append((rec["t_ms"], rec["node"], Send(env.dst, env.payload)))
+            elif rec["kind"] in ("note", "truth"):
+                fields = {_RENAMED.get(k, k): v for k, v in rec.items() if k not in _RECORD_KEYS}
+                cls = Note if rec["kind"] == "note" else Truth
+                self.log.append((rec["t_ms"], rec["node"], cls(rec[rec["kind"]], tuple(sorted(fields.items())))))
+        published = []
+        for env in step.system.in_flight:
+            if env.seq not in before and isinstance(env.payload, Publish) and \
+                    not any(p is env.payload for p in published):
+                published.append(env.payload)
+        self.log += [(step.system.now_ms, node, p) for p in published]
+        self.s = step.system
+
+    def _apply(self, action, node: str):
+        before = frozenset(env.seq for env in self.s.in_flight)
+        self._log(msys.apply(self.s, action), node, before)
+
+    def _by_hand(self, node: str, act):
+        """A step the world has no action for (a user's request, a test driving a handler):
+        ``act(builder)`` runs on the system's own builder, so its effects are interpreted
+        by model.system like any other."""
+        before = frozenset(env.seq for env in self.s.in_flight)
+        b = msys._Builder(self.s, None)
+        act(b)
+        b.flush_publishes()
+        self._log(msys.Step(b.s, tuple(b.records)), node, before)
+
+    def _dial_answer(self, req: Request):
+        if self.dial == "transport":
+            return TransportError(req.req_id, "no route to host")
+        return Response(req.req_id, self.dial)
+
+    def settle(self):
+        while self.s.in_flight:
+            env = min(self.s.in_flight, key=lambda e: e.seq)
+            dial = env.dst == msys.AGENT and env.route == "dial" and self.dial != 200
+            if dial or (isinstance(env.payload, Publish) and env.dst in self.deaf):
+                self._apply(msys.Drop(self.t, env.seq, env.what), env.dst)
+                if dial and self.dial is not None:
+                    self.deliver([(env.src, self._dial_answer(env.payload))], settle=False)
+            else:
+                self._apply(msys.Deliver(self.t, env.seq, env.what), env.dst)
+
+    def run(self, until: int):
+        self.settle()
+        while True:
+            due = sorted((t.due_ms, t.seq, k) for k, t in self.s.timers.items() if t.due_ms <= until)
+            if not due:
+                break
+            d, _, (node, name) = due[0]
+            self._apply(msys.Fire(max(self.t, d), node, name), node)
+            self.settle()
+        if until > self.t:
+            self._apply(msys.Tick(until), msys.WORLD)
+
+    def advance(self, ms: int):
+        self.run(self.t + ms)
 
     # nodes
     def boot(self, name: str, rules=None):
-        self.boots[name] = self.boots.get(name, 0) + 1
-        rep, eff = chatd.replica_boot(name, self.clock(name), rules or self.rules, self.boots[name])
-        self.reps[name] = rep
-        self.absorb(name, eff)
+        if rules is not None:
+            config = self.s.config
+            rules = (chatd.VARIANTS[rules] if isinstance(rules, str) else rules)
+            self.s = replace(self.s, config=replace(config, replica_rules=config.replica_rules.set(name, rules)))
+        self._by_hand(name, lambda b: msys._boot_replica(b, name))
 
     def crash(self, name: str):
-        self.absorb(name, chatd.replica_crash(self.reps.pop(name)))
-        self.timers = {k: v for k, v in self.timers.items() if k[0] != name}
+        self._by_hand(name, lambda b: msys._crash_replica(b, name))
 
     def pause_heartbeats(self, name: str, paused: bool = True):
         self.reps[name] = chatd.replica_pause_heartbeats(self.reps[name], paused)
 
     def absorb(self, node: str, effects):
-        for e in effects:
-            self.log.append((self.t, node, e))
-            if isinstance(e, Send):
-                assert e.dst == "agent" and e.request.src == node
-                if e.request.method == "DIAL":
-                    if self.dial == 200:
-                        self.inbox.append(("answer", node, Response(e.request.req_id, 200)))
-                    elif self.dial == "transport":
-                        self.inbox.append(("answer", node, TransportError(e.request.req_id, "no route to host")))
-                    elif self.dial is not None:
-                        self.inbox.append(("answer", node, Response(e.request.req_id, self.dial)))
-                else:
-                    for dst, resp in self.agent.handle(e.request, self.t):
-                        self.inbox.append(("answer", dst, resp))
-            elif isinstance(e, SetTimer):
-                self.seq += 1
-                self.timers[(node, e.name)] = (self.t + e.after_ms, self.seq)
-            elif isinstance(e, CancelTimer):
-                self.timers.pop((node, e.name), None)
-            elif isinstance(e, Publish):
-                for name in sorted(self.reps):
-                    self.inbox.append(("publish", name, e))
+        """Effects a test got by calling a handler itself, interpreted by the system."""
+        self._by_hand(node, lambda b: b.absorb(node, effects))
 
     def step(self, name: str, fn, *args):
-        rep = self.reps.get(name)
-        if rep is None:
-            return
-        rep, db, eff = fn(rep, self.db, *args, self.clock(name), self.db_now())
-        self.reps[name], self.db = rep, db
-        self.absorb(name, eff)
-
-    def settle(self):
-        while self.inbox:
-            kind, dst, payload = self.inbox.pop(0)
-            if kind == "publish":
-                if dst not in self.deaf:
-                    self.step(dst, chatd.replica_on_publish, payload.channel, payload.chat_id)
-            else:
-                self.step(dst, chatd.replica_on_answer, payload)
-
-    def run(self, until: int):
-        self.settle()
-        while True:
-            due = sorted((d, s, k) for k, (d, s) in self.timers.items() if d <= until)
-            if not due:
-                break
-            d, _, key = due[0]
-            del self.timers[key]
-            self.t = max(self.t, d)
-            self.step(key[0], chatd.replica_on_timer, key[1])
-            self.settle()
-        self.t = max(self.t, until)
-
-    def advance(self, ms: int):
-        self.run(self.t + ms)
+        self._by_hand(name, lambda b: b.replica_step(name, fn, *args))
 
     def user(self, fn, *args):
-        self.db, eff = fn(self.db, *args, self.db_now())
-        self.absorb("db", eff)
+        self._by_hand(msys.DB, lambda b: b.db_step(fn, *args))
         self.settle()
 
-    def deliver(self, answers):
-        self.inbox += [("answer", dst, resp) for dst, resp in answers]
-        self.settle()
+    def deliver(self, answers, settle: bool = True):
+        """Put the stub agent's answers (from ``exit``, ``release``) on the wire."""
+        def put(b):
+            for dst, resp in answers:
+                b.reply(msys.AGENT, dst, resp)
+        self._by_hand(msys.AGENT, put)
+        if settle:
+            self.settle()
 
     # queries
     def chat(self) -> chatd.Chat:

@@ -1,4 +1,4 @@
-"""Conformance tests for model/chattool.py: chatd's execute, edit_files and write_file layer.
+"""Conformance tests for model/chattool/: chatd's execute, edit_files and write_file layer.
 
 Each test ports one item of chatd-contract.md section 7 (its name starts with ``test_NN``)
 and its docstring names the Go test it mirrors. The machine is driven with hand-built

@@ -9,7 +9,9 @@ import pathlib
 import subprocess
 import sys
 
-from sim.replay import replay, trace_lines
+import pytest
+
+from sim.replay import replay_actions, trace_lines
 from sim.run import build, run_scenario
 from sim.scenario import load
 
@@ -27,6 +29,7 @@ def _hash_in_subprocess(hashseed: str, variant: str) -> str:
     return json.loads(out.stdout)["trace_sha256"]
 
 
+@pytest.mark.slow
 def test_same_seed_same_trace_across_processes_and_hash_seeds():
     """Two separate processes with different PYTHONHASHSEED produce the same trace hash,
     and so does this process."""
@@ -47,7 +50,7 @@ def test_recorded_actions_replay_the_same_trace_without_simpy():
     sc = load(SMOKE)
     result = run_scenario(sc, "contract")
     config, _ = build(sc, "contract")
-    rep = replay(config, result.world.actions, header=result.world.trace[0])
+    rep = replay_actions(config, result.world.actions, header=result.world.trace[0])
     assert rep.mismatch is None
     assert trace_lines(rep.trace) == result.world.trace_lines()
 
@@ -60,7 +63,7 @@ def test_replay_names_the_step_that_no_longer_fits():
     actions = list(result.world.actions)
     victim = next(i for i, a in enumerate(actions) if type(a).__name__ == "Deliver")
     actions.insert(victim + 1, actions[victim])  # the same message cannot arrive twice
-    rep = replay(config, actions)
+    rep = replay_actions(config, actions)
     assert rep.mismatch is not None and rep.mismatch.startswith(f"step {victim + 2} (")
     assert "no message" in rep.mismatch
 

@@ -11,6 +11,8 @@ import subprocess
 import sys
 import pathlib
 
+import pytest
+
 from model import explore as ex
 from model import worlds
 from sim import counterexample as cx
@@ -29,6 +31,7 @@ def bounds(max_in_flight_ms=1, **budgets) -> ex.Bounds:
 PINNED_DEFAULT_STATES = 33443
 
 
+@pytest.mark.slow
 def test_default_world_is_exhausted_without_violation_and_its_size_is_pinned(tmp_path, capsys):
     """The issue's default world (one chat, two replicas, a foreground and a background
     execute; one agent restart, ownership change, interrupt, lost response and task
@@ -42,6 +45,7 @@ def test_default_world_is_exhausted_without_violation_and_its_size_is_pinned(tmp
     assert doc["states"] == PINNED_DEFAULT_STATES
 
 
+@pytest.mark.slow
 def test_in_flight_within_the_margin_finds_only_the_cancel_gap(tmp_path):
     """Messages 1 s in flight (still below the 2 s margin) with an agent restart and an
     interrupt: nothing runs twice, but a cancel landing within the margin after the
@@ -64,6 +68,7 @@ def _assert_replays(found, tmp_path):
     assert replayed.reproduced and replayed.trace_sha256 == replayed.expected_sha256
 
 
+@pytest.mark.slow
 def test_in_flight_above_the_margin_finds_the_documented_residual_risk(tmp_path, capsys):
     """The default world with messages allowed 5 s in flight (above the 2 s margin): a
     start that travels across an agent restart runs a second time, reported as the

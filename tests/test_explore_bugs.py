@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import functools
 import json
+from pathlib import Path
 
 import pytest
 
@@ -96,13 +97,20 @@ def test_explorer_finds_planted_bug(mutant, tmp_path):
 def test_interrupt_bound_follows_the_world_clock():
     """interrupt_finishes allows dial + answer timeout + slack of the world's clock: 2 min
     on the reference clock, 10 small ms on the explorer's; a planted bug that removes
-    chatd's answer timeout does not move it."""
+    chatd's answer timeout does not move it, because the world keeps its clock from
+    before the bug (``WorldConfig.reference_timing``) and the checker reads that."""
+    from sim.run import build
+    from sim.scenario import load
+
     assert props.interrupt_bound_ms(Timing()) == 120_000
     assert props.interrupt_bound_ms(Timing.explorer()) == 10
-    real, _ = planted_bugs.resolve("contract+no-agent-answer-timeout")
-    assert real.timing.agent_answer_timeout_ms == 10**12 and props.interrupt_bound_ms(real.timing) == 120_000
-    small = worlds.build("default", "contract+no-agent-answer-timeout").chatd_rules.timing
-    assert small.agent_answer_timeout_ms == 10**12 and props.interrupt_bound_ms(small) == 10
+    scenario = load(Path(__file__).resolve().parent.parent / "scenarios" / "bug_lost_cancel.toml")
+    real, _ = build(scenario, "contract+no-agent-answer-timeout")
+    assert real.chatd_rules.timing.agent_answer_timeout_ms == 10**12
+    assert props.interrupt_bound_ms(real.timing_before_bugs()) == 120_000
+    small = worlds.build("default", "contract+no-agent-answer-timeout")
+    assert small.chatd_rules.timing.agent_answer_timeout_ms == 10**12
+    assert props.interrupt_bound_ms(small.timing_before_bugs()) == 10
 
 
 def test_counterexample_names_its_world(tmp_path, capsys):

@@ -28,6 +28,7 @@ def _found(result) -> dict:
     return {(v.property, v.residual_risk): len(v.path) for v in result.violations}
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("variant,budgets", CASES, ids=[f"{v}-{'-'.join(b)}" for v, b in CASES])
 def test_merging_reordered_histories_finds_the_same(variant, budgets):
     world = worlds.default(variant)

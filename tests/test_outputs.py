@@ -48,6 +48,7 @@ def _hash(proc: subprocess.CompletedProcess) -> str:
 # ---------------------------------------------------------------------------
 
 
+@pytest.mark.slow
 def test_three_paths_to_one_scenario_give_one_hash(tmp_path):
     """By name, by relative path, and as a copy in another folder run from there."""
     copy = tmp_path / "elsewhere" / "my-copy.toml"
@@ -69,6 +70,7 @@ def test_the_trace_header_names_the_scenario_by_content(tmp_path):
     assert str(ROOT) not in (tmp_path / "t.jsonl").read_text()
 
 
+@pytest.mark.slow
 def test_a_trace_replays_from_another_folder(tmp_path):
     """A trace of a shipped scenario replays from anywhere; a trace of a user's
     scenario replays when the scenario lies next to the trace, or is named."""
@@ -90,6 +92,7 @@ def test_a_trace_replays_from_another_folder(tmp_path):
     assert proc.returncode == 0 and "(same)" in proc.stdout, proc.stderr
 
 
+@pytest.mark.slow
 def test_a_trace_whose_scenario_changed_is_not_replayed_against_it(tmp_path):
     """Content identity: an edited scenario of the same name is not the one recorded."""
     mine = (ROOT / "scenarios" / "smoke_retry.toml").read_text().replace('"smoke-retry"', '"mine"')
@@ -128,6 +131,7 @@ def test_an_installed_package_gives_the_same_hash(tmp_path):
 # ---------------------------------------------------------------------------
 
 
+@pytest.mark.slow
 def test_swarm_writes_under_the_current_folder_and_its_files_replay_anywhere(tmp_path):
     """The default folder is ./reports/out/swarm where the command runs (named in the
     first line), not the package; the counterexample embeds its scenario, holds no
@@ -226,6 +230,7 @@ def _interrupt_after(args: list[str], cwd: Path, ready) -> tuple[int, str, str]:
     return proc.returncode, out, "".join(seen) + err
 
 
+@pytest.mark.slow
 def test_ctrl_c_on_swarm_keeps_every_finished_counterexample(tmp_path):
     code, out, err = _interrupt_after(["swarm", "--seeds", "100000", "--first-seed", "7", "--variant", BUGGY],
                                       tmp_path, lambda line: " FAIL " in line)
@@ -246,6 +251,7 @@ def test_ctrl_c_on_swarm_keeps_every_finished_counterexample(tmp_path):
     assert replayed.returncode == 1, replayed.stdout + replayed.stderr
 
 
+@pytest.mark.slow
 def test_ctrl_c_on_explore_prints_the_summary_so_far(tmp_path):
     code, out, err = _interrupt_after(["explore", "--max-states", "100000000", "--max-in-flight", "5s",
                                        "--agent-restarts", "2", "--out", "o"], tmp_path,

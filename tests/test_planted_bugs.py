@@ -45,6 +45,7 @@ def test_variant_names_resolve():
         planted_bugs.resolve("tomorrow")
 
 
+@pytest.mark.slow
 def test_sometimes_properties_are_reached_somewhere():
     """Every sometimes-property is reached by at least one shipped scenario under the
     contract, so none of them is vacuous."""

@@ -13,7 +13,7 @@ from types import SimpleNamespace
 
 import pytest
 
-from model import chatd, chattool
+from model import chatd, chattool, system
 from model import properties as props
 from model.identity import tool_call_uuid
 
@@ -29,7 +29,7 @@ UB = tool_call_uuid(CHAT, MSG, "toolu_02")
 def final(status: str = "waiting"):
     msg = SimpleNamespace(role="assistant", id=MSG, tool_calls=(FG, BG))
     chat = SimpleNamespace(status=status, messages=(msg,))
-    return SimpleNamespace(config=SimpleNamespace(chatd_rules=chatd.CONTRACT), db=SimpleNamespace(chats={CHAT: chat}))
+    return SimpleNamespace(config=system.WorldConfig(chatd_rules=chatd.CONTRACT), db=SimpleNamespace(chats={CHAT: chat}))
 
 
 def r(t_ms: int, node: str, kind: str, **fields) -> dict:
@@ -189,14 +189,14 @@ def test_commit_without_attempt_fence_is_caught_by_fenced_commits_alone():
     from model import planted_bugs
     from sim.run import build, run_scenario
     from sim.scenario import load
-    from sim.world import World
+    from sim.world import Simulation
 
     scenario = load(pathlib.Path(__file__).resolve().parent.parent / "scenarios" / "bug_stale_attempt_commit.toml")
     bug = run_scenario(scenario, "contract+commit-without-attempt-fence")
     assert {v.property for v in bug.violations} == {"fenced_commits"}
     config, options = build(scenario, "contract")
     config = replace(config, chatd_rules=replace(config.chatd_rules, attempt_timeout_stops_calls=False))
-    world = World(config, scenario.seed, options)
+    world = Simulation(config, scenario.seed, options)
     world.run(scenario.until_ms)
     outcomes = [r.get("outcome") for r in world.trace if r.get("note") == "timed_out_attempt_committed"]
     assert outcomes == ["exit:fenced:attempt"]

@@ -38,6 +38,7 @@ def test_scenario_meets_expectations(path, variant):
         assert _PINNED.get(key) == result.trace_sha256, f"{key}: trace hash moved (see GOLDEN)"
 
 
+@pytest.mark.slow
 def test_incident_numbers():
     """The incident: 36 starts in 9 h and no result under today; one start under the
     contract, and past 10 h one timed_out result with the process still running."""

@@ -7,6 +7,8 @@ from __future__ import annotations
 
 import os
 
+import pytest
+
 from hypothesis import settings
 
 from sim import counterexample as cx
@@ -19,6 +21,7 @@ settings.load_profile(os.environ.get("HYPOTHESIS_PROFILE", "ci"))
 TestContract = machine_for("contract").TestCase
 
 
+@pytest.mark.slow
 def test_today_fails_and_the_shrunk_failure_replays(tmp_path, capsys):
     """`toolcall-sim search` under today: hypothesis finds a violated safety property,
     prints the shrunk program as a story of action labels, and writes one counterexample

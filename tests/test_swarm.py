@@ -1,6 +1,22 @@
 """Swarm testing (sim/swarm.py): seeds draw the same worlds everywhere, the report does not
 depend on the number of workers, the plain contract survives a fixed budget, planted bugs
-are found within pinned budgets, and the minimizer only ever shrinks a failing world."""
+are found within pinned budgets, and the minimizer only ever shrinks a failing world.
+
+Re-pinning a swarm window (``WINDOWS``) after a change to the model or to the drawing
+(sim/stories.py) moves which seeds find a planted bug: for each bug that
+``test_swarm_finds_planted_bug`` no longer finds, sweep its seeds and let this module read
+the report::
+
+    python -m sim swarm --variant contract+BUG --seeds 120 --json --out /tmp/repin > /tmp/BUG.json
+    python -m tests.test_swarm BUG < /tmp/BUG.json
+
+The first command runs seeds 1..120 under ``contract+BUG`` (about 10-60 s); its JSON lists
+each failing seed with ``property`` and ``other_properties``, all the seed's new findings
+(found before minimizing). The second keeps the seeds whose findings include the bug's
+``caught_by`` property (``python -m sim list`` shows it) and prints the ``WINDOWS`` line
+to paste: the first run of 10 seeds that starts at such a seed and holds at least two
+(``_window``). No window in 120 seeds: sweep more (``--seeds 500``).
+"""
 
 from __future__ import annotations
 
@@ -24,6 +40,7 @@ from sim.scenario import from_dict
 ROOT = pathlib.Path(__file__).resolve().parent.parent
 
 # The seed window in which swarm finds each planted bug: bug -> (first seed, seeds).
+# Re-pin a window with the two commands in the module docstring.
 # Pinned from a sweep of seeds 1..500 per bug (each seed drawn and judged under
 # contract+<bug>, unminimized; a seed counts when the bug's caught_by property is among
 # its new findings). Found in, of 500 seeds: no-age-margin 21, run-before-record 53,
@@ -121,6 +138,7 @@ def test_toml_round_trip():
 # -- (b) workers do not change the report -----------------------------------------
 
 
+@pytest.mark.slow
 def test_workers_do_not_change_the_report(tmp_path):
     """--workers 1 and --workers 2 (spawned processes) print identical JSON, failures
     included."""
@@ -140,6 +158,7 @@ def test_workers_do_not_change_the_report(tmp_path):
 # -- (c) the contract survives a fixed budget -------------------------------------
 
 
+@pytest.mark.slow
 def test_contract_has_no_new_finding_in_a_fixed_budget():
     """CONTRACT_SEEDS swarm worlds under the plain contract: no new finding (residual
     risks allowed), with every story told in some of them."""
@@ -159,6 +178,38 @@ def test_every_planted_bug_has_a_small_window():
     assert all(1 <= seeds <= 20 for _, seeds in WINDOWS.values())
 
 
+WINDOW_SEEDS = 10  # a window's length: one seed that changes with the model does not lose the bug
+
+
+def _found_seeds(report: dict, caught_by: str) -> list[int]:
+    """The seeds of a swarm report (``--json``) whose new findings include ``caught_by``."""
+    return sorted(f["seed"] for f in report["failures"] if caught_by in {f["property"], *f["other_properties"]})
+
+
+def _window(found: list[int]) -> tuple[int, int] | None:
+    """The first run of WINDOW_SEEDS seeds that starts at a seed of ``found`` and holds at
+    least two of them; None when there is none."""
+    for first in sorted(found):
+        if sum(1 for s in found if first <= s < first + WINDOW_SEEDS) >= 2:
+            return first, WINDOW_SEEDS
+    return None
+
+
+def test_window_rule_reads_a_swarm_report():
+    """The re-pin helper counts a seed by its failing property or its other properties,
+    and skips a lone finding for the first pair that sits within one window."""
+    report = {"failures": [
+        {"seed": 21, "property": "chat_isolation", "other_properties": []},
+        {"seed": 30, "property": "exception", "other_properties": []},
+        {"seed": 42, "property": "exception", "other_properties": ["chat_isolation"]},
+        {"seed": 51, "property": "chat_isolation", "other_properties": []},
+    ]}
+    assert _found_seeds(report, "chat_isolation") == [21, 42, 51]
+    assert _window([21, 42, 51]) == (42, 10)
+    assert _window([6, 14, 15]) == (6, 10)
+    assert _window([21, 31]) is None and _window([]) is None
+
+
 def _swarm_failure(variant: str, caught_by: str, first_seed: int, seeds: int) -> dict | None:
     """The failure `toolcall-sim swarm --first-seed F --seeds N --variant V` reports for
     the first seed of the window whose new findings include ``caught_by``, as run_swarm
@@ -172,6 +223,7 @@ def _swarm_failure(variant: str, caught_by: str, first_seed: int, seeds: int) ->
     return None
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("mutant", planted_bugs.PLANTED_BUGS, ids=lambda m: m.name)
 def test_swarm_finds_planted_bug(mutant, tmp_path):
     """Within the bug's pinned window swarm reports a new finding (residual risk None) of
@@ -265,8 +317,64 @@ def test_minimizer_shrinks_and_keeps_failure(seed, pick):
         assert small["network"]["loss"] == 0.0
 
 
+def test_generic_minimizer_knows_nothing_of_scenarios():
+    """sim/minimize.py on plain lists: removing one element at a time, it keeps what the
+    check needs (1-minimal), treats a refused candidate as no step, and stops at max_runs."""
+    from sim.minimize import minimize as generic
+
+    def steps(xs: list[int]):
+        return [xs[:i] + xs[i + 1:] for i in range(len(xs))]
+
+    def fails(xs: list[int]) -> bool:
+        if 5 not in xs:
+            raise ValueError("a candidate the checker refuses")
+        return 3 in xs
+
+    small, runs = generic(list(range(8)), fails, steps, max_runs=100, refused=(ValueError,))
+    assert small == [3, 5] and runs < 100
+    assert generic(list(range(8)), fails, steps, max_runs=2, refused=(ValueError,)) == ([2, 3, 4, 5, 6, 7], 2)
+    with pytest.raises(ValueError):  # not refused: the checker's error is the caller's
+        generic(list(range(8)), fails, steps, max_runs=100)
+
+
 def test_minimizer_leaves_a_passing_world_alone():
     """Nothing to keep failing: every candidate is refused and the world comes back whole."""
     data = swarm.draw_scenario(7)
     small, _ = swarm.minimize(data, lambda d: False)
     assert small == data
+
+
+def _print_window(bug: str, report: dict) -> int:
+    """``python -m tests.test_swarm BUG < report.json``: the WINDOWS line for ``BUG``
+    (see the module docstring); exit 1 when the report holds no window."""
+    mutant = next((m for m in planted_bugs.PLANTED_BUGS if m.name == bug), None)
+    if mutant is None:
+        print(f"no planted bug {bug!r} (known: {', '.join(m.name for m in planted_bugs.PLANTED_BUGS)})",
+              file=sys.stderr)
+        return 2
+    found = _found_seeds(report, mutant.caught_by)
+    window = _window(found)
+    last = report["first_seed"] + report["seeds_run"] - 1
+    if window is None:
+        print(f"{bug}: no window in seeds {report['first_seed']}..{last} ({mutant.caught_by} found at "
+              f"{', '.join(map(str, found)) or 'no seed'}): sweep more seeds", file=sys.stderr)
+        return 1
+    inside = [s for s in found if window[0] <= s < window[0] + window[1]]
+    print(f'    "{bug}": {window},  # {", ".join(map(str, inside))}')
+    return 0
+
+
+if __name__ == "__main__":
+    if len(sys.argv) != 2:
+        print("usage: python -m tests.test_swarm BUG < swarm-report.json", file=sys.stderr)
+        sys.exit(2)
+    try:
+        swarm_report = json.load(sys.stdin)
+    except json.JSONDecodeError as err:
+        print(f"stdin: not a swarm --json report: {err}", file=sys.stderr)
+        sys.exit(2)
+    try:
+        sys.exit(_print_window(sys.argv[1], swarm_report))
+    except (KeyError, TypeError) as err:
+        print(f"stdin: not a swarm --json report (no {err})", file=sys.stderr)
+        sys.exit(2)

@@ -341,3 +341,22 @@ def test_agent_restarted_before_the_start_arrives_is_refused_at_both_timings(tim
     (committed,) = truths(records, "result_committed")
     assert committed["result_kind"] == "unknown"
     assert s.db.chats[CHAT].messages[2].result.reason == "agent_restarted"
+
+
+def test_world_keeps_its_clock_from_before_planted_bugs():
+    """A world records chatd's timing before its variant's planted bugs
+    (``WorldConfig.reference_timing``), so the checkers bound it by its own clock without
+    knowing the bugs: a world with its own answer timeout keeps it under a bug that
+    removes the answer timeout, and a world built by hand (no reference) is its own."""
+    from sim.run import build
+    from sim.scenario import from_dict
+
+    data = {"name": "clock", "seed": 1, "until": "1m", "world": {"agent_answer_timeout": "5s"},
+            "turns": [{"chat": "chat-1", "tool_calls": [{"id": "toolu_01", "tool": "execute", "command": "true"}]}]}
+    config, _ = build(from_dict(data), "contract+no-agent-answer-timeout")
+    assert config.chatd_rules.timing.agent_answer_timeout_ms == 10**12
+    assert config.timing_before_bugs().agent_answer_timeout_ms == 5_000
+    plain, _ = build(from_dict(data), "contract")
+    assert plain.timing_before_bugs() == plain.chatd_rules.timing
+    by_hand = world_config(chatd.CONTRACT, SMALL, "true")
+    assert by_hand.reference_timing is None and by_hand.timing_before_bugs() == SMALL

@@ -15,7 +15,7 @@ import pytest
 
 from model import system as msys
 from model import vocabulary as voc
-from sim.cli import _list
+from sim.commands import list as list_command
 from sim.run import run_scenario
 from sim.scenario import from_dict
 
@@ -137,7 +137,7 @@ def test_list_prints_every_word():
     """`toolcall-sim list` names every fault kind (with its fields), trigger event, world
     key, route, tool and result kind of the vocabulary."""
     out = io.StringIO()
-    assert _list(out) == 0
+    assert list_command.main(None, out) == 0
     text = out.getvalue()
     for f in voc.FAULTS.values():
         line = next(l for l in text.splitlines() if l.split() and l.split()[0] == f.name)
@@ -180,10 +180,10 @@ def test_readme_names_exactly_the_unknown_reasons():
 def test_swarm_and_explorer_draw_from_the_vocabulary():
     """Swarm toggles only vocabulary fault kinds and triggers on vocabulary events; the
     explorer's and the search's fault actions are model fault kinds."""
-    from sim import swarm
+    from sim import stories, swarm
 
     assert set(swarm.FAULT_KINDS) <= set(voc.FAULTS)
-    assert set(swarm._TRIGGER_EVENTS) <= set(voc.TRIGGER_EVENTS)
+    assert set(stories._TRIGGER_EVENTS) <= set(voc.TRIGGER_EVENTS)
     assert {"agent_restart", "interrupt", "takeover"} <= set(voc.model_fault_kinds())
 
 

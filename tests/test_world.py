@@ -10,7 +10,7 @@ from model import system as msys
 from model.core import FMap
 from sim.run import build, run_scenario
 from sim.scenario import load
-from sim.world import World
+from sim.world import Simulation
 
 ROOT = pathlib.Path(__file__).resolve().parent.parent / "scenarios"
 
@@ -18,7 +18,7 @@ ROOT = pathlib.Path(__file__).resolve().parent.parent / "scenarios"
 def _run_with_clocks(clocks: FMap):
     sc = load(ROOT / "smoke_retry.toml")
     config, options = build(sc, "contract")
-    world = World(replace(config, clocks=clocks), sc.seed, options)
+    world = Simulation(replace(config, clocks=clocks), sc.seed, options)
     world.run(sc.until_ms)
     return world
 

@@ -18,7 +18,7 @@ from dataclasses import dataclass, field
 from functools import lru_cache
 from typing import Callable
 
-from ..timing import DEFAULT_TIMING, Timing
+from ..timing import DEFAULT_TIMING
 from .evidence import CallInfo, Evidence, Violation, agent_clock_at, violation
 
 # Runner notice, backoff, commit: the interrupt bound's allowance (US7) on top of the dial
@@ -293,31 +293,16 @@ def _one_result_eventually(ev: Evidence) -> list[Violation]:
 _SLOW_FAULTS = ("replica_crash", "ownership_change", "takeover", "db_outage")
 
 
-def _clock(timing):
-    """The clock a world's chatd timing was built on, before any planted bug changed it.
-    A planted bug changes only the timing fields ``planted_bugs`` names (no-agent-answer-timeout
-    removes the answer timeout), so the clock is the reference one or the explorer's,
-    whichever agrees with ``timing`` on every other field; a world on a clock of its own
-    is taken as it is."""
-    from .. import planted_bugs
-
-    planted = {name for m in planted_bugs.PLANTED_BUGS for name, _ in m.timing}
-    for clock in (DEFAULT_TIMING, Timing.explorer()):
-        if all(getattr(timing, f) == getattr(clock, f) for f in timing.__dataclass_fields__ if f not in planted):
-            return clock
-    return timing
-
-
 @lru_cache(maxsize=16)  # a pure function of a frozen Timing; evaluated on every explored state
 def interrupt_bound_ms(timing) -> int:
-    """How long an interrupt may take in a world whose chatd timing is ``timing``: the
-    dial timeout plus the agent answer timeout plus slack (30 s on the reference clock,
-    scaled like the dial timeout elsewhere), all read from the world's clock without its
-    planted bugs: 2 min on the reference clock, 10 small ms on the explorer's. A bound
-    read from the bug's own answer timeout would grow with it and never catch it."""
-    clock = _clock(timing)
-    slack_ms = INTERRUPT_SLACK_MS * clock.dial_timeout_ms // DEFAULT_TIMING.dial_timeout_ms
-    return clock.dial_timeout_ms + clock.agent_answer_timeout_ms + slack_ms
+    """How long an interrupt may take on the clock ``timing``: the dial timeout plus the
+    agent answer timeout plus slack (30 s on the reference clock, scaled like the dial
+    timeout elsewhere): 2 min on the reference clock, 10 small ms on the explorer's. The
+    checker passes the world's clock before its planted bugs
+    (``WorldConfig.timing_before_bugs``): a bound read from the bug's own answer timeout
+    would grow with it and never catch it."""
+    slack_ms = INTERRUPT_SLACK_MS * timing.dial_timeout_ms // DEFAULT_TIMING.dial_timeout_ms
+    return timing.dial_timeout_ms + timing.agent_answer_timeout_ms + slack_ms
 
 
 def _interrupt_finishes(ev: Evidence) -> list[Violation]:
@@ -326,7 +311,7 @@ def _interrupt_finishes(ev: Evidence) -> list[Violation]:
     unreachable; a fault that strikes chatd itself in the window (crash, ownership change,
     database outage) only delays it, so those interrupts are checked for finishing at all."""
     out = []
-    bound_ms = interrupt_bound_ms(ev.final.config.chatd_rules.timing) if ev.interrupts else 0
+    bound_ms = interrupt_bound_ms(ev.final.config.timing_before_bugs()) if ev.interrupts else 0
     for ii in ev.interrupts:
         rec = ev.trace[ii]
         chat_id = rec.get("chat_id")

@@ -59,7 +59,7 @@ def _predates_boot(ev: Evidence, effect_idx: int) -> bool:
 
 
 # The unknown reasons of an interrupt's result that say the cancel got no sure answer
-# (model/chattool.py UNKNOWN_REASONS): no answer in time (a slow agent), no agent at all,
+# (model/chattool/ UNKNOWN_REASONS): no answer in time (a slow agent), no agent at all,
 # an answer that could not be read, a cancel refused as younger than the agent
 # (agent_started_after_tool_call: a cancel within the margin right after an agent start),
 # or a recorded start whose process did not exist yet (a handler still pending). Any

@@ -1,0 +1,57 @@
+"""The agent's file handlers: edit and write (agent-contract.md 4.6, agentfiles).
+
+Theory of operation
+-------------------
+Both run under the tool call middleware, so a tool call's edit or write happens once and
+its answer is recorded. The files are the workspace disk (``AgentState.files``), which
+survives a restart. An edit is the model's search/replace, applied file by file: files
+written before a failing one stay written (design section 7, last item). Each change
+leaves an ``edit_applied`` truth for the checkers.
+"""
+
+from __future__ import annotations
+
+from ..core import Request, replace, truth
+from ..gocompat.decode import GoJSONError, decode
+from ..identity import Key
+from .state import AgentState, Effects
+from .wire import EDIT_REQUEST, _bad_json, _query, _rec
+
+
+def _apply_edit(content: str, edits: list) -> str:
+    for edit in edits:
+        content = content.replace(edit["search"], edit["replace"], 1)
+    return content
+
+
+def _edit_files(state: AgentState, req: Request, key: Key | None):
+    """agentfiles ``HandleEditFiles``: ``httpapi.Read`` into FileEditRequest, then at least
+    one file. The edit itself is the model's search/replace (section 4.6)."""
+    try:
+        files = decode(req.body, EDIT_REQUEST)["files"] or []
+    except GoJSONError as err:
+        return state, _rec(400, _bad_json(err)), []
+    if not files:
+        return state, _rec(400, {"message": "must specify at least one file"}), []
+    effects: Effects = []
+    paths = []
+    for entry in files:
+        path = entry["path"]
+        if path not in state.files:
+            # Files written before the failure stay written (design section 7, last item).
+            return state, _rec(404, {"message": f"open {path}: file does not exist"}), effects
+        state = replace(state, files=state.files.set(path, _apply_edit(state.files[path], entry["edits"] or [])))
+        effects.append(truth("edit_applied", path=path, uuid=key.uuid if key else None, tool="edit_files",
+                             incarnation=state.incarnation))
+        paths.append(path)
+    return state, _rec(200, {"files": paths, "ok": True}), effects
+
+
+def _write_file(state: AgentState, req: Request, key: Key | None):
+    path = _query(req).get("path", "")
+    if not path:
+        return state, _rec(400, {"message": "path is required"}), []
+    state = replace(state, files=state.files.set(path, req.body.decode("utf-8", errors="replace")))
+    effect = truth("edit_applied", path=path, uuid=key.uuid if key else None, tool="write_file",
+                   incarnation=state.incarnation)
+    return state, _rec(200, {"ok": True}), [effect]

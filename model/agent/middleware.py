@@ -1,0 +1,160 @@
+"""The tool call middleware and handler runs: what wraps start, edit and write
+(agent-contract.md 2.2 to 2.5, middleware.go; rules 1 to 4 of the package docstring).
+
+Theory of operation
+-------------------
+A request with tool call headers is decided against the store (store.py ``lookup``):
+refused (stale, not provable, canceled marker, input mismatch: a refusal changes
+nothing), replayed (a recorded answer), waiting (a pending run), or proven new. A call
+proven new gets its record first (``AgentRules.record_when_proven_new``, A1) and then a
+handler run as its own step: timer ``handler:<run>`` after ``handler_ms``, so requests,
+cancels and faults can land while it is pending and wait on it. Requests without tool
+call headers (and every request to an old agent) run the same way with no record. When
+the run publishes (``on_handler_done``) the record is filled in
+(``AgentRules.record_when_published``) and every waiter is answered: replays with the
+recorded answer and the run-age header, cancels by the cancel handler. A panic records
+the handler-failed 500 and the creating request gets httpmw.Recover's 500 (section 2.5).
+The handler itself is called through the package (``agent._run_handler``), where the
+Go-shaped tests install their counting handler.
+"""
+
+from __future__ import annotations
+
+from .. import agent as _package  # the seam: tests replace agent._run_handler
+from ..core import Reply, Request, Response, SetTimer, note, replace
+from ..identity import INPUT_MISMATCH, TOOL_CALL_CANCELED, HeaderError, Key, parse_tool_call_headers
+from .cancel import _answer_cancel
+from .files import _edit_files, _write_file
+from .processes import _start_process
+from .state import AgentState, Effects, Record, Recorded, Run, Waiter
+from .store import REFUSAL_FOR_VERDICT, input_hash, lookup
+from .wire import (
+    MSG_INTERNAL,
+    MSG_INVALID_HEADERS,
+    MSG_NO_CHAT,
+    PANIC_RECORDED,
+    _json_response,
+    _message,
+    _recorded_reply,
+    _refused,
+    chat_of,
+)
+
+
+def _middleware(state: AgentState, req: Request, kind: str, now_ms: int) -> tuple[AgentState, Effects]:
+    try:
+        headers = parse_tool_call_headers(req.headers)
+    except HeaderError as err:
+        return state, [_message(req, 400, MSG_INVALID_HEADERS, str(err))]
+    if headers is None:
+        # Not a tool call request: the handler runs as today, every time, no record.
+        return _begin_run(state, req, kind, None, now_ms)
+    chat_id = chat_of(req)
+    if chat_id is None:
+        return state, [_message(req, 400, MSG_NO_CHAT)]
+    key = Key(chat_id, headers.message_id, headers.tool_call_id)
+    digest = input_hash(req)
+    verdict, record = lookup(state, key, headers.age_ms, now_ms)
+    if verdict in REFUSAL_FOR_VERDICT:
+        return state, _refused(req, REFUSAL_FOR_VERDICT[verdict], key)
+    if verdict == "found":
+        assert record is not None
+        if record.canceled:
+            return state, _refused(req, TOOL_CALL_CANCELED, key)
+        if record.input_hash != digest:
+            return state, _refused(req, INPUT_MISMATCH, key)
+        if record.recorded is not None:
+            return state, [
+                _recorded_reply(req, record.recorded, now_ms, record.created_at_ms),
+                note("replayed", uuid=key.uuid),
+            ]
+        waiter = Waiter(req, "replay", record.run_id, key)
+        return replace(state, waiters=state.waiters.set(req.req_id, waiter)), [note("waiting", uuid=key.uuid)]
+    # Proven new: record first (A1), then run the handler as its own step.
+    record = Record(digest, False, now_ms, req.req_id, None)
+    state = state.config.rules.record_when_proven_new(state, key, record)
+    state, effects = _begin_run(state, req, kind, key, now_ms)
+    return state, effects + [note("run_pending", uuid=key.uuid, route=kind)]
+
+
+def _begin_run(state: AgentState, req: Request, kind: str, key: Key | None, now_ms: int) -> tuple[AgentState, Effects]:
+    """Rule 2: the handler runs as its own step, ``handler_ms`` after the request arrived.
+    Every handler run takes this path, with a tool call (``key``) or without one (no
+    headers, or an old agent), because a slow spawn is slow for every start."""
+    run_id = req.req_id
+    state = replace(
+        state,
+        runs=state.runs.set(run_id, Run(key, kind, req, now_ms)),
+        waiters=state.waiters.set(req.req_id, Waiter(req, "replay", run_id, key)),
+    )
+    return state, [SetTimer(f"handler:{run_id}", state.config.rules.handler_ms)]
+
+
+def _recovered_reply(req: Request) -> Reply:
+    """httpmw.Recover, outermost in the agent: the panic left the creating request's stack,
+    so that request gets ``httpapi.InternalServerError`` and no run-age header."""
+    return _json_response(req, 500, {"message": MSG_INTERNAL})
+
+
+def on_handler_done(
+    state: AgentState, run_id: str, now_ms: int, panic: bool = False, after_effects: bool = False
+) -> tuple[AgentState, Effects]:
+    """The pending run executes its handler and publishes its recorded response; every
+    request waiting on the run is answered (a dropped record still wakes its waiters).
+
+    ``panic`` (section 2.5, middleware.go ``record.run``): the record gets
+    ``PANIC_RECORDED`` and the panic goes on up the creating request's stack to
+    httpmw.Recover, so the creating request gets the recovery 500 (no run-age header) while
+    waiters and later requests get the recorded 500 with the run-age header.
+    ``after_effects``: the handler panicked after its side effects, e.g. after
+    ``manager.start`` spawned the process (while writing the answer). The process exists,
+    keeps running under its background context and is addressable by the tool call UUID;
+    only the answer is lost, so the record holds the 500 and a cancel reports
+    ``status_code`` 500 together with the process, which the stop rule may kill."""
+    run = state.runs.get(run_id)
+    if run is None:
+        return state, []
+    state = replace(state, runs=state.runs.remove(run_id))
+    effects: Effects = []
+    uuid_ = run.key.uuid if run.key is not None else None
+    if panic and not after_effects:
+        recorded = PANIC_RECORDED
+    else:
+        # The handler's clock reading is the run's start (the request's arrival): a process
+        # it spawns takes that instant as its start time (rule 6).
+        state, recorded, effects = _package._run_handler(state, run.kind, run.request, run.key, run.created_at_ms)
+    if panic:
+        recorded = PANIC_RECORDED
+        effects.append(note("handler_panicked", uuid=uuid_, after_effects=after_effects))
+    if run.key is None:
+        # No record: only the creating request hears of this run.
+        waiter = state.waiters.get(run_id)
+        if waiter is not None:
+            state = replace(state, waiters=state.waiters.remove(run_id))
+            answer = Response(run_id, recorded.status, recorded.content_type, recorded.body)
+            effects.append(_recovered_reply(waiter.request) if panic else Reply(waiter.request.src, answer))
+        return state, effects
+    record = Record(input_hash(run.request), False, run.created_at_ms, run_id, recorded)
+    state = state.config.rules.record_when_published(state, run.key, record)
+    effects.append(note("published", uuid=run.key.uuid, status=recorded.status))
+    for req_id, waiter in list(state.waiters.items()):
+        if waiter.kind in ("replay", "cancel") and waiter.target == run_id:
+            state = replace(state, waiters=state.waiters.remove(req_id))
+            if waiter.kind == "replay" and panic and req_id == run_id:
+                effects.append(_recovered_reply(waiter.request))
+            elif waiter.kind == "replay":
+                effects.append(_recorded_reply(waiter.request, recorded, now_ms, run.created_at_ms))
+            else:
+                state, more = _answer_cancel(state, waiter.request, run.key, record, waiter.threshold_ms, now_ms)
+                effects.extend(more)
+    return state, effects
+
+
+def _run_handler(
+    state: AgentState, kind: str, req: Request, key: Key | None, started_at_ms: int
+) -> tuple[AgentState, Recorded, Effects]:
+    if kind == "start":
+        return _start_process(state, req, key, started_at_ms)
+    if kind == "edit":
+        return _edit_files(state, req, key)
+    return _write_file(state, req, key)

@@ -1,0 +1,312 @@
+"""The process side of the agent: starting, exiting and killing processes, the stop rule
+the cancel handler calls, output reads, signals, the list and its lazy reaping
+(agent-contract.md 4.1 to 4.5, agentproc api.go and headtail.go).
+
+Theory of operation
+-------------------
+A process runs a ``Script`` (or a command read as a tiny shell): it writes its first
+output when it starts, runs for a while (timer ``exit:<pid>``), then writes the rest and
+exits. A tool call's process is named by ``AgentRules.pid_for`` (Rev C: the tool call
+UUID); one started without tool call headers takes the agent's own counter. A kill keeps
+the partial output and sets exit code -1; only a cancel marks it canceled (rule 6). The
+stopper (``stop_tool_call_process``) applies the stop rule: kill only a running process
+whose run age, counted from the request's arrival, is below a non-zero threshold.
+Output, signal and list are not wrapped by the tool call middleware; output and signal
+refuse another chat's process (rule 9, ``AgentRules.process_visible``). Exited
+processes are reaped lazily, on list (rule 8).
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from ..core import CancelTimer, FMap, Reply, Request, SetTimer, note, replace, truth
+from ..gocompat.decode import GoJSONError, decode, go_quote
+from ..identity import Key
+from .rules import Script
+from .state import AgentState, Effects, Process, Waiter
+from .store import current
+from .wire import (
+    KILL_ERROR,
+    MSG_BAD_JSON,
+    MSG_SIGNAL_FAILED,
+    SIGNAL_REQUEST,
+    SIGNALS,
+    START_REQUEST,
+    _bad_json,
+    _json_response,
+    _message,
+    _query,
+    _rec,
+    chat_of,
+)
+
+# The head/tail output buffer (agent/agentproc/headtail.go): what output and cancel answers
+# report of a process's output.
+MAX_HEAD_BYTES = 16 << 10
+MAX_TAIL_BYTES = 16 << 10
+MAX_LINE_LENGTH = 2048
+LINE_TRUNCATION_SUFFIX = " ... [truncated]"
+
+
+def parse_script(command: str) -> Script:
+    """A tiny shell for commands no scenario names: ``echo X``, ``sleep N``, ``exit K``,
+    ``true``, ``false`` separated by ';'. Output before the first sleep is written at
+    start, the rest at exit."""
+    runs_for_ms, exit_code, before, after = 0, 0, [], []
+    for part in (p.strip() for p in command.split(";")):
+        words = part.split()
+        if not words:
+            continue
+        target = after if runs_for_ms else before
+        if words[0] == "echo":
+            target.append(" ".join(words[1:]) + "\n")
+        elif words[0] == "sleep" and len(words) > 1:
+            runs_for_ms += int(float(words[1]) * 1000)
+        elif words[0] == "exit" and len(words) > 1:
+            exit_code = int(words[1])
+            break
+        elif words[0] == "false":
+            exit_code = 1
+    return Script(runs_for_ms, exit_code, "".join(before), "".join(after))
+
+
+def _start_process(state: AgentState, req: Request, key: Key | None, started_at_ms: int):
+    """agentproc ``handleStartProcess``. ``started_at_ms`` is the instant the request
+    arrived, which is the record's instant for a tool call: the design (glossary, "run
+    age") says the process takes that instant as its start time, so the header run age and
+    the process's run age agree even when the spawn was slow (``handler_ms``). Go's Rev C
+    process.go was not seen (agent-contract.md 0.3, 4.3 [inferred])."""
+    try:
+        body = decode(req.body, START_REQUEST)
+    except GoJSONError as err:
+        return state, _rec(400, _bad_json(err)), []
+    command = body["command"]
+    if not command:
+        return state, _rec(400, {"message": "Command is required."}), []
+    workdir = body["workdir"]
+    if workdir and workdir not in state.config.dirs:
+        detail = f"chdir {workdir}: no such file or directory"
+        return state, _rec(500, {"message": "Failed to start process.", "detail": detail}), []
+    if key is not None:
+        pid = state.config.rules.pid_for(key, command)
+    else:
+        state = replace(state, pid_counter=state.pid_counter + 1)
+        pid = f"proc-{state.incarnation}-{state.pid_counter}"
+    script = state.config.scripts.get(command) or parse_script(command)
+    chat_id = chat_of(req) or ""
+    proc = Process(pid, chat_id, key, command, body["background"], started_at_ms, script.output_at_start)
+    state = replace(state, processes=state.processes.set(pid, proc))
+    effects: Effects = [
+        truth(
+            "process_started",
+            pid=pid,
+            chat_id=chat_id,
+            command=command,
+            uuid=key.uuid if key else None,
+            incarnation=state.incarnation,
+        ),
+        SetTimer(f"exit:{pid}", script.runs_for_ms),
+    ]
+    return state, _rec(200, {"id": pid, "started": True}), effects
+
+
+def _process_exit(state: AgentState, pid: str, now_ms: int) -> tuple[AgentState, Effects]:
+    proc = state.processes.get(pid)
+    if proc is None or not proc.running:
+        return state, []
+    script = state.config.scripts.get(proc.command) or parse_script(proc.command)
+    proc = replace(
+        proc,
+        running=False,
+        exit_code=script.exit_code,
+        exited_at_ms=now_ms,
+        output=proc.output + script.output_at_exit,
+    )
+    state = replace(state, processes=state.processes.set(pid, proc))
+    effects: Effects = [truth("process_exited", pid=pid, exit_code=script.exit_code, incarnation=state.incarnation)]
+    return _wake_output_waiters(state, pid, effects)
+
+
+def _kill(state: AgentState, pid: str, by: str, now_ms: int, signal: str = "SIGKILL") -> tuple[AgentState, Effects]:
+    """Signal the process group: partial output kept, exit code -1 (Go's signal death).
+    SIGTERM ends a model process too: scripts never trap it (a real command may)."""
+    proc = state.processes[pid]
+    proc = replace(proc, running=False, exit_code=-1, exited_at_ms=now_ms, canceled=proc.canceled or by == "cancel")
+    state = replace(state, processes=state.processes.set(pid, proc))
+    fields = {"signal": signal} if signal != "SIGKILL" else {}
+    effects: Effects = [
+        CancelTimer(f"exit:{pid}"),
+        truth("process_killed", pid=pid, by=by, incarnation=state.incarnation, **fields),
+    ]
+    return _wake_output_waiters(state, pid, effects)
+
+
+def _script_of(state: AgentState, proc: Process) -> Script:
+    return state.config.scripts.get(proc.command) or parse_script(proc.command)
+
+
+def _wake_output_waiters(state: AgentState, pid: str, effects: Effects) -> tuple[AgentState, Effects]:
+    proc = state.processes[pid]
+    for req_id, waiter in list(state.waiters.items()):
+        if waiter.kind == "output" and waiter.target == pid:
+            state = replace(state, waiters=state.waiters.remove(req_id))
+            effects.append(CancelTimer(f"outwait:{req_id}"))
+            effects.append(_output_reply(waiter.request, proc))
+    return state, effects
+
+
+def _visible(state: AgentState, req: Request, proc: Process) -> bool:
+    """agentproc's chat isolation for output and signal (A5, api.go): refused only when the
+    request has a chat and the process has a different, non-empty one. A request without
+    a chat, or a process started without one, passes (``AgentRules.process_visible``)."""
+    return state.config.rules.process_visible(chat_of(req), proc.chat_id)
+
+
+def _not_found(req: Request, pid: str) -> Reply:
+    return _message(req, 404, f"Process {go_quote(pid)} not found.")
+
+
+def head_tail_output(raw: str) -> tuple[str, dict | None]:
+    """``HeadTailBuffer.Output`` (agent/agentproc/headtail.go): up to 16 KiB of head and
+    16 KiB of tail joined by an omission marker, long lines cut, and the truncation info;
+    output that fits the head comes back whole with no info. Lengths are UTF-8 bytes, as
+    Go's; a cut inside a character becomes U+FFFD per byte, as Go's JSON encoder writes it."""
+    data = raw.encode("utf-8", errors="surrogateescape")
+    if not data:
+        return "", None
+    if len(data) <= MAX_HEAD_BYTES:
+        return _go_text(_truncate_lines(data)), None
+    head, tail = data[:MAX_HEAD_BYTES], data[MAX_HEAD_BYTES:][-MAX_TAIL_BYTES:]
+    omitted = len(data) - len(head) - len(tail)
+    joint = f"\n\n... [omitted {omitted} bytes] ...\n\n".encode() if omitted > 0 else b"\n"
+    result = _truncate_lines(head) + joint + _truncate_lines(tail)
+    info = {"original_bytes": len(data), "retained_bytes": len(result), "omitted_bytes": omitted, "strategy": "head_tail"}
+    return _go_text(result), info
+
+
+def _truncate_lines(data: bytes) -> bytes:
+    if len(data) <= MAX_LINE_LENGTH:
+        return data
+    cut = MAX_LINE_LENGTH - len(LINE_TRUNCATION_SUFFIX)
+    lines = data.split(b"\n")
+    return b"\n".join(line[:cut] + LINE_TRUNCATION_SUFFIX.encode() if len(line) > MAX_LINE_LENGTH else line for line in lines)
+
+
+def _go_text(data: bytes) -> str:
+    return "".join("\ufffd" if 0xDC80 <= ord(c) <= 0xDCFF else c for c in data.decode("utf-8", errors="surrogateescape"))
+
+
+def _output_value(proc: Process) -> dict:
+    output, truncated = head_tail_output(proc.output)
+    value = {"running": proc.running, "exit_code": proc.exit_code, "output": output}
+    if truncated is not None:
+        value["truncated"] = truncated
+    return value
+
+
+def _output_reply(req: Request, proc: Process) -> Reply:
+    return _json_response(req, 200, _output_value(proc))
+
+
+def _output(state: AgentState, req: Request, pid: str, now_ms: int) -> tuple[AgentState, Effects]:
+    proc = state.processes.get(pid)
+    if proc is None or not _visible(state, req, proc):
+        return state, [_not_found(req, pid)]
+    if proc.running and _query(req).get("wait") == "true":
+        waiter = Waiter(req, "output", pid)
+        state = replace(state, waiters=state.waiters.set(req.req_id, waiter))
+        return state, [SetTimer(f"outwait:{req.req_id}", state.config.rules.output_wait_cap_ms)]
+    return state, [_output_reply(req, proc)]
+
+
+def _signal(state: AgentState, req: Request, pid: str, now_ms: int) -> tuple[AgentState, Effects]:
+    """agentproc ``handleSignalProcess``, checks in Go's order: another chat's process 404;
+    body not JSON 400; no signal 400; a signal other than kill/terminate 400; unknown
+    process 404; exited process 409; kill failed 500; else SIGKILL or SIGTERM to the
+    process group and 200. A signal is the model's own action, never a cancel (Canceled
+    stays false, section 4.2)."""
+    proc = state.processes.get(pid)
+    if proc is not None and not _visible(state, req, proc):
+        return state, [_not_found(req, pid)]
+    try:
+        sig = decode(req.body, SIGNAL_REQUEST)["signal"]
+    except GoJSONError as err:
+        return state, [_message(req, 400, MSG_BAD_JSON, str(err))]
+    if not sig:
+        return state, [_message(req, 400, "Signal is required.")]
+    if sig not in SIGNALS:
+        return state, [_message(req, 400, f'Unsupported signal {go_quote(sig)}. Use "kill" or "terminate".')]
+    if proc is None:
+        return state, [_not_found(req, pid)]
+    if not proc.running:
+        return state, [_message(req, 409, f"Process {go_quote(pid)} is not running.")]
+    if _script_of(state, proc).kill_fails:
+        detail = f"{sig} process: {KILL_ERROR}"
+        return state, [_message(req, 500, MSG_SIGNAL_FAILED, detail)]
+    state, effects = _kill(state, pid, "signal", now_ms, SIGNALS[sig])
+    return state, effects + [_message(req, 200, f"Signal {go_quote(sig)} sent to process {go_quote(pid)}.")]
+
+
+def reap(state: AgentState, now_ms: int) -> AgentState:
+    """Rule 8: drop exited processes 5 minutes after exit unless their record is current."""
+    keep = []
+    for pid, proc in state.processes.items():
+        old = (not proc.running) and proc.exited_at_ms is not None and (
+            now_ms - proc.exited_at_ms > state.config.rules.exited_reap_after_ms
+        )
+        if old and not (proc.key is not None and current(state, proc.key)):
+            continue
+        keep.append((pid, proc))
+    return replace(state, processes=FMap(keep))
+
+
+def _list(state: AgentState, req: Request, now_ms: int) -> tuple[AgentState, Effects]:
+    state = reap(state, now_ms)
+    # manager.list: a request with a chat sees that chat's processes only (not those started
+    # without a chat, unlike output and signal); a request without a chat sees every one.
+    chat_id = chat_of(req) or ""
+    procs = [
+        {"id": pid, "command": p.command, **_output_value(p)}
+        for pid, p in state.processes.items()
+        if not chat_id or p.chat_id == chat_id
+    ]
+    return state, [_json_response(req, 200, {"processes": procs})]
+
+
+def stop_tool_call_process(
+    state: AgentState, pid: str, threshold_ms: int, now_ms: int
+) -> tuple[AgentState, dict | None, Effects, str]:
+    """``API.StopToolCallProcess`` (rule 6): ``(state, process, effects, error)``.
+    ``process`` is None when no process has that ID; ``error`` is non-empty when the kill
+    failed (``Script.kill_fails``), and the process then runs on, not canceled.
+
+    Like Go it looks the ID up without the chat: the ID is the tool call UUID derived from
+    the cancel's own chat, so it can only name that chat's process. Only the
+    pid-from-command planted bug breaks that, because its IDs come from the command.
+
+    ``process`` is ``ToolCallProcess`` with the design's tags: ``running``, ``canceled``
+    and ``run_age_ms`` always; ``output`` (head/tail, as the output route reports it),
+    ``truncated`` and ``exit_code`` (nil while running) only when set."""
+    proc = state.processes.get(pid)
+    if proc is None:
+        return state, None, [], ""
+    effects: Effects = []
+    run_age_ms = now_ms - proc.started_at_ms
+    stops = proc.running and threshold_ms > 0 and state.config.rules.stop_below(run_age_ms, threshold_ms)
+    if stops:
+        if _script_of(state, proc).kill_fails:
+            return state, None, [note("stop_failed", pid=pid)], f"kill process group: {KILL_ERROR}"
+        state, effects = _kill(state, pid, "cancel", now_ms)
+        proc = state.processes[pid]
+    elif proc.running:
+        effects.append(note("left_running", pid=pid, run_age_ms=run_age_ms, threshold_ms=threshold_ms))
+    output, truncated = head_tail_output(proc.output)
+    value: dict[str, Any] = {"running": proc.running, "canceled": proc.canceled, "run_age_ms": run_age_ms}
+    if output:
+        value["output"] = output
+    if truncated is not None:
+        value["truncated"] = truncated
+    if proc.exit_code is not None:
+        value["exit_code"] = proc.exit_code
+    return state, value, effects, ""

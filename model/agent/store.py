@@ -1,0 +1,86 @@
+"""The record store: the input hash, the lookup every tool call request and cancel shares,
+and inserting and filling in records (agent-contract.md 2.2 to 2.4, 2.6).
+
+Theory of operation
+-------------------
+Per chat the store keeps the latest message ID it has seen and that message's records;
+there is no time-based expiry in Rev C. ``lookup`` gives the verdict of rule 1 in the
+package docstring: ``stale`` (an older message, checked before the age rule), ``found``
+(a record of this message: a canceled marker, a pending run or a recorded answer),
+``not_provable`` (no record, and the agent may have restarted since chatd measured the
+age) or ``new``. Only a proven-new call or a cancel marker inserts a record; a newer
+message replaces the chat's records, so older messages' records drop (section 2.4 step
+5). Which records a new record keeps is ``AgentRules.records_kept_on_insert``, so a
+planted bug that loses them is an override there, not a branch here.
+"""
+
+from __future__ import annotations
+
+import hashlib
+
+from ..core import Request, replace
+from ..identity import AGENT_STARTED_AFTER_TOOL_CALL, STALE_TOOL_CALL, Key
+from .state import AgentState, Record
+
+
+def input_hash(req: Request) -> str:
+    """SHA-256 over method, path, raw query and body, each prefixed by its length as an
+    8-byte big-endian integer (section 2.6). Headers are not part of it."""
+    h = hashlib.sha256()
+    for part in (req.method.encode(), req.path.encode(), req.query.encode(), req.body):
+        h.update(len(part).to_bytes(8, "big"))
+        h.update(part)
+    return h.hexdigest()
+
+
+# The lookup verdicts that refuse a request before anything else is looked at (rule 1).
+REFUSAL_FOR_VERDICT = {"stale": STALE_TOOL_CALL, "not_provable": AGENT_STARTED_AFTER_TOOL_CALL}
+
+
+def current(state: AgentState, key: Key) -> bool:
+    """``Store.Current``: the key is in its chat's latest message and has a record
+    (pending, done or a canceled marker)."""
+    chat = state.chats.get(key.chat_id)
+    return chat is not None and chat.latest_message_id == key.message_id and key.tool_call_id in chat.records
+
+
+def uptime_ms(state: AgentState, now_ms: int) -> int:
+    return now_ms - state.started_at_ms
+
+
+def lookup(state: AgentState, key: Key, age_ms: int, now_ms: int) -> tuple[str, Record | None]:
+    """Returns (verdict, record): verdict is ``stale``, ``found``, ``not_provable`` or
+    ``new``. Stale comes first; a found record ignores the age; the age rule refuses
+    iff ``uptime - margin <= age`` with a negative age counted as 0."""
+    chat = state.chats.get(key.chat_id)
+    if chat is not None:
+        if key.message_id < chat.latest_message_id:
+            return "stale", None
+        if key.message_id == chat.latest_message_id and key.tool_call_id in chat.records:
+            return "found", chat.records[key.tool_call_id]
+    age_ms = max(age_ms, 0)
+    margin_ms = state.config.rules.age_margin_ms  # ageMargin (the no-age-margin bug sets 0)
+    if uptime_ms(state, now_ms) - margin_ms <= age_ms:
+        return "not_provable", None
+    return "new", None
+
+
+def _insert(state: AgentState, key: Key, record: Record) -> AgentState:
+    """Insert a record beside the records ``AgentRules.records_kept_on_insert`` keeps: a
+    newer message (or an unknown chat) replaces the chat's state, which drops every older
+    message's records (section 2.4 step 5)."""
+    chat = state.chats.get(key.chat_id)
+    if chat is not None and key.message_id < chat.latest_message_id:
+        return state  # only reachable from a planted bug that records late
+    chat = state.config.rules.records_kept_on_insert(chat, key.message_id)
+    chat = replace(chat, records=chat.records.set(key.tool_call_id, record))
+    return replace(state, chats=state.chats.set(key.chat_id, chat))
+
+
+def _set_record(state: AgentState, key: Key, record: Record) -> AgentState:
+    """Update a record in place if its chat still holds it for that message."""
+    chat = state.chats.get(key.chat_id)
+    if chat is None or chat.latest_message_id != key.message_id or key.tool_call_id not in chat.records:
+        return state
+    chat = replace(chat, records=chat.records.set(key.tool_call_id, record))
+    return replace(state, chats=state.chats.set(key.chat_id, chat))

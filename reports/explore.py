@@ -1,0 +1,77 @@
+"""The output of ``toolcall-sim explore``: its first line, its JSON shape, and its summary.
+
+Theory of operation
+-------------------
+The command runs ``model.explore.explore``, writes a counterexample file per violation,
+and hands this module the result and where the files went. ``explore_json`` is the one
+shape of the outcome (``--json`` prints it; the text summary is rendered from the same
+document, so the two never tell different stories). The summary says how much was
+searched (states, transitions, depth, speed, bounds), whether the search was exhausted,
+and for every violation its tag (a new VIOLATION, a known finding, or a residual risk by
+name), its shortest path of labelled actions and the command that replays it.
+
+``states_per_s`` is the only wall-clock figure; it reports speed and never enters a run.
+"""
+
+from __future__ import annotations
+
+
+def first_line(variant: str, world: str, out_dir) -> str:
+    """Printed before the search starts (long searches should say where files go)."""
+    in_world = "" if world == "default" else f" in {world}"
+    return f"explore {variant}{in_world}: counterexamples go to {out_dir}\n"
+
+
+def violation_json(v, counterexample: str) -> dict:
+    """One violation as the JSON shape lists it: ``v`` is a ``model.explore`` violation,
+    ``counterexample`` the file it was saved to."""
+    return {"property": v.property, "residual_risk": v.residual_risk, "counterexample": counterexample,
+            "steps": len(v.path), "detail": v.detail, "actions": [a.label() for a in v.path]}
+
+
+def explore_json(world: str, variant: str, result, elapsed_s: float, violations: list[dict], bounds: dict,
+                 out_dir, interrupted: bool) -> dict:
+    """The JSON shape of an exploration (``toolcall-sim explore --json``)."""
+    return {"world": world, "variant": variant, "states": result.states, "transitions": result.transitions,
+            "depth": result.depth, "states_per_s": round(result.states / elapsed_s), "exhausted": result.exhausted,
+            "violations": violations, "bounds": bounds, "out": str(out_dir), "interrupted": interrupted}
+
+
+def summary(doc: dict, *, max_in_flight: str, horizon: str, budgets: dict[str, int], max_states: int,
+            wrote_graph: bool, known_findings) -> str:
+    """The text after the first line: ``doc`` is ``explore_json``'s document; the flags
+    are echoed as the user wrote them (``max_in_flight``, ``horizon``); ``known_findings``
+    names the residual risks that are known findings (model/properties.py)."""
+    lines = []
+    states = doc["states"]
+    if doc["interrupted"]:
+        lines.append(f"  interrupted (Ctrl-C) at {states} states: the summary so far"
+                     + (", no state graph written" if wrote_graph else ""))
+    lines.append(f"  {states} unique states, {doc['transitions']} transitions, "
+                 f"depth {doc['depth']}, {doc['states_per_s']} states/s")
+    lines.append(f"  max in flight {max_in_flight}, horizon {horizon}, budgets: "
+                 + ", ".join(f"{b} {n}" for b, n in budgets.items()))
+    violations = doc["violations"]
+    if not violations:
+        lines.append("  exhausted, no violation" if doc["exhausted"] else
+                     "  NOT exhausted (interrupted), no violation so far" if doc["interrupted"] else
+                     f"  NOT exhausted (stopped at {max_states} states), no violation so far")
+    for v in violations:
+        risk = v["residual_risk"]
+        tag = ("known finding " if risk in known_findings else "residual risk ") + risk if risk else "VIOLATION"
+        lines.append(f"  {tag}: {v['property']} in {v['steps']} steps: {v['detail']}")
+        lines.extend(f"    {i:3}. {label}" for i, label in enumerate(v["actions"], 1))
+        lines.append(f"    counterexample: {v['counterexample']} (toolcall-sim replay {v['counterexample']})")
+    if violations and not doc["exhausted"]:
+        why = ("on Ctrl-C" if doc["interrupted"] else
+               f"at --max-states {max_states}" if states > max_states else "as asked")
+        lines.append(f"  search stopped {why} at {states} states, not exhausted")
+    elif violations:
+        new = sum(1 for v in violations if v["residual_risk"] is None)
+        lines.append(f"  exhausted: {new} new finding(s), {len(violations) - new} residual risk(s)")
+    return "".join(line + "\n" for line in lines)
+
+
+def progress_line(states: int) -> str:
+    """The line on stderr every so many states (long searches should show they move)."""
+    return f"  ... {states} states\n"

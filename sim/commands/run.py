@@ -1,0 +1,106 @@
+"""``toolcall-sim run SCENARIO``: run one scenario file in the simpy world and judge it.
+
+Theory of operation
+-------------------
+The scenario (a file, or a shipped scenario's name) runs under its own variant and seed
+unless ``--variant``/``--seed`` say otherwise; the exit code is 1 when an expectation of
+the scenario is not met (a violation it does not expect is such an expectation), else 0.
+``--trace`` writes the trace as JSON lines, which ``replay`` reads back.
+
+``--check-determinism`` runs the same scenario and seed in two fresh processes with
+different hash seeds (PYTHONHASHSEED=1, 2), then in this one, and names the first trace
+record where any two part: the project's rule that the same seed gives a byte-identical
+trace in any process, checked from the command line.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import os
+import subprocess
+import sys
+import tempfile
+from pathlib import Path
+
+from reports import run as report
+from reports.json_text import json_text
+
+from ..output import check_out_file, write_atomic
+from ..scenario import parse_duration
+from .common import EXIT_BAD_INPUT, EXIT_HARNESS, EXIT_OK, EXIT_VIOLATION, check_variant, load_scenario, resolve_scenario
+
+NAME = "run"
+HELP = "run a scenario file"
+
+
+def add_arguments(parser) -> None:
+    parser.add_argument("scenario")
+    parser.add_argument("--variant")
+    parser.add_argument("--seed", type=int)
+    parser.add_argument("--until")
+    parser.add_argument("--json", action="store_true")
+    parser.add_argument("--trace", metavar="FILE", help="write the trace as JSON lines (its folder must exist)")
+    parser.add_argument("--check-determinism", action="store_true",
+                        help="run twice in separate processes and compare the traces; with --trace or --json "
+                             "the checked run's trace and JSON are written too")
+
+
+def main(args, out) -> int:
+    from ..run import run_scenario
+
+    check_variant(args.variant)
+    if args.trace is not None:
+        check_out_file(args.trace, "--trace")
+    scenario = load_scenario(resolve_scenario(args.scenario))
+    until_ms = parse_duration(args.until, "--until") if args.until else None
+    determinism = None
+    if args.check_determinism:
+        status, message, digest = check_determinism(args)
+        if status != EXIT_OK:
+            out.write(message)
+            return status
+        determinism = (message, digest)
+    result = run_scenario(scenario, args.variant, args.seed, until_ms)
+    if determinism is not None and result.trace_sha256 != determinism[1]:
+        out.write(report.traces_part_here(result.trace_sha256, determinism[1]))
+        return EXIT_VIOLATION
+    if args.trace:
+        write_atomic(args.trace, result.trace_bytes)
+    if args.json:
+        out.write(json_text(report.run_json(result, deterministic=determinism is not None)))
+    else:
+        out.write(report.story(result))
+        if determinism is not None:
+            out.write(determinism[0])
+    return EXIT_VIOLATION if result.expectation_failures() else EXIT_OK
+
+
+def check_determinism(args) -> tuple[int, str, str | None]:
+    """Run the same scenario and seed in two fresh processes with different hash seeds and
+    name the first trace record where they part: (exit status, message, trace sha256)."""
+    traces = []
+    with tempfile.TemporaryDirectory() as tmp:
+        for hashseed in ("1", "2"):
+            trace_path = Path(tmp) / f"trace-{hashseed}.jsonl"
+            cmd = [sys.executable, "-m", "sim", "run", resolve_scenario(args.scenario), "--trace", str(trace_path),
+                   "--json"]
+            for flag in ("variant", "seed", "until"):
+                value = getattr(args, flag)
+                if value is not None:
+                    cmd += [f"--{flag}", str(value)]
+            env = dict(os.environ, PYTHONHASHSEED=hashseed)
+            proc = subprocess.run(cmd, capture_output=True, env=env, check=False)
+            if proc.returncode not in (EXIT_OK, EXIT_VIOLATION) or not trace_path.exists():
+                err = proc.stderr.decode(errors="replace").strip().splitlines()
+                # A checked run's bad input is this run's bad input; anything else is the harness's.
+                return (proc.returncode if proc.returncode in (EXIT_BAD_INPUT, EXIT_HARNESS) else EXIT_HARNESS,
+                        report.checked_run_failed(err[-1] if err else str(proc.returncode)), None)
+            traces.append(trace_path.read_text().splitlines())
+    a, b = traces
+    for i, (x, y) in enumerate(zip(a, b)):
+        if x != y:
+            return EXIT_VIOLATION, report.traces_part_at(i, x, y), None
+    if len(a) != len(b):
+        return EXIT_VIOLATION, report.traces_part_in_length(len(a), len(b)), None
+    digest = hashlib.sha256(("\n".join(a) + "\n").encode()).hexdigest()
+    return EXIT_OK, report.determinism_ok(len(a), digest), digest
