@@ -12,10 +12,12 @@ decides when and whether it happens.
 Rule 1. States are frozen dataclasses. Containers inside them are tuples or ``FMap``, so
         a state can be shared between explored branches and fingerprinted canonically.
 Rule 2. Effects are a small closed set of frozen dataclasses (``Send``, ``Reply``,
-        ``SetTimer``, ``CancelTimer``, ``Truth``, ``Note``). Drivers interpret them;
-        the model never does.
-Rule 3. Ground truth (a process really started, an edit really applied) is a ``Truth``
-        effect, kept apart from what any node believes, so checkers can compare the two.
+        ``SetTimer``, ``CancelTimer``, ``TraceRecord``, ``Publish``). Drivers interpret
+        them; the model never does.
+Rule 3. Ground truth (a process really started, an edit really applied) is a
+        ``TraceRecord`` on the ``truth`` channel (``truth(...)``), kept apart from what any
+        node believes, so checkers can compare the two; a note (``note(...)``) only says
+        which branch of a rule ran.
 Rule 4. Only durations cross nodes (guarantee A6). No message carries a clock reading.
 
 The HTTP shapes are kept at the level the contract talks about: method, path, raw query,
@@ -272,15 +274,26 @@ class CancelTimer:
     name: str
 
 
-@dataclass(frozen=True)
-class Truth:
-    """Ground truth: something that really happened on the workspace (or in the database).
+TRUTH = "truth"  # the channel of ground truth: what really happened
+NOTE = "note"  # the channel of notes: which branch of a rule ran
 
-    ``kind`` is one of ``process_started``, ``process_exited``, ``process_killed``,
-    ``edit_applied``, ``result_committed`` ...; ``fields`` holds the ids involved as
-    sorted ``(name, value)`` pairs so the record serialises deterministically.
+
+@dataclass(frozen=True)
+class TraceRecord:
+    """An effect whose only consequence is a trace record, on one of two channels.
+
+    ``channel`` TRUTH is ground truth (Rule 3): something that really happened on the
+    workspace or in the database; ``kind`` is one of ``process_started``,
+    ``process_exited``, ``process_killed``, ``edit_applied``, ``result_committed`` ...
+    ``channel`` NOTE is a decision worth a record (a "mark"): e.g. ``replayed``,
+    ``refused``; notes change nothing, they let tests and reports see which branch of a
+    rule ran. The two were once two identical classes; one class with a channel says
+    that the only difference is where the driver files the record. ``fields`` holds the
+    ids involved as sorted ``(name, value)`` pairs so the record serialises
+    deterministically. Build one with ``truth(...)`` or ``note(...)``.
     """
 
+    channel: str  # TRUTH | NOTE
     kind: str
     fields: tuple[tuple[str, Any], ...] = ()
 
@@ -291,29 +304,36 @@ class Truth:
         return default
 
 
-def truth(kind: str, /, **fields: Any) -> Truth:
-    return Truth(kind, tuple(sorted(fields.items())))
+def truth(kind: str, /, **fields: Any) -> TraceRecord:
+    return TraceRecord(TRUTH, kind, tuple(sorted(fields.items())))
 
 
-@dataclass(frozen=True)
-class Note:
-    """A decision worth a trace record (a "mark"): e.g. ``replayed``, ``refused``.
-
-    Notes change nothing; they let tests and reports see which branch of a rule ran.
-    """
-
-    kind: str
-    fields: tuple[tuple[str, Any], ...] = ()
-
-    def get(self, name: str, default: Any = None) -> Any:
-        for k, v in self.fields:
-            if k == name:
-                return v
-        return default
+def note(kind: str, /, **fields: Any) -> TraceRecord:
+    return TraceRecord(NOTE, kind, tuple(sorted(fields.items())))
 
 
-def note(kind: str, /, **fields: Any) -> Note:
-    return Note(kind, tuple(sorted(fields.items())))
+class _ChannelView(type):
+    """``isinstance(effect, Truth)`` asks for a ``TraceRecord`` on that channel: ``Truth``
+    and ``Note`` are names for the two channels (drivers and tests sort effects by them),
+    not classes of their own, and calling one builds the record."""
+
+    def __instancecheck__(cls, obj) -> bool:
+        return isinstance(obj, TraceRecord) and obj.channel == cls.channel
+
+    def __call__(cls, kind: str, fields: tuple[tuple[str, Any], ...] = ()) -> TraceRecord:
+        return TraceRecord(cls.channel, kind, tuple(fields))
+
+
+class Truth(metaclass=_ChannelView):
+    """A ``TraceRecord`` on the TRUTH channel (ground truth)."""
+
+    channel = TRUTH
+
+
+class Note(metaclass=_ChannelView):
+    """A ``TraceRecord`` on the NOTE channel (a mark)."""
+
+    channel = NOTE
 
 
 @dataclass(frozen=True)
@@ -325,4 +345,4 @@ class Publish:
     chat_id: str
 
 
-Effect = Send | Reply | SetTimer | CancelTimer | Truth | Note | Publish
+Effect = Send | Reply | SetTimer | CancelTimer | TraceRecord | Publish

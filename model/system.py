@@ -24,7 +24,7 @@ Rule 3. Faults are actions too. Faults with a duration (agent downtime, replica 
 Rule 4. The world, not the agent, answers a dial: 200 once the agent is up, nothing while
         it is down (the dialer's own timer ends the wait). A request that reaches a down
         agent is refused (a transport error); a message across a partition is lost.
-Rule 5. Ground truth (``Truth`` effects) becomes ``truth`` records, kept apart from what
+Rule 5. Ground truth (``truth(...)`` effects) becomes ``truth`` records, kept apart from what
         chatd believes and commits, which is what the checkers compare.
 Rule 6. Fault kinds are the vocabulary's (model/vocabulary.py): one handler per kind in
         ``FAULT_HANDLERS``, checked against it at import; an unknown kind does not fit
@@ -36,6 +36,12 @@ Rule 7. The ``probe`` node stands for a client that is not chatd: a ``request`` 
         to the probe as a ``probe_answer`` record; the probe's exchanges are no trigger
         events and no message faults apply to them.
 
+The actions themselves (``Deliver``, ``Drop``, ``Fire``, ``Fault``, ``Tick``) and their
+JSON form live in model/actions.py and are re-exported here. This module stays above 500
+lines because the world's interpreter is one piece: the effect builder, the delivery and
+timer rules and the fault handlers (``FAULT_HANDLERS``) all edit the same ``System``
+through the same ``_Builder``, and splitting them would spread Rules 1-7 over modules.
+
 Model abstractions: a caller that stops waiting does not tell the agent (the agent's
 waiter answers into the void, which the caller ignores); a cancel waiting on a pending run
 therefore still calls the stopper, which a retried cancel would do anyway.
@@ -44,27 +50,39 @@ therefore still calls the stopper, which a retried cancel would do anyway.
 from __future__ import annotations
 
 import copy
-import hashlib
 import json
 from urllib.parse import unquote_plus, urlencode
-from dataclasses import dataclass, field, fields, is_dataclass
+from dataclasses import dataclass, field
 from typing import Any
 
 from . import agent, chatd, chattool
+# The actions live in their own module; they are re-exported here because every driver
+# says ``msys.Deliver``, ``msys.Fault``, ``msys.action_from_json``.
+from .actions import (  # noqa: F401
+    ACTION_TYPES,
+    Action,
+    Deliver,
+    Drop,
+    Fault,
+    Fire,
+    ReplayMismatch,
+    Tick,
+    action_from_json,
+    action_to_json,
+)
 from .core import (
     EMPTY,
     replace,
     CancelTimer,
     FMap,
-    Note,
     Publish,
     Reply,
     Request,
     Response,
     Send,
     SetTimer,
+    TraceRecord,
     TransportError,
-    Truth,
     header_value,
 )
 from . import vocabulary
@@ -189,103 +207,6 @@ class System:
     dials_waiting: tuple[Envelope, ...] = ()
     open_requests: FMap = EMPTY  # req_id -> (route, tool_call) for labelling answers
     seq: int = 0
-
-
-# ---------------------------------------------------------------------------
-# Actions
-# ---------------------------------------------------------------------------
-
-
-@dataclass(frozen=True)
-class Deliver:
-    at_ms: int
-    seq: int
-    what: str
-
-    def label(self) -> str:
-        return f"deliver #{self.seq} {self.what}"
-
-
-@dataclass(frozen=True)
-class Drop:
-    at_ms: int
-    seq: int
-    what: str
-
-    def label(self) -> str:
-        return f"lose #{self.seq} {self.what}"
-
-
-@dataclass(frozen=True)
-class Fire:
-    at_ms: int
-    node: str
-    name: str
-
-    def label(self) -> str:
-        return f"timer {self.node} {self.name}"
-
-
-@dataclass(frozen=True)
-class Fault:
-    at_ms: int
-    kind: str
-    params: tuple[tuple[str, Any], ...] = ()
-
-    def get(self, name: str, default: Any = None) -> Any:
-        return dict(self.params).get(name, default)
-
-    def label(self) -> str:
-        args = " ".join(f"{k}={v}" for k, v in self.params)
-        return f"fault {self.kind}" + (f" {args}" if args else "")
-
-
-@dataclass(frozen=True)
-class Tick:
-    """Time passes with nothing else happening (the explorer's way to let messages stay
-    in flight; the simpy world never needs it)."""
-
-    at_ms: int
-
-    def label(self) -> str:
-        return f"tick to {self.at_ms} ms"
-
-
-Action = Deliver | Drop | Fire | Fault | Tick
-
-ACTION_TYPES = {"deliver": Deliver, "lose": Drop, "timer": Fire, "fault": Fault, "tick": Tick}
-
-
-def action_to_json(action: Action) -> dict:
-    kind = {Deliver: "deliver", Drop: "lose", Fire: "timer", Fault: "fault", Tick: "tick"}[type(action)]
-    out: dict[str, Any] = {"action": kind, "at_ms": action.at_ms}
-    for f in fields(action):
-        if f.name == "at_ms":
-            continue
-        value = getattr(action, f.name)
-        # A fault's kind goes under "fault": "kind" is what a trace record is.
-        out["fault" if f.name == "kind" else f.name] = [list(p) for p in value] if f.name == "params" else value
-    return out
-
-
-def action_from_json(value: dict) -> Action:
-    kind = value["action"]
-    cls = ACTION_TYPES[kind]
-    args = {k: v for k, v in value.items() if k != "action"}
-    if cls is Fault:
-        args["kind"] = args.pop("fault")
-        args["params"] = tuple((k, _frozen(v)) for k, v in args.get("params", ()))
-    return cls(**args)
-
-
-def _frozen(value: Any) -> Any:
-    """JSON lists back to the tuples a fault's params hold (a request's headers are
-    pairs inside a tuple), so a replayed fault labels and records like the original."""
-    return tuple(_frozen(v) for v in value) if isinstance(value, list) else value
-
-
-class ReplayMismatch(Exception):
-    """An action does not fit the system it is applied to (the code or the run changed)."""
 
 
 @dataclass(frozen=True)
@@ -414,10 +335,9 @@ class _Builder:
                 self.set_timer(node, eff.name, eff.after_ms)
             elif isinstance(eff, CancelTimer):
                 self.set(timers=self.s.timers.remove((node, eff.name)))
-            elif isinstance(eff, Truth):
-                self.record(node, "truth", truth=eff.kind, **_safe_fields(eff.fields), **(cause or {}))
-            elif isinstance(eff, Note):
-                self.record(node, "note", note=eff.kind, **_safe_fields(eff.fields), **(cause or {}))
+            elif isinstance(eff, TraceRecord):
+                # {"kind": "truth", "truth": <kind>, ...} or {"kind": "note", "note": <kind>, ...}
+                self.record(node, eff.channel, **{eff.channel: eff.kind}, **_safe_fields(eff.fields), **(cause or {}))
             elif isinstance(eff, Publish):
                 if self.s.config.pubsub_immediate:
                     self.pending_publishes.append(eff)
@@ -872,29 +792,3 @@ FAULT_KINDS = tuple(FAULT_HANDLERS)
 
 def _first_chat(s: System) -> str:
     return s.config.chats[0].chat_id
-
-
-# ---------------------------------------------------------------------------
-# Fingerprints
-# ---------------------------------------------------------------------------
-
-
-def canonical(value: Any) -> Any:
-    """A JSON-able canonical form of any model value: dataclasses by field order, FMaps
-    by sorted keys, tuples as lists, bytes as hex. Stable across processes."""
-    if is_dataclass(value) and not isinstance(value, type):
-        return [type(value).__name__] + [canonical(getattr(value, f.name)) for f in fields(value)]
-    if isinstance(value, FMap):
-        return [[canonical(k), canonical(v)] for k, v in value.items()]
-    if isinstance(value, (tuple, list)):
-        return [canonical(v) for v in value]
-    if isinstance(value, bytes):
-        return value.hex()
-    if isinstance(value, dict):
-        return [[canonical(k), canonical(v)] for k, v in sorted(value.items())]
-    return value
-
-
-def fingerprint(value: Any) -> str:
-    text = json.dumps(canonical(value), separators=(",", ":"), sort_keys=True)
-    return hashlib.sha256(text.encode()).hexdigest()

@@ -34,7 +34,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from .chattool import EXECUTE_KINDS, FILE_KINDS
+from .chattool import EXECUTE_KINDS, FILE_KINDS, UNKNOWN_REASONS  # noqa: F401 (re-exported)
 
 
 @dataclass(frozen=True)
@@ -150,7 +150,9 @@ ROUTES = ("start", "edit", "write", "cancel", "output", "dial")
 REQUEST_ROUTES = ("start", "edit", "write", "cancel")
 TOOLS = ("execute", "edit_files", "write_file")
 RESULT_KINDS = tuple(dict.fromkeys(EXECUTE_KINDS + FILE_KINDS))
-UNKNOWN_REASONS_DOC = "agent_restarted, unreachable, no_answer, unreadable, not_received, no_process"
+# UNKNOWN_REASONS (imported above): the reasons an unknown result may carry (``result.reason``
+# of an expectation), the tool layer's own list, which scenarios/README.md must name exactly
+# (tests/test_vocabulary.py).
 
 
 @dataclass(frozen=True)

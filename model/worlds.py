@@ -121,17 +121,20 @@ def late_pubsub(variant: str = "contract") -> msys.WorldConfig:
 
 
 @dataclass(frozen=True)
-class World:
+class SmallWorld:
+    """One of the explorer's named worlds: its name (what counterexample files record),
+    a one-line summary for ``toolcall-sim list``, and how to build it under a variant."""
+
     name: str
     summary: str
     build: Callable[[str], msys.WorldConfig]  # variant -> world
 
 
-WORLDS: tuple[World, ...] = (
-    World("default", "one chat, one assistant message: a foreground and a background execute (or an edit)", default),
-    World("two-chats", "two chats, each one foreground execute of the same command", two_chats),
-    World("two-messages", "one chat whose model answers with an edit, then with text", two_messages),
-    World("late-pubsub", "one chat, one edit, database events delivered late like any message", late_pubsub),
+WORLDS: tuple[SmallWorld, ...] = (
+    SmallWorld("default", "one chat, one assistant message: a foreground and a background execute (or an edit)", default),
+    SmallWorld("two-chats", "two chats, each one foreground execute of the same command", two_chats),
+    SmallWorld("two-messages", "one chat whose model answers with an edit, then with text", two_messages),
+    SmallWorld("late-pubsub", "one chat, one edit, database events delivered late like any message", late_pubsub),
 )
 
 

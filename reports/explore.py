@@ -41,7 +41,7 @@ def summary(doc: dict, *, max_in_flight: str, horizon: str, budgets: dict[str, i
             wrote_graph: bool, known_findings) -> str:
     """The text after the first line: ``doc`` is ``explore_json``'s document; the flags
     are echoed as the user wrote them (``max_in_flight``, ``horizon``); ``known_findings``
-    names the residual risks that are known findings (model/properties.py)."""
+    names the residual risks that are known findings (model/properties/risks.py)."""
     lines = []
     states = doc["states"]
     if doc["interrupted"]:

@@ -1,4 +1,4 @@
-"""Classification (model/properties.py ``classify``, issue 12): every residual risk is
+"""Classification (model/properties/classify.py ``classify``, issue 12): every residual risk is
 recognised from the records that prove it, for every tool kind, and only from them.
 
 Each case runs a real world, checks the class, then takes away (or bends) the one record

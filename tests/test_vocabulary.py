@@ -169,6 +169,14 @@ def test_readme_documents_exactly_the_vocabulary():
         assert f"`{word}`" in text, word
 
 
+def test_readme_names_exactly_the_unknown_reasons():
+    """The unknown reasons scenarios/README.md lists for ``result.reason`` are the tool
+    layer's (``voc.UNKNOWN_REASONS``), no more and no fewer."""
+    text = (ROOT / "scenarios" / "README.md").read_text()
+    listed = re.search(r"`result.reason` is the unknown reason \(([^)]*)\)", text)
+    assert listed, "scenarios/README.md no longer lists the unknown reasons"
+    assert [w.strip() for w in listed.group(1).split(",")] == list(voc.UNKNOWN_REASONS)
+
 def test_swarm_and_explorer_draw_from_the_vocabulary():
     """Swarm toggles only vocabulary fault kinds and triggers on vocabulary events; the
     explorer's and the search's fault actions are model fault kinds."""

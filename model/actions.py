@@ -1,0 +1,110 @@
+"""Actions: the one vocabulary every driver speaks to ``model.system.apply``.
+
+Theory of operation
+-------------------
+An action is one thing the world lets happen: a message is delivered (``Deliver``) or
+lost (``Drop``), a timer fires (``Fire``), a fault strikes (``Fault``), or time passes
+with nothing else happening (``Tick``). The simpy world, the exhaustive explorer and
+hypothesis each choose actions; a list of them replays the same run anywhere, which is why
+they are plain frozen values with a JSON form (``action_to_json``/``action_from_json``,
+what counterexample files hold) and a label saying what they are (rule 2 of
+``model.system``: a replay that stops matching says at which step and why,
+``ReplayMismatch``). Every action carries ``at_ms``, the true time it happens (rule 1).
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, fields
+from typing import Any
+
+
+@dataclass(frozen=True)
+class Deliver:
+    at_ms: int
+    seq: int
+    what: str
+
+    def label(self) -> str:
+        return f"deliver #{self.seq} {self.what}"
+
+
+@dataclass(frozen=True)
+class Drop:
+    at_ms: int
+    seq: int
+    what: str
+
+    def label(self) -> str:
+        return f"lose #{self.seq} {self.what}"
+
+
+@dataclass(frozen=True)
+class Fire:
+    at_ms: int
+    node: str
+    name: str
+
+    def label(self) -> str:
+        return f"timer {self.node} {self.name}"
+
+
+@dataclass(frozen=True)
+class Fault:
+    at_ms: int
+    kind: str
+    params: tuple[tuple[str, Any], ...] = ()
+
+    def get(self, name: str, default: Any = None) -> Any:
+        return dict(self.params).get(name, default)
+
+    def label(self) -> str:
+        args = " ".join(f"{k}={v}" for k, v in self.params)
+        return f"fault {self.kind}" + (f" {args}" if args else "")
+
+
+@dataclass(frozen=True)
+class Tick:
+    """Time passes with nothing else happening (the explorer's way to let messages stay
+    in flight; the simpy world never needs it)."""
+
+    at_ms: int
+
+    def label(self) -> str:
+        return f"tick to {self.at_ms} ms"
+
+
+Action = Deliver | Drop | Fire | Fault | Tick
+
+ACTION_TYPES = {"deliver": Deliver, "lose": Drop, "timer": Fire, "fault": Fault, "tick": Tick}
+
+
+def action_to_json(action: Action) -> dict:
+    kind = {Deliver: "deliver", Drop: "lose", Fire: "timer", Fault: "fault", Tick: "tick"}[type(action)]
+    out: dict[str, Any] = {"action": kind, "at_ms": action.at_ms}
+    for f in fields(action):
+        if f.name == "at_ms":
+            continue
+        value = getattr(action, f.name)
+        # A fault's kind goes under "fault": "kind" is what a trace record is.
+        out["fault" if f.name == "kind" else f.name] = [list(p) for p in value] if f.name == "params" else value
+    return out
+
+
+def action_from_json(value: dict) -> Action:
+    kind = value["action"]
+    cls = ACTION_TYPES[kind]
+    args = {k: v for k, v in value.items() if k != "action"}
+    if cls is Fault:
+        args["kind"] = args.pop("fault")
+        args["params"] = tuple((k, _frozen(v)) for k, v in args.get("params", ()))
+    return cls(**args)
+
+
+def _frozen(value: Any) -> Any:
+    """JSON lists back to the tuples a fault's params hold (a request's headers are
+    pairs inside a tuple), so a replayed fault labels and records like the original."""
+    return tuple(_frozen(v) for v in value) if isinstance(value, list) else value
+
+
+class ReplayMismatch(Exception):
+    """An action does not fit the system it is applied to (the code or the run changed)."""

@@ -1,0 +1,401 @@
+"""The properties: pure functions of the indexed trace (``Evidence``) that say whether
+the contract held, each returning the ``Violation``s that prove it did not.
+
+Theory of operation
+-------------------
+``PROPERTIES`` is the table every driver evaluates (``model.properties.evaluate``): each
+row names a property, its kind (``always``, ``eventually``, ``sometimes``: rule 1 of
+``model.properties``), the user story it comes from, a one-line statement and its check.
+A check reads result kinds, exit codes and process IDs, never result texts (rule 2), and
+returns violations; a ``sometimes`` check returns one when the path was never reached.
+Whether a violation is new or a documented residual risk is not decided here
+(``model.properties.classify``).
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from functools import lru_cache
+from typing import Callable
+
+from ..timing import DEFAULT_TIMING
+from .evidence import CallInfo, Evidence, Violation, agent_clock_at, violation
+
+# Runner notice, backoff, commit: the interrupt bound's allowance (US7) on top of the dial
+# and agent answer timeouts, on the reference clock (``interrupt_bound_ms`` scales it).
+INTERRUPT_SLACK_MS = 30_000
+
+
+@dataclass(frozen=True)
+class Property:
+    """One row of ``PROPERTIES``: a named check with its kind (rule 1 of
+    ``model.properties``) and the user story it states."""
+
+    name: str
+    kind: str  # always | eventually | sometimes
+    story: str
+    statement: str
+    check: Callable[["Evidence"], list] = field(compare=False)
+    needs_quiescence: bool = True  # eventually-properties with their own time bound say False
+
+
+# ---------------------------------------------------------------------------
+# Safety
+# ---------------------------------------------------------------------------
+
+
+def _at_most_once(ev: Evidence) -> list[Violation]:
+    out = []
+    for call in ev.calls:
+        for what, idx in (("process starts", ev.starts[call.uuid]), ("edits applied", ev.edits[call.uuid])):
+            if len(idx) > 1:
+                out.append(violation("at_most_once", call, ev.trace[idx[1]]["t_ms"],
+                              f"{len(idx)} {what} for {call.provider_id}", idx))
+    return out
+
+
+def _one_result(ev: Evidence) -> list[Violation]:
+    out = []
+    for call in ev.calls:
+        idx = ev.results[call.uuid]
+        if len(idx) > 1:
+            kinds = ", ".join(str(ev.trace[i].get("result_kind")) for i in idx)
+            out.append(violation("one_result", call, ev.trace[idx[1]]["t_ms"],
+                          f"{len(idx)} committed results for {call.provider_id} ({kinds})", idx))
+    return out
+
+
+def _truthful_result(ev: Evidence) -> list[Violation]:
+    """The committed kind matches what really happened (US5)."""
+    out = []
+    for call in ev.calls:
+        effects = ev.starts[call.uuid] if call.tool == "execute" else ev.edits[call.uuid]
+        for ri in ev.results[call.uuid]:
+            rec = ev.trace[ri]
+            kind = rec.get("result_kind")
+            t = rec["t_ms"]
+            before = [i for i in effects if i < ri]
+            bad = None
+            if kind in ("not_run", "not_applied") and effects:
+                bad = f"{kind} but {len(effects)} side effect(s) happened", effects
+            elif kind == "canceled":
+                killed = [i for i in ev.kills[call.uuid] if i < ri and ev.trace[i].get("by") == "cancel"]
+                if not killed:
+                    bad = "canceled but no cancel killed its process", before
+            elif kind == "completed" and call.tool == "execute":
+                code = rec.get("exit_code")
+                exited = [i for i in ev.exits[call.uuid] + ev.kills[call.uuid] if i < ri]
+                codes = [ev.trace[i].get("exit_code", -1) if ev.trace[i]["truth"] == "process_exited" else -1
+                         for i in exited]
+                if not exited:
+                    bad = "completed but no process of it had exited", before
+                elif code is not None and code not in codes:
+                    bad = f"completed with exit code {code} but the process exited with {codes}", exited
+            elif kind == "timed_out":
+                ok = False
+                for si in before:
+                    end = ev.ended(call, si)
+                    lived_ms = (ev.trace[end]["clock_ms"] if end is not None and end < ri else None)
+                    started_ms = ev.trace[si]["clock_ms"]
+                    if lived_ms is None:
+                        # still running at the commit: its run age then must have reached the timeout
+                        age_ms = agent_clock_at(ev, ri) - started_ms
+                        ok = ok or age_ms >= call.timeout_ms
+                    else:
+                        ok = ok or (lived_ms - started_ms) >= call.timeout_ms
+                if not ok:
+                    bad = f"timed_out but no process of it was running at its {call.timeout_ms} ms deadline", before
+            elif kind == "applied" and not [i for i in ev.edits[call.uuid] if i < ri]:
+                bad = "applied but no edit was applied", ()
+            elif kind == "background_started" and not before:
+                bad = "background_started but no process was started", ()
+            if bad is not None:
+                detail, evidence = bad
+                out.append(violation("truthful_result", call, t, f"{call.provider_id}: {detail}", tuple(evidence) + (ri,)))
+    return out
+
+
+
+
+def _retry_changes_nothing(ev: Evidence) -> list[Violation]:
+    """A side effect is caused only by the first task attempt that caused one for its
+    call (US4): a retry or a new owner gets the recorded answer instead."""
+    out = []
+    for call in ev.calls:
+        for idx in (ev.starts[call.uuid], ev.edits[call.uuid]):
+            if len(idx) < 2:
+                continue
+            first = ev.attempt_of(ev.trace[idx[0]].get("cause"))
+            later = [i for i in idx[1:] if ev.attempt_of(ev.trace[i].get("cause")) != first]
+            if later:
+                causes = {ev.attempt_of(ev.trace[i].get("cause")) for i in later}
+                again = ev.attempt_of(ev.trace[later[0]].get("cause"))
+                more = f" and {len(causes) - 1} more attempt(s)" if len(causes) > 1 else ""
+                out.append(violation("retry_changes_nothing", call, ev.trace[later[0]]["t_ms"],
+                              f"{call.provider_id}: side effect again from {again}{more} after {first}",
+                              (idx[0], *later)))
+    return out
+
+
+def _interrupt_results(ev: Evidence, call: CallInfo) -> list[int]:
+    return [i for i in ev.results[call.uuid] if ev.trace[i].get("task") == "interrupt"]
+
+
+def _interrupt_stops_foreground(ev: Evidence) -> list[Violation]:
+    """US2: an interrupt that resolves a foreground execute whose process runs below its
+    timeout kills it and reports it canceled (unknown is allowed: the agent could not
+    answer; see the residual risks)."""
+    out = []
+    for call in ev.calls:
+        if call.tool != "execute" or call.background:
+            continue
+        for ri in _interrupt_results(ev, call):
+            rec = ev.trace[ri]
+            if rec.get("result_kind") == "unknown":
+                continue
+            for si in [i for i in ev.starts[call.uuid] if i < ri]:
+                if not ev.running_at(call, si, rec["t_ms"]):
+                    continue
+                age_ms = agent_clock_at(ev, ri) - ev.trace[si]["clock_ms"]
+                if age_ms < call.timeout_ms:
+                    out.append(violation("interrupt_stops_foreground", call, rec["t_ms"],
+                                  f"{call.provider_id}: interrupt committed {rec.get('result_kind')} and left its "
+                                  f"process running at run age {age_ms} ms (< {call.timeout_ms} ms)", (si, ri)))
+    return out
+
+
+def _background_survives(ev: Evidence) -> list[Violation]:
+    """US6: a background process, or a foreground one past its timeout, is never killed
+    by a cancel."""
+    out = []
+    for call in ev.calls:
+        if call.tool != "execute":
+            continue
+        for ki in ev.kills[call.uuid]:
+            rec = ev.trace[ki]
+            if rec.get("by") != "cancel":
+                continue
+            si = ev.pid_start.get(f"{rec.get('incarnation')}/{rec.get('pid')}")
+            age_ms = ev.agent_age_ms(si, ki) if si is not None else 0
+            if call.background:
+                out.append(violation("background_survives", call, rec["t_ms"],
+                              f"{call.provider_id}: a cancel killed a background process", (ki,)))
+            elif age_ms >= call.timeout_ms:
+                out.append(violation("background_survives", call, rec["t_ms"],
+                              f"{call.provider_id}: a cancel killed a process past its {call.timeout_ms} ms timeout "
+                              f"(run age {age_ms} ms)", (ki,)))
+    return out
+
+
+def _chat_isolation(ev: Evidence) -> list[Violation]:
+    """US9: a request carrying one chat's ID never kills or reuses another chat's process."""
+    out = []
+    for i, rec in enumerate(ev.trace):
+        if rec.get("kind") != "truth" or rec.get("truth") != "process_killed" or rec.get("by") == "shutdown":
+            continue
+        si = ev.pid_start.get(f"{rec.get('incarnation')}/{rec.get('pid')}")
+        if si is None or rec.get("cause_chat") is None:
+            continue
+        owner_chat = ev.trace[si].get("chat_id")
+        if owner_chat != rec.get("cause_chat"):
+            uuid = ev.pid_owner.get(f"{rec.get('incarnation')}/{rec.get('pid')}")
+            call = next((c for c in ev.calls if c.uuid == uuid), None)
+            out.append(violation("chat_isolation", call, rec["t_ms"],
+                          f"chat {rec.get('cause_chat')} killed a process of chat {owner_chat}", (si, i)))
+    return out
+
+
+def _canceled_before_received(ev: Evidence) -> list[Violation]:
+    """US10: once a cancel answered that the agent never received a call, or an interrupt
+    committed the call's result, that call never runs (in any agent lifetime)."""
+    out = []
+    for call in ev.calls:
+        marks = ev.never_received[call.uuid] + _interrupt_results(ev, call)
+        if not marks:
+            continue
+        first = min(marks)
+        why = "a cancel recorded it as never received" if first in ev.never_received[call.uuid] else \
+            "the interrupt committed its result"
+        effects = ev.starts[call.uuid] if call.tool == "execute" else ev.edits[call.uuid]
+        late = [i for i in effects if i > first]
+        if late:
+            out.append(violation("canceled_before_received_never_runs", call, ev.trace[late[0]]["t_ms"],
+                          f"{call.provider_id} ran after {why}", (first, *late)))
+    return out
+
+
+def _fenced_commits(ev: Evidence) -> list[Violation]:
+    """No commit from a non-owner or a replaced attempt: every result commit comes from
+    the chat's owner at that time, and from the newest generation attempt it began.
+
+    Both halves read records chatd already emits, nothing added for the check: the owner
+    from ``acquired`` notes; the attempts from ``batch_started`` notes (each is one
+    ``RecordGenerationAttempt`` that went through, with its generation_attempt; its task's
+    chat comes from the ``task_started`` note). A generation commit whose own attempt
+    began before another batch attempt of the same chat began was made by a replaced
+    attempt: with the attempt fence (chatd-contract.md 2.4 requireGenerationAttempt) the
+    chat row's generation_attempt no longer matches and the commit is refused. A
+    generate-assistant attempt emits no such note, but it only begins once no call is
+    unresolved, so no batch can be waiting to commit behind it. The explorer keeps
+    neither note on its paths (they would split its states), so there only the owner
+    half can fire."""
+    out = []
+    owner: dict[str, str] = {}
+    chat_of_task: dict[str, str] = {}
+    begun: dict[str, list[tuple[int, str, int]]] = {}  # chat -> (index, replica, generation_attempt)
+    for i, rec in enumerate(ev.trace):
+        kind = rec.get("kind")
+        if kind == "note":
+            name = rec.get("note")
+            if name == "acquired":
+                owner[rec.get("chat_id")] = rec.get("worker_id")
+            elif name == "task_started":
+                chat_of_task[rec.get("task")] = rec.get("chat_id")
+            elif name == "batch_started" and rec.get("task") in chat_of_task:
+                begun.setdefault(chat_of_task[rec["task"]], []).append(
+                    (i, rec.get("node"), rec.get("generation_attempt", 0)))
+        elif kind == "truth" and rec.get("truth") == "result_committed":
+            chat_id = rec.get("chat_id")
+            replica = str(rec.get("replica") or "")
+            owner_replica = owner.get(chat_id, "").rsplit("-w", 1)[0]
+            call = next((c for c in ev.calls if c.uuid == rec.get("uuid")), None)
+            if replica and chat_id in owner and owner_replica != replica:
+                out.append(violation("fenced_commits", call, rec["t_ms"],
+                              f"{replica} committed a result for a chat owned by {owner[chat_id]}", (i,)))
+                continue
+            if rec.get("task") != "generation":
+                continue
+            gen = rec.get("generation_attempt", 0)
+            begins = begun.get(chat_id, [])
+            mine = next((b for b in reversed(begins) if b[1] == replica and b[2] == gen), None)
+            later = [b for b in begins if mine is not None and b[0] > mine[0]]
+            if later:
+                out.append(violation("fenced_commits", call, rec["t_ms"],
+                              f"{replica}'s generation attempt {gen} committed after {later[-1][1]} began "
+                              f"attempt {later[-1][2]} of the chat", (mine[0], later[-1][0], i)))
+    return out
+
+
+# ---------------------------------------------------------------------------
+# Liveness
+# ---------------------------------------------------------------------------
+
+
+def _one_result_eventually(ev: Evidence) -> list[Violation]:
+    return [
+        violation("one_result_eventually", c, ev.end_ms(), f"no committed result for {c.provider_id} after the run quiesced")
+        for c in ev.calls
+        if not ev.results[c.uuid]
+    ]
+
+
+# Faults that strike chatd itself (the explorer's takeover is an ownership change at once).
+_SLOW_FAULTS = ("replica_crash", "ownership_change", "takeover", "db_outage")
+
+
+@lru_cache(maxsize=16)  # a pure function of a frozen Timing; evaluated on every explored state
+def interrupt_bound_ms(timing) -> int:
+    """How long an interrupt may take on the clock ``timing``: the dial timeout plus the
+    agent answer timeout plus slack (30 s on the reference clock, scaled like the dial
+    timeout elsewhere): 2 min on the reference clock, 10 small ms on the explorer's. The
+    checker passes the world's clock before its planted bugs
+    (``WorldConfig.timing_before_bugs``): a bound read from the bug's own answer timeout
+    would grow with it and never catch it."""
+    slack_ms = INTERRUPT_SLACK_MS * timing.dial_timeout_ms // DEFAULT_TIMING.dial_timeout_ms
+    return timing.dial_timeout_ms + timing.agent_answer_timeout_ms + slack_ms
+
+
+def _interrupt_finishes(ev: Evidence) -> list[Violation]:
+    """US7: an interrupt finishes within the dial bound plus the agent answer timeout
+    (plus slack for the runner to notice and commit) once the agent is reachable or known
+    unreachable; a fault that strikes chatd itself in the window (crash, ownership change,
+    database outage) only delays it, so those interrupts are checked for finishing at all."""
+    out = []
+    bound_ms = interrupt_bound_ms(ev.final.config.timing_before_bugs()) if ev.interrupts else 0
+    for ii in ev.interrupts:
+        rec = ev.trace[ii]
+        chat_id = rec.get("chat_id")
+        done = next((d for d in ev.interruption_done if d > ii and ev.trace[d].get("chat_id") == chat_id), None)
+        t0 = rec["t_ms"]
+        slow_faults = [f for f in ev.faults if ev.trace[f].get("fault") in _SLOW_FAULTS
+                       and t0 - bound_ms <= ev.trace[f]["t_ms"] <= t0 + bound_ms]
+        if done is None:
+            if ev.end_ms() - t0 > bound_ms and not slow_faults:
+                out.append(violation("interrupt_finishes", None, ev.end_ms(),
+                              f"the interrupt of chat {chat_id} had not finished {ev.end_ms() - t0} ms later "
+                              f"(bound {bound_ms} ms)", (ii,)))
+        elif not slow_faults and ev.trace[done]["t_ms"] - t0 > bound_ms:
+            took = ev.trace[done]["t_ms"] - t0
+            out.append(violation("interrupt_finishes", None, ev.trace[done]["t_ms"],
+                          f"the interrupt of chat {chat_id} took {took} ms (bound {bound_ms} ms)", (ii, done)))
+    return out
+
+
+# ---------------------------------------------------------------------------
+# Reachability (sometimes)
+# ---------------------------------------------------------------------------
+
+
+def _reached(ev: Evidence, predicate) -> list[Violation]:
+    return [] if any(predicate(i, r) for i, r in enumerate(ev.trace)) else [
+        Violation("", None, None, ev.end_ms(), "never reached")
+    ]
+
+
+def _completes_after_ownership_change(ev: Evidence):
+    moved = [i for i in ev.faults if ev.trace[i].get("fault") in ("ownership_change", "replica_crash")]
+    return _reached(ev, lambda i, r: moved and i > moved[0] and r.get("truth") == "result_committed"
+                    and r.get("result_kind") in ("completed", "applied"))
+
+
+def _retry_gets_recorded_start(ev: Evidence):
+    return _reached(ev, lambda i, r: r.get("kind") == "note" and r.get("note") == "replayed")
+
+
+def _cancel_kills_foreground(ev: Evidence):
+    return _reached(ev, lambda i, r: r.get("truth") == "process_killed" and r.get("by") == "cancel")
+
+
+def _cancel_first_refuses_start(ev: Evidence):
+    return _reached(ev, lambda i, r: r.get("kind") == "note" and r.get("note") == "refused"
+                    and r.get("code") == "tool_call_canceled")
+
+
+PROPERTIES: tuple[Property, ...] = (
+    Property("at_most_once", "always", "US1, A1",
+             "Per tool call, at most one process started and at most one edit applied, across every agent incarnation.",
+             _at_most_once),
+    Property("one_result", "always", "US1, C7",
+             "Every tool call of a committed assistant message has at most one committed result.", _one_result),
+    Property("truthful_result", "always", "US5",
+             "The committed result kind matches what really happened (unknown is always allowed).", _truthful_result),
+    Property("retry_changes_nothing", "always", "US4",
+             "A task retry or ownership change causes no new side effect: only the first attempt acts.",
+             _retry_changes_nothing),
+    Property("interrupt_stops_foreground", "always", "US2",
+             "An interrupt kills a foreground process below its timeout and reports it canceled.",
+             _interrupt_stops_foreground),
+    Property("background_survives", "always", "US6",
+             "A background process, or a foreground one past its timeout, is never killed by a cancel.",
+             _background_survives),
+    Property("chat_isolation", "always", "US9, A5",
+             "A request carrying one chat's ID never kills another chat's process.", _chat_isolation),
+    Property("canceled_before_received_never_runs", "always", "US10",
+             "A tool call the agent recorded as canceled before receiving it never runs.", _canceled_before_received),
+    Property("fenced_commits", "always", "C7, chatd 2.4",
+             "Results are committed only by the chat's owner and by its newest generation attempt.", _fenced_commits),
+    Property("one_result_eventually", "eventually", "US1, C7",
+             "Once the run has quiesced, every committed tool call has exactly one committed result.",
+             _one_result_eventually),
+    Property("interrupt_finishes", "eventually", "US7",
+             "An interrupt finishes within the dial bound plus the agent answer timeout once the agent is reachable or known unreachable.",
+             _interrupt_finishes, needs_quiescence=False),
+    Property("completes_after_ownership_change", "sometimes", "US1",
+             "A tool call completes after an ownership change or replica crash.", _completes_after_ownership_change),
+    Property("retry_gets_recorded_start", "sometimes", "US4",
+             "A repeated request gets the recorded answer back.", _retry_gets_recorded_start),
+    Property("cancel_kills_foreground", "sometimes", "US2",
+             "A cancel kills a foreground process.", _cancel_kills_foreground),
+    Property("cancel_first_refuses_start", "sometimes", "US10",
+             "A start that arrives after a cancel is refused with tool_call_canceled.", _cancel_first_refuses_start),
+)

@@ -1,0 +1,216 @@
+"""Classification (rule 4 of ``model.properties``): which documented residual risk or
+known finding a violation is, if any, as a table of recognizers.
+
+Theory of operation
+-------------------
+``CLASSIFIERS`` is a table of (class, properties it may explain, recognizer), tried in
+order; ``classify`` takes the first row whose property list holds the violation's
+property and whose recognizer accepts it, and no row means a new finding. Each
+recognizer reads only the records proving its class (an effect's incarnation, the age its
+request carried, the interrupt result's unknown reason, the agent's pending-run record),
+for every tool kind. The classes and their texts are ``model.properties.risks``.
+``informational`` reports the one residual risk that is no violation at all (a false
+unknown after an agent start).
+"""
+
+from __future__ import annotations
+
+from dataclasses import replace
+from typing import Callable
+
+from .evidence import Evidence, Violation, agent_clock_at, violation
+
+
+def _agent_boot_before(ev: Evidence, idx: int) -> int | None:
+    """Index of the agent start that was current at trace record ``idx``."""
+    return next((i for i in range(idx, -1, -1) if ev.trace[i].get("kind") == "agent_up"), None)
+
+
+def _fooled_by_delay(ev: Evidence, start_idx: int) -> bool | None:
+    """Would the real contract (2 s margin) have run the request that caused this side
+    effect? True when the agent's uptime on arrival, less the margin, exceeded the age the
+    request carried: then only the request's own delay explains the second run (the
+    documented residual risk). None when the trace cannot tell."""
+    rec = ev.trace[start_idx]
+    sent = ev.sends.get(rec.get("cause"))
+    if sent is None or "age_ms" not in ev.trace[sent]:
+        return None
+    boot = _agent_boot_before(ev, start_idx)  # an agent record belongs to the current agent
+    if boot is None:
+        return None
+    uptime_ms = rec["clock_ms"] - ev.trace[boot]["clock_ms"]
+    # The contract's margin on this world's clock scale (2 s, or its scaled twin), read from
+    # chatd's timing, which planted agent bugs never change.
+    margin_ms = ev.final.config.chatd_rules.timing.agent_age_margin_ms
+    return uptime_ms - margin_ms > ev.trace[sent]["age_ms"]
+
+
+def _predates_boot(ev: Evidence, effect_idx: int) -> bool:
+    """Whether the tool call behind this side effect was committed before the agent that
+    performed it booted (commit time: the request's send time less the age it carried).
+    Only an agent restart after the commit makes it so."""
+    rec = ev.trace[effect_idx]
+    sent = ev.sends.get(rec.get("cause"))
+    boot = _agent_boot_before(ev, effect_idx)
+    restarted = boot is not None and any(r.get("kind") == "agent_up" for r in ev.trace[:boot])
+    if sent is None or not restarted or "age_ms" not in ev.trace[sent]:
+        return False
+    return ev.trace[sent]["t_ms"] - ev.trace[sent]["age_ms"] <= ev.trace[boot]["t_ms"]
+
+
+# The unknown reasons of an interrupt's result that say the cancel got no sure answer
+# (model/chattool/ UNKNOWN_REASONS): no answer in time (a slow agent), no agent at all,
+# an answer that could not be read, a cancel refused as younger than the agent
+# (agent_started_after_tool_call: a cancel within the margin right after an agent start),
+# or a recorded start whose process did not exist yet (a handler still pending). Any
+# other unknown (or a reason-less one) is not this residual risk.
+CANCEL_UNSURE_REASONS = ("no_answer", "unreachable", "unreadable", "agent_restarted", "no_process")
+
+_EFFECT_TRUTHS = ("process_started", "edit_applied")
+
+
+def _incarnation(ev: Evidence, idx: int):
+    """The agent incarnation that performed the side effect at ``idx``: the record's own
+    field, else the incarnation of the agent start current at that record."""
+    rec = ev.trace[idx]
+    if rec.get("incarnation") is not None:
+        return rec["incarnation"]
+    boot = _agent_boot_before(ev, idx)
+    return ev.trace[boot].get("incarnation") if boot is not None else None
+
+
+def _effects_in(v: Violation, ev: Evidence) -> list[int]:
+    """The side effects (a process start, an edit or a write) among a violation's evidence."""
+    return [i for i in v.evidence if ev.trace[i].get("kind") == "truth" and ev.trace[i].get("truth") in _EFFECT_TRUTHS]
+
+
+def _call_effects(ev: Evidence, uuid: str) -> list[int]:
+    call = next((c for c in ev.calls if c.uuid == uuid), None)
+    return (ev.starts if call is not None and call.tool == "execute" else ev.edits).get(uuid, [])
+
+
+def _is_duplicate_across_restart(v: Violation, ev: Evidence) -> bool:
+    """age_check_best_effort, repeated side effect: each agent incarnation performed the
+    call's effect at most once, and every effect after the first was caused by a request
+    that only its own delay let through the 2 s margin (``_fooled_by_delay``). The same
+    for a process start, an edit and a write (all carry their incarnation)."""
+    effects = _effects_in(v, ev)
+    if len(effects) < 2:
+        return False
+    incarnations = [_incarnation(ev, i) for i in effects]
+    if None in incarnations or len(set(incarnations)) != len(incarnations):
+        return False  # two effects in one agent lifetime: the margin plays no part
+    return all(_fooled_by_delay(ev, i) for i in effects[1:])
+
+
+def _is_delayed_cancel_after_restart(v: Violation, ev: Evidence) -> bool:
+    """age_check_best_effort, carried by a cancel: the cancel travelled so long that an
+    agent restarted after the call ran took the call for one it never received."""
+    if not v.uuid:
+        return False
+    marks = ev.never_received.get(v.uuid) or []
+    if not marks or not _fooled_by_delay(ev, marks[0]):
+        return False
+    return any(i < marks[0] and _agent_boot_before(ev, i) != _agent_boot_before(ev, marks[0])
+               for i in _call_effects(ev, v.uuid))
+
+
+def _is_delayed_effect_after_restart(v: Violation, ev: Evidence) -> bool:
+    """age_check_best_effort, carried by the effect's own request: a start, edit or write
+    that travelled past the margin reached an agent that booted after the call was
+    committed (and so lost the cancel's mark): the agent took it for a younger call."""
+    effects = _effects_in(v, ev)
+    return bool(effects) and all(_predates_boot(ev, i) and _fooled_by_delay(ev, i) for i in effects)
+
+
+def _is_unknown_cancel(v: Violation, ev: Evidence) -> bool:
+    """unknown_cancel_work_later: the call's first mark is the interrupt's committed
+    ``unknown`` result with a reason that says the cancel got no sure answer
+    (``CANCEL_UNSURE_REASONS``), the agent never recorded a cancel before the late side
+    effect (US10's promise needs one), and the late effect is in the evidence."""
+    if not v.evidence or not v.uuid:
+        return False
+    first = ev.trace[v.evidence[0]]
+    if not (first.get("truth") == "result_committed" and first.get("task") == "interrupt"
+            and first.get("result_kind") == "unknown" and first.get("reason") in CANCEL_UNSURE_REASONS):
+        return False
+    late = _effects_in(v, ev)
+    return bool(late) and not any(m < late[0] for m in ev.never_received.get(v.uuid) or [])
+
+
+def _is_header_less_old_coderd(v: Violation, ev: Evidence) -> bool:
+    """mixed_coderd_versions: a new coderd's cancel found no record because an old
+    coderd's request carried no tool call headers, and that request is what ran."""
+    effects = [ev.trace[i] for i in _effects_in(v, ev)]
+    return bool(effects) and bool(v.uuid) and bool(ev.never_received.get(v.uuid)) \
+        and all(r.get("cause_headers") is False for r in effects)
+
+
+def _is_run_age_from_record(v: Violation, ev: Evidence) -> bool:
+    """run_age_counts_from_record (a known finding): chatd committed ``timed_out`` for a
+    foreground command whose process had not reached its timeout, but whose agent record
+    had: the record was created (``run_pending``) by the start request whose slow handler
+    then started the process, and run age counts from the record (agent-contract.md 4.3,
+    model/agent.py Rule 3). An interrupt sees the same thing (US2's checker): the stop rule
+    spares the process because its record is past the timeout, and the interrupt commits
+    ``timed_out`` for a command that only just spawned. Proven by the timed_out commit, the process start, and the
+    ``run_pending`` note of the same request: record age at the commit >= the timeout."""
+    if not v.uuid or not v.evidence:
+        return False
+    ri = v.evidence[-1]
+    rec = ev.trace[ri]
+    if rec.get("truth") != "result_committed" or rec.get("result_kind") != "timed_out":
+        return False
+    call = next((c for c in ev.calls if c.uuid == v.uuid), None)
+    starts = [i for i in ev.starts.get(v.uuid, []) if i < ri]
+    if call is None or call.background or not starts:
+        return False
+    now_ms = agent_clock_at(ev, ri)
+    for si in starts:
+        cause = ev.trace[si].get("cause")
+        pending = next((i for i in range(si - 1, -1, -1)
+                        if ev.trace[i].get("note") == "run_pending" and ev.trace[i].get("cause") == cause
+                        and ev.trace[i].get("uuid") == v.uuid), None)
+        if pending is not None and now_ms - ev.trace[pending]["clock_ms"] >= call.timeout_ms:
+            return True
+    return False
+
+
+# Rule 4, as a table: (class, properties it may explain, recognizer), tried in order. A
+# class is a documented residual risk (``RESIDUAL_RISKS``) or a known finding
+# (``KNOWN_FINDINGS``); each recognizer reads only the records that prove it.
+CLASSIFIERS: tuple[tuple[str, tuple[str, ...], Callable[[Violation, Evidence], bool]], ...] = (
+    ("age_check_best_effort", ("at_most_once", "retry_changes_nothing"), _is_duplicate_across_restart),
+    ("age_check_best_effort", ("truthful_result", "canceled_before_received_never_runs"),
+     _is_delayed_cancel_after_restart),
+    ("age_check_best_effort", ("truthful_result", "canceled_before_received_never_runs",
+                               "interrupt_stops_foreground"), _is_delayed_effect_after_restart),
+    ("unknown_cancel_work_later", ("canceled_before_received_never_runs",), _is_unknown_cancel),
+    ("mixed_coderd_versions", ("truthful_result", "canceled_before_received_never_runs",
+                               "interrupt_stops_foreground"), _is_header_less_old_coderd),
+    ("run_age_counts_from_record", ("truthful_result", "interrupt_stops_foreground"), _is_run_age_from_record),
+)
+
+
+def classify(v: Violation, ev: Evidence) -> Violation:
+    """Rule 4: name the documented residual risk or known finding a violation matches,
+    if any (the first recognizer of ``CLASSIFIERS`` that accepts it)."""
+    for name, properties, recognizes in CLASSIFIERS:
+        if v.property in properties and recognizes(v, ev):
+            return replace(v, residual_risk=name)
+    return v
+
+
+def informational(ev: Evidence) -> list[Violation]:
+    """Findings that are not violations but that the design names as residual risks: a
+    false unknown after an agent start."""
+    out = []
+    for call in ev.calls:
+        effects = ev.starts[call.uuid] if call.tool == "execute" else ev.edits[call.uuid]
+        for ri in ev.results[call.uuid]:
+            rec = ev.trace[ri]
+            if rec.get("result_kind") == "unknown" and rec.get("reason") == "agent_restarted" and not effects:
+                out.append(replace(violation("truthful_result", call, rec["t_ms"],
+                                      f"{call.provider_id}: unknown (agent restarted) although nothing ever ran", (ri,)),
+                                   residual_risk="false_unknown_after_agent_start"))
+    return out

@@ -1,0 +1,212 @@
+"""The evidence index: a run's trace indexed per tool call, once, for every property and
+every classifier to read.
+
+Theory of operation
+-------------------
+A run leaves two kinds of evidence in its trace. Ground truth: ``truth`` records of the
+agent (a process started, exited or was killed; an edit was applied), each with the
+request that caused it (``cause``, ``cause_chat``, ``cause_headers``). Belief: ``truth``
+records of kind ``result_committed``, what chatd told the model, with the result kind and
+the task and attempt that committed it. ``Evidence`` walks the trace once and files each
+record under the tool call it belongs to (by UUID when the agent knew it, otherwise by
+(chat, command) or (chat, path): rule 3 of ``model.properties``), next to the final
+``System``'s committed calls (``committed_calls``). A ``Violation`` names the property,
+the tool call, the simulated time and the indexes of the trace records that prove it.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from .. import chattool
+from ..identity import tool_call_uuid
+from .risks import KNOWN_FINDINGS
+
+
+@dataclass(frozen=True)
+class CallInfo:
+    chat_id: str
+    message_id: int
+    provider_id: str
+    uuid: str
+    tool: str
+    command: str = ""
+    path: str = ""
+    background: bool = False
+    timeout_ms: int = 10_000
+
+
+@dataclass(frozen=True)
+class Violation:
+    property: str
+    uuid: str | None
+    provider_id: str | None
+    at_ms: int
+    detail: str
+    evidence: tuple[int, ...] = ()  # indexes of the trace records that prove it
+    # Its class when it is not new: a residual risk of the design (``RESIDUAL_RISKS``) or
+    # a known finding (``KNOWN_FINDINGS``, still a violation: ``is_known_finding``).
+    residual_risk: str | None = None
+
+    def to_json(self) -> dict:
+        return {
+            "property": self.property,
+            "uuid": self.uuid,
+            "id": self.provider_id,
+            "at_s": self.at_ms / 1000,
+            "detail": self.detail,
+            "evidence": list(self.evidence),
+            "residual_risk": self.residual_risk,
+            "known_finding": self.residual_risk in KNOWN_FINDINGS,
+        }
+
+
+
+# ---------------------------------------------------------------------------
+# Indexing the trace
+# ---------------------------------------------------------------------------
+
+
+def committed_calls(final) -> list[CallInfo]:
+    """Every tool call of every committed assistant message, in message order, read with
+    chatd's own argument rules (background, effective timeout, target)."""
+    timing = final.config.chatd_rules.timing
+    out = []
+    for chat_id, chat in final.db.chats.items():
+        for msg in chat.messages:
+            if msg.role != "assistant":
+                continue
+            for tc in msg.tool_calls:
+                background, timeout_ms = False, timing.execute_default_timeout_ms
+                if tc.tool == chattool.EXECUTE:
+                    try:
+                        args = chattool.parse_execute_args(tc.args_json)
+                        background = chattool.runs_in_background(args)
+                        timeout_ms = chattool.effective_timeout_ms(args, timing)
+                    except (chattool.ArgsError, chattool.InvalidTimeout):
+                        pass
+                target = chattool.call_target(tc)
+                out.append(
+                    CallInfo(
+                        chat_id,
+                        msg.id,
+                        tc.provider_id,
+                        tool_call_uuid(chat_id, msg.id, tc.provider_id),
+                        tc.tool,
+                        target if tc.tool == chattool.EXECUTE else "",
+                        target if tc.tool != chattool.EXECUTE else "",
+                        background,
+                        timeout_ms,
+                    )
+                )
+    return out
+
+
+class Evidence:
+    """The trace indexed per tool call, computed once and shared by every property."""
+
+    def __init__(self, trace: list[dict], final):
+        self.trace = trace
+        self.final = final
+        self.calls = committed_calls(final)
+        uuids = [c.uuid for c in self.calls]
+        self.starts: dict[str, list[int]] = {u: [] for u in uuids}
+        self.edits: dict[str, list[int]] = {u: [] for u in uuids}
+        self.results: dict[str, list[int]] = {u: [] for u in uuids}
+        self.exits: dict[str, list[int]] = {u: [] for u in uuids}
+        self.kills: dict[str, list[int]] = {u: [] for u in uuids}
+        self.never_received: dict[str, list[int]] = {u: [] for u in uuids}
+        self.pid_owner: dict[str, str] = {}  # "<incarnation>/<pid>" -> call uuid
+        self.pid_start: dict[str, int] = {}  # "<incarnation>/<pid>" -> index of its start
+        self.sends: dict[str, int] = {}  # request id -> index of its send record
+        self.agent_downs: list[int] = []
+        self.interrupts: list[int] = []
+        self.interruption_done: list[int] = []
+        self.faults: list[int] = []
+        by_uuid = {c.uuid: c for c in self.calls}
+        by_command = {(c.chat_id, c.command): c for c in self.calls if c.tool == "execute"}
+        by_path = {(c.chat_id, c.path): c for c in self.calls if c.tool != "execute"}
+        for i, rec in enumerate(trace):
+            kind = rec.get("kind")
+            if kind == "send":
+                self.sends.setdefault(rec.get("req"), i)
+            elif kind == "agent_down":
+                self.agent_downs.append(i)
+            elif kind == "fault":
+                self.faults.append(i)
+            elif kind == "note":
+                name = rec.get("note")
+                if name == "cancel_never_received" and rec.get("uuid") in self.never_received:
+                    self.never_received[rec["uuid"]].append(i)
+                elif name == "interrupt_requested":
+                    self.interrupts.append(i)
+                elif name == "interruption_finished":
+                    self.interruption_done.append(i)
+            if kind != "truth":
+                continue
+            what = rec.get("truth")
+            if what == "process_started":
+                call = by_uuid.get(rec.get("uuid")) or by_command.get((rec.get("chat_id"), rec.get("command")))
+                pid_key = f"{rec.get('incarnation')}/{rec.get('pid')}"
+                self.pid_start[pid_key] = i
+                if call is not None:
+                    self.starts[call.uuid].append(i)
+                    self.pid_owner[pid_key] = call.uuid
+            elif what in ("process_exited", "process_killed"):
+                owner = self.pid_owner.get(f"{rec.get('incarnation')}/{rec.get('pid')}")
+                if owner is not None:
+                    (self.exits if what == "process_exited" else self.kills)[owner].append(i)
+            elif what == "edit_applied":
+                call = by_uuid.get(rec.get("uuid")) or by_path.get((rec.get("cause_chat"), rec.get("path")))
+                if call is None:
+                    call = next((c for c in self.calls if c.tool != "execute" and c.path == rec.get("path")), None)
+                if call is not None:
+                    self.edits[call.uuid].append(i)
+            elif what == "result_committed":
+                if rec.get("uuid") in self.results:
+                    self.results[rec["uuid"]].append(i)
+
+    # -- helpers ---------------------------------------------------------------
+    def end_ms(self) -> int:
+        return self.trace[-1]["t_ms"] if self.trace else 0
+
+    def ended(self, call: CallInfo, start_idx: int) -> int | None:
+        """Index of the exit or kill of the process started at ``start_idx``."""
+        rec = self.trace[start_idx]
+        key = (rec.get("incarnation"), rec.get("pid"))
+        for i in self.exits[call.uuid] + self.kills[call.uuid]:
+            r = self.trace[i]
+            if (r.get("incarnation"), r.get("pid")) == key:
+                return i
+        return None
+
+    def running_at(self, call: CallInfo, start_idx: int, t_ms: int) -> bool:
+        end = self.ended(call, start_idx)
+        return self.trace[start_idx]["t_ms"] <= t_ms and (end is None or self.trace[end]["t_ms"] > t_ms)
+
+    def agent_age_ms(self, start_idx: int, at_idx: int) -> int:
+        """Run age on the agent's own clock between two agent records."""
+        return self.trace[at_idx]["clock_ms"] - self.trace[start_idx]["clock_ms"]
+
+    def attempt_of(self, req_id: str | None) -> str:
+        """The task attempt a request belongs to: '<worker>/t<n>/a<m>' from its ID."""
+        if not req_id:
+            return ""
+        parts = req_id.split("/")
+        return "/".join(parts[:3]) if len(parts) >= 3 else req_id
+
+
+
+def violation(name, call: CallInfo | None, at_ms, detail, evidence=()) -> Violation:
+    """A violation of property ``name`` by ``call`` (None: no single call) at ``at_ms``."""
+    return Violation(name, call.uuid if call else None, call.provider_id if call else None, at_ms, detail,
+                     tuple(evidence))
+
+
+def agent_clock_at(ev: Evidence, idx: int) -> int:
+    """The agent's clock reading closest before trace record ``idx``."""
+    for i in range(idx, -1, -1):
+        if ev.trace[i].get("node") == "agent" and "clock_ms" in ev.trace[i]:
+            return ev.trace[i]["clock_ms"] + (ev.trace[idx]["t_ms"] - ev.trace[i]["t_ms"])
+    return ev.trace[idx]["t_ms"]
+
