@@ -5,7 +5,7 @@ Theory of operation
 The database is one pure value (``Db``). A replica's handler runs its transactions
 synchronously: it passes the database in, gets a new one back, and hands it to the world
 together with its effects. A transaction therefore never interleaves with another
-replica's, which is exactly what row locking buys the real chatd (chatd-contract.md 1.1,
+replica's, which is exactly what row locking buys the real chatd (docs/contract.md C1.1,
 2.4). Time enters as ``db_now_ms``, the database clock (Postgres ``now()``); replica
 clocks never touch the database. No constant here decides a wait: the heartbeat stale
 limit is a parameter (chatd passes its rules' timing, model/timing.py) and a chat's
@@ -27,7 +27,7 @@ Rule 5. A commit that changes a chat publishes ``chat:update``. Every transition
         ``chat:ownership``, whatever the chat was before: chatstate's
         ``ChatMachine.Update`` checks ``ownershipStaleOrMissing`` after each transition,
         ``RecordGenerationAttempt`` included (coder/coder ``coderd/x/chatd/chatstate``).
-        chatd-contract.md 2.2 says "only when a transition leaves a chat runnable and
+        docs/contract.md C2.2 says "only when a transition leaves a chat runnable and
         unowned"; the code also hints a stale owner, and we follow the code.
 Rule 6. ``db_up`` false makes every transaction fail with ``DB_DOWN``; tasks treat that
         as a retryable error, user actions are refused.
@@ -51,10 +51,10 @@ Model abstractions:
   message holds ``turns[k]``; once the script is used up the next generation finishes the
   turn. A turn with no calls is a text answer, after which the turn finishes too.
 - No message part buffer and no billing: partial messages of an interrupt are empty
-  (as after an ownership change, chatd-contract.md 3.2 step 2).
+  (as after an ownership change, docs/contract.md C3.2 step 2).
 - Inserting a user message never has open calls to answer here: a user message is
   inserted from ``waiting`` (every call resolved by FinishTurn / FinishInterruption) or by
-  promoting the queue inside those transitions (chatd-contract.md 8.9 is thus moot).
+  promoting the queue inside those transitions (docs/contract.md C8.9 is thus moot).
 - ``RecordGenerationAttempt`` publishes no ``chat:update``: it changes neither history nor
   status, so every runner ignores it (runner rule 3) and the publish would only add world
   events. Its ownership hint (rule 5) is published: it wakes the other workers' acquisition.
@@ -69,7 +69,7 @@ from .core import EMPTY, CachedRepr, FMap, Note, Publish, note, replace, truth
 from .identity import tool_call_uuid
 from .timing import DEFAULT_TIMING
 
-# Chat statuses (chatd-contract.md 1.1).
+# Chat statuses (docs/contract.md C1.1).
 WAITING = "waiting"
 RUNNING = "running"
 INTERRUPTING = "interrupting"
@@ -130,7 +130,7 @@ class Chat(CachedRepr):
     gen_time_ms: int = DEFAULT_TIMING.default_gen_time_ms  # the world sets it per chat
     # The chat model's context window in tokens (its model config's context_limit); 0 is
     # unknown. It sets the per-result byte budget of every committed tool result
-    # (chattool.tool_result_byte_budget, chatd-contract.md 1.3 step 6).
+    # (chattool.tool_result_byte_budget, docs/contract.md C1.3 step 6).
     context_limit_tokens: int = 0
 
     @property
@@ -185,7 +185,7 @@ class FenceRule:
     attempt: bool
 
 
-# operation -> which parts of the fence it checks (chatd-contract.md 2.4, 2.3).
+# operation -> which parts of the fence it checks (docs/contract.md C2.4, C2.3).
 FENCES: dict[str, FenceRule] = {
     #                                 owner  status history attempt
     "load_generation": FenceRule(True, True, True, False),
@@ -312,7 +312,7 @@ def turn_index(chat: Chat) -> int:
 
 
 def decide_generation_action(chat: Chat) -> str:
-    """``decideGenerationAction`` for the scripted model (chatd-contract.md 1.3)."""
+    """``decideGenerationAction`` for the scripted model (docs/contract.md C1.3)."""
     _, calls = unresolved_calls(chat)
     if calls:
         return "execute_local_tools"

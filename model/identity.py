@@ -5,7 +5,7 @@ Theory of operation
 Both sides derive everything about a tool call from three values chatd already has: the
 chat ID, the tool call message ID (the assistant message that holds the call) and the
 provider tool call ID. This module is the Python twin of the SDK part of the contract
-(agent-contract.md section 1, codersdk/workspacesdk/toolcall.go, "Rev C").
+(docs/contract.md A1, codersdk/workspacesdk/toolcall.go, "Rev C").
 
 Rule 1. ``tool_call_uuid`` is UUIDv5 over the raw chat ID bytes, the message ID as 8-byte
         big-endian two's complement, and the raw (unescaped) provider ID bytes, with no
@@ -28,8 +28,8 @@ Rule 5. A provider ID is bytes on the wire (Go strings are bytes). Header parsin
         bytes (the UUID, path escaping) uses ``surrogateescape`` too, so the agent derives
         the same UUID Go would instead of failing.
 
-Differences from the design (codagt-757-design.md): none in this module. The literal run
-age header name was not seen in code (agent-contract.md 6.4); we use the design's name.
+Differences from the design (docs/contract.md): none in this module. The literal run
+age header name was not seen in code (docs/contract.md A6.4); we use the design's name.
 """
 
 from __future__ import annotations

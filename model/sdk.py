@@ -5,18 +5,18 @@ body).
 Theory of operation
 -------------------
 chatd never sees an HTTP answer; it sees the Go error value the SDK built from it, and its
-classifier (chatd-contract.md 5.1 ``ClassifyAgentError``) branches on that value's TYPE:
+classifier (docs/contract.md C5.1 ``ClassifyAgentError``) branches on that value's TYPE:
 ``*workspacesdk.ToolCallError`` is a refusal, ``*codersdk.Error`` an HTTP error answer,
 anything else an answer that could not be read. So the model needs the type as well as the
 text, and this module returns one of four values:
 
 - ``identity.ToolCallError``: a 409 whose JSON body has one of the four codes
-  (agent-contract.md 1.3, ``readToolCallError``);
+  (docs/contract.md A1.3, ``readToolCallError``);
 - ``SDKError``: ``*codersdk.Error`` (status, message, detail, validations, helper);
 - ``DecodeBodyError``: ``xerrors.Errorf("decode body: %w")``, a JSON Content-Type whose body
   is not a ``codersdk.Response`` (invalid JSON other than an empty body, a wrong type);
 - ``ReadBodyError``: ``xerrors.Errorf("read body: %w")``, the body read failed part-way
-  (agent-contract.md 1.3 and section 5.7 item 135: even when the part read has a code).
+  (docs/contract.md A1.3 and A5.7 item 135: even when the part read has a code).
 
 Rule 1 (``read_body_as_error``, codersdk/client.go, read in coder/coder):
         a body read error -> ReadBodyError; a media type other than application/json ->
@@ -31,9 +31,9 @@ Rule 2. The JSON decode is Go's ``json.NewDecoder(...).Decode(&Response)``: only
         field of the wrong type is a decode error, ``null`` leaves a field empty, invalid
         UTF-8 becomes U+FFFD.
 Rule 3 (``read_agent_error``): 409 + JSON + known code -> ToolCallError; everything else
-        is exactly ``read_body_as_error`` (agent-contract.md 1.3).
+        is exactly ``read_body_as_error`` (docs/contract.md A1.3).
 Rule 4. ``SDKError.text()`` is ``(*codersdk.Error).Error()``. The method and URL prefix is
-        left out by default, as chatd's result texts quote it (chatd-contract.md 5.5:
+        left out by default, as chatd's result texts quote it (docs/contract.md C5.5:
         ``unexpected status code 404: ...``).
 
 Differences from the Go code: Go's decode error texts name Go types

@@ -152,7 +152,7 @@ class WorldConfig:
     # bound and checkers need not know the planted bugs. None: ``chatd_rules.timing``.
     reference_timing: Timing | None = None
     # The agent's handlers (``boot``, ``shutdown``, ``on_request``, ``on_timer`` with
-    # model/agent.py's signatures); None is model/agent.py. Only tests plug in a stub agent,
+    # the agent package's signatures); None is model/agent/. Only tests plug in a stub agent,
     # so that every chatd test runs through this module's one interpreter of effects.
     agent_impl: Any = None
 

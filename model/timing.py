@@ -2,9 +2,9 @@
 
 Theory of operation
 -------------------
-``Timing`` holds each duration of chatd (model/chatd.py, model/chatd_db.py) and of its
+``Timing`` holds each duration of chatd (model/chatd/, model/chatd_db.py) and of its
 tool layer (model/chattool/) in integer milliseconds; its defaults are the reference
-values (chatd-contract.md appendix, design B). chatd reads them from
+values (docs/contract.md C-appendix, design B). chatd reads them from
 ``ChatdRules.timing``, and chattool from the ``timing`` its task layer hands to
 ``begin_call`` / ``begin_cancel`` / ``select_cancels`` (kept in ``CallState``), so a
 scaled run is ``dataclasses.replace(rules, timing=Timing.small())``: no code path
@@ -65,7 +65,7 @@ if TYPE_CHECKING:  # only for the annotation; timing stays below every other mod
 class Timing(CachedRepr):
     """chatd, chattool and (mirrored) agent durations in integer milliseconds."""
 
-    # chatd (chatd-contract.md appendix)
+    # chatd (docs/contract.md C-appendix)
     task_timeout_ms: int = 15 * 60_000  # defaultTaskTimeout: one attempt of the retry wrapper
     task_retry_initial_backoff_ms: int = 100  # first backoff; doubles per retry
     task_retry_max_backoff_ms: int = 5_000  # backoff cap; retries never stop
@@ -75,7 +75,7 @@ class Timing(CachedRepr):
     heartbeat_stale_ms: int = 30_000  # older heartbeats let another worker take over
     dial_timeout_ms: int = 30_000  # chatd's dial of the agent (design section 9)
     default_gen_time_ms: int = 2_000  # the scripted model's answer time, if a chat sets none
-    # chattool (design B, chatd-contract.md 4.3, 4.5)
+    # chattool (design B, docs/contract.md C4.3, C4.5)
     agent_answer_timeout_ms: int = 60_000  # start, edit, write and cancel requests
     execute_default_timeout_ms: int = 10_000  # an execute call without a timeout argument
     snapshot_timeout_ms: int = 30_000  # the one non-blocking read after the wait

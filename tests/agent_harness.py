@@ -2,7 +2,7 @@
 clock already advanced by the agent's uptime, requests that return their answers, and
 explicit control over when a pending handler run publishes.
 
-The Go middleware and cancel tests (agent-contract.md section 5.1, 5.2) mount the
+The Go middleware and cancel tests (docs/contract.md A5.1, A5.2) mount the
 middleware over a ``countingHandler`` and give the cancel handler a fake ``ProcessStopper``.
 ``CountingHandler`` and ``FakeStopper`` are those two test doubles: a test installs them
 over the model's own handler dispatch (``agent._run_handler``) and stopper

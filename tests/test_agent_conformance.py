@@ -1,4 +1,4 @@
-"""Rev C conformance: every agent case of agent-contract.md sections 5.1 to 5.5, ported.
+"""Rev C conformance: every agent case of docs/contract.md A5.1 to A5.5, ported.
 
 Most middleware cases run over the real start, edit and write handlers, so "calls" is the
 number of processes started (or edits applied) and a success is the start route's 200.
@@ -957,7 +957,7 @@ def test_shutdown_breaks_open_requests():
 
 
 # ---------------------------------------------------------------------------
-# The case table: every case of agent-contract.md section 5 (1..148) and its port
+# The case table: every case of docs/contract.md A5 (1..148) and its port
 # ---------------------------------------------------------------------------
 
 _C = "test_agent_conformance.py::"
@@ -1133,7 +1133,7 @@ def _numbers_named(doc: str, node: str) -> set[int]:
 
 
 def test_every_go_case_is_ported():
-    """The table holds every case 1..148 of agent-contract.md section 5; each names tests
+    """The table holds every case 1..148 of docs/contract.md A5; each names tests
     that exist (collected by pytest in a fresh process), and each named test says which Go
     test it ports: its docstring names a Go test (``Mirrors Test...``) and the Go file, and
     the docstring or the parameter ID names the case number."""

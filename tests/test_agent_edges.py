@@ -1,7 +1,7 @@
 """The agent's edges as Go has them (issue 10): handler panics, slow handlers, stopper
 errors, the signal route, chat isolation, body decoding and the cancel answer's shape.
 
-Each test names the Go test (agent-contract.md section 5 case number and name), the Go
+Each test names the Go test (docs/contract.md A5 case number and name), the Go
 source it follows, or the design line; each fails with the behaviour removed. The Go
 sources read are cited by path in coder/coder: agent/agenttoolcall/middleware.go and
 cancel.go (Rev C), agent/agentproc/api.go (Rev C), agent/agentproc/headtail.go,
@@ -46,12 +46,12 @@ def _panic_after_effects(h: AgentHarness):
 
 
 # ---------------------------------------------------------------------------
-# 1. Handler panic (agent-contract 2.5)
+# 1. Handler panic (docs/contract.md A2.5)
 # ---------------------------------------------------------------------------
 
 
 def test_panic_creating_request_gets_recovery_500_waiters_get_recorded_500():
-    """#34 TestMiddlewareHandlerPanics, agent-contract 2.5: the panic continues up the
+    """#34 TestMiddlewareHandlerPanics, docs/contract.md A2.5: the panic continues up the
     creating request's stack to httpmw.Recover, which writes httpapi.InternalServerError
     (500 "An internal server error occurred.", no run-age header); the waiter and a later
     request get the recorded 500 "The tool call handler failed." with the run-age header."""
@@ -81,7 +81,7 @@ def test_panic_creating_request_gone_writes_nothing():
 
 
 def test_panic_after_spawn_process_runs_and_record_holds_500():
-    """agent-contract 2.5 with the panic after ``manager.start`` (middleware.go
+    """docs/contract.md A2.5 with the panic after ``manager.start`` (middleware.go
     ``record.run`` publishes panicResponse whatever the handler did): the process exists and
     runs under its background context with the tool call UUID as ID, the creator gets the
     recovery 500, a replay gets the recorded 500, and a cancel reports status 500 together
@@ -98,7 +98,7 @@ def test_panic_after_spawn_process_runs_and_record_holds_500():
 
 
 def test_panic_without_tool_call_headers_records_nothing():
-    """agent-contract 2.4 step 1 (no headers: the handler runs every time) with 2.5: a
+    """docs/contract.md A2.4 step 1 (no headers: the handler runs every time) with 2.5: a
     panicking start without tool call headers gets the recovery 500 and records nothing,
     so the next start runs. Before, such starts ran in the request step and a handler_panic
     fault for them was accepted and ignored."""
@@ -132,9 +132,9 @@ def test_slow_handler_applies_to_every_start(rules, m):
 
 
 def test_process_run_age_equals_header_run_age_after_slow_spawn():
-    """Design glossary "run age" (codagt-757-design.md): a process started for the tool call
+    """Design glossary "run age" (docs/contract.md): a process started for the tool call
     takes the record's instant as its start time, so for execute the run age is the process
-    age; agent-contract 4.3 [inferred] has them equal. With a 100 s spawn the start's run-age
+    age; docs/contract.md A4.3 [inferred] has them equal. With a 100 s spawn the start's run-age
     header, the cancel's header and the process's run_age_ms all count from the arrival."""
     h = _harness(handler_ms=100 * S)
     rid = h.start(command="sleep 300", run=False)
@@ -146,7 +146,7 @@ def test_process_run_age_equals_header_run_age_after_slow_spawn():
 
 
 def test_slow_spawn_counts_toward_the_stop_rule():
-    """agent-contract 4.2 stop rule against the process's run age, which includes the slow
+    """docs/contract.md A4.2 stop rule against the process's run age, which includes the slow
     spawn: a cancel 10 s after a 100 s spawn with a 60 s threshold leaves it running (run
     age 110 s), where counting from the spawn (10 s) would kill it."""
     h = _harness(handler_ms=100 * S)
@@ -157,7 +157,7 @@ def test_slow_spawn_counts_toward_the_stop_rule():
 
 
 # ---------------------------------------------------------------------------
-# 3. Stopper error on cancel (agent-contract 5.2 #40)
+# 3. Stopper error on cancel (docs/contract.md A5.2 #40)
 # ---------------------------------------------------------------------------
 
 
@@ -169,7 +169,7 @@ def test_cancel_stopper_error_is_500_without_run_age():
     """#40 TestCancelHandler/StopperError (cancel.go): a stopper error while the request is
     live -> 500 "Failed to stop the tool call's process." with Go's error as detail and no
     run-age header (Go sets it only after the stopper succeeded); the process runs on and is
-    not marked canceled (agent-contract 4.2: canceled only when the kill happened)."""
+    not marked canceled (docs/contract.md A4.2: canceled only when the kill happened)."""
     h = _harness(scripts=_unkillable())
     h.start(command="sleep 300")
     rid = h.cancel(threshold_ms=STOP_ANY)
@@ -180,7 +180,7 @@ def test_cancel_stopper_error_is_500_without_run_age():
 
 
 def test_cancel_stopper_not_asked_to_kill_does_not_fail():
-    """agent-contract 4.2: a process at or above the threshold is left alone, so an
+    """docs/contract.md A4.2: a process at or above the threshold is left alone, so an
     unkillable process does not make such a cancel fail (threshold 0 never stops)."""
     h = _harness(scripts=_unkillable())
     h.start(command="sleep 300")
@@ -442,7 +442,7 @@ def test_every_route_answers_bad_bodies_without_an_exception(route, headers, rul
 
 
 def test_start_bad_json_400_is_recorded_and_replayed():
-    """agent-contract 2.4 ("all handler answers are recorded", 6.1 item 8): the start
+    """docs/contract.md A2.4 ("all handler answers are recorded", 6.1 item 8): the start
     handler's 400 with Go's decode error as detail is recorded; the same body replays it
     and the handler does not run again."""
     h = AgentHarness()
@@ -489,12 +489,12 @@ def test_go_quote_is_strconv_quote():
 
 
 # ---------------------------------------------------------------------------
-# 7. The cancel answer's process shape (design section 9 PR 1, agent-contract 3)
+# 7. The cancel answer's process shape (design section 9 PR 1, docs/contract.md A3)
 # ---------------------------------------------------------------------------
 
 
 def test_cancel_process_running_omits_exit_code_and_empty_output():
-    """ToolCallProcess tags (codagt-757-design.md, PR 1): ``running``, ``canceled`` and
+    """ToolCallProcess tags (docs/contract.md, PR 1): ``running``, ``canceled`` and
     ``run_age_ms`` always; ``output``, ``truncated`` and ``exit_code`` omitempty, so a
     running process with no output has exactly the three keys."""
     h = AgentHarness()
@@ -583,7 +583,7 @@ message = {{ route = "start", tool_call = "toolu_01" }}
     ids=["today-before-spawn", "contract-before-spawn", "today-after-spawn", "contract-after-spawn"],
 )
 def test_handler_panic_fault_reaches_every_start(tmp_path, variant, extra, starts, running):
-    """agent-contract 2.5 through the world: a handler_panic fault panics the start's run
+    """docs/contract.md A2.5 through the world: a handler_panic fault panics the start's run
     under today too (no tool call headers), where it used to be accepted and ignored (the
     start ran as if nothing happened); ``after_spawn = true`` panics after the process was
     spawned, which keeps running while chatd is answered 500."""

@@ -1,4 +1,4 @@
-"""The SDK cases of agent-contract.md section 5.6-5.8 that need more than header parsing:
+"""The SDK cases of docs/contract.md A5.6-A5.8 that need more than header parsing:
 how a failed answer is read (``TestReadToolCallError``, items 125-135), how a tool call
 request is sent (``TestDoWithToolCall``, 136-138), the tool call in the handler's context
 (``TestToolCallContext``, 118) and the connection test (``TestAgentConnToolCallRequests``,
@@ -8,13 +8,13 @@ Items 125-135 compare with Go's ``codersdk.ReadBodyAsError`` result, worked out 
 from codersdk/client.go (read in coder/coder) and written here as literals: the error's
 type (``*codersdk.Error`` / a plain ``decode body`` or ``read body`` error, never a
 ``*workspacesdk.ToolCallError``), its status, message, detail and ``Error()`` text, and the
-class chatd's ``ClassifyAgentError`` gives it (chatd-contract.md 5.1). The functions under
+class chatd's ``ClassifyAgentError`` gives it (docs/contract.md C5.1). The functions under
 test are model/sdk.py's ``read_agent_error`` and model/chattool/classifier.py's ``classify``; where the
 agent model can produce the answer itself (a 404 from an unknown route, a 400, a recorded
 500, a coded 409) the answer comes from the agent model, not from a literal.
 
 Items 136-138 and 148 run chatd's tool layer (model/chattool/) and the agent model
-(model/agent.py) against each other: requests are built by the model's own SDK code and
+(model/agent/) against each other: requests are built by the model's own SDK code and
 answered by the agent model.
 """
 

@@ -5,11 +5,11 @@
 plugged in as ``WorldConfig.agent_impl``); the test world only chooses the actions:
 messages are delivered at once in FIFO order, timers fire in (due, set order) order. Every
 node has its own clock offset and the database clock another one, so any comparison of
-clocks across nodes would show up as a wrong age. The stub agent, not model/agent.py,
+clocks across nodes would show up as a wrong age. The stub agent, not model/agent/,
 answers here so that each test controls exactly when a process exits and which answers
 are held back or lost.
 
-Ported from chatd-contract.md section 7 (each test names the Go test it mirrors): the
+Ported from docs/contract.md C7 (each test names the Go test it mirrors): the
 task, fence and retry-wrapper halves of items 5, 16, 25-31 and 36-41. The map of all 41
 groups to their tests, and the task-level ports of 3, 28, 29, 32-35 and 38-41 that needed
 file tools, a lost request or a planted comparison, are in tests/test_chatd_groups.py;
@@ -71,7 +71,7 @@ BG = execute("toolu_bg", "serve", background=True)
 class FakeAgent:
     """A scripted stub workspace agent (design B, Rev C, reduced to what chatd observes),
     plugged into model.system as ``WorldConfig.agent_impl``: the system delivers each
-    request to ``on_request`` and interprets the replies like model/agent.py's.
+    request to ``on_request`` and interprets the replies like model/agent/ does.
 
     With tool call headers a start is recorded by tool call UUID: the process ID is the
     UUID, and a repeated start replays the recorded answer with the run age. Without
@@ -532,7 +532,7 @@ def test_today_task_retry_starts_a_second_process_without_headers():
 
 
 def test_today_incident_36_starts_in_9_hours():
-    """today: one new process per 15-minute attempt, no retry limit (chatd-contract.md 6)."""
+    """today: one new process per 15-minute attempt, no retry limit (docs/contract.md C6)."""
     w = new_world([(FG_20M,)], rules="today")
     start_turn(w)
     w.run(9 * HOUR)
@@ -604,7 +604,7 @@ def _take_over(rules: str):
 def test_ownership_change_new_owner_sends_the_same_request(rules):
     """An ownership change: the old runner drops its task and sends nothing more (C4); the
     new owner sends the start again: today a second process, under the contract the same
-    identity with a larger age and a replayed answer (chatd-contract.md 2.3, 4.4)."""
+    identity with a larger age and a replayed answer (docs/contract.md C2.3, C4.4)."""
     w = _take_over(rules)
     assert w.chat().worker_id == w.reps["replica-2"].worker_id
     dropped = w.notes("runner_dropped", "replica-1")
@@ -695,7 +695,7 @@ def test_today_interrupt_commits_generic_and_sends_nothing():
 
 
 # ---------------------------------------------------------------------------
-# chatd-contract.md section 7: interrupt task
+# docs/contract.md C7: interrupt task
 # ---------------------------------------------------------------------------
 
 

@@ -1,4 +1,4 @@
-"""chatd-contract.md section 7, all 41 Go test groups: the map, and the groups that needed
+"""docs/contract.md C7, all 41 Go test groups: the map, and the groups that needed
 the task layer to port them fully.
 
 ``GO_GROUPS`` maps every group (1-41) to its Go test names and to the pytest tests that
@@ -7,7 +7,7 @@ and every named test real. Groups 1-24 and the per-call halves of 25-35 live in
 tests/test_chattool.py (no replica needed); the task, fence and retry-wrapper halves live
 in tests/test_chatd.py and here. The tests here drive the same in-test world as
 tests/test_chatd.py (its ``World`` and scripted ``FakeAgent``): every handler is the real
-pure model (model/chatd/, model/chattool.py), only the agent is scripted.
+pure model (model/chatd/, model/chattool/), only the agent is scripted.
 
 What the model leaves out on purpose, and how a group is still tested (``ABSTRACTED``):
 - the message part buffer (groups 28, 41): the buffer's parts never become committed
@@ -297,7 +297,7 @@ def test_g03_parallel_calls_each_carry_their_own_identity():
 ], ids=["ForegroundStartFailed", "BackgroundStartFailed"])
 def test_g18_recorded_start_failure_text_per_5_3(background, content_type, body, want):
     """TestInterruptExecute/{ForegroundStartFailed, BackgroundStartFailed} in the newer
-    interrupt.go that chatd-contract.md 5.3 quotes: the cancel answers "started, no
+    interrupt.go that docs/contract.md C5.3 quotes: the cancel answers "started, no
     process, recorded 500"; the result is the non-error ExecuteResult whose error is
     ``start process: <message>: <detail>`` (``start background process: ...``), and a
     body that is not JSON gives the status text. (The older fork test, 05b172cb, wants

@@ -1,16 +1,16 @@
 """`today` is chatd before the CODAGT-757 stack, and the chatd facts of issue 10.
 
-The variant ``today`` (model/chatd/rules.py ``TODAY``, model/chattool.py ``BEFORE_STACK``) has
-none of the stack's behaviours (codagt-757-design.md section 9, PRs 4-6, and Q9): no
+The variant ``today`` (model/chatd/rules.py ``TODAY``, model/chattool/ ``BEFORE_STACK``) has
+none of the stack's behaviours (docs/contract.md D9, PRs 4-6, and Q9): no
 identity or headers, no agent answer timeout, the pre-Q9c text for a snapshot that fails
 past the deadline, no interrupt cancels. Each test below names the design line, the
-chatd-contract.md line or the Go code it follows, and fails with the behaviour removed:
+docs/contract.md line or the Go code it follows, and fails with the behaviour removed:
 
 - the lost start answer: today waits for the 15-minute attempt timeout and the retry
   starts the command again; the contract reports unknown after 1 minute (Q9b; the
   scenario ``lost_start_answer`` tells the same story in the simpy world);
 - Q9c: a snapshot that fails past the deadline said "command timed out" before the stack;
-- serial tools run one after another in a batch (chatd-contract.md 1.3 step 3);
+- serial tools run one after another in a batch (docs/contract.md C1.3 step 3);
 - ``finish_turn`` is fenced on the attempt that loaded the chat (2.4);
 - ``chat:ownership`` is published after every transition that leaves a chat runnable
   with a missing or stale owner (chatstate ``ChatMachine.Update``; 2.2).
@@ -43,7 +43,7 @@ BG = execute("toolu_bg", "serve", background=True)
 
 
 def test_today_is_the_layer_before_the_stack():
-    """codagt-757-design.md section 9: identity and headers (PR 1/4/6), the answer timeout
+    """docs/contract.md D9: identity and headers (PR 1/4/6), the answer timeout
     (PR 4 per Q9b, PR 6), Q9c (PR 4) and interrupt cancels (PR 5/6) all belong to the
     stack, so ``today`` has none of them and ``contract`` has all of them."""
     today, contract = chatd.TODAY, chatd.CONTRACT
@@ -95,7 +95,7 @@ def test_today_lost_background_start_answer_waits_for_the_attempt():
 def test_contract_lost_start_answer_is_unknown_after_one_minute():
     """The contract: the start waits at most the agent answer timeout, then commits
     unknown "did not answer within 1m0s" with the UUID, and nothing starts again
-    (chatd-contract.md 4.5, 5.2; TestExecuteToolCallAgentAnswerTimeout)."""
+    (docs/contract.md C4.5, C5.2; TestExecuteToolCallAgentAnswerTimeout)."""
     w = new_world([(FG_20M,)])
     w.agent.hold_starts = True
     start_turn(w)
@@ -142,7 +142,7 @@ def _legacy_wait_until_snapshot(layer: ct.ToolLayer) -> Clock:
 
 
 def test_today_snapshot_failure_after_deadline_says_timed_out():
-    """Before Q9c (codagt-757-design.md Q9c, PR 4) Go's legacy waitForProcess answered a
+    """Before Q9c (docs/contract.md D-Q9 (c), PR 4) Go's legacy waitForProcess answered a
     snapshot that failed after the deadline with "command timed out after <timeout>;
     failed to get output: <err>" and the process ID (coder/coder chattool/execute.go)."""
     r = _legacy_wait_until_snapshot(ct.BEFORE_STACK).result
@@ -170,12 +170,12 @@ def test_before_stack_file_request_has_no_answer_timer():
 
 
 # ---------------------------------------------------------------------------
-# Serial tools (chatd-contract.md 1.3 step 3)
+# Serial tools (docs/contract.md C1.3 step 3)
 # ---------------------------------------------------------------------------
 
 
 def test_serial_tools_run_one_after_another_in_a_batch():
-    """[7.3] chatd-contract.md 1.3 step 3: tools not marked serial run concurrently, tools marked
+    """[7.3] docs/contract.md C1.3 step 3: tools not marked serial run concurrently, tools marked
     serial (``SerialToolCalls()``) one at a time. Go's chatloop tests wrap a tool as
     ``serialTool`` (TestExecuteLocalTools_BatchRuntime: "one per completing call, plus one
     for the next serial call's start"; TestExecuteLocalToolsToolCallIdentity: the serial
@@ -219,7 +219,7 @@ def test_go_serial_tools_are_none_of_the_agent_tools():
 
 
 # ---------------------------------------------------------------------------
-# finish_turn's attempt fence (chatd-contract.md 2.4)
+# finish_turn's attempt fence (docs/contract.md C2.4)
 # ---------------------------------------------------------------------------
 
 
@@ -235,7 +235,7 @@ def _owned_running_chat():
 
 
 def test_finish_turn_is_fenced_on_the_attempt_that_loaded_the_chat():
-    """chatd-contract.md 2.4: finishGenerationTurn checks ``generation_attempt == the
+    """docs/contract.md C2.4: finishGenerationTurn checks ``generation_attempt == the
     attempt's number`` (requireGenerationAttempt), the number the task loaded, not the row's
     number at the finish (which always matches itself). A RecordGenerationAttempt between
     the load and the finish (another attempt of the same history) fences the finish out."""
@@ -251,7 +251,7 @@ def test_finish_turn_is_fenced_on_the_attempt_that_loaded_the_chat():
 
 
 # ---------------------------------------------------------------------------
-# chat:ownership hints (chatstate ChatMachine.Update; chatd-contract.md 2.2)
+# chat:ownership hints (chatstate ChatMachine.Update; docs/contract.md C2.2)
 # ---------------------------------------------------------------------------
 
 
@@ -260,7 +260,7 @@ def _ownership(effects) -> int:
 
 
 def test_ownership_hint_after_every_transition_leaving_a_chat_runnable_and_unowned():
-    """chatd-contract.md 2.2: chat:ownership is published "when a transition leaves a chat
+    """docs/contract.md C2.2: chat:ownership is published "when a transition leaves a chat
     runnable and unowned", every such transition, not only the one that made it so
     (chatstate publishes it after each Update whose state IsRunnable with ownership
     missing; its tests count ``ownershipPublishCount``). The interrupt of a running chat

@@ -1,6 +1,6 @@
 """Conformance tests for model/chattool/: chatd's execute, edit_files and write_file layer.
 
-Each test ports one item of chatd-contract.md section 7 (its name starts with ``test_NN``)
+Each test ports one item of docs/contract.md C7 (its name starts with ``test_NN``)
 and its docstring names the Go test it mirrors. The machine is driven with hand-built
 agent answers (``core.Response`` / ``core.TransportError``) and a tiny clock that fires
 the timers the machine arms, so no agent model is involved.
@@ -787,7 +787,7 @@ def test_18_interrupt_execute_answers(name, args, stop, answer, kind, reason, wa
     if not wants:
         assert "error" not in body
     for key, value in fields.items():
-        if value == "EXACT":  # the whole text, as chatd-contract 5.3 gives it
+        if value == "EXACT":  # the whole text, as docs/contract.md C5.3 gives it
             assert body[key] == wants[0], (key, body)
             continue
         assert body[key] == (identity.uuid if value == "UUID" else value), (key, body)

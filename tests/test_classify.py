@@ -23,7 +23,7 @@ ROOT = Path(__file__).resolve().parent.parent
 
 # Swarm seed 16211 under contract, minimized (the file ``toolcall-sim swarm --seeds 1
 # --first-seed 16211`` writes): a resent edit carrying age 58 s is delayed 68 s, past an
-# agent restart, and is applied again by the new agent (codagt-757-design.md section 7,
+# agent restart, and is applied again by the new agent (docs/contract.md D7,
 # the age check is best effort).
 SEED_16211 = tomllib.loads('''
 name = "swarm-16211"
@@ -236,7 +236,7 @@ def test_two_thousand_contract_seeds_have_no_new_finding():
 
 
 # Swarm seed 56 under contract, minimized: a start handler slower than the command's
-# timeout, then an interrupt. Run age counts from the record (model/agent.py), so the
+# timeout, then an interrupt. Run age counts from the record (model/agent/), so the
 # agent's stop rule spares the process and chatd commits timed_out for a command that
 # spawned 8.6 s before: the known finding, seen by US2's checker.
 SEED_56 = tomllib.loads('''

@@ -161,7 +161,6 @@ def test_converter_command_checks_and_converts(tmp_path):
     assert run("--check", str(tmp_path / "missing")).returncode == 2
 
 
-@pytest.mark.xfail(strict=False, reason="the lead converts the citations after merging issue 13's rooms")
 def test_no_docstring_cites_the_reference_files():
     """No file in model/, sim/, reports/ or tests/ still cites a reference text that is not in
     the repository; each citation is a docs/contract.md ID."""

@@ -1,6 +1,6 @@
 """Conformance tests for model/identity.py: the SDK part of the tool call contract.
 
-Each parametrized row is one numbered case of agent-contract.md section 5.6 (items
+Each parametrized row is one numbered case of docs/contract.md A5.6 (items
 85-120), 5.7 (121-147) or 5.8 (148), and its pytest id starts with the item number. The
 ``mirrors`` column names the Go test it ports. The reference describes the Go subtests
 but does not quote their names, so the text after the slash is the reference's

@@ -74,7 +74,7 @@ def test_residual_risk_reported_by_name(scenario, risk):
     with its section reference, and is not a new finding."""
     result = run_scenario(load(SCENARIOS / f"{scenario}.toml"), "contract")
     named = [v for v in result.violations + result.report.informational if v.residual_risk == risk]
-    assert named and "section 7" in props.RESIDUAL_RISKS[risk]
+    assert named and "D7" in props.RESIDUAL_RISKS[risk]
     assert [v for v in result.violations if v.residual_risk is None] == []
 
 

@@ -1,5 +1,5 @@
 """The workspace agent half of the contract: record store, tool call middleware, cancel
-handler, processes and files ("Rev C", agent-contract.md sections 2 to 4).
+handler, processes and files ("Rev C", docs/contract.md A2 to A4).
 
 Theory of operation
 -------------------
@@ -75,15 +75,15 @@ Model abstractions (recorded so a reader can check them against the Go code):
   from the agent's own counter (the real agent draws a random UUID).
 - Output reads are never wrapped by the middleware; signal and list neither.
 
-Where the design and the code facts differ we follow the code facts (agent-contract.md):
+Where the design and the code facts differ we follow the code facts (docs/contract.md):
 there is no time-based record expiry in Rev C (design section 6 mentions none either; the
 chatd-contract's 1 h retention belongs to Rev D), and a canceled marker is only created when
 a cancel comes first (section 6.1 item 2). The stopper looks the process up by ID alone,
 as Go's ``StopToolCallProcess`` does (the ID already names the cancel's own chat). Where
 no code fact exists we follow the design: the process's start instant is the record's
-(Rev C process.go is not in the repository history, agent-contract.md 0.3 and 4.3), and
-the cancel answer's JSON tags and omitempty are the design's (agent-contract.md 6.4 could
-not verify them). The reference texts disagree on the panic: agent-contract.md 2.5 and
+(Rev C process.go is not in the repository history, docs/contract.md A0.3 and A4.3), and
+the cancel answer's JSON tags and omitempty are the design's (docs/contract.md A6.4 could
+not verify them). The reference texts disagree on the panic: docs/contract.md A2.5 and
 the design say waiters and later requests get the recorded 500, and the Go test says the
 panic "reaches the caller"; middleware.go re-panics after publishing, so the creating
 request's answer is httpmw.Recover's, which is what the model gives it.

@@ -1,5 +1,5 @@
-"""The cancel handler: ``POST /api/v0/tool-calls/{id}/cancel`` (agent-contract.md
-section 3, cancel.go; rule 5 of the package docstring).
+"""The cancel handler: ``POST /api/v0/tool-calls/{id}/cancel`` (docs/contract.md
+A3, cancel.go; rule 5 of the package docstring).
 
 Theory of operation
 -------------------
@@ -83,7 +83,7 @@ def _answer_cancel(
     """Steps 7-9: the recorded response plus the process state after the stop rule.
 
     The answer is ``CancelToolCallResponse`` with the design's omitempty tags
-    (codagt-757-design.md section 9, PR 1): ``started`` always, ``status_code``,
+    (docs/contract.md D9, PR 1): ``started`` always, ``status_code``,
     ``content_type``, ``body`` (base64) and ``process`` only when non-zero. A stopper
     error is the 500 of cancel.go (test StopperError), without the run-age header, which
     Go sets only after the stopper succeeded."""

@@ -1,4 +1,4 @@
-"""The agent's file handlers: edit and write (agent-contract.md 4.6, agentfiles).
+"""The agent's file handlers: edit and write (docs/contract.md A4.6, agentfiles).
 
 Theory of operation
 -------------------

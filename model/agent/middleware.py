@@ -1,5 +1,5 @@
 """The tool call middleware and handler runs: what wraps start, edit and write
-(agent-contract.md 2.2 to 2.5, middleware.go; rules 1 to 4 of the package docstring).
+(docs/contract.md A2.2 to A2.5, middleware.go; rules 1 to 4 of the package docstring).
 
 Theory of operation
 -------------------

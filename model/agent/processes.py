@@ -1,6 +1,6 @@
 """The process side of the agent: starting, exiting and killing processes, the stop rule
 the cancel handler calls, output reads, signals, the list and its lazy reaping
-(agent-contract.md 4.1 to 4.5, agentproc api.go and headtail.go).
+(docs/contract.md A4.1 to A4.5, agentproc api.go and headtail.go).
 
 Theory of operation
 -------------------
@@ -76,7 +76,7 @@ def _start_process(state: AgentState, req: Request, key: Key | None, started_at_
     arrived, which is the record's instant for a tool call: the design (glossary, "run
     age") says the process takes that instant as its start time, so the header run age and
     the process's run age agree even when the spawn was slow (``handler_ms``). Go's Rev C
-    process.go was not seen (agent-contract.md 0.3, 4.3 [inferred])."""
+    process.go was not seen (docs/contract.md A0.3, A4.3 [inferred])."""
     try:
         body = decode(req.body, START_REQUEST)
     except GoJSONError as err:

@@ -1,5 +1,5 @@
 """The agent's entry points: a request arrives, a timer fires, a caller stops waiting
-(the routes of agent-contract.md 1.4, 4.1, 4.6).
+(the routes of docs/contract.md A1.4, A4.1, A4.6).
 
 Theory of operation
 -------------------

@@ -1,5 +1,5 @@
 """The agent's state: its records, pending runs, waiting requests and processes, and its
-life (boot, shutdown, restart; agent-contract.md 2.1, 4.1, design A2 and A7).
+life (boot, shutdown, restart; docs/contract.md A2.1, A4.1, design A2 and A7).
 
 Theory of operation
 -------------------

@@ -1,5 +1,5 @@
 """The record store: the input hash, the lookup every tool call request and cancel shares,
-and inserting and filling in records (agent-contract.md 2.2 to 2.4, 2.6).
+and inserting and filling in records (docs/contract.md A2.2 to A2.4, A2.6).
 
 Theory of operation
 -------------------

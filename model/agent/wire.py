@@ -1,5 +1,5 @@
 """The agent's HTTP surface: routes, answer texts, the Go structs bodies decode into, and
-the helpers that build answers (agent-contract.md 1.4, 4.1, 4.6).
+the helpers that build answers (docs/contract.md A1.4, A4.1, A4.6).
 
 Theory of operation
 -------------------
@@ -29,7 +29,7 @@ from .state import Effects, Recorded
 
 JSON = "application/json"
 
-# Routes (agent-contract.md 1.4, 4.1, 4.6). Order matters: first match wins.
+# Routes (docs/contract.md A1.4, A4.1, A4.6). Order matters: first match wins.
 START_PATH = "/api/v0/processes/start"
 LIST_PATH = "/api/v0/processes/list"
 EDIT_PATH = "/api/v0/edit-files"
@@ -59,7 +59,7 @@ SIGNALS = {"kill": "SIGKILL", "terminate": "SIGTERM"}  # agentproc manager.signa
 
 # The Go structs the handlers decode bodies into (model/gocompat/decode.py). Field names are the JSON tags:
 # stop_if_run_age_below_ms is asserted by a Go test; the others are the model's names, which
-# chatd's requests use too (agent-contract.md 6.4: the tags were not all seen).
+# chatd's requests use too (docs/contract.md A6.4: the tags were not all seen).
 CANCEL_REQUEST = Struct("workspacesdk.CancelToolCallRequest", (("stop_if_run_age_below_ms", INT64),))
 START_REQUEST = Struct(
     "workspacesdk.StartProcessRequest",

@@ -14,7 +14,7 @@ to chattool; the durations the rules below name are its defaults, the reference 
 which a scaled variant (``replace(rules, timing=Timing.small())``) changes without
 changing a rule.
 
-Rule 1 (worker, chatd-contract.md 2.1/2.2). Every 30 s (timer ``acquire``) and on
+Rule 1 (worker, docs/contract.md C2.1/C2.2). Every 30 s (timer ``acquire``) and on
         ``chat:ownership`` the worker acquires up to 10 runnable chats (running,
         interrupting, requires_action) that have no owner or whose current runner's
         heartbeat is older than 30 s, each with a new ``runner_id``. Every 9 s (timer
@@ -65,7 +65,7 @@ Rule 9 (serial tools, 1.3 step 3). In an execute batch, calls of tools the build
         call order: a serial call begins when the serial call before it has its result.
         Every other call begins at once. Interrupt cancels are all sent in parallel.
 
-Where chatd-contract.md (code facts) and the design differ, we follow chatd-contract.md:
+Where docs/contract.md (code facts) and the design differ, we follow docs/contract.md:
 - the interrupt bounds each cancel by the 1-minute agent answer timeout plus the dial's own
   30 s timeout (B2, 8.4), not one timer for the whole interrupt (B1);
 - the stop age of a foreground execute uses the 10 s default timeout (8.5), which is

@@ -1,4 +1,4 @@
-"""The interrupt task (rule 6, chatd-contract.md 3.2, design B2): select the cancels, dial
+"""The interrupt task (rule 6, docs/contract.md C3.2, design B2): select the cancels, dial
 once, cancel every call in parallel, then commit a result for EVERY unresolved call.
 
 Theory of operation

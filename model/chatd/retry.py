@@ -1,4 +1,4 @@
-"""The retry wrapper (rule 4, chatd-contract.md 1.4a, Go's ``runTaskWithRetry``) and the
+"""The retry wrapper (rule 4, docs/contract.md C1.4a, Go's ``runTaskWithRetry``) and the
 canceling of a task (rule 3).
 
 Theory of operation

@@ -29,7 +29,7 @@ from ..identity import MAX_MS
 from ..timing import DEFAULT_TIMING, Timing
 
 # ---------------------------------------------------------------------------
-# Constants (chatd-contract.md appendix)
+# Constants (docs/contract.md C-appendix)
 # ---------------------------------------------------------------------------
 
 # The reference durations, for readers and tests: the code reads ``rules.timing``
@@ -60,9 +60,9 @@ class ChatdRules(CachedRepr):
     tool layer wait for: the reference values by default, ``replace(rules,
     timing=Timing.small())`` for exhaustive exploration (model/timing.py).
 
-    What the CODAGT-757 stack changed in chatd (codagt-757-design.md section 9, PRs 4-6 on
+    What the CODAGT-757 stack changed in chatd (docs/contract.md D9, PRs 4-6 on
     the SDK of PR 1; Q9), and what ``today`` (chatd before the stack) does instead. The
-    facts of "before" come from chatd-contract.md 2.3, 3.3, 4.2, 4.5, 5.2 and section 6,
+    facts of "before" come from docs/contract.md C2.3, C3.3, C4.2, C4.5, C5.2 and C6,
     design section 2 ("What breaks today"), and the legacy branches of the Go execute tool
     (coder/coder ``coderd/x/chatd/chattool/execute.go``: ``executeBackground``,
     ``executeForeground`` without an identity, ``waitForProcess``):

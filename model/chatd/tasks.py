@@ -98,7 +98,7 @@ def _generation_start(rep, db, task, key, number, now_ms, db_now_ms):
 def finish_generation_turn(rep: ReplicaState, db: Db, task: Task, loaded_attempt: int, db_now_ms: int):
     """``finishGenerationTurn``: ``FinishTurn`` under the task fence plus
     ``requireGenerationAttempt`` against ``loaded_attempt``, the generation attempt of the
-    chat as the attempt loaded it (chatd-contract.md 2.4: "check generation_attempt == the
+    chat as the attempt loaded it (docs/contract.md C2.4: "check generation_attempt == the
     attempt's number"), not the row's number at the finish, which would always match. The
     finish_turn action records no attempt of its own, so the number is the one read with
     the chat. In Go the load and the finish are separate transactions with the prepare
@@ -135,7 +135,7 @@ def _execute_commit(rep, db, task, att, db_now_ms):
 
 def fit_to_context(chat: Chat, result: chattool.Result) -> chattool.Result:
     """Rule 8: a result as committed, cut to the per-result budget of the chat model's
-    context window (chatd-contract.md 1.3 step 6 for generation, 3.2 step 3.7 for the
+    context window (docs/contract.md C1.3 step 6 for generation, 3.2 step 3.7 for the
     interrupt's cancel answers; TestInterruptTask_ResultsTruncatedLikeLiveResults). Go
     cuts a live result in chatloop before the commit and an interrupt result in
     newInterruptResult; both read the same model config, so cutting at the commit is the

@@ -3,9 +3,9 @@
 Theory of operation
 -------------------
 This package is the Python twin of chatd's ``chattool`` package as design B has it
-(chatd-contract.md sections 3.2 step 3, 4 and 5; the Go files named there: toolcall.go,
+(docs/contract.md C3.2 step 3, 4 and 5; the Go files named there: toolcall.go,
 execute.go, interrupt.go, filetoolcall.go). It knows nothing about tasks, attempts,
-replicas or the database: the task layer (model/chatd.py) dials the agent, creates one
+replicas or the database: the task layer (model/chatd/) dials the agent, creates one
 ``CallState`` per tool call and feeds it answers and timer firings, and commits
 ``CallState.result``. Everything here is a pure function of its arguments; time enters as
 the replica's own clock reading in integer milliseconds. Every duration this layer waits
@@ -62,7 +62,7 @@ Rule 9 (context budget, 1.3 step 6, 3.2 step 3.7). Before the task commits a res
         marker); a cut non-error result is stored as ``{"output": <cut text>}``, as
         chatprompt stores text that is not JSON. The cut never changes ``kind``.
 
-Where the reference (chatd-contract.md, code facts) and the design differ we follow the
+Where the reference (docs/contract.md, code facts) and the design differ we follow the
 reference:
 - The agent answer timeout also bounds write_file requests (4.5 and 5.4); the newest
   writefile.go seen does not wrap its request, the reference says it does.
@@ -74,13 +74,13 @@ reference:
   (no separate ``ExecuteOptions.DefaultTimeout``).
 
 Layers (``ToolLayer``). ``DESIGN_B`` is the tool layer after the CODAGT-757 stack;
-``BEFORE_STACK`` is the chattool before it (codagt-757-design.md section 9, PRs 4-6), as
+``BEFORE_STACK`` is the chattool before it (docs/contract.md D9, PRs 4-6), as
 the legacy branches of the Go execute tool have it (``executeBackground`` /
 ``executeForeground`` without an identity, ``waitForProcess``; coder/coder
 ``coderd/x/chatd/chattool/execute.go``): no agent answer timer and the pre-Q9c text for a
 snapshot that fails past the deadline. The identity-dependent behaviour of the stack
 (headers, attach by run age, the classifier's unknown texts) needs an ``identity``, which
-a chatd before the stack never builds (model/chatd.py passes ``identity=None``).
+a chatd before the stack never builds (model/chatd/ passes ``identity=None``).
 
 Model abstractions (recorded so a reader can check them against the Go code):
 - ``send_identity=False`` with an identity models a chatd that knows the identity but sends

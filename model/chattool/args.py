@@ -4,7 +4,7 @@ Theory of operation
 -------------------
 ``ToolCall`` is what the assistant message committed (provider ID, tool, raw JSON
 arguments). ``Identity`` and ``ToolCallAge`` are what design B adds to it (Rule 1 of
-model/chattool/__init__.py; chatd-contract.md 4.1): the tool call UUID (model/identity.py)
+model/chattool/__init__.py; docs/contract.md C4.1): the tool call UUID (model/identity.py)
 and an age that never compares clocks. The execute arguments are decoded as Go's
 ``json.Unmarshal`` into ``ExecuteArgs`` would (wrong types are refused with Go's
 wording), and ``effective_timeout_ms`` is the timeout a foreground execute runs with:

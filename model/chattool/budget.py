@@ -2,7 +2,7 @@
 
 Theory of operation
 -------------------
-Rule 9 of model/chattool/__init__.py (chatd-contract.md 1.3 step 6, 3.2 step 3.7): before
+Rule 9 of model/chattool/__init__.py (docs/contract.md C1.3 step 6, 3.2 step 3.7): before
 the task commits a result, ``fit_result_to_context`` cuts it to
 ``tool_result_byte_budget`` of the context window with chatloop's head-and-tail cut and a
 "Coder truncated" marker. The cut changes ``content`` only, never ``kind``, so checkers
@@ -15,7 +15,7 @@ from ..core import replace
 from ..gocompat.encoding import go_json, loads_go
 
 
-# --- per-result context budget (chatd-contract.md 1.3 step 6, 3.2 step 3.7) ----------
+# --- per-result context budget (docs/contract.md C1.3 step 6, 3.2 step 3.7) ----------
 #
 # Every committed tool result, live or from an interrupt's cancel answer, is cut to a
 # byte budget derived from the chat model's context window, so one oversized result (a

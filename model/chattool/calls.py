@@ -2,7 +2,7 @@
 
 Theory of operation
 -------------------
-The task layer (model/chatd.py) calls ``begin_call`` once per call of an attempt, then
+The task layer (model/chatd/) calls ``begin_call`` once per call of an attempt, then
 ``on_answer`` and ``on_timer`` for everything addressed to it (Rule 2 of
 model/chattool/__init__.py: anything but the pending request or an armed timer is stale).
 A successful answer goes to the handler of the pending operation (``_ANSWER_HANDLERS``);

@@ -2,7 +2,7 @@
 
 Theory of operation
 -------------------
-Rule 7 of model/chattool/__init__.py (chatd-contract.md 5.3, 5.4; C5): ``begin_cancel``
+Rule 7 of model/chattool/__init__.py (docs/contract.md C5.3, C5.4; C5): ``begin_cancel``
 sends the one cancel of a call picked by ``select_cancels`` (model/chattool/interrupt.py)
 with the stop run age, bounded by the agent answer timeout and never resent. The answer
 (``CancelToolCallResponse``) is decoded into ``CancelAnswer`` and mapped to a result by
@@ -129,8 +129,8 @@ HTTP_STATUS_TEXT = {
 
 
 def recorded_error_text(status: int, content_type: str, body: bytes) -> str:
-    """The error a cancel answer's recorded start failure stands for (chatd-contract.md
-    5.3, "Started, Process nil, recorded StatusCode >= 400"): a JSON body gives
+    """The error a cancel answer's recorded start failure stands for (docs/contract.md
+    C5.3, "Started, Process nil, recorded StatusCode >= 400"): a JSON body gives
     ``<message>: <detail>`` (``<message>`` alone without a detail); a body that is not a
     JSON object gives the status text, e.g. ``Internal Server Error``. Unlike
     ``sdk_error_text`` there is no "unexpected status code" prefix."""

@@ -2,7 +2,7 @@
 
 Theory of operation
 -------------------
-Rule 4 of model/chattool/__init__.py (chatd-contract.md 5.1): a failed request becomes an
+Rule 4 of model/chattool/__init__.py (docs/contract.md C5.1): a failed request becomes an
 ``AgentError`` of one ``ErrorClass``, decided by the first matching row of
 ``CLASSIFIER`` (NoAnswer, Refused, Response, Unreachable, Unreadable). The SDK's reading
 of an HTTP error answer is model/sdk.py's. ``AGENT_ERROR_OUTCOMES`` maps a class (and a

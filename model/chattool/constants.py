@@ -45,7 +45,7 @@ GENERIC_INTERRUPTED_TEXT = "tool call was interrupted before it produced a resul
 @dataclass(frozen=True, repr=False)
 class ToolLayer(CachedRepr):
     """Which chattool a replica runs: the two behaviours of the CODAGT-757 stack that
-    do not follow from sending an identity (codagt-757-design.md section 9, Q9).
+    do not follow from sending an identity (docs/contract.md D9, Q9).
 
     ``agent_answer_timeout``: PR 4 #29965 (starts, Q9b: "replaced by the agent answer
     timeout"), PR 6 #29978 (edits and writes), PR 5 #29976 (cancels, which only design B
@@ -64,7 +64,7 @@ class ToolLayer(CachedRepr):
 
 # Go's tools that opt into serial execution (``SerialToolCalls() bool { return true }``):
 # the box tools and find_tools (coder/coder ``coderd/x/chatd/chattool``). The model runs
-# none of them against the agent; chatd's rules name the serial tools (model/chatd.py).
+# none of them against the agent; chatd's rules name the serial tools (model/chatd/).
 SERIAL_TOOLS: tuple[str, ...] = ("box_attach_file", "box_read_file", "box_run", "box_write_file", "find_tools")
 
 DESIGN_B = ToolLayer("design-b", agent_answer_timeout=True, snapshot_failure_unknown=True)

@@ -2,7 +2,7 @@
 
 Theory of operation
 -------------------
-chatd-contract.md 4.2 step 1, 5.3, 5.4: when the task cannot reach the agent at all, the
+docs/contract.md C4.2 step 1, 5.3, 5.4: when the task cannot reach the agent at all, the
 result depends on what the failure proves. No workspace or no agent cannot leave a
 process running, and only no workspace or a deleted one loses a file change; every other
 dial failure leaves the outcome of an earlier attempt (or of the interrupted call)

@@ -2,7 +2,7 @@
 
 Theory of operation
 -------------------
-Rules 3 and 5 of model/chattool/__init__.py (chatd-contract.md 4.2 step 4, 4.3, 4.5): a
+Rules 3 and 5 of model/chattool/__init__.py (docs/contract.md C4.2 step 4, 4.3, 4.5): a
 start request carries the tool call headers and waits at most the agent answer timeout
 (design B) or the execute timeout; a background start answers at once. A foreground start
 answered with the tool call UUID is a new agent, which is waited for with blocking output

@@ -2,7 +2,7 @@
 
 Theory of operation
 -------------------
-chatd-contract.md 5.4: an edit or write is one request with the tool call headers,
+docs/contract.md C5.4: an edit or write is one request with the tool call headers,
 bounded by the agent answer timeout in design B; a 2xx answer is applied, a failure is
 classified and worded for the tool (``_file_words``), and a coded refusal reads
 ``<action>: <err>``. ``_edit_success`` and ``_write_success`` are shared with the cancel

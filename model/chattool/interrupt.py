@@ -2,7 +2,7 @@
 
 Theory of operation
 -------------------
-Rule 7 of model/chattool/__init__.py (chatd-contract.md 3.2 step 3, 5.3):
+Rule 7 of model/chattool/__init__.py (docs/contract.md C3.2 step 3, 5.3):
 ``interrupted_call`` is Go's ``NewInterruptedCall``: a file tool always gets a cancel
 that never stops anything, a foreground execute one that stops a process younger than
 its effective timeout, a background execute one that never stops it; anything else (or

@@ -233,7 +233,7 @@ def _fenced_commits(ev: Evidence) -> list[Violation]:
     ``RecordGenerationAttempt`` that went through, with its generation_attempt; its task's
     chat comes from the ``task_started`` note). A generation commit whose own attempt
     began before another batch attempt of the same chat began was made by a replaced
-    attempt: with the attempt fence (chatd-contract.md 2.4 requireGenerationAttempt) the
+    attempt: with the attempt fence (docs/contract.md C2.4 requireGenerationAttempt) the
     chat row's generation_attempt no longer matches and the commit is refused. A
     generate-assistant attempt emits no such note, but it only begins once no call is
     unresolved, so no batch can be waiting to commit behind it. The explorer keeps

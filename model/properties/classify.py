@@ -150,8 +150,8 @@ def _is_run_age_from_record(v: Violation, ev: Evidence) -> bool:
     """run_age_counts_from_record (a known finding): chatd committed ``timed_out`` for a
     foreground command whose process had not reached its timeout, but whose agent record
     had: the record was created (``run_pending``) by the start request whose slow handler
-    then started the process, and run age counts from the record (agent-contract.md 4.3,
-    model/agent.py Rule 3). An interrupt sees the same thing (US2's checker): the stop rule
+    then started the process, and run age counts from the record (docs/contract.md A4.3,
+    model/agent/ rule 3). An interrupt sees the same thing (US2's checker): the stop rule
     spares the process because its record is past the timeout, and the interrupt commits
     ``timed_out`` for a command that only just spawned. Proven by the timed_out commit, the process start, and the
     ``run_pending`` note of the same request: record age at the commit >= the timeout."""

@@ -1,5 +1,5 @@
 """The named classes a violation can belong to when it is not a new finding: the residual
-risks the design documents (codagt-757-design.md section 7) and the known findings about
+risks the design documents (docs/contract.md D7) and the known findings about
 the contract that stand after the fixes.
 
 Theory of operation
@@ -16,20 +16,20 @@ from __future__ import annotations
 
 RESIDUAL_RISKS = {
     "age_check_best_effort": (
-        "codagt-757-design.md section 7: the age check is best effort; a request delayed longer than the "
+        "docs/contract.md D7: the age check is best effort; a request delayed longer than the "
         "2 s margin right after an agent restart can run a second time"
     ),
     "mixed_coderd_versions": (
-        "codagt-757-design.md section 7: mixed coderd versions during a rollout; a header-less request from an "
+        "docs/contract.md D7: mixed coderd versions during a rollout; a header-less request from an "
         "old coderd ran while the interrupt reports not run"
     ),
     "unknown_cancel_work_later": (
-        "codagt-757-design.md section 7: a cancel the agent cannot answer for sure (a slow agent, or a cancel "
+        "docs/contract.md D7: a cancel the agent cannot answer for sure (a slow agent, or a cancel "
         "landing within the margin right after an agent start) turns into unknown, and the work may still happen "
         "later; US10's never-runs promise comes only with a recorded cancel"
     ),
     "false_unknown_after_agent_start": (
-        "codagt-757-design.md section 7: false unknown; a tool call committed shortly before the agent started "
+        "docs/contract.md D7: false unknown; a tool call committed shortly before the agent started "
         "gets agent_started_after_tool_call although no earlier agent received it"
     ),
 }
@@ -40,7 +40,7 @@ RESIDUAL_RISKS = {
 KNOWN_FINDINGS = {
     "run_age_counts_from_record": (
         "scenarios/finding_slow_spawn_timed_out.toml: run age counts from the agent's record, not from the "
-        "process start (agent-contract.md 4.3), so with a start handler slower than the margin and a second "
+        "process start (docs/contract.md A4.3), so with a start handler slower than the margin and a second "
         "start waiting on it, chatd commits timed_out for a command that has not run its timeout"
     ),
 }
