@@ -3,7 +3,7 @@
 Theory of operation
 -------------------
 The words a scenario file may use come from the one vocabulary (model/vocabulary.py); the
-variants, properties, planted bugs and residual risks from the model's own tables. The
+variants, properties, planted bugs, residual risks and known findings from the model's own tables. The
 command hands over only what it read from disk: the shipped scenarios, each with its
 summary or the one-line reason it does not load. Rendering reads the tables, never
 changes them, so ``list`` cannot say a word the loader would refuse.
@@ -45,4 +45,6 @@ def listing(scenarios: list[tuple[str, str | None, str | None]]) -> str:
         lines.append(f"  {m.name:36} caught by {m.caught_by} in {m.scenario}\n      {m.summary}")
     lines.append("residual risks (reported by name, not as new findings):")
     lines.extend(f"  {name:36} {text}" for name, text in props.RESIDUAL_RISKS.items())
+    lines.append("known findings about the contract (violations, reported by name, not as new):")
+    lines.extend(f"  {name:36} {text}" for name, text in props.KNOWN_FINDINGS.items())
     return "".join(line + "\n" for line in lines)

@@ -133,6 +133,19 @@ def test_model_fault_handlers_are_the_vocabulary():
     assert set(msys.FAULT_HANDLERS) == set(voc.model_fault_kinds())
 
 
+def test_list_names_every_residual_risk_and_known_finding():
+    """`toolcall-sim list` names every class a violation can be reported under instead of
+    as new: the documented residual risks and the known findings about the contract."""
+    from model import properties as props
+
+    out = io.StringIO()
+    assert list_command.main(None, out) == 0
+    text = out.getvalue()
+    for name in (*props.RESIDUAL_RISKS, *props.KNOWN_FINDINGS):
+        assert f"  {name} " in text, name
+    assert "known findings" in text
+
+
 def test_list_prints_every_word():
     """`toolcall-sim list` names every fault kind (with its fields), trigger event, world
     key, route, tool and result kind of the vocabulary."""
