@@ -49,6 +49,7 @@ import json
 from dataclasses import dataclass
 from typing import Any
 
+from .gocompat.encoding import json_type_name
 from .identity import ToolCallError, read_tool_call_error
 
 NON_JSON_CUT_BYTES = 2048
@@ -146,25 +147,13 @@ def _field(obj: dict, name: str) -> Any:
     return None
 
 
-def _go_type(value: Any) -> str:
-    if isinstance(value, bool):
-        return "bool"
-    if isinstance(value, (int, float)):
-        return "number"
-    if isinstance(value, str):
-        return "string"
-    if isinstance(value, list):
-        return "array"
-    return "object"
-
-
 def _string_field(obj: dict, name: str, struct: str = "Response") -> str:
     value = _field(obj, name)
     if value is None:
         return ""
     if not isinstance(value, str):
         raise _GoDecodeError(
-            f"json: cannot unmarshal {_go_type(value)} into Go struct field {struct}.{name} of type string"
+            f"json: cannot unmarshal {json_type_name(value)} into Go struct field {struct}.{name} of type string"
         )
     return value
 
@@ -173,7 +162,7 @@ def _decode_response(value: Any) -> tuple[str, str, tuple[tuple[str, str], ...]]
     if value is None:
         return "", "", ()
     if not isinstance(value, dict):
-        raise _GoDecodeError(f"json: cannot unmarshal {_go_type(value)} into Go value of type codersdk.Response")
+        raise _GoDecodeError(f"json: cannot unmarshal {json_type_name(value)} into Go value of type codersdk.Response")
     message = _string_field(value, "message")
     detail = _string_field(value, "detail")
     raw = _field(value, "validations")
@@ -181,7 +170,7 @@ def _decode_response(value: Any) -> tuple[str, str, tuple[tuple[str, str], ...]]
         raw = []
     if not isinstance(raw, list):
         raise _GoDecodeError(
-            f"json: cannot unmarshal {_go_type(raw)} into Go struct field Response.validations "
+            f"json: cannot unmarshal {json_type_name(raw)} into Go struct field Response.validations "
             "of type []codersdk.ValidationError"
         )
     validations = []
@@ -189,7 +178,7 @@ def _decode_response(value: Any) -> tuple[str, str, tuple[tuple[str, str], ...]]
         entry = {} if entry is None else entry
         if not isinstance(entry, dict):
             raise _GoDecodeError(
-                f"json: cannot unmarshal {_go_type(entry)} into Go struct field Response.validations "
+                f"json: cannot unmarshal {json_type_name(entry)} into Go struct field Response.validations "
                 "of type codersdk.ValidationError"
             )
         validations.append(
