@@ -60,7 +60,7 @@ def _explorer_default(row: dict) -> list[str]:
     return [f"  measured  {_rate(row['states_per_s'])} distinct states/s ({row['states']:,} states in "
             f"{row['seconds']:.1f} s, {_extent(row)})",
             f"  baseline  plain Python BFS with hashing: {_rate(row['baseline_states_per_s'])} states/s",
-            f"  ratio     {row['ratio']:.3f}x"]
+            f"  ratio     {row['ratio']:.3g}x"]
 
 
 def _explorer_1s(row: dict) -> list[str]:
@@ -68,7 +68,7 @@ def _explorer_1s(row: dict) -> list[str]:
             f"process), {_rate(row['states_per_s'])} states/s, {row['bytes_per_state']:,.0f} bytes per state "
             f"({row['memory_method']})",
             f"  baseline  plain Python BFS with hashing: {_rate(row['baseline_states_per_s'])} states/s",
-            f"  ratio     {row['ratio']:.3f}x"]
+            f"  ratio     {row['ratio']:.3g}x"]
 
 
 def _planted_bugs(row: dict, mode: str) -> list[str]:
@@ -78,7 +78,7 @@ def _planted_bugs(row: dict, mode: str) -> list[str]:
         lines.append(f"    {b['bug']:<34} {b['seconds']:7.2f} s {b['states']:>8,} states  {b['world']:<13} "
                      f"{b['property'] if b['found'] else 'NOT FOUND: ' + b['property']}")
     lines += [f"  baseline  plain Python BFS with hashing: {_rate(row['baseline_states_per_s'])} states/s",
-              f"  ratio     {row['ratio']:.3f}x"]
+              f"  ratio     {row['ratio']:.3g}x"]
     return lines
 
 
@@ -87,7 +87,7 @@ def _incident(row: dict) -> list[str]:
             f"under {row['variant']}: {row['steps']:,} model steps ({_rate(row['steps_per_s'])}/s)",
             f"  baseline  raw simpy loop of {row['steps']:,} timeouts: {row['baseline_seconds']:.3f} s "
             f"({_rate(row['baseline_events_per_s'])} events/s)",
-            f"  ratio     {row['ratio']:.3f}x (our steps/s over raw simpy's events/s)"]
+            f"  ratio     {row['ratio']:.3g}x (our steps/s over raw simpy's events/s)"]
 
 
 def _swarm(row: dict) -> list[str]:
@@ -96,7 +96,7 @@ def _swarm(row: dict) -> list[str]:
             f"({row['workers1_seconds']:.1f} s -> {row['workers2_seconds']:.1f} s, worker start-up included)",
             f"  baseline  toy control-plane simulation in simpy: {_rate(row['baseline_toy_per_s'])}/s "
             f"({row['baseline_toy_runs']} runs)",
-            f"  ratio     {row['ratio']:.3f}x"]
+            f"  ratio     {row['ratio']:.3g}x"]
 
 
 _ROWS = {"explorer_default": _explorer_default, "explorer_1s": _explorer_1s, "planted_bugs": _planted_bugs,

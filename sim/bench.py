@@ -107,7 +107,8 @@ def _seconds(started: float) -> float:
 
 
 def _ratio(value: float, baseline: float) -> float:
-    return round(value / baseline, 4) if baseline > 0 else 0.0
+    # Four significant digits: today's ratios are as small as 0.002.
+    return float(f"{value / baseline:.4g}") if baseline > 0 else 0.0
 
 
 # ---------------------------------------------------------------------------
