@@ -162,10 +162,12 @@ def raw_simpy(events: int) -> float:
 
 
 def toy_control_plane(seed: int) -> int:
-    """A toy control-plane simulation in simpy, the swarm's baseline: two replicas
-    heartbeat every 30 s for an hour; a chat sends three tool calls to an agent over a
-    link of 2-40 ms, each runs 1-20 s and answers back; the owner commits each answer.
-    Returns the number of commits (so the work cannot be skipped)."""
+    """A toy control-plane simulation in simpy, the swarm's baseline, shaped like a swarm
+    world with none of the model: for one simulated hour two replicas run chatd's three
+    periodic loops at their real intervals (heartbeat 9 s, runner sync 15 s, acquisition
+    poll 30 s: model/timing.py), and a chat sends three tool calls to an agent over a link
+    of 2-40 ms; each runs 1-20 s, answers back, and the replica with the freshest
+    heartbeat commits it. Returns the number of commits (so the work cannot be skipped)."""
     import random
 
     import simpy
@@ -173,21 +175,22 @@ def toy_control_plane(seed: int) -> int:
     env = simpy.Environment()
     rng = random.Random(seed)
     commits = []
-    beats = [0, 0]
+    seen = [[0, 0, 0], [0, 0, 0]]  # per replica: heartbeats, syncs, polls
 
-    def heartbeat(replica):
+    def loop(replica: int, which: int, interval_ms: int):
         while True:
-            yield env.timeout(30_000)
-            beats[replica] += 1
+            yield env.timeout(interval_ms)
+            seen[replica][which] = env.now
 
-    def call(n):
+    def call(n: int):
         yield env.timeout(rng.randint(2, 40))  # request on the wire
         yield env.timeout(rng.randint(1_000, 20_000))  # the command runs
         yield env.timeout(rng.randint(2, 40))  # answer on the wire
-        commits.append((n, env.now, max(range(2), key=beats.__getitem__)))
+        commits.append((n, env.now, max(range(2), key=lambda r: seen[r][0])))
 
-    for r in range(2):
-        env.process(heartbeat(r))
+    for replica in range(2):
+        for which, interval_ms in enumerate((9_000, 15_000, 30_000)):
+            env.process(loop(replica, which, interval_ms))
     for n in range(3):
         env.process(call(n))
     env.run(until=3_600_000)
@@ -344,7 +347,7 @@ def swarm(sizes: Sizes) -> dict:
         sw.run_seed(seed, SWARM_VARIANT, minimize_failures=False)
     one_core_s = _seconds(started)
     rate = seeds / one_core_s
-    toys = max(seeds * 10, 20)
+    toys = max(seeds * 2, 20)
     started = time.perf_counter()
     for seed in range(toys):
         toy_control_plane(seed)
