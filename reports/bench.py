@@ -24,8 +24,8 @@ The full bench exhausts the --max-in-flight 1s world (329,000 states: about 3 mi
 2 busy vCPUs today) and runs all 15 planted bugs (about 2 minutes): about 5 minutes in
 all. --quick measures prefixes and three bugs (about 20 s); its bytes per state are those
 of a prefix, whose frontier (whole states, not yet only fingerprints) is a larger part.
-Figures are wall-clock on whatever else the machine is doing: read the ratios. Exit status 0 unless the bench itself failed; a goal
-not met is reported, not an error."""
+Figures are wall-clock on whatever else the machine is doing: read the ratios. Exit
+status 0 unless the bench itself failed; a goal not met is reported, not an error."""
 
 _TITLES = {
     "baseline": "baseline: plain BFS over a counter system",
