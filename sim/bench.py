@@ -20,9 +20,8 @@ ratio, goals met), one row per line of issue 14's table:
    left: it slowed this allocation-heavy search about 8x (20,000 states in 51 s instead
    of about 7 s), so it could not time the same run. The explorer has no ``--workers``
    yet: measured with one process, and the time goal is judged only when exhausted.
-   A prefix's bytes per state are several times the whole space's (8.9 KB against
-   2.2 KB today): a state in the frontier is a whole ``Node``, an expanded one only its
-   fingerprint and parent link, and the frontier is most of a prefix.
+   A prefix's bytes per state may differ from the whole space's: a state in the frontier
+   is a whole ``Node``, an expanded one only its fingerprint and parent link.
 3. ``planted_bugs``: every planted bug in its world (``BUG_WORLDS``, the worlds of
    tests/test_explore_bugs.py) with every budget at 1 and messages 1 small ms in flight:
    seconds until its property's first counterexample.
@@ -238,9 +237,19 @@ def explorer_default(sizes: Sizes, bfs_rate: float) -> dict:
 
 
 def _rss_bytes() -> int:
-    # ru_maxrss is in kilobytes on Linux (bytes on macOS).
+    """This process's peak resident set. On Linux ``VmHWM`` of /proc/self/status, which
+    belongs to the address space and starts afresh in a spawned process; not
+    ``ru_maxrss``, which Linux carries across ``execve`` from the forking parent, so a
+    spawned worker would start at its parent's peak and the growth would read low."""
+    try:
+        with open("/proc/self/status") as status:
+            for line in status:
+                if line.startswith("VmHWM:"):
+                    return int(line.split()[1]) * 1024  # in kB
+    except OSError:
+        pass
     peak = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss
-    return peak if sys.platform == "darwin" else peak * 1024
+    return peak if sys.platform == "darwin" else peak * 1024  # kB on Linux, bytes on macOS
 
 
 def _wide_in_own_process(max_states: int) -> dict:
