@@ -21,8 +21,8 @@ ratio, goals met), one row per line of issue 14's table:
    of about 7 s), so it could not time the same run. The explorer has no ``--workers``
    yet: measured with one process, and the time goal is judged only when exhausted.
    A prefix's bytes per state are several times the whole space's (12.8 KB for 20,000
-   states against 2.75 KB for all 329,000 today): a state in the frontier is a whole
-   ``Node``, an expanded one only its fingerprint and parent link.
+   states against 2.75 KB for all 329,000 today), probably because a state in the
+   frontier is a whole ``Node`` and an expanded one only its fingerprint and parent link.
 3. ``planted_bugs``: every planted bug in its world (``BUG_WORLDS``, the worlds of
    tests/test_explore_bugs.py) with every budget at 1 and messages 1 small ms in flight:
    seconds until its property's first counterexample.
