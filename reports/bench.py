@@ -1,0 +1,123 @@
+"""``toolcall-sim bench``'s text: issue 14's table as measured in this run.
+
+Theory of operation
+-------------------
+sim/bench.py measures and returns plain values, one dict per row of the issue's table,
+each with its baseline, ratio and goals (``met`` is true, false, or None when the run
+cannot judge it, e.g. the time to exhaust a space of which --quick explores a prefix).
+This module writes what a user reads: the ``--help`` description, the progress line on
+stderr, and per row what was measured, the baseline, the ratio and each goal beside it.
+The JSON is the measurements' own dict (reports/json_text.py prints it).
+"""
+
+from __future__ import annotations
+
+DESCRIPTION = """\
+Measure each row of issue 14's table with its baseline in the same run and print the
+ratio and the goal beside it: the explorer over the default world (against a plain Python
+BFS over a counter system), the 1 s world (seconds and bytes per state), every planted
+bug with every budget at 1 (seconds to its first counterexample), the 9 h incident
+simulation (against a raw simpy loop) and the swarm (against a toy control-plane
+simulation in simpy; and --workers 2 against 1).
+
+The full bench exhausts the --max-in-flight 1s world (329,000 states: about 3 minutes on
+2 busy vCPUs today) and runs all 15 planted bugs (about 2 minutes): about 5 minutes in
+all. --quick measures prefixes and three bugs (about 20 s); its bytes per state are those
+of a prefix, whose frontier (whole states, not yet only fingerprints) is a larger part.
+Figures are wall-clock on whatever else the machine is doing: read the ratios. Exit
+status 0 unless the bench itself failed; a goal not met is reported, not an error."""
+
+_TITLES = {
+    "baseline": "baseline: plain BFS over a counter system",
+    "explorer_default": "explorer, default world",
+    "explorer_1s": "explorer, --max-in-flight 1s",
+    "planted_bugs": "planted bugs, every budget at 1",
+    "incident": "9 h incident simulation",
+    "swarm": "swarm",
+}
+
+
+def progress_line(row: str) -> str:
+    """The stderr line as a row starts."""
+    return f"  ... bench: {_TITLES.get(row, row)}\n"
+
+
+def _rate(x: float) -> str:
+    return f"{x / 1000:.1f} k" if x >= 1000 else f"{x:.1f}"
+
+
+def _goals(row: dict) -> str:
+    said = {True: "met", False: "NOT met", None: "not judged here"}
+    return "; ".join(f"{g['goal']}: {said[g['met']]}" for g in row["goals"])
+
+
+def _extent(row: dict) -> str:
+    if row["exhausted"]:
+        return "exhausted"
+    return f"a prefix of {row['max_states']:,} states" if row["max_states"] else "not exhausted"
+
+
+def _explorer_default(row: dict) -> list[str]:
+    return [f"  measured  {_rate(row['states_per_s'])} distinct states/s ({row['states']:,} states in "
+            f"{row['seconds']:.1f} s, {_extent(row)})",
+            f"  baseline  plain Python BFS with hashing: {_rate(row['baseline_states_per_s'])} states/s",
+            f"  ratio     {row['ratio']:.3g}x"]
+
+
+def _explorer_1s(row: dict) -> list[str]:
+    return [f"  measured  {row['states']:,} states in {row['seconds']:.1f} s ({_extent(row)}, {row['workers']} "
+            f"process), {_rate(row['states_per_s'])} states/s, {row['bytes_per_state']:,.0f} bytes per state "
+            f"({row['memory_method']})",
+            f"  baseline  plain Python BFS with hashing: {_rate(row['baseline_states_per_s'])} states/s",
+            f"  ratio     {row['ratio']:.3g}x"]
+
+
+def _planted_bugs(row: dict, mode: str) -> list[str]:
+    lines = [f"  measured  {len(row['bugs'])} bug(s){'' if row['every_bug'] else ' (not all of them: ' + mode + ')'}, "
+             f"slowest {row['slowest_seconds']:.1f} s; {_rate(row['states_per_s'])} states/s over all"]
+    for b in row["bugs"]:
+        lines.append(f"    {b['bug']:<34} {b['seconds']:7.2f} s {b['states']:>8,} states  {b['world']:<13} "
+                     f"{b['property'] if b['found'] else 'NOT FOUND: ' + b['property']}")
+    lines += [f"  baseline  plain Python BFS with hashing: {_rate(row['baseline_states_per_s'])} states/s",
+              f"  ratio     {row['ratio']:.3g}x"]
+    return lines
+
+
+def _incident(row: dict) -> list[str]:
+    return [f"  measured  {row['seconds']:.3f} s for {row['simulated_hours']:g} simulated hours of {row['scenario']} "
+            f"under {row['variant']}: {row['steps']:,} model steps ({_rate(row['steps_per_s'])}/s)",
+            f"  baseline  raw simpy loop of {row['steps']:,} timeouts: {row['baseline_seconds']:.3f} s "
+            f"({_rate(row['baseline_events_per_s'])} events/s)",
+            f"  ratio     {row['ratio']:.3g}x (our steps/s over raw simpy's events/s)"]
+
+
+def _swarm(row: dict) -> list[str]:
+    return [f"  measured  {row['per_core_per_s']:.1f} whole simulations/s per core ({row['seeds']} seeds under "
+            f"{row['variant']} in {row['seconds']:.1f} s); --workers 2: {row['speedup_2_workers']:.2f}x "
+            f"({row['workers1_seconds']:.1f} s -> {row['workers2_seconds']:.1f} s, worker start-up included)",
+            f"  baseline  toy control-plane simulation in simpy: {_rate(row['baseline_toy_per_s'])}/s "
+            f"({row['baseline_toy_runs']} runs)",
+            f"  ratio     {row['ratio']:.3g}x"]
+
+
+_ROWS = {"explorer_default": _explorer_default, "explorer_1s": _explorer_1s, "planted_bugs": _planted_bugs,
+         "incident": _incident, "swarm": _swarm}
+
+
+def text(doc: dict) -> str:
+    """The whole bench as a user reads it."""
+    m = doc["machine"]
+    b = doc["baseline_bfs"]
+    lines = [f"toolcall-sim bench ({doc['mode']}): {m['cpus']} CPUs, {m['implementation']} {m['python']}, "
+             f"load average {m['load_average_1m']} at the start; wall-clock figures, every baseline run in this "
+             "process",
+             f"baseline BFS: {b['states']:,} states in {b['seconds']:.2f} s ({_rate(b['states_per_s'])} states/s)"]
+    met = 0
+    goals = 0
+    for row in doc["rows"]:
+        rendered = _planted_bugs(row, doc["mode"]) if row["name"] == "planted_bugs" else _ROWS[row["name"]](row)
+        lines += ["", _TITLES[row["name"]]] + rendered + [f"  goal      {_goals(row)}"]
+        goals += len(row["goals"])
+        met += sum(1 for g in row["goals"] if g["met"])
+    lines += ["", f"{met} of {goals} goals met"]
+    return "\n".join(lines) + "\n"

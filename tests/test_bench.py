@@ -1,0 +1,114 @@
+"""``toolcall-sim bench`` (issue 14's measuring instrument) runs and reports every figure.
+
+A benchmark is not a timed test: nothing here asserts how fast anything is. What is
+checked is that every row of the issue's table is measured with its baseline and ratio
+(present and positive), that each goal is judged, that the text shows them all, and that
+the bench's planted-bug worlds are the ones the explorer's bug tests use.
+"""
+
+from __future__ import annotations
+
+import json
+
+import pytest
+import test_explore_bugs
+
+from model import planted_bugs
+from sim import bench
+from sim.cli import main
+
+
+@pytest.fixture(scope="module")
+def tiny(tmp_path_factory) -> dict:
+    """One ``bench --tiny --json`` run shared by the tests (the smallest bench that
+    still measures every row)."""
+    import io
+    from contextlib import redirect_stdout
+
+    out = io.StringIO()
+    with redirect_stdout(out):
+        assert main(["bench", "--tiny", "--json"]) == 0
+    return json.loads(out.getvalue())
+
+
+# row -> (figures that must be positive numbers, the baseline figure)
+FIGURES = {
+    "explorer_default": (("states", "seconds", "states_per_s"), "baseline_states_per_s"),
+    "explorer_1s": (("states", "seconds", "states_per_s", "bytes_per_state", "workers"), "baseline_states_per_s"),
+    "planted_bugs": (("slowest_seconds", "states_per_s"), "baseline_states_per_s"),
+    "incident": (("seconds", "steps", "steps_per_s", "simulated_hours"), "baseline_seconds"),
+    "swarm": (("seeds", "seconds", "per_core_per_s", "workers1_seconds", "workers2_seconds", "speedup_2_workers",
+               "baseline_toy_runs"), "baseline_toy_per_s"),
+}
+
+
+def _positive(x) -> bool:
+    return isinstance(x, (int, float)) and not isinstance(x, bool) and x > 0
+
+
+def test_every_row_of_the_issue_is_measured_with_its_baseline_and_ratio(tiny):
+    assert [r["name"] for r in tiny["rows"]] == list(bench.ROWS) == list(FIGURES)
+    for row in tiny["rows"]:
+        figures, baseline = FIGURES[row["name"]]
+        for name in figures + (baseline, "ratio"):
+            assert _positive(row.get(name)), (row["name"], name, row.get(name))
+        assert row["goals"], row["name"]
+        for goal in row["goals"]:
+            assert goal["goal"] and goal["met"] in (True, False, None), (row["name"], goal)
+    assert _positive(tiny["baseline_bfs"]["states_per_s"]) and tiny["baseline_bfs"]["states"] == 12 ** 3
+    assert tiny["mode"] == "tiny" and _positive(tiny["machine"]["cpus"])
+
+
+def test_ratios_are_the_measured_figures_over_their_baselines(tiny):
+    rows = {r["name"]: r for r in tiny["rows"]}
+    for name in ("explorer_default", "explorer_1s", "planted_bugs"):
+        r = rows[name]
+        assert r["ratio"] == pytest.approx(r["states_per_s"] / r["baseline_states_per_s"], rel=0.01)
+    r = rows["incident"]
+    assert r["ratio"] == pytest.approx(r["baseline_seconds"] / r["seconds"], rel=0.05, abs=1e-3)
+    assert r["steps_per_s"] == pytest.approx(r["steps"] / r["seconds"], rel=0.05)
+    r = rows["swarm"]
+    assert r["ratio"] == pytest.approx(r["per_core_per_s"] / r["baseline_toy_per_s"], rel=0.01)
+    assert r["speedup_2_workers"] == pytest.approx(r["workers1_seconds"] / r["workers2_seconds"], rel=0.01)
+
+
+def test_the_rows_measure_what_they_name(tiny):
+    """The figures come from real runs: the explorer reached its prefix, the bug was found
+    in its world, the incident ran its 9 simulated hours in thousands of steps, and the
+    1 s world (a prefix here) is not judged on its time to exhaustion."""
+    rows = {r["name"]: r for r in tiny["rows"]}
+    assert rows["explorer_default"]["states"] > bench.TINY.default_max_states
+    assert rows["explorer_1s"]["states"] > bench.TINY.wide_max_states
+    assert rows["explorer_1s"]["goals"][0]["met"] is None
+    (bug,) = rows["planted_bugs"]["bugs"]
+    assert bug["bug"] == bench.TINY.bugs[0] and bug["found"] and bug["world"] == "default"
+    assert rows["planted_bugs"]["goals"][0]["met"] in (False, None)  # one bug cannot meet "each bug"
+    assert rows["incident"]["simulated_hours"] == 9 and rows["incident"]["steps"] > 1000
+    assert rows["swarm"]["seeds"] == bench.TINY.swarm_seeds
+
+
+def test_text_shows_every_row_its_baseline_ratio_and_goals(tiny):
+    from reports import bench as report
+
+    text = report.text(tiny)
+    for title in ("explorer, default world", "explorer, --max-in-flight 1s", "planted bugs, every budget at 1",
+                  "9 h incident simulation", "swarm"):
+        assert f"\n{title}\n" in text
+    assert text.count("  baseline  ") == 5 and text.count("  ratio     ") == 5 and text.count("  goal      ") == 5
+    assert "not judged here" in text and "goals met" in text
+
+
+def test_bench_worlds_are_the_explorer_bug_tests_worlds():
+    assert sorted(bench.BUG_WORLDS) == sorted(m.name for m in planted_bugs.PLANTED_BUGS)
+    assert bench.BUG_WORLDS == {bug: world for bug, (world, _) in test_explore_bugs.WHERE.items()}
+    for sizes in (bench.QUICK, bench.TINY):
+        assert set(sizes.bugs) <= set(bench.BUG_WORLDS)
+
+
+def test_counter_bfs_baseline_visits_every_state_once():
+    states, seconds = bench.counter_bfs(5)
+    assert states == 5 ** 3 and seconds > 0
+
+
+def test_toy_control_plane_commits_every_call():
+    assert bench.toy_control_plane(1) == 3
