@@ -46,6 +46,7 @@ def _positive(x) -> bool:
     return isinstance(x, (int, float)) and not isinstance(x, bool) and x > 0
 
 
+@pytest.mark.slow  # one tiny bench run, about 4 s of CPU: the fast run stays under 30 s
 def test_every_row_of_the_issue_is_measured_with_its_baseline_and_ratio(tiny):
     assert [r["name"] for r in tiny["rows"]] == list(bench.ROWS) == list(FIGURES)
     for row in tiny["rows"]:
@@ -59,6 +60,7 @@ def test_every_row_of_the_issue_is_measured_with_its_baseline_and_ratio(tiny):
     assert tiny["mode"] == "tiny" and _positive(tiny["machine"]["cpus"])
 
 
+@pytest.mark.slow  # one tiny bench run, about 4 s of CPU: the fast run stays under 30 s
 def test_ratios_are_the_measured_figures_over_their_baselines(tiny):
     rows = {r["name"]: r for r in tiny["rows"]}
     for name in ("explorer_default", "explorer_1s", "planted_bugs"):
@@ -72,6 +74,7 @@ def test_ratios_are_the_measured_figures_over_their_baselines(tiny):
     assert r["speedup_2_workers"] == pytest.approx(r["workers1_seconds"] / r["workers2_seconds"], rel=0.01)
 
 
+@pytest.mark.slow  # one tiny bench run, about 4 s of CPU: the fast run stays under 30 s
 def test_the_rows_measure_what_they_name(tiny):
     """The figures come from real runs: the explorer reached its prefix, the bug was found
     in its world, the incident ran its 9 simulated hours in thousands of steps, and the
@@ -87,6 +90,7 @@ def test_the_rows_measure_what_they_name(tiny):
     assert rows["swarm"]["seeds"] == bench.TINY.swarm_seeds
 
 
+@pytest.mark.slow  # one tiny bench run, about 4 s of CPU: the fast run stays under 30 s
 def test_text_shows_every_row_its_baseline_ratio_and_goals(tiny):
     from reports import bench as report
 
