@@ -8,7 +8,7 @@ takes the words from this module and from nowhere else:
 
 - the scenario loader (sim/scenario.py) accepts exactly these fault kinds with exactly
   these fields, these trigger events, routes, tools, result kinds and ``[world]`` keys;
-- ``model.system`` keeps one handler per model fault kind (``FAULT_HANDLERS``) and
+- ``model.faults`` keeps one handler per model fault kind (``FAULT_HANDLERS``) and
   checks at import that the handlers and ``model_fault_kinds()`` are the same set;
 - swarm draws its fault kinds from ``SWARM_FAULT_KINDS``, a subset of ``FAULTS``;
 - ``toolcall-sim list`` prints these tables, and scenarios/README.md documents them
@@ -123,7 +123,7 @@ MESSAGE_FAULTS = tuple(name for name, f in FAULTS.items() if f.shape == "message
 
 
 def model_fault_kinds() -> tuple[str, ...]:
-    """The kinds the model applies as ``Fault`` actions (model.system.FAULT_HANDLERS)."""
+    """The kinds the model applies as ``Fault`` actions (model.faults.FAULT_HANDLERS)."""
     return tuple(name for name, f in FAULTS.items() if f.in_model)
 
 

@@ -129,8 +129,10 @@ def test_response_trigger_fires_after_its_request_and_message_commit_before_the_
 
 
 def test_model_fault_handlers_are_the_vocabulary():
-    """model.system applies exactly the vocabulary's model fault kinds."""
-    assert set(msys.FAULT_HANDLERS) == set(voc.model_fault_kinds())
+    """model.system applies exactly the vocabulary's model fault kinds (model/faults.py)."""
+    from model import faults
+
+    assert set(faults.FAULT_HANDLERS) == set(voc.model_fault_kinds())
 
 
 def test_list_names_every_residual_risk_and_known_finding():
