@@ -107,22 +107,15 @@ def _fault_field(c: _Checker, key: str, value: Any, where: str, ctx: _Context, k
             c.fail(where, "must not be empty")
         return text
     if what == "replica":
-        name = c.typed(value, str, where)
-        if name not in ctx.replicas:
-            c.fail(where, f"no such replica {name!r} (replicas: {', '.join(ctx.replicas)})")
-        return name
+        return _one_of(c, c.typed(value, str, where), where, "replica", ctx.replicas)
     if what == "chat":
-        name = c.typed(value, str, where)
-        if name not in ctx.chats:
-            c.fail(where, f"no such chat {name!r} (chats: {', '.join(ctx.chats)})")
-        return name
+        return _one_of(c, c.typed(value, str, where), where, "chat", ctx.chats)
     if what == "nodes":
         pair = c.typed(value, list, where)
         if len(pair) != 2:
             c.fail(where, "name exactly two nodes")
         for node in pair:
-            if node not in ctx.nodes:
-                c.fail(where, f"no such node {node!r} (nodes: {', '.join(ctx.nodes)})")
+            _one_of(c, node, where, "node", ctx.nodes)
         return tuple(pair)
     if what == "message":
         return read_match(c, c.table(value, where), where, ctx, None, None)
@@ -176,3 +169,10 @@ def read_match(c: _Checker, table: dict, where: str, ctx: _Context, event_direct
     if nth < 1:
         c.fail(f"{where}.nth", f"must be at least 1, got {nth}")
     return MessageMatch(route, provider if tool_call is not None else None, direction, nth)
+
+
+def _one_of(c, name, where: str, noun: str, known) -> str:
+    """``name`` if the scenario has a ``noun`` of that name; else the loader's one line."""
+    if name not in known:
+        c.fail(where, f"no such {noun} {name!r} ({noun}s: {', '.join(known)})")
+    return name
