@@ -1,0 +1,112 @@
+"""Hash-consing for the explorer: every distinct state component gets one small handle.
+
+Theory of operation
+-------------------
+The explorer compares and stores hundreds of thousands of global states, and most of two
+neighbouring states is the same objects (a step changes one node). Rendering whole states
+as text to compare them (wave 1) costs time and memory in proportion to their size; here a
+state component is named by a handle (``Id``) that stands for its *value*: two components
+get the same handle exactly when they are equal, field by field, down to the primitives.
+
+Rule 1. Structural keys. A component's key is its class and its fields, where a field
+        that is itself a component contributes its handle and a primitive contributes
+        itself (a bool or a float is tagged with its type, so ``True``, ``1`` and ``1.0``
+        never share a key). Containers (tuples, ``FMap``) key their elements the same way.
+        Keys hold no objects, only primitives and handles, so the table never keeps a
+        dead state alive.
+Rule 2. Each component remembers its handle (``_iid`` in its ``__dict__`` or slot), so a
+        component that a step did not touch costs one attribute read, and a changed one
+        costs one key of its own fields, not a walk of everything beneath it. The memo
+        carries ``id(self)``: a shallow copy (``copy.copy``) that inherited the memo is
+        recognised and keyed afresh.
+Rule 3. Handles are process-local and ordered by first sight (``Id.n``), which the
+        explorer's order is deterministic about; they compare by identity (one handle per
+        value), which is exact: no digest, no collision. Nothing outside one search
+        process ever sees a handle.
+
+The table belongs to one ``Interner``; a search makes its own, so handles from two
+searches never mix (a memo written by another interner is ignored).
+"""
+
+from __future__ import annotations
+
+from dataclasses import fields, is_dataclass
+from enum import Enum
+from typing import Any
+
+from .core import FMap
+
+
+class Id:
+    """One value's handle. ``n`` orders handles by first sight (for canonical sorting of
+    sets); ``value`` is what the interner was asked to keep with it (a ghost record's
+    parsed form, say), or None."""
+
+    __slots__ = ("n", "value", "__weakref__")
+
+    def __init__(self, n: int, value: Any = None):
+        self.n = n
+        self.value = value
+
+    def __repr__(self) -> str:
+        return f"Id({self.n})"
+
+
+_TRUE, _FALSE, _NONE = ("bool", True), ("bool", False), ("none",)
+_PRIMITIVE = (str, int, bytes)
+
+
+class Interner:
+    """The table of one search: key -> handle."""
+
+    def __init__(self):
+        self.table: dict[Any, Id] = {}
+        self._fields: dict[type, tuple[str, ...]] = {}
+
+    def __len__(self) -> int:
+        return len(self.table)
+
+    def key_of(self, key, value: Any = None) -> Id:
+        """The handle of a key built by the caller (a tuple of primitives and handles)."""
+        found = self.table.get(key)
+        if found is None:
+            found = self.table[key] = Id(len(self.table), value)
+        return found
+
+    def iid(self, x) -> Any:
+        """The handle of ``x`` (or, for a primitive, the primitive itself, tagged where
+        Python would equate it with another type's value)."""
+        t = type(x)
+        if t in _PRIMITIVE:
+            return x if t is not bool else (_TRUE if x else _FALSE)
+        if x is None:
+            return _NONE
+        if t is bool:
+            return _TRUE if x else _FALSE
+        if t is tuple:
+            return self.key_of(("tuple",) + tuple(self.iid(e) for e in x))
+        if t is float:
+            return ("float", x)
+        if t is FMap:
+            memo = x._iid
+            if memo is not None and memo[1] is self:
+                return memo[2]
+            found = self.key_of(("map",) + tuple((self.iid(k), self.iid(v)) for k, v in x._items))
+            x._iid = (id(x), self, found)
+            return found
+        names = self._fields.get(t)
+        if names is None:
+            if isinstance(x, Enum):
+                return self.key_of((t, x.name))
+            if t is frozenset:
+                return self.key_of(("frozenset",) + tuple(sorted(x)))
+            if not is_dataclass(x) or not hasattr(x, "__dict__"):
+                raise TypeError(f"cannot intern a {t.__name__}")
+            names = self._fields[t] = tuple(f.name for f in fields(t))
+        d = x.__dict__
+        memo = d.get("_iid")
+        if memo is not None and memo[0] == id(x) and memo[1] is self:
+            return memo[2]
+        found = self.key_of((t,) + tuple(self.iid(d[name]) for name in names))
+        d["_iid"] = (id(x), self, found)
+        return found
