@@ -66,7 +66,7 @@ from . import chatd
 from . import properties as props
 from . import system as msys
 from .core import FMap, Response, replace
-from .interning import Id, Interner
+from .interning import Id, Interner, digest_of
 from .system import Tick
 
 # Records the properties read; the rest of a step's records are not kept on paths.
@@ -172,8 +172,8 @@ class Context:
     # outgrows it (millions of distinct steps) should not grow memory without bound.
     MEMO_LIMIT = 400_000
 
-    def __init__(self):
-        self.interner = Interner()
+    def __init__(self, digests: bool = False):
+        self.interner = Interner(digests)
         self.memo: dict = {}
         self.verdicts: dict = {}
         self.awaited: dict = {}  # (replica handle, request ID) -> chatd.awaits
@@ -628,98 +628,136 @@ class Result:
     memo_misses: int = 0  # steps run through system.apply
 
 
-def _terminal(node: Node, actions: list) -> bool:
-    return not actions or props.quiesced(node.system)
-
-
 def explore(config: msys.WorldConfig, bounds: Bounds = Bounds(), max_states: int = 200_000,
             keep_edges: bool = False, stop_on: Callable[[Found], bool] | None = None,
             on_progress: Callable[[int], bool | None] | None = None) -> Result:
     """Breadth-first search. Returns every violated property's shortest counterexample.
     ``on_progress(states)`` is called after each expanded state (it should be cheap); a
     true answer stops the search there (not exhausted), keeping every counterexample
-    found so far.
+    found so far."""
+    search = Search(config, bounds, max_states, keep_edges, stop_on)
+    search.run(on_progress)
+    return search.finish()
 
-    Rule 8 (storage): an expanded state keeps only its key, its parent's number and
-    which of the parent's enabled actions led to it; a path is rebuilt by replaying
-    those choices from the initial state. Only the frontier holds whole nodes."""
-    ctx = Context()
-    reorder = bounds.merge_reordered
-    root = ctx.initial_node(config)
-    index: dict[tuple, int] = {ctx.key(root, reorder): 0}
-    parents = array("l", [-1])  # state number -> its parent's number
-    moves = array("l", [-1])  # state number -> the index of the parent's action that led here
-    depths = array("l", [0])
-    frontier = deque([(0, root)])
-    result = Result()
-    found: dict[str, Found] = {}
-    stopped = False
 
-    def path_to(number: int) -> list:
-        return _rebuild(ctx, config, bounds, parents, moves, number)
+class Search:
+    """One breadth-first search, one state at a time (``run``), or driven a level at a
+    time by a parallel driver (sim/explore_parallel.py) through ``report`` and ``offer``,
+    which keep the order of events, and so the result, of the one-process search.
 
-    def report(node: Node, kinds: tuple, path: Callable[[], list]) -> None:
-        nonlocal stopped
-        for v in ctx.verdict(node, kinds):
+    Rule 8 (storage): a numbered state keeps only its key, its parent's number and which
+    of the parent's enabled actions led to it; a path is rebuilt by replaying those
+    choices from the initial state. Only the frontier holds whole nodes.
+    Rule 9 (keys): in one process a state's key is its tuple of handles (exact); with
+    ``digests`` (parallel searches) it is the 128-bit digest of that tuple
+    (model/interning.py Rule 4), which every process computes alike."""
+
+    def __init__(self, config: msys.WorldConfig, bounds: Bounds = Bounds(), max_states: int = 200_000,
+                 keep_edges: bool = False, stop_on: Callable[[Found], bool] | None = None, digests: bool = False):
+        self.config, self.bounds, self.max_states = config, bounds, max_states
+        self.keep_edges, self.stop_on, self.digests = keep_edges, stop_on, digests
+        self.ctx = Context(digests)
+        self.reorder = bounds.merge_reordered
+        root = self.ctx.initial_node(config)
+        self.index: dict = {self.key(root): 0}
+        self.parents = array("l", [-1])  # state number -> its parent's number
+        self.moves = array("l", [-1])  # state number -> the index of the parent's action that led here
+        self.depths = array("l", [0])
+        self.frontier = deque([(0, root)])
+        self.result = Result()
+        self.found: dict[str, Found] = {}
+        self.stopped = False  # a counterexample stop_on accepted, or the driver asked
+        self.full = False  # max_states reached
+
+    def key(self, node: Node):
+        key = self.ctx.key(node, self.reorder)
+        return digest_of(key) if self.digests else key
+
+    def kinds(self, node: Node, actions: list | None) -> tuple:
+        terminal = (actions is not None and not actions) or self.ctx.quiesced(node.system)
+        return ("always", "eventually") if terminal else ("always",)
+
+    def path_to(self, number: int, move: int | None = None) -> list:
+        """Rule 8: the actions from the initial state to state ``number`` (settled
+        deliveries included), and on through its ``move``-th action when given."""
+        chain = [] if move is None else [move]
+        while self.parents[number] != -1:
+            chain.append(self.moves[number])
+            number = self.parents[number]
+        ctx = self.ctx
+        node = ctx.initial_node(self.config)
+        steps: list = []
+        for m in reversed(chain):
+            node, taken = ctx.step(node, enabled(node, self.bounds)[m])
+            steps.extend(taken)
+        return steps
+
+    def report(self, violations: list, path: Callable[[], list]) -> None:
+        for v in violations:
             key = v.property if v.residual_risk is None else f"{v.property}:{v.residual_risk}"
-            if key not in found:
-                found[key] = Found(v.property, v.residual_risk, path(), v.detail)
-                stopped = stopped or (stop_on is not None and stop_on(found[key]))
+            if key not in self.found:
+                self.found[key] = Found(v.property, v.residual_risk, path(), v.detail)
+                self.stopped = self.stopped or (self.stop_on is not None and self.stop_on(self.found[key]))
 
-    full = False
-    while frontier and not stopped:
-        number, node = frontier.popleft()
-        actions = enabled(node, bounds)
-        report(node, ("always", "eventually") if not actions or ctx.quiesced(node.system) else ("always",),
-               lambda: path_to(number))
-        if stopped:
-            break
+    def offer(self, parent: int, move: int, key, label: str = "", dup_violations=None) -> int | None:
+        """One child of ``parent`` in the one-process order: its number if it is new,
+        None if it is known (its own order of the history is then checked, Rule 5) or
+        the search is full (``self.full``)."""
+        self.result.transitions += 1
+        known = self.index.get(key)
+        if self.keep_edges:
+            self.result.edges.append((f"s{parent}", f"s{known if known is not None else len(self.parents)}", label))
+        if known is not None:
+            if self.reorder:
+                # Rule 5: this path's own order of the history is checked too, at the
+                # depth the exact search would check it.
+                self.report(dup_violations(), lambda: self.path_to(parent, move))
+            return None
+        if len(self.parents) >= self.max_states + 1:
+            self.full = True
+            return None
+        number = len(self.parents)
+        self.index[key] = number
+        self.parents.append(parent)
+        self.moves.append(move)
+        depth = self.depths[parent] + 1
+        self.depths.append(depth)
+        if depth > self.result.depth:
+            self.result.depth = depth
+        return number
+
+    def expand(self, number: int, node: Node) -> None:
+        ctx = self.ctx
+        actions = enabled(node, self.bounds)
+        self.report(ctx.verdict(node, self.kinds(node, actions)), lambda: self.path_to(number))
+        if self.stopped:
+            return
         for move, action in enumerate(actions):
-            child, taken = ctx.step(node, action)
-            ckey = ctx.key(child, reorder)
-            result.transitions += 1
-            known = index.get(ckey)
-            if keep_edges:
-                result.edges.append((f"s{number}", f"s{known if known is not None else len(parents)}", action.label()))
-            if known is not None:
-                if reorder:
-                    # Rule 5: this path's own order of the history is checked too, at the
-                    # depth the exact search would check it.
-                    kinds = ("always", "eventually") if ctx.quiesced(child.system) else ("always",)
-                    report(child, kinds, lambda: path_to(number) + list(taken))
-                continue
-            if len(parents) >= max_states + 1:
-                full = True
-                break
-            child_number = len(parents)
-            index[ckey] = child_number
-            parents.append(number)
-            moves.append(move)
-            depths.append(depths[number] + 1)
-            result.depth = max(result.depth, depths[number] + 1)
-            frontier.append((child_number, child))
-        if full:
-            break
-        if on_progress is not None and on_progress(len(parents)):
-            stopped = True  # the driver asks to stop (Ctrl-C): what was found so far is kept
-            break
-    result.states = len(parents) + (1 if full else 0)
-    result.exhausted = not frontier and not full and not stopped
-    result.violations = list(found.values())
-    result.memo_hits, result.memo_misses = ctx.hits, ctx.misses
-    return result
+            child, _ = ctx.step(node, action)
+            new = self.offer(number, move, self.key(child), action.label() if self.keep_edges else "",
+                             lambda: ctx.verdict(child, self.kinds(child, None)))
+            if self.full:
+                return
+            if new is not None:
+                self.frontier.append((new, child))
 
+    def run(self, on_progress: Callable[[int], bool | None] | None = None, until_frontier: int | None = None) -> None:
+        """Expand states until the search ends (or, with ``until_frontier``, until the
+        frontier holds that many states: a parallel driver's head start)."""
+        frontier = self.frontier
+        while frontier and not self.stopped and not self.full:
+            if until_frontier is not None and len(frontier) >= until_frontier:
+                return
+            self.expand(*frontier.popleft())
+            if on_progress is not None and on_progress(len(self.parents)):
+                self.stopped = True  # the driver asks to stop (Ctrl-C): what was found so far is kept
+                return
 
-def _rebuild(ctx: Context, config, bounds: Bounds, parents, moves, number: int) -> list:
-    """Rule 8: the actions from the initial state to state ``number`` (settled
-    deliveries included), replayed from the stored choices."""
-    chain = []
-    while parents[number] != -1:
-        chain.append(moves[number])
-        number = parents[number]
-    node = ctx.initial_node(config)
-    steps: list = []
-    for move in reversed(chain):
-        node, taken = ctx.step(node, enabled(node, bounds)[move])
-        steps.extend(taken)
-    return steps
+    def finish(self, frontier_left: bool | None = None) -> Result:
+        result = self.result
+        result.states = len(self.parents) + (1 if self.full else 0)
+        left = bool(self.frontier) if frontier_left is None else frontier_left
+        result.exhausted = not left and not self.full and not self.stopped
+        result.violations = list(self.found.values())
+        result.memo_hits, result.memo_misses = self.ctx.hits, self.ctx.misses
+        return result

@@ -23,6 +23,10 @@ Rule 3. Handles are process-local and ordered by first sight (``Id.n``), which t
         explorer's order is deterministic about; they compare by identity (one handle per
         value), which is exact: no digest, no collision. Nothing outside one search
         process ever sees a handle.
+Rule 4. Where processes must agree on a state (the parallel explorer), an interner made
+        with ``digests=True`` also gives each handle a 128-bit BLAKE2b digest of its key,
+        with child handles standing in by their digests: the same value has the same
+        digest in every process, and a state is compared by the digest of its key.
 
 The table belongs to one ``Interner``; a search makes its own, so handles from two
 searches never mix (a memo written by another interner is ignored).
@@ -31,6 +35,7 @@ searches never mix (a memo written by another interner is ignored).
 from __future__ import annotations
 
 from dataclasses import fields, is_dataclass
+from hashlib import blake2b
 from enum import Enum
 from typing import Any
 
@@ -40,13 +45,33 @@ from .core import FMap
 class Id:
     """One value's handle. ``n`` orders handles by first sight (for canonical sorting of
     sets); ``value`` is what the interner was asked to keep with it (a ghost record's
-    parsed form, say), or None."""
+    parsed form, say), or None; ``digest`` is its content digest when the interner
+    makes them (Rule 4), else None."""
 
-    __slots__ = ("n", "value", "__weakref__")
+    __slots__ = ("n", "value", "digest")
 
-    def __init__(self, n: int, value: Any = None):
+    def __init__(self, n: int, value: Any = None, digest: bytes | None = None):
         self.n = n
         self.value = value
+        self.digest = digest
+
+
+def _token(part) -> bytes:
+    """One key element as canonical bytes: a handle by its digest, a class by its
+    qualified name, a primitive (or a tuple of primitives and handles) by its repr."""
+    if type(part) is Id:
+        return part.digest
+    if type(part) is type:
+        return f"{part.__module__}.{part.__qualname__}".encode()
+    if type(part) is tuple:
+        return b"(" + b"\x1f".join(_token(p) for p in part) + b")"
+    return repr(part).encode()
+
+
+def digest_of(key) -> bytes:
+    """Rule 4: a 128-bit BLAKE2b digest of a key, the same in every process (no
+    ``hash``, no addresses): what parallel searches compare states by."""
+    return blake2b(_token(key), digest_size=16).digest()
 
     def __repr__(self) -> str:
         return f"Id({self.n})"
@@ -59,9 +84,10 @@ _PRIMITIVE = (str, int, bytes)
 class Interner:
     """The table of one search: key -> handle."""
 
-    def __init__(self):
+    def __init__(self, digests: bool = False):
         self.table: dict[Any, Id] = {}
         self._fields: dict[type, tuple[str, ...]] = {}
+        self.digests = digests  # give every handle a content digest (parallel searches)
 
     def __len__(self) -> int:
         return len(self.table)
@@ -70,7 +96,7 @@ class Interner:
         """The handle of a key built by the caller (a tuple of primitives and handles)."""
         found = self.table.get(key)
         if found is None:
-            found = self.table[key] = Id(len(self.table), value)
+            found = self.table[key] = Id(len(self.table), value, digest_of(key) if self.digests else None)
         return found
 
     def iid(self, x) -> Any:
