@@ -87,7 +87,8 @@ class FMap(Mapping):
     """
 
     # ``_iid``: the explorer's interning memo (model/interning.py), like ``_repr``.
-    __slots__ = ("_items", "_index", "_repr", "_iid")
+    # ``_fp``: the explorer's key of a timer table (model/explore.py), sequence numbers left out.
+    __slots__ = ("_items", "_index", "_repr", "_iid", "_fp")
 
     def __init__(self, items: Iterable[tuple[Any, Any]] | Mapping | None = None):
         if items is None:
@@ -101,6 +102,7 @@ class FMap(Mapping):
         self._index = index
         self._repr = None  # computed once: maps are immutable and fingerprints repr them often
         self._iid = None
+        self._fp = None
 
     def __getitem__(self, key):
         return self._index[key]
@@ -141,7 +143,7 @@ class FMap(Mapping):
     @classmethod
     def _sorted(cls, items: tuple, index: dict) -> "FMap":
         new = object.__new__(cls)
-        new._items, new._index, new._repr, new._iid = items, index, None, None
+        new._items, new._index, new._repr, new._iid, new._fp = items, index, None, None, None
         return new
 
     def set(self, key, value) -> "FMap":

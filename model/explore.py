@@ -100,13 +100,19 @@ BUDGETS = ("agent_restarts", "ownership_changes", "interrupts", "lost_responses"
 # ---------------------------------------------------------------------------
 
 
-@dataclass(frozen=True)
 class Node:
-    system: msys.System
-    used: tuple[int, ...]  # budgets spent, in BUDGETS order
-    ghost: tuple  # the path's property-relevant records (Rule 3) in path order, as interned handles
-    bag: tuple = field(default=(), compare=False)  # the same handles sorted: the history as a multiset (Rule 5)
-    settled: bool = field(default=False, compare=False)  # Rule 6 has run on it (every node but the first)
+    """One explored state: the system, the budgets spent, and the path's ghost history
+    (Rule 3). A plain slotted class: the search makes one per transition."""
+
+    __slots__ = ("system", "used", "ghost", "order", "bag", "settled")
+
+    def __init__(self, system: msys.System, used: tuple, ghost: tuple, order: Id, bag: Id, settled: bool = False):
+        self.system = system
+        self.used = used  # budgets spent, in BUDGETS order
+        self.ghost = ghost  # the ghost records in path order, as interned handles (Rule 3)
+        self.order = order  # the handle of that sequence (the verdict memo's key)
+        self.bag = bag  # the handle of the same records as a multiset (Rule 5); .value is the sorted tuple
+        self.settled = settled  # Rule 6 has run on it (every node but the first)
 
 
 def _may_unsettle(before: msys.System, after: msys.System, action) -> bool:
@@ -139,12 +145,17 @@ def _by_n(handle: Id) -> int:
     return handle.n
 
 
+def _by_digest(handle: Id) -> bytes:
+    return handle.digest
+
+
 # The System fields that a step replaces whole (node states and small world facts); the
 # shared tables (messages, timers, open requests) are edited by key instead (Rule 7).
 _WHOLE = ("agent", "agent_incarnation", "agent_files", "replicas", "replica_boots", "db", "partitions",
           "dials_waiting")
 _AGENT_SIDE = frozenset({"agent"})
 _CHATD_SIDE = frozenset({"replicas", "db"})
+_AGENT_LIFE = frozenset({"agent", "agent_incarnation", "agent_files"})
 _NOTHING = frozenset()
 _ANY_BUT_DIALS = frozenset(_WHOLE) - {"dials_waiting"}
 
@@ -174,6 +185,10 @@ class Context:
 
     def __init__(self, digests: bool = False):
         self.interner = Interner(digests)
+        # Sets (messages in flight, the ghost as a multiset) are sorted canonically: by
+        # first sight in one process, by digest where processes must agree (Rule 4).
+        self.sort_key = _by_digest if digests else _by_n
+        self.grown: dict = {}  # (bag handle, new records) -> bag handle
         self.memo: dict = {}
         self.verdicts: dict = {}
         self.awaited: dict = {}  # (replica handle, request ID) -> chatd.awaits
@@ -187,36 +202,47 @@ class Context:
         handles = []
         for rec in _ghost_records(records):
             text = json.dumps(rec, sort_keys=True, separators=(",", ":"), default=str)
-            handle = self.interner.table.get(text)
+            key = ("ghost", text)
+            handle = self.interner.table.get(key)
             if handle is None:
-                handle = self.interner.key_of(text, json.loads(text))
+                handle = self.interner.key_of(key, json.loads(text))
             handles.append(handle)
         return tuple(handles)
 
-    def grow(self, node_ghost: tuple, node_bag: tuple, new: tuple) -> tuple[tuple, tuple]:
+    def grow(self, node: Node, new: tuple) -> tuple[tuple, Id, Id]:
+        """The ghost after ``new`` records: the sequence, its handle, the multiset's handle."""
         if not new:
-            return node_ghost, node_bag
-        bag = list(node_bag)
-        for h in new:
-            insort(bag, h, key=_by_n)
-        return node_ghost + new, tuple(bag)
+            return node.ghost, node.order, node.bag
+        key_of = self.interner.key_of
+        order = key_of(("seq", node.order) + new)
+        grown = (node.bag, new)
+        bag = self.grown.get(grown)
+        if bag is None:
+            items = list(node.bag.value)
+            for h in new:
+                insort(items, h, key=self.sort_key)
+            items = tuple(items)
+            bag = self.grown[grown] = key_of(("bag",) + items, items)
+        return node.ghost + new, order, bag
 
     # -- steps ------------------------------------------------------------------------
     def initial_node(self, config: msys.WorldConfig) -> Node:
         st = msys.initial(config)
-        ghost, bag = self.grow((), (), self.ghost_of(st.records))
-        return Node(st.system, (0,) * len(BUDGETS), ghost, bag)
+        key_of = self.interner.key_of
+        empty = Node(None, (), (), key_of(("seq",)), key_of(("bag",), ()))
+        ghost, order, bag = self.grow(empty, self.ghost_of(st.records))
+        return Node(st.system, (0,) * len(BUDGETS), ghost, order, bag)
 
     def step(self, node: Node, action) -> tuple[Node, tuple]:
         """The node after ``action`` and the actions taken (``action`` and the deliveries
         that settled after it), which is what a path records."""
         before = node.system
         system, new_ghost = self.apply(before, action)
-        ghost, bag = self.grow(node.ghost, node.bag, new_ghost)
+        ghost, order, bag = self.grow(node, new_ghost)
         if node.settled and not _may_unsettle(before, system, action):
-            return Node(system, _spend(node, action), ghost, bag, True), (action,)
+            return Node(system, _spend(node, action), ghost, order, bag, True), (action,)
         system, settled = self.settle(system)
-        return Node(system, _spend(node, action), ghost, bag, True), (action, *settled)
+        return Node(system, _spend(node, action), ghost, order, bag, True), (action, *settled)
 
     def settle(self, s: msys.System) -> tuple[msys.System, list]:
         """Rule 6: deliver at once every message whose delivery changes nothing but the
@@ -228,12 +254,20 @@ class Context:
         changed = True
         while changed:
             changed = False
+            replicas = s.replicas
+            awaited = self.awaited
+            handle = self.interner.handle
             for env in s.in_flight:
-                if env.dst == msys.AGENT:
+                if env.dst == "agent":
                     continue  # the agent answers everything: never a no-op
-                rep = s.replicas.get(env.dst)
-                if rep is not None and hasattr(env.payload, "req_id") and self.awaits(rep, env.payload.req_id):
-                    continue  # an answer its caller still waits for changes the caller
+                rep = replicas.get(env.dst)
+                req_id = getattr(env.payload, "req_id", None)
+                if rep is not None and req_id is not None:
+                    known = awaited.get((handle(rep), req_id))
+                    if known is None:
+                        known = self.awaits(rep, req_id)
+                    if known:
+                        continue  # an answer its caller still waits for changes the caller
                 action = msys.Deliver(s.now_ms, env.seq, env.what)
                 key, _ = self._memo_key(s, action)
                 delta = self._lookup(key, s) if key is not None else None
@@ -257,7 +291,7 @@ class Context:
         return s, settled
 
     def awaits(self, rep, req_id: str) -> bool:
-        key = (self.interner.iid(rep), req_id)
+        key = (self.interner.handle(rep), req_id)
         found = self.awaited.get(key)
         if found is None:
             found = self.awaited[key] = chatd.awaits(rep, req_id)
@@ -279,12 +313,18 @@ class Context:
 
     def _lookup(self, key, s: msys.System) -> _Delta | None:
         for delta in self.memo.get(key, ()):
-            if all(s.open_requests.get(k) == v for k, v in delta.guards):
+            if not delta.guards:
+                return delta
+            index = s.open_requests._index
+            for k, v in delta.guards:
+                if index.get(k) != v:
+                    break
+            else:
                 return delta
         return None
 
     def quiesced(self, s: msys.System) -> bool:
-        key = self.interner.iid(s.db)
+        key = self.interner.handle(s.db)
         found = self.calm.get(key)
         if found is None:
             found = self.calm[key] = props.quiesced(s)
@@ -319,13 +359,17 @@ class Context:
         A delivery to the running agent reads the agent; a delivery or timer on a replica
         reads the replicas and the database (a commit's publish runs every replica); a
         lost message reads nothing; anything else reads every node."""
-        iid = self.interner.iid
+        iid = self.interner.handle
         t = type(action)
         if t is msys.Deliver or t is msys.Drop:
-            env = msys._find(s, action.seq)
-            if env is None:
+            seq = action.seq
+            for env in s.in_flight:
+                if env.seq == seq:
+                    break
+            else:
                 return None, _NOTHING  # system.apply says why it does not fit
-            what = self.envelope(env, with_sent_at=False)
+            memo = env.__dict__.get("_what")
+            what = memo[2] if memo is not None and memo[1] is self and memo[0] == id(env) else self.envelope(env, False)
             if t is msys.Drop:
                 return ("lose", what, action.at_ms), _NOTHING
             if env.dst == msys.AGENT:
@@ -344,6 +388,15 @@ class Context:
                 return ("chatd-timer", action.node, action.name, action.at_ms, iid(s.replicas), iid(s.db)), _CHATD_SIDE
         if s.dials_waiting:
             return None, _NOTHING  # they hold messages by sequence number: not worth it
+        if t is msys.Fault:
+            # The explorer's faults read one side each: a restart the agent's life, an
+            # interrupt or a takeover chatd's rows and replicas (model/faults.py).
+            if action.kind == "agent_restart":
+                return (("restart", action.params, action.at_ms, iid(s.agent), s.agent_incarnation,
+                         iid(s.agent_files)), _AGENT_LIFE)
+            if action.kind in ("interrupt", "takeover"):
+                return (("chatd-fault", action.kind, action.params, action.at_ms, iid(s.replicas), iid(s.db)),
+                        _CHATD_SIDE)
         what = (t, action.kind, action.params) if t is msys.Fault else (t, getattr(action, "node", None),
                                                                        getattr(action, "name", None))
         return (("any",) + what + (action.at_ms, iid(s.agent), s.agent_incarnation, iid(s.agent_files),
@@ -409,21 +462,33 @@ class Context:
         numbers and labels aside), their budgets are, and their ghost histories are (as
         multisets with ``reorder``, Rule 5)."""
         s = node.system
-        iid = self.interner.iid
+        iid = self.interner.handle
         key_of = self.interner.key_of
         envelope = self.envelope
-        msgs = key_of(tuple(sorted((envelope(e) for e in s.in_flight), key=_by_n)))
-        timers = key_of(tuple((k, t.due_ms) for k, t in s.timers._items))
-        dials = key_of(tuple(sorted((envelope(e) for e in s.dials_waiting), key=_by_n))) if s.dials_waiting else ()
+        order = self.sort_key
+        handles = []
+        for e in s.in_flight:
+            memo = e.__dict__.get("_fp")
+            handles.append(memo[2] if memo is not None and memo[1] is self and memo[0] == id(e) else envelope(e))
+        if len(handles) > 1:
+            handles.sort(key=order)
+        msgs = key_of(("msgs", *handles))
+        memo = s.timers._fp
+        if memo is not None and memo[0] is self:
+            timers = memo[1]
+        else:
+            timers = key_of(("timers", *[(k, t.due_ms) for k, t in s.timers._items]))
+            s.timers._fp = (self, timers)
+        dials = key_of(tuple(sorted((envelope(e) for e in s.dials_waiting), key=order))) if s.dials_waiting else ()
         return (s.now_ms, iid(s.agent), s.agent_incarnation, iid(s.agent_files), iid(s.replicas), iid(s.db), msgs,
-                timers, s.partitions, dials, node.used, key_of(node.bag if reorder else node.ghost))
+                timers, s.partitions, dials, node.used, node.bag if reorder else node.order)
 
     def verdict(self, node: Node, kinds: tuple) -> list:
         """The properties' violations in this state. They read the ghost history and, of
         the system, only the chats (committed tool calls, statuses) and the
         configuration, which is the same for the whole search: so the verdict is
         memoized on those."""
-        key = (kinds, node.ghost, self.interner.iid(node.system.db.chats))
+        key = (kinds, node.order, self.interner.handle(node.system.db.chats))
         found = self.verdicts.get(key)
         if found is None:
             found = self.verdicts[key] = props.evaluate(ghost_trace(node), node.system, kinds).violations
@@ -442,28 +507,47 @@ def _replay(s: msys.System, action, d: _Delta) -> msys.System:
     shift = s.seq - d.base_seq
     in_flight = s.in_flight
     if d.drops_env:
-        in_flight = tuple(e for e in in_flight if e.seq != action.seq)
+        seq = action.seq
+        in_flight = tuple([e for e in in_flight if e.seq != seq])
     if d.added:
-        in_flight += d.added if shift == 0 else tuple(replace(e, seq=e.seq + shift) for e in d.added)
+        in_flight += d.added if shift == 0 else tuple([_renumber(e, shift) for e in d.added])
     fields_["in_flight"] = in_flight
     if d.timer_ops:
         timers = s.timers
         for op in d.timer_ops:
-            if op[0] == "timer_set":
-                timer = op[2] if shift == 0 else replace(op[2], seq=op[2].seq + shift)
-                timers = timers.set(op[1], timer)
-            elif op[0] == "timer_cancel":
-                timers = timers.remove(op[1])
+            kind = op[0]
+            if kind == "timer_set":
+                timers = timers.set(op[1], op[2] if shift == 0 else _renumber(op[2], shift))
+            elif kind == "timer_cancel":
+                if op[1] in timers._index:
+                    timers = timers.remove(op[1])
             else:
                 timers = FMap((k, t) for k, t in timers.items() if t.node != op[1])
         fields_["timers"] = timers
     if d.open_ops:
         open_requests = s.open_requests
         for op in d.open_ops:
-            open_requests = open_requests.set(op[1], op[2]) if op[0] == "open_set" else open_requests.remove(op[1])
+            if op[0] == "open_set":
+                open_requests = open_requests.set(op[1], op[2])
+            elif op[1] in open_requests._index:
+                open_requests = open_requests.remove(op[1])
         fields_["open_requests"] = open_requests
     fields_["seq"] = s.seq + d.seq_inc
     return out
+
+
+def _renumber(obj, shift: int):
+    """A memoized step's new message or timer, numbered from another counter. Its
+    explorer memos (keys without the number) carry over."""
+    new = object.__new__(type(obj))
+    fields_ = new.__dict__
+    fields_.update(obj.__dict__)
+    fields_["seq"] = obj.seq + shift
+    for slot in ("_fp", "_what"):
+        memo = fields_.get(slot)
+        if memo is not None:
+            fields_[slot] = (id(new),) + memo[1:]
+    return new
 
 
 # Tests set this: every memoized step is checked against system.apply (model/explore.py
@@ -725,6 +809,13 @@ class Search:
         if depth > self.result.depth:
             self.result.depth = depth
         return number
+
+    def offer_known(self, parent: int, move: int, dup_violations) -> None:
+        """``offer`` for a child the driver already knows to be a numbered state."""
+        self.result.transitions += 1
+        if self.reorder:
+            self.report(dup_violations(), lambda: self.path_to(parent, move))
+        return None
 
     def expand(self, number: int, node: Node) -> None:
         ctx = self.ctx

@@ -56,29 +56,26 @@ class Id:
         self.digest = digest
 
 
-def _token(part) -> bytes:
-    """One key element as canonical bytes: a handle by its digest, a class by its
-    qualified name, a primitive (or a tuple of primitives and handles) by its repr."""
-    if type(part) is Id:
-        return part.digest
-    if type(part) is type:
-        return f"{part.__module__}.{part.__qualname__}".encode()
-    if type(part) is tuple:
-        return b"(" + b"\x1f".join(_token(p) for p in part) + b")"
-    return repr(part).encode()
+_TRUE, _FALSE, _NONE = ("bool", True), ("bool", False), ("none",)
+_PRIMITIVE = (str, int, bytes)
 
 
 def digest_of(key) -> bytes:
     """Rule 4: a 128-bit BLAKE2b digest of a key, the same in every process (no
-    ``hash``, no addresses): what parallel searches compare states by."""
-    return blake2b(_token(key), digest_size=16).digest()
-
-    def __repr__(self) -> str:
-        return f"Id({self.n})"
-
-
-_TRUE, _FALSE, _NONE = ("bool", True), ("bool", False), ("none",)
-_PRIMITIVE = (str, int, bytes)
+    ``hash``, no addresses): what parallel searches compare states by. A key is flat
+    (Rule 1: containers are interned, so no nested tuple holds a handle): a handle
+    stands in by its digest behind a NUL, a class by its qualified name, anything else
+    by its repr, which never holds a NUL or the unit separator between parts."""
+    parts = []
+    for part in key:
+        t = type(part)
+        if t is Id:
+            parts.append(b"\x00" + part.digest)
+        elif t is type:
+            parts.append(f"{part.__module__}.{part.__qualname__}".encode())
+        else:
+            parts.append(repr(part).encode())
+    return blake2b(b"\x1f".join(parts), digest_size=16).digest()
 
 
 class Interner:
@@ -99,6 +96,16 @@ class Interner:
             found = self.table[key] = Id(len(self.table), value, digest_of(key) if self.digests else None)
         return found
 
+    def handle(self, x) -> Any:
+        """``iid`` for a component that is a dataclass instance, an ``FMap`` or None: the
+        hot path reads the memo straight away."""
+        if x is None:
+            return _NONE
+        memo = x._iid if type(x) is FMap else x.__dict__.get("_iid")
+        if memo is not None and memo[1] is self and memo[0] == id(x):
+            return memo[2]
+        return self.iid(x)
+
     def iid(self, x) -> Any:
         """The handle of ``x`` (or, for a primitive, the primitive itself, tagged where
         Python would equate it with another type's value)."""
@@ -117,7 +124,7 @@ class Interner:
             memo = x._iid
             if memo is not None and memo[1] is self:
                 return memo[2]
-            found = self.key_of(("map",) + tuple((self.iid(k), self.iid(v)) for k, v in x._items))
+            found = self.key_of(("map",) + tuple(i for k, v in x._items for i in (self.iid(k), self.iid(v))))
             x._iid = (id(x), self, found)
             return found
         names = self._fields.get(t)
