@@ -55,12 +55,15 @@ def _pack(violations) -> tuple:
 
 def explore(config: msys.WorldConfig, bounds: ex.Bounds = ex.Bounds(), max_states: int = 200_000,
             stop_on: Callable[[ex.Found], bool] | None = None,
-            on_progress: Callable[[int], bool | None] | None = None, workers: int = 2) -> ex.Result:
-    """``model.explore.explore`` on ``workers`` processes (1: in this one)."""
+            on_progress: Callable[[int], bool | None] | None = None, workers: int = 2,
+            head_start: int | None = None) -> ex.Result:
+    """``model.explore.explore`` on ``workers`` processes (1: in this one). ``head_start``:
+    how many frontier states this process gathers before the workers start (Rule 1;
+    default ``HEAD_START_PER_WORKER`` each)."""
     if workers <= 1 or "fork" not in multiprocessing.get_all_start_methods():
         return ex.explore(config, bounds, max_states, stop_on=stop_on, on_progress=on_progress)
     search = ex.Search(config, bounds, max_states, stop_on=stop_on, digests=True)
-    search.run(on_progress, until_frontier=HEAD_START_PER_WORKER * workers)
+    search.run(on_progress, until_frontier=head_start or HEAD_START_PER_WORKER * workers)
     if not search.frontier or search.stopped or search.full:
         return search.finish()
     frontier = list(search.frontier)
