@@ -79,6 +79,15 @@ def advance(s, before: tuple | None = None, max_fires: int | None = None):
     db = s.db
     seq = s.seq
     armed: dict = {}
+    # Within a batch nothing changes but heartbeat rows and time, so a sync's or a
+    # heartbeat's verdict holds for the whole batch (neither reads the clock or the rows):
+    # key -> (re-arm delay in ms, writes heartbeat rows, a poll's stale limit in ms). A
+    # poll reads both the clock and the rows: its verdict holds only while no row is older
+    # than its stale limit, checked at every poll (below); else the handler is asked, after
+    # the heartbeats due before it are written.
+    known: dict = {}
+    beats: dict = {}  # replica -> true time of its last heartbeat not yet written
+    row_owner = None  # heartbeat row key -> the replica whose runner it is
     fires = 0
     last_ms = None
     blocked = None
@@ -87,23 +96,46 @@ def advance(s, before: tuple | None = None, max_fires: int | None = None):
         if before is not None and (due_ms, tseq) >= before:
             break
         node, name = key
-        rep = replicas.get(node)
         clock = config.clock(node)
-        idle = False
-        if rep is not None:
+        verdict = known.get(key)
+        if verdict is not None and name == TIMER_ACQUIRE:
+            # A poll found idle once in this batch stays idle while no heartbeat row is
+            # older than its stale limit (then its cleanup deletes nothing and no owned
+            # chat is stale; the rest of what it reads cannot change within a batch).
+            if row_owner is None:
+                row_owner = {(r.chat_id, r.runner_id): n for n, rp in replicas.items() if rp is not None
+                             for r in rp.runners.values()}
+            floor = db_clock.read(due_ms) - verdict[2]
+            if any((db_clock.read(beats[row_owner[k]]) if row_owner.get(k) in beats else v) < floor
+                   for k, v in db.heartbeats.items()):
+                verdict = None  # ask the handler: it will find something to do
+        if verdict is not None:
+            if verdict[1]:
+                beats[node] = due_ms
+        else:
+            rep = replicas.get(node)
+            if rep is None:
+                blocked = armed.get(key) or s.timers.get(key)
+                break
+            if name == TIMER_ACQUIRE and beats:
+                db = _write_beats(db, replicas, beats, db_clock)
             rep_after, db_after, effects = chatd.replica_on_timer(rep, db, name, clock.read(due_ms), db_clock.read(due_ms))
-            idle = (rep_after is rep and len(effects) == 1 and type(effects[0]) is SetTimer
-                    and effects[0].name == name and (db_after is db or name == TIMER_HEARTBEAT))
-        if not idle:
-            blocked = armed.get(key) or s.timers.get(key)
-            break
-        db = db_after
+            if not (rep_after is rep and len(effects) == 1 and type(effects[0]) is SetTimer
+                    and effects[0].name == name and (db_after is db or name == TIMER_HEARTBEAT)):
+                blocked = armed.get(key) or s.timers.get(key)
+                break
+            stale_ms = rep.rules.timing.heartbeat_stale_ms if name == TIMER_ACQUIRE else None
+            known[key] = verdict = (effects[0].after_ms, db_after is not db, stale_ms)
+            db = db_after
+            beats.pop(node, None) if name == TIMER_HEARTBEAT else None
         seq += 1
-        timer = Timer(node, name, due_ms + clock.true_delay(max(effects[0].after_ms, 0)), seq)
+        timer = Timer(node, name, due_ms + clock.true_delay(max(verdict[0], 0)), seq)
         armed[key] = timer
         heapreplace(heap, (timer.due_ms, seq, key))
         fires += 1
         last_ms = due_ms
+    if beats:
+        db = _write_beats(db, replicas, beats, db_clock)
     if not fires:
         return s, 0, None, blocked
     out = copy.copy(s)
@@ -112,6 +144,16 @@ def advance(s, before: tuple | None = None, max_fires: int | None = None):
     for name, value in (("timers", FMap(timers)), ("seq", seq), ("db", db), ("now_ms", last_ms)):
         object.__setattr__(out, name, value)
     return out, fires, last_ms, blocked
+
+
+def _write_beats(db, replicas, beats: dict, db_clock):
+    """Write the heartbeats deferred in a batch: each replica's last one, by its own
+    handler at that instant's database clock (the rows an earlier beat wrote are
+    overwritten by the later one in the stepwise run too)."""
+    for node in sorted(beats):
+        _, db, _ = chatd.replica_on_timer(replicas[node], db, TIMER_HEARTBEAT, 0, db_clock.read(beats[node]))
+    beats.clear()
+    return db
 
 
 def apply_idle(s, action):
