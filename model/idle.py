@@ -67,7 +67,7 @@ def advance(s, before: tuple | None = None, max_fires: int | None = None):
     ``before`` (a (time, priority) pair: the simpy world's next other event) and fewer
     than ``max_fires`` have fired. Returns (system, fires, last fire's time or None, the
     timer that stopped the batch because its firing is not idle, or None)."""
-    from .system import DB, Timer  # system imports this module at its end
+    from .system import DB  # system imports this module at its end
 
     heap = [(t.due_ms, t.seq, key) for key, t in s.timers.items() if is_periodic(s, *key)]
     if not heap:
@@ -95,10 +95,8 @@ def advance(s, before: tuple | None = None, max_fires: int | None = None):
         due_ms, tseq, key = heap[0]
         if before is not None and (due_ms, tseq) >= before:
             break
-        node, name = key
-        clock = config.clock(node)
         verdict = known.get(key)
-        if verdict is not None and name == TIMER_ACQUIRE:
+        if verdict is not None and verdict[2] is not None:
             # A poll found idle once in this batch stays idle while no heartbeat row is
             # older than its stale limit (then its cleanup deletes nothing and no owned
             # chat is stale; the rest of what it reads cannot change within a batch).
@@ -111,27 +109,31 @@ def advance(s, before: tuple | None = None, max_fires: int | None = None):
                 verdict = None  # ask the handler: it will find something to do
         if verdict is not None:
             if verdict[1]:
-                beats[node] = due_ms
+                beats[key[0]] = due_ms
         else:
+            node, name = key
             rep = replicas.get(node)
             if rep is None:
-                blocked = armed.get(key) or s.timers.get(key)
+                blocked = _timer(key, armed.get(key)) if key in armed else s.timers.get(key)
                 break
             if name == TIMER_ACQUIRE and beats:
                 db = _write_beats(db, replicas, beats, db_clock)
+            clock = config.clock(node)
             rep_after, db_after, effects = chatd.replica_on_timer(rep, db, name, clock.read(due_ms), db_clock.read(due_ms))
             if not (rep_after is rep and len(effects) == 1 and type(effects[0]) is SetTimer
                     and effects[0].name == name and (db_after is db or name == TIMER_HEARTBEAT)):
-                blocked = armed.get(key) or s.timers.get(key)
+                blocked = _timer(key, armed.get(key)) if key in armed else s.timers.get(key)
                 break
             stale_ms = rep.rules.timing.heartbeat_stale_ms if name == TIMER_ACQUIRE else None
-            known[key] = verdict = (effects[0].after_ms, db_after is not db, stale_ms)
+            period_ms = clock.true_delay(max(effects[0].after_ms, 0))  # true time: drift is constant
+            known[key] = verdict = (period_ms, db_after is not db, stale_ms)
             db = db_after
-            beats.pop(node, None) if name == TIMER_HEARTBEAT else None
+            if name == TIMER_HEARTBEAT:
+                beats.pop(node, None)
         seq += 1
-        timer = Timer(node, name, due_ms + clock.true_delay(max(verdict[0], 0)), seq)
-        armed[key] = timer
-        heapreplace(heap, (timer.due_ms, seq, key))
+        due_ms_next = due_ms + verdict[0]
+        armed[key] = (due_ms_next, seq)
+        heapreplace(heap, (due_ms_next, seq, key))
         fires += 1
         last_ms = due_ms
     if beats:
@@ -140,10 +142,17 @@ def advance(s, before: tuple | None = None, max_fires: int | None = None):
         return s, 0, None, blocked
     out = copy.copy(s)
     timers = dict(s.timers.items())
-    timers.update(armed)
+    for key, at in armed.items():
+        timers[key] = _timer(key, at)
     for name, value in (("timers", FMap(timers)), ("seq", seq), ("db", db), ("now_ms", last_ms)):
         object.__setattr__(out, name, value)
     return out, fires, last_ms, blocked
+
+
+def _timer(key, at):
+    from .system import Timer
+
+    return Timer(key[0], key[1], at[0], at[1])
 
 
 def _write_beats(db, replicas, beats: dict, db_clock):
