@@ -91,11 +91,17 @@ def advance(s, before: tuple | None = None, max_fires: int | None = None):
     fires = 0
     last_ms = None
     blocked = None
-    while max_fires is None or fires < max_fires:
-        due_ms, tseq, key = heap[0]
-        if before is not None and (due_ms, tseq) >= before:
+    # (due, seq, key) >= (time, priority): a tie on both (impossible: sequence numbers are
+    # unique and faults' priorities are halves) would count as not before.
+    before = (float("inf"),) if before is None else tuple(before)
+    max_fires = max_fires if max_fires is not None else 1 << 62
+    get_known = known.get
+    while fires < max_fires:
+        entry = heap[0]
+        if entry >= before:
             break
-        verdict = known.get(key)
+        due_ms, _, key = entry
+        verdict = get_known(key)
         if verdict is not None and verdict[2] is not None:
             # A poll found idle once in this batch stays idle while no heartbeat row is
             # older than its stale limit (then its cleanup deletes nothing and no owned

@@ -90,6 +90,8 @@ class Simulation:
         self.req_tool_call: dict[str, str | None] = {}  # request ID -> tool call, from send records
         self.req_of_seq: dict[int, str] = {}  # message sequence number -> request ID
         self._agenda: tuple[int, int] | None = None  # (due, seq) the periodic wake-up is set for
+        self._agenda_timer: msys.Timer | None = None  # the timer it is set for
+        self._loops_armed = True  # a step armed a loop timer since the wake-up was set
         step = msys.initial(config)
         self.system = step.system
         if header is not None:
@@ -141,8 +143,12 @@ class Simulation:
         its fate now (in that order, so the draws are one stream), and it happens at its
         time with its sequence number as the priority (Rule 1)."""
         new = [env for env in s.in_flight if env.seq > known_seq]
-        timers = [t for t in s.timers.values() if t.seq > known_seq
-                  and not (self.batch_idle and idle.is_periodic(s, t.node, t.name))]
+        timers = [t for _, t in s.timers.items() if t.seq > known_seq]
+        if self.batch_idle and timers:
+            loops = [t for t in timers if idle.is_periodic(s, t.node, t.name)]
+            if loops:
+                self._loops_armed = True  # the periodic wake-up may have to move
+                timers = [t for t in timers if t not in loops]
         if timers:
             new = sorted(new + timers, key=lambda item: item.seq)
         for item in new:
@@ -191,7 +197,13 @@ class Simulation:
         for a timer that has since moved is stale and does nothing."""
         if not self.batch_idle:
             return
+        if not self._loops_armed and self._agenda is not None:
+            current = self._agenda_timer
+            if self.system.timers.get((current.node, current.name)) is current:
+                return  # no loop timer armed and the first one still stands: it stays first
+        self._loops_armed = False
         first = idle.next_periodic(self.system)
+        self._agenda_timer = first
         key = None if first is None else (first.due_ms, first.seq)
         if key != self._agenda:
             self._agenda = key
