@@ -97,13 +97,17 @@ ACTION_TYPES = {"deliver": Deliver, "lose": Drop, "timer": Fire, "fault": Fault,
 def action_to_json(action: Action) -> dict:
     kind = {Deliver: "deliver", Drop: "lose", Fire: "timer", Fault: "fault", Tick: "tick", Idle: "idle"}[type(action)]
     out: dict[str, Any] = {"action": kind, "at_ms": action.at_ms}
-    for f in fields(action):
-        if f.name == "at_ms":
-            continue
-        value = getattr(action, f.name)
+    names = _FIELD_NAMES.get(type(action))
+    if names is None:
+        names = _FIELD_NAMES[type(action)] = tuple(f.name for f in fields(action) if f.name != "at_ms")
+    for name in names:
+        value = getattr(action, name)
         # A fault's kind goes under "fault": "kind" is what a trace record is.
-        out["fault" if f.name == "kind" else f.name] = [list(p) for p in value] if f.name == "params" else value
+        out["fault" if name == "kind" else name] = [list(p) for p in value] if name == "params" else value
     return out
+
+
+_FIELD_NAMES: dict[type, tuple[str, ...]] = {}  # action class -> its fields but at_ms, in order
 
 
 def action_from_json(value: dict) -> Action:

@@ -40,6 +40,7 @@ The explorer's worlds put the periodic loops beyond their horizon, so it never m
 from __future__ import annotations
 
 import copy
+from bisect import bisect_left
 from heapq import heapify, heapreplace
 
 from . import chatd
@@ -62,11 +63,18 @@ def next_periodic(s):
     return best
 
 
-def advance(s, before: tuple | None = None, max_fires: int | None = None):
+def advance(s, before: tuple | None = None, max_fires: int | None = None, memo: dict | None = None):
     """Fire idle periodic timers in (due, seq) order while their (due, seq) is below
     ``before`` (a (time, priority) pair: the simpy world's next other event) and fewer
     than ``max_fires`` have fired. Returns (system, fires, last fire's time or None, the
-    timer that stopped the batch because its firing is not idle, or None)."""
+    timer that stopped the batch because its firing is not idle, or None).
+
+    ``memo`` (a dict the caller keeps between batches, or None) carries verdicts from one
+    batch to the next: a loop's verdict is reused only while what its handler reads is
+    the very same objects (the replica state, the chats and the up flag of the database,
+    and the set of heartbeat rows; a poll is still checked against the rows' ages every
+    time), so it changes no result, only how often the handler is asked. The entries hold
+    those objects, so an identity is never that of a newer object."""
     from .system import DB  # system imports this module at its end
 
     heap = [(t.due_ms, t.seq, key) for key, t in s.timers.items() if is_periodic(s, *key)]
@@ -96,19 +104,35 @@ def advance(s, before: tuple | None = None, max_fires: int | None = None):
     before = (float("inf"),) if before is None else tuple(before)
     max_fires = max_fires if max_fires is not None else 1 << 62
     get_known = known.get
+    bulk_tried = False
     while fires < max_fires:
         entry = heap[0]
         if entry >= before:
             break
+        if not bulk_tried and all(e[2] in known for e in heap if e < before):
+            # Every loop's verdict is known: the rest of the batch in closed form.
+            bulk_tried = True
+            if row_owner is None:
+                row_owner = _row_owner(replicas)
+            done, seq, last = _bulk(heap, known, before, max_fires - fires, seq, armed, beats, db.heartbeats,
+                                    row_owner, db_clock)
+            if done:
+                fires += done
+                last_ms = last
+                continue
         due_ms, _, key = entry
         verdict = get_known(key)
+        if verdict is None and memo is not None:
+            seen = memo.get(key)
+            if seen is not None and seen[0] is replicas.get(key[0]) and seen[1] is db.chats \
+                    and seen[2] == db.db_up and seen[3] == tuple(db.heartbeats):
+                verdict = known[key] = seen[4]
         if verdict is not None and verdict[2] is not None:
             # A poll found idle once in this batch stays idle while no heartbeat row is
             # older than its stale limit (then its cleanup deletes nothing and no owned
             # chat is stale; the rest of what it reads cannot change within a batch).
             if row_owner is None:
-                row_owner = {(r.chat_id, r.runner_id): n for n, rp in replicas.items() if rp is not None
-                             for r in rp.runners.values()}
+                row_owner = _row_owner(replicas)
             floor = db_clock.read(due_ms) - verdict[2]
             if any((db_clock.read(beats[row_owner[k]]) if row_owner.get(k) in beats else v) < floor
                    for k, v in db.heartbeats.items()):
@@ -133,6 +157,8 @@ def advance(s, before: tuple | None = None, max_fires: int | None = None):
             stale_ms = rep.rules.timing.heartbeat_stale_ms if name == TIMER_ACQUIRE else None
             period_ms = clock.true_delay(max(effects[0].after_ms, 0))  # true time: drift is constant
             known[key] = verdict = (period_ms, db_after is not db, stale_ms)
+            if memo is not None:
+                memo[key] = (rep, db.chats, db.db_up, tuple(db.heartbeats), verdict)
             db = db_after
             if name == TIMER_HEARTBEAT:
                 beats.pop(node, None)
@@ -153,6 +179,122 @@ def advance(s, before: tuple | None = None, max_fires: int | None = None):
     for name, value in (("timers", FMap(timers)), ("seq", seq), ("db", db), ("now_ms", last_ms)):
         object.__setattr__(out, name, value)
     return out, fires, last_ms, blocked
+
+
+def _row_owner(replicas) -> dict:
+    """Heartbeat row key (chat, runner) -> the replica whose runner it is."""
+    return {(r.chat_id, r.runner_id): n for n, rp in replicas.items() if rp is not None for r in rp.runners.values()}
+
+
+def _bulk(heap, known, before, remaining, seq, armed, beats, rows, row_owner, db_clock):
+    """The rest of a batch in closed form, once every loop that fires in it has a known
+    verdict: each loop fires at its next due and every period after it; the firings are
+    merged in the order the stepwise world takes them, (due, seq), where a firing's seq is
+    the one its previous firing armed it with (``_fire_key``).
+
+    The bulk ends before the first firing not below ``before``, after ``remaining``
+    firings, and before a poll that would not be idle: each poll is checked against the
+    heartbeat rows as the beats ordered before it left them (as in the loop of
+    ``advance``). Updates the heap, ``armed`` and ``beats``; returns (firings, the last
+    seq, the last firing's time)."""
+    inf = float("inf")
+    if before[0] == inf:
+        end_ms = max(d for d, _, k in heap if k in known) + remaining * max(known[k][0] for _, _, k in heap if k in known) + 1
+    else:
+        end_ms = before[0] + 1
+    timers = []  # (key, first firing's time, its seq, period) of each loop that fires
+    fires = []
+    for first_ms, q, key in heap:
+        if key not in known:
+            continue  # first due at or after ``before``: it does not fire in this batch
+        period_ms = known[key][0]
+        if period_ms <= 0:
+            return 0, seq, None  # a zero period never leaves its instant: leave it to the loop
+        i = len(timers)
+        timers.append((key, first_ms, q, period_ms))
+        fires.append((first_ms, 0, q, 0, 0, i))
+        fires.extend((t, 1, t - period_ms, (t - first_ms) // period_ms, q, i)
+                     for t in range(first_ms + period_ms, end_ms, period_ms))
+    fires.sort()
+    bound_ms = before[0]
+    cut = bisect_left(fires, (bound_ms,)) if bound_ms != inf else len(fires)
+    if len(before) > 1:
+        while cut < len(fires) and fires[cut][0] == bound_ms and fires[cut][1] == 0 and fires[cut][2] < before[1]:
+            cut += 1  # a loop's first firing at the bound's instant, armed before the bound's event
+    cut = min(cut, remaining)
+    # The polls, each against the rows as the heartbeats ordered before it left them.
+    writers = {key[0]: (first_ms, q, period_ms, i) for i, (key, first_ms, q, period_ms) in enumerate(timers)
+               if known[key][1]}
+    for i, (key, first_ms, q, period_ms) in enumerate(timers):
+        stale_ms = known[key][2]
+        if stale_ms is None:
+            continue
+        for t in range(first_ms, fires[cut - 1][0] + 1 if cut else first_ms, period_ms):
+            poll = _fire_key(t, first_ms, q, period_ms, i)
+            floor = db_clock.read(t) - stale_ms
+            if any(_row_at(k, v, row_owner, writers, beats, poll, db_clock) < floor for k, v in rows.items()):
+                cut = min(cut, bisect_left(fires, poll))
+                break
+    if not cut:
+        return 0, seq, None
+    # The last firing of each loop before the cut: its re-arming and, for a heartbeat,
+    # the rows it wrote.
+    last_of = {}
+    j = cut - 1
+    while j >= 0 and len(last_of) < len(timers):
+        last_of.setdefault(fires[j][5], j)
+        j -= 1
+    entries = []
+    index = {t[0]: i for i, t in enumerate(timers)}
+    for entry in heap:
+        i = index.get(entry[2])
+        if i in last_of:
+            j = last_of[i]
+            at = (fires[j][0] + timers[i][3], seq + j + 1)
+            armed[entry[2]] = at
+            entries.append((at[0], at[1], entry[2]))
+            if timers[i][0][0] in writers and writers[timers[i][0][0]][3] == i:
+                beats[timers[i][0][0]] = fires[j][0]
+        else:
+            entries.append(entry)
+    heap[:] = entries
+    heapify(heap)
+    return cut, seq + cut, fires[cut - 1][0]
+
+
+def _fire_key(t: int, first_ms: int, q, period_ms: int, i: int) -> tuple:
+    """A bulk firing's place among those at its instant (the order is (due, seq)):
+
+    - a loop's first firing in the bulk (armed before it, with a lower seq than any
+      armed in it) comes before the others, and firsts go by their seq;
+    - the others by the instant of their previous firing (it armed the lower seq);
+    - loops of one period, whose previous firings share an instant too, by how often
+      they fired in the bulk (fewer: it was a first there, recursively), then by the seq
+      they started with."""
+    if t == first_ms:
+        return (t, 0, q, 0, 0, i)
+    return (t, 1, t - period_ms, (t - first_ms) // period_ms, q, i)
+
+
+def _row_at(key, value, row_owner, writers, beats, poll, db_clock):
+    """A heartbeat row's value as a poll (at ``poll``, a ``_fire_key``) reads it: the last
+    beat of the replica whose runner it is ordered before the poll, in the bulk or before
+    it (``beats``), else the value in the database."""
+    owner = row_owner.get(key)
+    w = writers.get(owner)
+    if w is not None:
+        first_ms, q, period_ms, i = w
+        t = poll[0]
+        if t >= first_ms:
+            n = (t - first_ms) // period_ms
+            beat = first_ms + n * period_ms
+            if beat == t and _fire_key(beat, first_ms, q, period_ms, i) > poll:
+                beat -= period_ms
+            if beat >= first_ms:
+                return db_clock.read(beat)
+    if owner in beats:
+        return db_clock.read(beats[owner])
+    return value
 
 
 def _timer(key, at):

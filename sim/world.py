@@ -30,6 +30,7 @@ Rule 4. Each fault counts the messages or events it matches, so ``nth`` is the n
 from __future__ import annotations
 
 import random
+from functools import partial
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -92,6 +93,7 @@ class Simulation:
         self._agenda: tuple[int, int] | None = None  # (due, seq) the periodic wake-up is set for
         self._agenda_timer: msys.Timer | None = None  # the timer it is set for
         self._loops_armed = True  # a step armed a loop timer since the wake-up was set
+        self._idle_memo: dict = {}  # loop verdicts carried between batches (model/idle.py advance)
         step = msys.initial(config)
         self.system = step.system
         if header is not None:
@@ -135,8 +137,9 @@ class Simulation:
         event = simpy.Event(self.env)
         event._ok = True  # a plain succeeded event, as simpy's Timeout builds it
         event._value = None
-        event.callbacks.append(lambda _event: fn(arg))
-        self.env.schedule(event, priority, max(0, at_ms - int(self.env.now)))
+        event.callbacks.append(partial(fn, arg))  # called as fn(arg, event)
+        env = self.env
+        env.schedule(event, priority, max(0, at_ms - env._now))
 
     def _schedule_new(self, s: msys.System, known_seq: int):
         """Each message or timer armed by the last step, in arming order: the network draws
@@ -174,14 +177,14 @@ class Simulation:
             delay_ms += extra_ms
         self._at(envelope.sent_at_ms + delay_ms, envelope.seq, self._arrive, (envelope, lost))
 
-    def _arrive(self, carried):
+    def _arrive(self, carried, _event=None):
         envelope, lost = carried
         if msys._find(self.system, envelope.seq) is None:
             return
         cls = Drop if lost else Deliver
         self.step(cls(int(self.env.now), envelope.seq, envelope.what))
 
-    def _wake(self, timer: msys.Timer):
+    def _wake(self, timer: msys.Timer, _event=None):
         current = self.system.timers.get((timer.node, timer.name))
         if current is None or current.seq != timer.seq:
             return  # replaced or canceled since it was armed
@@ -210,7 +213,7 @@ class Simulation:
             if key is not None:
                 self._at(key[0], key[1], self._periodic, key)
 
-    def _periodic(self, key):
+    def _periodic(self, key, _event=None):
         """Fire every periodic timer due before the next other event, in (due, seq) order:
         the idle ones as one ``Idle`` step without their records (model/idle.py), a firing
         that is not idle as its own ``Fire`` step at its time."""
@@ -221,7 +224,7 @@ class Simulation:
         while True:
             queue = self.env._queue  # simpy's (time, priority, id, event) heap: the next other event
             before = queue[0][:2] if queue else None
-            system, fires, last_ms, blocked = idle.advance(self.system, before)
+            system, fires, last_ms, blocked = idle.advance(self.system, before, memo=self._idle_memo)
             if fires:
                 action = Idle(last_ms, fires)
                 self.system = system
@@ -252,7 +255,7 @@ class Simulation:
                 fate = (spec.kind, spec.get("by", 0) if spec.kind == "delay" else 0)
         return fate
 
-    def _fault_now(self, spec: FaultSpec):
+    def _fault_now(self, spec: FaultSpec, _event=None):
         names = {c.name: c.chat_id for c in self.system.config.chats}
         self.step(_fault_action(spec, int(self.env.now), names))
 
