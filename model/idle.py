@@ -48,6 +48,9 @@ from .chatd.state import SYNC_PREFIX, TIMER_ACQUIRE, TIMER_HEARTBEAT
 from .core import FMap, SetTimer
 
 
+_LOOP_NAMES = (TIMER_HEARTBEAT, TIMER_ACQUIRE)
+
+
 def is_periodic(s, node: str, name: str) -> bool:
     """A replica's periodic loop timer (the only kind a batch may fire)."""
     return (name == TIMER_HEARTBEAT or name == TIMER_ACQUIRE or name.startswith(SYNC_PREFIX)) \
@@ -77,7 +80,9 @@ def advance(s, before: tuple | None = None, max_fires: int | None = None, memo: 
     those objects, so an identity is never that of a newer object."""
     from .system import DB  # system imports this module at its end
 
-    heap = [(t.due_ms, t.seq, key) for key, t in s.timers.items() if is_periodic(s, *key)]
+    names = s.config.replicas
+    heap = [(t.due_ms, t.seq, key) for key, t in s.timers.items()
+            if key[0] in names and (key[1] in _LOOP_NAMES or key[1].startswith(SYNC_PREFIX))]
     if not heap:
         return s, 0, None, None
     heapify(heap)
@@ -114,8 +119,9 @@ def advance(s, before: tuple | None = None, max_fires: int | None = None, memo: 
             bulk_tried = True
             if row_owner is None:
                 row_owner = _row_owner(replicas)
-            done, seq, last = _bulk(heap, known, before, max_fires - fires, seq, armed, beats, db.heartbeats,
-                                    row_owner, db_clock)
+            bulk = _bulk_counted if before[0] != float("inf") else _bulk
+            done, seq, last = bulk(heap, known, before, max_fires - fires, seq, armed, beats, db.heartbeats,
+                                   row_owner, db_clock)
             if done:
                 fires += done
                 last_ms = last
@@ -173,10 +179,10 @@ def advance(s, before: tuple | None = None, max_fires: int | None = None, memo: 
     if not fires:
         return s, 0, None, blocked
     out = copy.copy(s)
-    timers = dict(s.timers.items())
-    for key, at in armed.items():
-        timers[key] = _timer(key, at)
-    for name, value in (("timers", FMap(timers)), ("seq", seq), ("db", db), ("now_ms", last_ms)):
+    # The same keys in the same (sorted) order, the re-armed loops' timers replaced.
+    items = tuple((key, _timer(key, armed[key]) if key in armed else timer) for key, timer in s.timers.items())
+    timers = FMap._sorted(items, dict(items))
+    for name, value in (("timers", timers), ("seq", seq), ("db", db), ("now_ms", last_ms)):
         object.__setattr__(out, name, value)
     return out, fires, last_ms, blocked
 
@@ -260,6 +266,117 @@ def _bulk(heap, known, before, remaining, seq, armed, beats, rows, row_owner, db
     heap[:] = entries
     heapify(heap)
     return cut, seq + cut, fires[cut - 1][0]
+
+
+def _bulk_counted(heap, known, before, remaining, seq, armed, beats, rows, row_owner, db_clock):
+    """``_bulk`` for a finite ``before``, counted instead of listed: the firings of a loop
+    below a key (``_fire_key`` order) are counted in closed form, a loop's last firing
+    takes the seq its place in the merged order gives it, and, with a database clock that
+    only has an offset, the first poll that would not be idle is computed per heartbeat
+    row. ``_bulk`` (which lists and sorts every firing) is what replays use, so every
+    replay of a batched run checks this against it. Same arguments and result."""
+    timers = []  # (key, first firing's time, its seq, period, index)
+    for first_ms, q, key in heap:
+        verdict = known.get(key)
+        if verdict is None:
+            continue  # first due at or after ``before``: it does not fire in this batch
+        if verdict[0] <= 0:
+            return 0, seq, None
+        timers.append((key, first_ms, q, verdict[0], len(timers)))
+    cut = (before[0], 0, before[1]) if len(before) > 1 else (before[0],)
+    # The polls: the first one that would not be idle ends the bulk before it.
+    if any(known[t[0]][2] is not None for t in timers):
+        failing = _first_failing_poll(timers, known, cut, beats, rows, row_owner, db_clock)
+        if failing is not None and failing < cut:
+            cut = failing
+    counts = [_count_below(t, cut) for t in timers]
+    total = sum(counts)
+    if total > remaining:
+        return _bulk(heap, known, before, remaining, seq, armed, beats, rows, row_owner, db_clock)
+    if not total:
+        return 0, seq, None
+    last_ms = None
+    for t, n in zip(timers, counts):
+        if not n:
+            continue
+        key, first_ms, q, period_ms, i = t
+        at_ms = first_ms + (n - 1) * period_ms
+        place = sum(_count_below(u, _fire_key(at_ms, first_ms, q, period_ms, i)) for u in timers)
+        armed[key] = (at_ms + period_ms, seq + place + 1)
+        if known[key][1]:
+            beats[key[0]] = at_ms
+        if last_ms is None or at_ms > last_ms:
+            last_ms = at_ms
+    fired = {t[0] for t, n in zip(timers, counts) if n}
+    heap[:] = [(armed[e[2]][0], armed[e[2]][1], e[2]) if e[2] in fired else e for e in heap]
+    heapify(heap)
+    return total, seq + total, last_ms
+
+
+def _count_below(timer, key: tuple) -> int:
+    """How many firings of a loop come before ``key`` in the merged order."""
+    _, first_ms, q, period_ms, i = timer
+    t = key[0]
+    if t <= first_ms:
+        return 1 if t == first_ms and (first_ms, 0, q, 0, 0, i) < key else 0
+    if t == float("inf"):
+        raise ValueError("an unbounded count")
+    n = (t - first_ms + period_ms - 1) // period_ms  # firings strictly before t
+    if (t - first_ms) % period_ms == 0 and _fire_key(t, first_ms, q, period_ms, i) < key:
+        n += 1
+    return n
+
+
+def _first_failing_poll(timers, known, cut, beats, rows, row_owner, db_clock):
+    """The key of the first poll below ``cut`` whose rows would not all be fresh (its
+    cleanup would delete one, or an owned chat would be stale), or None.
+
+    With a database clock that only has an offset ``c`` (no drift, no steps), a row read
+    at poll time t is stale iff its value < t + c - stale. A row whose replica beats in
+    the bulk every P <= stale ms is fresh from that replica's first beat on (the last
+    beat before any later poll is less than P ms old); before it, and for every other
+    row, the value is fixed, so the first stale poll is found by division. Any other
+    clock: each poll is checked in turn (``_row_at``)."""
+    writers = {t[0][0]: (t[1], t[2], t[3], t[4]) for t in timers if known[t[0]][1]}
+    polls = [t for t in timers if known[t[0]][2] is not None]
+    best = None
+    if db_clock.drift_ppm == 0 and not db_clock.steps:
+        offset_ms = db_clock.offset_ms
+        for key, first_ms, q, period_ms, i in polls:
+            stale_ms = known[key][2]
+            for row, value in rows.items():
+                owner = row_owner.get(row)
+                w = writers.get(owner)
+                if w is not None and w[2] > stale_ms:
+                    return _first_failing_poll_stepwise(polls, known, cut, beats, rows, row_owner, writers, db_clock)
+                fixed = db_clock.read(beats[owner]) if owner in beats else value
+                fail_ms = fixed - offset_ms + stale_ms + 1  # first instant the fixed value is stale
+                k = max(0, -(-(fail_ms - first_ms) // period_ms))
+                at_ms = first_ms + k * period_ms
+                poll = _fire_key(at_ms, first_ms, q, period_ms, i)
+                if w is not None and not poll < _fire_key(w[0], w[0], w[1], w[2], w[3]):
+                    continue  # by then its replica beats: fresh for good
+                if poll < cut and (best is None or poll < best):
+                    best = poll
+        return best
+    return _first_failing_poll_stepwise(polls, known, cut, beats, rows, row_owner, writers, db_clock)
+
+
+def _first_failing_poll_stepwise(polls, known, cut, beats, rows, row_owner, writers, db_clock):
+    best = None
+    for key, first_ms, q, period_ms, i in polls:
+        stale_ms = known[key][2]
+        at_ms = first_ms
+        while True:
+            poll = _fire_key(at_ms, first_ms, q, period_ms, i)
+            if not poll < cut or (best is not None and not poll < best):
+                break
+            floor = db_clock.read(at_ms) - stale_ms
+            if any(_row_at(k, v, row_owner, writers, beats, poll, db_clock) < floor for k, v in rows.items()):
+                best = poll
+                break
+            at_ms += period_ms
+    return best
 
 
 def _fire_key(t: int, first_ms: int, q, period_ms: int, i: int) -> tuple:
