@@ -93,6 +93,9 @@ class Simulation:
         self._agenda: tuple[int, int] | None = None  # (due, seq) the periodic wake-up is set for
         self._agenda_timer: msys.Timer | None = None  # the timer it is set for
         self._loops_armed = True  # a step armed a loop timer since the wake-up was set
+        # Only event-triggered faults and handler panics read the records of each step.
+        self._watching = any(spec.kind == "handler_panic" or spec.trigger.event is not None
+                             for spec in self.options.faults)
         self._idle_memo: dict = {}  # loop verdicts carried between batches (model/idle.py advance)
         step = msys.initial(config)
         self.system = step.system
@@ -117,7 +120,8 @@ class Simulation:
         self.actions.append(action)
         self._record_step(action, step)
         self._schedule_new(step.system, known_seq=before_seq)
-        self._watch(step.records, action.at_ms)
+        if self._watching:
+            self._watch(step.records, action.at_ms)
         self._plan_periodic()
         return step
 
