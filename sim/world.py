@@ -8,15 +8,32 @@ Theory of operation
 seed and the component's name (``"<seed>:network"``; the network is the one component
 that draws: faults come from the scenario), so a component that draws later takes its own
 stream and never shifts the network's. Every change to the world is
-``Simulation.step(action)``: it calls ``system.apply``, appends the step's records to the trace,
-and schedules a simpy process for each new message in flight (sleep a drawn latency, then
-deliver or lose it) and each newly armed timer (sleep until due, then fire it if it is
-still the same arming). Faults come from the scenario: at a time, or when a named event
-happens (plus an offset), so narrow races can be hit on purpose.
+``Simulation.step(action)``: it calls ``system.apply``, appends the step's records to the
+trace, and schedules one simpy event per new message in flight (its latency and fate are
+drawn when it is sent, in arming order, so the draws are one stream; the event delivers or
+loses it) and per newly armed timer (the event fires it if it is still the same arming).
+No simpy Process: an event with a callback is all a message or a timer needs. Faults come
+from the scenario: at a time, or when a named event happens (plus an offset), so narrow
+races can be hit on purpose.
+
+The replicas' periodic loops (acquisition polls, heartbeats, runner syncs) are most of a
+long world's firings and nearly all of them change nothing a reader sees. With
+``WorldOptions.idle = "batched"`` (the default) they get no event each: one simpy event
+waits for the first of them, and when it comes ``model.idle.advance`` fires every loop
+timer due before the next other event, in the world's order, through the loops' own
+handlers, as long as each firing is idle (it records nothing but its own ``timer``
+record; a heartbeat's rows are written as the stepwise run writes them, so the other
+replica's staleness check reads the same values). Those firings become one ``Idle``
+action with no records; a firing that is not idle is an ordinary ``Fire`` step at its
+time. ``"stepwise"`` fires each loop timer as its own step: the reference the batched run
+is tested against (tests/test_world_idle.py: the same trace once ``without_idle_steps``
+drops the idle steps, the same final system, the same verdicts).
 
 Rule 1. Nothing here reads the wall clock or the global ``random``; ties at the same
-        simulated time are broken by simpy's insertion counter, which follows the order
-        of the (deterministic) steps.
+        simulated time go by the arming order: a message's or timer's sequence number is
+        its simpy priority; a fault at a time comes after everything armed at boot, an
+        event-triggered fault after everything its trigger's step armed (priority
+        ``seq + 0.5``), and faults of one priority in the scenario's order.
 Rule 2. The list of applied actions *is* the run: replaying it through ``system.apply``
         with no simpy and no randomness gives the same trace, byte for byte.
 Rule 3. A named message can be lost or delayed on purpose (``lose``/``delay`` faults);
