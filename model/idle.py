@@ -2,7 +2,7 @@
 
 Theory of operation
 -------------------
-A chatd replica runs three periodic loops (chatd-contract.md section 2; model/chatd/
+A chatd replica runs three periodic loops (docs/contract.md C2.1/C2.2; model/chatd/
 runner.py): the acquisition poll (``acquire``, every ``acquisition_interval_ms``), the
 heartbeat (``heartbeat``, every ``heartbeat_interval_ms``) and each runner's sync
 (``sync/<chat_id>``, every ``runner_sync_interval_ms``). In a long quiet world almost
