@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import dataclasses
 import pathlib
+import tomllib
 
 import pytest
 
@@ -76,6 +77,28 @@ def test_swarm_seeds_batched_equal_stepwise(variant, seeds):
         _assert_same_story(from_dict(data, f"<swarm {seed}>"), variant)
 
 
+# Clocks around the loops: the database clock decides when a heartbeat row is stale (the
+# offset-only shortcut of model/idle.py and its stepwise check for drift and steps), a
+# replica's drift its loops' periods in true time. A forward step of the database clock
+# makes every row stale at once (a takeover); a backward one makes rows look younger.
+CLOCKS = [
+    {"db": {"offset": "-3m"}},
+    {"db": {"drift_ppm": 900}},
+    {"db": {"steps": [{"at": "7m", "by": "45s"}]}},
+    {"db": {"offset": "1h", "steps": [{"at": "6m", "by": "20s", "back": True}, {"at": "12m", "by": "50s"}]}},
+    {"replica-1": {"drift_ppm": -700}, "replica-2": {"offset": "-15m", "drift_ppm": 500}, "db": {"drift_ppm": -400}},
+]
+
+
+@pytest.mark.parametrize("clocks", CLOCKS, ids=lambda c: "+".join(sorted(c)) + str(len(str(c))))
+@pytest.mark.parametrize("name", ["us01_ownership_change", "us06_background_survives", "db_outage_during_batch"])
+def test_clocks_around_the_loops_batched_equal_stepwise(name, clocks):
+    data = tomllib.loads((ROOT / "scenarios" / f"{name}.toml").read_text())
+    data["clocks"] = clocks
+    for variant in ("today", "contract"):
+        _assert_same_story(from_dict(data, f"<{name} with clocks>"), variant)
+
+
 def _world(name: str = "us01_ownership_change"):
     return _run(load(ROOT / "scenarios" / f"{name}.toml"), "contract", IDLE_BATCHED).world
 
@@ -120,3 +143,35 @@ def test_unknown_idle_mode_is_refused():
 
     with pytest.raises(ValueError):
         Simulation(msys.WorldConfig(), 1, WorldOptions(idle="sometimes"))
+
+
+@pytest.mark.parametrize("clocks", [{}] + CLOCKS, ids=lambda c: "+".join(sorted(c)) + str(len(str(c))))
+def test_advance_in_closed_form_equals_one_firing_at_a_time(clocks):
+    """Straight at ``model.idle.advance``: from a world whose owner stopped beating (an
+    ownership change), one call up to a far bound (the counted bulk, whose first stale
+    poll is found by division or poll by poll), one call for that many firings (the
+    listed bulk replays use) and that many calls of one firing each (every firing through
+    its handler) end in the same system and stop at the same poll: the takeover."""
+    data = tomllib.loads((ROOT / "scenarios" / "us01_ownership_change.toml").read_text())
+    data["clocks"] = clocks
+    data["world"] = {"heartbeat_stale": "3m"}  # a long quiet stretch before the takeover
+    scenario = from_dict(data, "<us01 with clocks>")
+    config, options = simrun.build(scenario, "contract")
+    from sim.world import Simulation
+
+    world = Simulation(config, scenario.seed, options)
+    world.run(300_001)  # just after the owner's heartbeats stop
+    s = world.system
+    far = (s.now_ms + 600_000, 0)
+    counted, fires, last_ms, blocked = idle.advance(s, far, memo={})
+    assert blocked is not None and blocked.name == "acquire", "the takeover poll ends the batch"
+    assert fires > 30
+    listed = idle.advance(s, None, fires)
+    assert listed[0] == counted and listed[1] == fires and listed[2] == last_ms
+    one = s
+    for _ in range(fires):
+        one, n, _, _ = idle.advance(one, None, 1)
+        assert n == 1
+    assert one == counted
+    _, n, _, stopped = idle.advance(one, None, 1)
+    assert n == 0 and stopped == blocked
