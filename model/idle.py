@@ -160,7 +160,9 @@ def advance(s, before: tuple | None = None, max_fires: int | None = None, memo: 
                     and effects[0].name == name and (db_after is db or name == TIMER_HEARTBEAT)):
                 blocked = _timer(key, armed.get(key)) if key in armed else s.timers.get(key)
                 break
-            stale_ms = rep.rules.timing.heartbeat_stale_ms if name == TIMER_ACQUIRE else None
+            # A paused worker's poll reads no row (runner.py ``_acquire``): its verdict holds.
+            stale_ms = (rep.rules.timing.heartbeat_stale_ms if name == TIMER_ACQUIRE and not rep.heartbeats_paused
+                        else None)
             period_ms = clock.true_delay(max(effects[0].after_ms, 0))  # true time: drift is constant
             known[key] = verdict = (period_ms, db_after is not db, stale_ms)
             if memo is not None:
