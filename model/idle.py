@@ -35,6 +35,23 @@ Because the handlers are pure and the order is fixed, ``apply(Idle(at_ms, fires)
 replays a batch exactly: it fires the next ``fires`` periodic timers and raises
 ``ReplayMismatch`` when one of them is not idle or the last is not at ``at_ms``.
 The explorer's worlds put the periodic loops beyond their horizon, so it never meets one.
+
+How a batch is computed without asking every firing's handler (each shortcut is exact,
+and tests/test_world_idle.py checks each against firing one at a time):
+
+1. Within a batch only heartbeat rows and time change, so a sync's or a heartbeat's
+   verdict, once asked, holds for the batch; a poll's holds while no heartbeat row is
+   older than its stale limit (then its cleanup deletes nothing and no owned chat is
+   stale), checked at every poll. Heartbeat rows are written once, each replica's last
+   beat, before a poll is asked and at the end (``_write_beats``).
+2. ``memo`` carries verdicts between batches while the handler's inputs are the same
+   objects (``advance``).
+3. Once every loop that fires has a verdict, the rest is closed form: each loop fires
+   every period, the firings merge in (due, seq) order by a rule on their instants
+   (``_fire_key``), and the first poll that would not be idle is found by division
+   (``_bulk_counted``; poll by poll when the database clock drifts or steps). Replays
+   list and sort the firings instead (``_bulk``), so every replay of a batched run checks
+   the counted merge against the listed one.
 """
 
 from __future__ import annotations
