@@ -387,9 +387,11 @@ def swarm(sizes: Sizes) -> dict:
         "baseline_toy_per_s": round(toy_rate, 1),
         "baseline_toy_runs": toys,
         "ratio": _ratio(rate, toy_rate),
-        "workers1_seconds": round(workers1_s, 3),
-        "workers2_seconds": round(workers2_s, 3),
-        "speedup_2_workers": round(speedup, 3),
+        # Four significant digits: a whole swarm of a few seeds can take well under 0.1 s,
+        # where three decimals would move the ratio of the printed figures by over 1%.
+        "workers1_seconds": float(f"{workers1_s:.4g}"),
+        "workers2_seconds": float(f"{workers2_s:.4g}"),
+        "speedup_2_workers": float(f"{speedup:.4g}"),
         "goals": [
             {"goal": f">= {GOAL_SWARM_PER_CORE} simulations/s per core", "met": rate >= GOAL_SWARM_PER_CORE},
             {"goal": f"--workers 2 >= {GOAL_SWARM_SPEEDUP}x on idle cores", "met": speedup >= GOAL_SWARM_SPEEDUP},
