@@ -397,8 +397,14 @@ class Context:
             if action.kind in ("interrupt", "takeover"):
                 return (("chatd-fault", action.kind, action.params, action.at_ms, iid(s.replicas), iid(s.db)),
                         _CHATD_SIDE)
-        what = (t, action.kind, action.params) if t is msys.Fault else (t, getattr(action, "node", None),
-                                                                       getattr(action, "name", None))
+        if t is msys.Fault:
+            what = (t, action.kind, action.params)
+        elif t is msys.Fire:
+            what = (t, action.node, action.name)
+        elif t is Tick:
+            what = (t,)
+        else:
+            return None, _NOTHING  # an action the explorer does not take (a batch of idle firings)
         return (("any",) + what + (action.at_ms, iid(s.agent), s.agent_incarnation, iid(s.agent_files),
                                    iid(s.replicas), iid(s.replica_boots), iid(s.db), s.partitions)), _ANY_BUT_DIALS
 

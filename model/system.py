@@ -65,6 +65,7 @@ from .actions import (  # noqa: F401
     Drop,
     Fault,
     Fire,
+    Idle,
     ReplayMismatch,
     Tick,
     action_from_json,
@@ -520,6 +521,8 @@ def apply(system: System, action: Action, log: list | None = None) -> Step:
     receives the step's keyed edits of the timers and open requests (``_Builder.log``)."""
     if action.at_ms < system.now_ms:
         raise ReplayMismatch(f"{action.label()}: at {action.at_ms} ms is before now ({system.now_ms} ms)")
+    if isinstance(action, Idle):
+        return idle.apply_idle(system, action)  # a batch of idle periodic firings (model/idle.py)
     b = _Builder(system, action, log)
     b.set(now_ms=action.at_ms)
     if isinstance(action, (Deliver, Drop)):
@@ -645,3 +648,4 @@ def _first_chat(s: System) -> str:
 # The fault handlers (Rules 3, 6, 7) live in model/faults.py; it reads this module's
 # builder and node helpers, so it is imported once they exist.
 from . import faults  # noqa: E402
+from . import idle  # noqa: E402
