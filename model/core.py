@@ -37,6 +37,9 @@ from typing import Any, Iterable, Iterator, Mapping
 # ---------------------------------------------------------------------------
 
 
+_EXPLORER_MEMOS = ("_iid", "_fp", "_what", "_link")
+
+
 def replace(obj, /, **changes):
     """``dataclasses.replace`` for the model's frozen dataclasses, without running
     ``__init__``: a step copies states many times (the explorer's hot path), and none of
@@ -50,7 +53,8 @@ def replace(obj, /, **changes):
     fields_ = new.__dict__
     fields_.update(obj.__dict__)
     fields_.pop("_repr", None)
-    fields_.pop("_iid", None)  # the explorer's interning memo (model/interning.py) is per value
+    for memo in _EXPLORER_MEMOS:  # the explorer's memos of this value (model/interning.py, model/explore.py)
+        fields_.pop(memo, None)
     fields_.update(changes)
     return new
 

@@ -369,7 +369,7 @@ class Context:
             else:
                 return None, _NOTHING  # system.apply says why it does not fit
             memo = env.__dict__.get("_what")
-            what = memo[2] if memo is not None and memo[1] is self and memo[0] == id(env) else self.envelope(env, False)
+            what = memo[1] if memo is not None and memo[0] is self else self.envelope(env, False)
             if t is msys.Drop:
                 return ("lose", what, action.at_ms), _NOTHING
             if env.dst == msys.AGENT:
@@ -453,13 +453,13 @@ class Context:
         messages were created); its sending time counts for the state, not for a step."""
         slot = "_fp" if with_sent_at else "_what"
         memo = env.__dict__.get(slot)
-        if memo is not None and memo[0] == id(env) and memo[1] is self:
-            return memo[2]
+        if memo is not None and memo[0] is self:
+            return memo[1]
         key = (env.src, env.dst, self.interner.iid(env.payload), env.what)
         if with_sent_at:
             key += (env.sent_at_ms,)
         handle = self.interner.key_of(key)
-        env.__dict__[slot] = (id(env), self, handle)  # a copy (another seq) keys afresh
+        env.__dict__[slot] = (self, handle)
         return handle
 
     def key(self, node: Node, reorder: bool = True) -> tuple:
@@ -475,7 +475,7 @@ class Context:
         handles = []
         for e in s.in_flight:
             memo = e.__dict__.get("_fp")
-            handles.append(memo[2] if memo is not None and memo[1] is self and memo[0] == id(e) else envelope(e))
+            handles.append(memo[1] if memo is not None and memo[0] is self else envelope(e))
         if len(handles) > 1:
             handles.sort(key=order)
         msgs = key_of(("msgs", *handles))
@@ -549,10 +549,6 @@ def _renumber(obj, shift: int):
     fields_ = new.__dict__
     fields_.update(obj.__dict__)
     fields_["seq"] = obj.seq + shift
-    for slot in ("_fp", "_what"):
-        memo = fields_.get(slot)
-        if memo is not None:
-            fields_[slot] = (id(new),) + memo[1:]
     return new
 
 

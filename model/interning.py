@@ -16,9 +16,9 @@ Rule 1. Structural keys. A component's key is its class and its fields, where a 
         dead state alive.
 Rule 2. Each component remembers its handle (``_iid`` in its ``__dict__`` or slot), so a
         component that a step did not touch costs one attribute read, and a changed one
-        costs one key of its own fields, not a walk of everything beneath it. The memo
-        carries ``id(self)``: a shallow copy (``copy.copy``) that inherited the memo is
-        recognised and keyed afresh.
+        costs one key of its own fields, not a walk of everything beneath it. A changed
+        copy never inherits the memo: ``core.replace`` drops it (the model's one way
+        to change a state), and nothing in the model shallow-copies an interned state.
 Rule 3. Handles are process-local and ordered by first sight (``Id.n``), which the
         explorer's order is deterministic about; they compare by identity (one handle per
         value), which is exact: no digest, no collision. Nothing outside one search
@@ -102,8 +102,8 @@ class Interner:
         if x is None:
             return _NONE
         memo = x._iid if type(x) is FMap else x.__dict__.get("_iid")
-        if memo is not None and memo[1] is self and memo[0] == id(x):
-            return memo[2]
+        if memo is not None and memo[0] is self:
+            return memo[1]
         return self.iid(x)
 
     def iid(self, x) -> Any:
@@ -122,10 +122,10 @@ class Interner:
             return ("float", x)
         if t is FMap:
             memo = x._iid
-            if memo is not None and memo[1] is self:
-                return memo[2]
+            if memo is not None and memo[0] is self:
+                return memo[1]
             found = self.key_of(("map",) + tuple(i for k, v in x._items for i in (self.iid(k), self.iid(v))))
-            x._iid = (id(x), self, found)
+            x._iid = (self, found)
             return found
         names = self._fields.get(t)
         if names is None:
@@ -138,8 +138,8 @@ class Interner:
             names = self._fields[t] = tuple(f.name for f in fields(t))
         d = x.__dict__
         memo = d.get("_iid")
-        if memo is not None and memo[0] == id(x) and memo[1] is self:
-            return memo[2]
+        if memo is not None and memo[0] is self:
+            return memo[1]
         found = self.key_of((t,) + tuple(self.iid(d[name]) for name in names))
-        d["_iid"] = (id(x), self, found)
+        d["_iid"] = (self, found)
         return found
