@@ -64,6 +64,7 @@ from typing import Any, Callable
 
 from . import chatd
 from . import properties as props
+from .properties.evidence import committed_calls
 from . import system as msys
 from .core import FMap, Response, replace
 from .interning import Id, Interner, digest_of
@@ -193,6 +194,7 @@ class Context:
         self.verdicts: dict = {}
         self.awaited: dict = {}  # (replica handle, request ID) -> chatd.awaits
         self.calm: dict = {}  # database handle -> properties.quiesced
+        self.calls: dict = {}  # chats handle -> the committed tool calls (properties.evidence)
         self.hits = 0
         self.misses = 0
         self.check = CHECK_MEMO  # tests: every hit is also applied for real and compared
@@ -315,9 +317,9 @@ class Context:
         for delta in self.memo.get(key, ()):
             if not delta.guards:
                 return delta
-            index = s.open_requests._index
+            get = s.open_requests.get
             for k, v in delta.guards:
-                if index.get(k) != v:
+                if get(k) != v:
                     break
             else:
                 return delta
@@ -494,10 +496,14 @@ class Context:
         the system, only the chats (committed tool calls, statuses) and the
         configuration, which is the same for the whole search: so the verdict is
         memoized on those."""
-        key = (kinds, node.order, self.interner.handle(node.system.db.chats))
+        chats = self.interner.handle(node.system.db.chats)
+        key = (kinds, node.order, chats)
         found = self.verdicts.get(key)
         if found is None:
-            found = self.verdicts[key] = props.evaluate(ghost_trace(node), node.system, kinds).violations
+            calls = self.calls.get(chats)
+            if calls is None:
+                calls = self.calls[chats] = committed_calls(node.system)
+            found = self.verdicts[key] = props.violations_of(ghost_trace(node), node.system, kinds, calls)
         return found
 
 
@@ -525,8 +531,7 @@ def _replay(s: msys.System, action, d: _Delta) -> msys.System:
             if kind == "timer_set":
                 timers = timers.set(op[1], op[2] if shift == 0 else _renumber(op[2], shift))
             elif kind == "timer_cancel":
-                if op[1] in timers._index:
-                    timers = timers.remove(op[1])
+                timers = timers.remove(op[1])
             else:
                 timers = FMap((k, t) for k, t in timers.items() if t.node != op[1])
         fields_["timers"] = timers
@@ -535,7 +540,7 @@ def _replay(s: msys.System, action, d: _Delta) -> msys.System:
         for op in d.open_ops:
             if op[0] == "open_set":
                 open_requests = open_requests.set(op[1], op[2])
-            elif op[1] in open_requests._index:
+            else:
                 open_requests = open_requests.remove(op[1])
         fields_["open_requests"] = open_requests
     fields_["seq"] = s.seq + d.seq_inc

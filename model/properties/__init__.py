@@ -92,19 +92,15 @@ def quiesced(final) -> bool:
     return all(chat.status not in RUNNABLE for chat in final.db.chats.values())
 
 
-@dataclass
-class Report:
-    violations: list  # new findings and residual risks, classified
-    unreached: list  # names of sometimes-properties never reached
-    informational: list
-    unknown_results: int
-    results: int
-    quiesced: bool
+def violations_of(trace: list[dict], final, kinds: tuple[str, ...], calls=None) -> list:
+    """Only ``evaluate(...).violations``: what the explorer asks of every new history.
+    ``calls`` is ``evidence.committed_calls(final)`` when the caller has it already (it
+    depends on the committed messages alone, which most steps leave as they are)."""
+    ev = Evidence(trace, final, calls)
+    return _check(ev, kinds, quiesced(final))[0]
 
 
-def evaluate(trace: list[dict], final, kinds: tuple[str, ...] = ("always", "eventually", "sometimes")) -> Report:
-    ev = Evidence(trace, final)
-    settled = quiesced(final)
+def _check(ev: "Evidence", kinds: tuple[str, ...], settled: bool) -> tuple[list, list]:
     violations: list[Violation] = []
     unreached: list[str] = []
     for prop in PROPERTIES:
@@ -118,6 +114,23 @@ def evaluate(trace: list[dict], final, kinds: tuple[str, ...] = ("always", "even
                 unreached.append(prop.name)
             continue
         violations.extend(classify(v, ev) for v in found)
+    return violations, unreached
+
+
+@dataclass
+class Report:
+    violations: list  # new findings and residual risks, classified
+    unreached: list  # names of sometimes-properties never reached
+    informational: list
+    unknown_results: int
+    results: int
+    quiesced: bool
+
+
+def evaluate(trace: list[dict], final, kinds: tuple[str, ...] = ("always", "eventually", "sometimes")) -> Report:
+    ev = Evidence(trace, final)
+    settled = quiesced(final)
+    violations, unreached = _check(ev, kinds, settled)
     results = [ev.trace[i] for idx in ev.results.values() for i in idx]
     unknown = sum(1 for r in results if r.get("result_kind") == "unknown")
     return Report(violations, unreached, informational(ev), unknown, len(results), settled)

@@ -105,10 +105,10 @@ def committed_calls(final) -> list[CallInfo]:
 class Evidence:
     """The trace indexed per tool call, computed once and shared by every property."""
 
-    def __init__(self, trace: list[dict], final):
+    def __init__(self, trace: list[dict], final, calls: list | None = None):
         self.trace = trace
         self.final = final
-        self.calls = committed_calls(final)
+        self.calls = committed_calls(final) if calls is None else calls
         uuids = [c.uuid for c in self.calls]
         self.starts: dict[str, list[int]] = {u: [] for u in uuids}
         self.edits: dict[str, list[int]] = {u: [] for u in uuids}
