@@ -388,6 +388,8 @@ class Context:
                     return ("agent-timer", action.name, action.at_ms, iid(s.agent)), _AGENT_SIDE
             elif action.node in s.replicas:
                 return ("chatd-timer", action.node, action.name, action.at_ms, iid(s.replicas), iid(s.db)), _CHATD_SIDE
+        if t is Tick:
+            return ("tick", action.at_ms), _NOTHING  # time passes; nothing runs
         if s.dials_waiting:
             return None, _NOTHING  # they hold messages by sequence number: not worth it
         if t is msys.Fault:
