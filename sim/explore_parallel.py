@@ -66,20 +66,20 @@ def explore(config: msys.WorldConfig, bounds: ex.Bounds = ex.Bounds(), max_state
     search.run(on_progress, until_frontier=head_start or HEAD_START_PER_WORKER * workers)
     if not search.frontier or search.stopped or search.full:
         return search.finish()
-    frontier = list(search.frontier)
+    shares = _shares(list(search.frontier), workers)
     search.frontier.clear()
     fork = multiprocessing.get_context("fork")
     conns, procs = [], []
     # This process is worker 0 as well as the one that numbers: the others are forked.
     for w in range(1, workers):
         mine, theirs = fork.Pipe()
-        proc = fork.Process(target=_serve, args=(theirs, _Worker(search, frontier[w::workers])), daemon=True)
+        proc = fork.Process(target=_serve, args=(theirs, _Worker(search, shares[w])), daemon=True)
         proc.start()
         theirs.close()
         conns.append(mine)
         procs.append(proc)
-    local = _Worker(search, frontier[0::workers])
-    del frontier
+    local = _Worker(search, shares[0])
+    del shares
     before = (search.ctx.hits, search.ctx.misses)  # every worker's counters start from these
     left = True
     try:
@@ -133,6 +133,20 @@ def explore(config: msys.WorldConfig, bounds: ex.Bounds = ex.Bounds(), max_state
     result.memo_hits = before[0] + hits
     result.memo_misses = before[1] + misses
     return result
+
+
+def _shares(frontier: list, workers: int) -> list[list]:
+    """Rule 2's split, dealt like cards in number order. This process also numbers every
+    state (Rule 3), so it takes a slightly smaller hand: 17 cards to each other
+    worker's 20 (numbering costs a few percent of expanding, measured on the default
+    world)."""
+    shares: list[list] = [[] for _ in range(workers)]
+    hands = [(0, 17)] + [(w, 20) for w in range(1, workers)]
+    # One round of the deal, each worker's cards spread evenly through it.
+    deal = [w for _, w in sorted((i / n, w) for w, n in hands for i in range(n))]
+    for i, item in enumerate(frontier):
+        shares[deal[i % len(deal)]].append(item)
+    return shares
 
 
 class _Worker:
