@@ -20,9 +20,10 @@ bug with every budget at 1 (seconds to its first counterexample), the 9 h incide
 simulation (against a raw simpy loop) and the swarm (against a toy control-plane
 simulation in simpy; and --workers 2 against 1).
 
-The full bench exhausts the --max-in-flight 1s world (329,000 states: about 3 minutes on
-2 busy vCPUs today) and runs all 15 planted bugs (about 2 minutes): about 5 minutes in
-all. --quick measures prefixes and three bugs (about 20 s); its bytes per state are those
+The explorer rows run each search with 1 process and with 2 (--workers 2: the same
+search, state for state) and show both; the faster decides the goal. The full bench
+exhausts the --max-in-flight 1s world twice (329,000 states) and runs all 15 planted
+bugs twice: several minutes in all. --quick measures prefixes and three bugs (about 20 s); its bytes per state are those
 of a prefix, whose frontier (whole states, not yet only fingerprints) is a larger part.
 Figures are wall-clock on whatever else the machine is doing: read the ratios. Exit
 status 0 unless the bench itself failed; a goal not met is reported, not an error."""
@@ -57,17 +58,22 @@ def _extent(row: dict) -> str:
     return f"a prefix of {row['max_states']:,} states" if row["max_states"] else "not exhausted"
 
 
+def _processes(n: int) -> str:
+    return f"{n} process" + ("es" if n != 1 else "")
+
+
 def _explorer_default(row: dict) -> list[str]:
+    each = ", ".join(f"{_rate(r['states_per_s'])}/s with {_processes(r['workers'])}" for r in row["by_workers"])
     return [f"  measured  {_rate(row['states_per_s'])} distinct states/s ({row['states']:,} states in "
-            f"{row['seconds']:.1f} s, {_extent(row)})",
+            f"{row['seconds']:.2f} s with {_processes(row['workers'])}, {_extent(row)}; {each})",
             f"  baseline  plain Python BFS with hashing: {_rate(row['baseline_states_per_s'])} states/s",
             f"  ratio     {row['ratio']:.3g}x"]
 
 
 def _explorer_1s(row: dict) -> list[str]:
-    return [f"  measured  {row['states']:,} states in {row['seconds']:.1f} s ({_extent(row)}, {row['workers']} "
-            f"process), {_rate(row['states_per_s'])} states/s, {row['bytes_per_state']:,.0f} bytes per state "
-            f"({row['memory_method']})",
+    return [f"  measured  {row['states']:,} states in {row['seconds']:.1f} s ({_extent(row)}, "
+            f"{_processes(row['workers'])}; {row['seconds_1_worker']:.1f} s with 1), {_rate(row['states_per_s'])} "
+            f"states/s, {row['bytes_per_state']:,.0f} bytes per state ({row['memory_method']})",
             f"  baseline  plain Python BFS with hashing: {_rate(row['baseline_states_per_s'])} states/s",
             f"  ratio     {row['ratio']:.3g}x"]
 
@@ -76,8 +82,10 @@ def _planted_bugs(row: dict, mode: str) -> list[str]:
     lines = [f"  measured  {len(row['bugs'])} bug(s){'' if row['every_bug'] else ' (not all of them: ' + mode + ')'}, "
              f"slowest {row['slowest_seconds']:.1f} s; {_rate(row['states_per_s'])} states/s over all"]
     for b in row["bugs"]:
+        each = "/".join(f"{x:.2f}" for x in b["seconds_by_workers"])
         lines.append(f"    {b['bug']:<34} {b['seconds']:7.2f} s {b['states']:>8,} states  {b['world']:<13} "
-                     f"{b['property'] if b['found'] else 'NOT FOUND: ' + b['property']}")
+                     f"{b['property'] if b['found'] else 'NOT FOUND: ' + b['property']}  ({each} s with 1/2 "
+                     "processes)")
     lines += [f"  baseline  plain Python BFS with hashing: {_rate(row['baseline_states_per_s'])} states/s",
               f"  ratio     {row['ratio']:.3g}x"]
     return lines

@@ -207,20 +207,33 @@ def toy_control_plane(seed: int) -> int:
 # ---------------------------------------------------------------------------
 
 
-def _explore(world: str, max_in_flight_ms: int, max_states: int, stop_on=None, variant: str = "contract"):
+WORKERS = (1, 2)  # the explorer rows run with each (the same search: sim/explore_parallel.py)
+
+
+def _explore(world: str, max_in_flight_ms: int, max_states: int, stop_on=None, variant: str = "contract",
+             workers: int = 1):
     from model import explore as ex
     from model import worlds
+
+    from .explore_parallel import explore as explore_parallel
 
     config = worlds.build(world, variant)
     bounds = ex.Bounds(max_in_flight_ms=max_in_flight_ms)
     started = time.perf_counter()
-    result = ex.explore(config, bounds, max_states=max_states, stop_on=stop_on)
+    result = explore_parallel(config, bounds, max_states=max_states, stop_on=stop_on, workers=workers)
     return result, _seconds(started)
 
 
 def explorer_default(sizes: Sizes, bfs_rate: float) -> dict:
+    """The default world with 1 process and with 2; the faster decides the goal (both
+    are the same search, state for state)."""
     max_states = sizes.default_max_states or WHOLE_SPACE
-    result, seconds = _explore("default", 0, max_states)
+    runs = {}
+    for workers in WORKERS:
+        result, seconds = _explore("default", 0, max_states, workers=workers)
+        runs[workers] = (result, seconds)
+    best = min(runs, key=lambda w: runs[w][1])
+    result, seconds = runs[best]
     rate = result.states / seconds
     ratio = _ratio(rate, bfs_rate)
     return {
@@ -230,6 +243,9 @@ def explorer_default(sizes: Sizes, bfs_rate: float) -> dict:
         "max_states": sizes.default_max_states,
         "seconds": round(seconds, 3),
         "states_per_s": round(rate, 1),
+        "workers": best,
+        "by_workers": [{"workers": w, "seconds": round(runs[w][1], 3), "states_per_s": round(runs[w][0].states / runs[w][1], 1)}
+                       for w in WORKERS],
         "baseline_states_per_s": round(bfs_rate, 1),
         "ratio": ratio,
         "goals": [
@@ -255,24 +271,31 @@ def _rss_bytes() -> int:
     return peak if sys.platform == "darwin" else peak * 1024  # kB on Linux, bytes on macOS
 
 
-def _wide_in_own_process(max_states: int) -> dict:
+def _wide_in_own_process(max_states: int, workers: int = 1) -> dict:
     """Module level: a spawned process imports it by name. Memory is the growth of this
-    fresh process's peak resident set over the search."""
+    fresh process's peak resident set over the search (with 1 worker: the forked workers
+    of a parallel search would share and double-count pages)."""
     import model.explore  # noqa: F401 - the imports are not the search's memory
     import model.worlds  # noqa: F401
+    import sim.explore_parallel  # noqa: F401
 
     before = _rss_bytes()
-    result, seconds = _explore("default", 1, max_states)
+    result, seconds = _explore("default", 1, max_states, workers=workers)
     return {"states": result.states, "exhausted": result.exhausted, "seconds": seconds,
             "bytes": max(_rss_bytes() - before, 1),
             "memory_method": "growth of a fresh process's peak resident set"}
 
 
 def explorer_1s(sizes: Sizes, bfs_rate: float) -> dict:
-    with ProcessPoolExecutor(max_workers=1, mp_context=multiprocessing.get_context("spawn")) as pool:
-        m = pool.submit(_wide_in_own_process, sizes.wide_max_states or WHOLE_SPACE).result()
+    """Time with 2 workers (the goal's), memory per state from a 1-process run of the
+    same search, each in a fresh spawned process."""
+    runs = {}
+    for workers in WORKERS:
+        with ProcessPoolExecutor(max_workers=1, mp_context=multiprocessing.get_context("spawn")) as pool:
+            runs[workers] = pool.submit(_wide_in_own_process, sizes.wide_max_states or WHOLE_SPACE, workers).result()
+    m = runs[max(WORKERS)]
     rate = m["states"] / m["seconds"]
-    per_state = m["bytes"] / m["states"]
+    per_state = runs[1]["bytes"] / runs[1]["states"]
     return {
         "name": "explorer_1s",
         "states": m["states"],
@@ -281,8 +304,9 @@ def explorer_1s(sizes: Sizes, bfs_rate: float) -> dict:
         "seconds": round(m["seconds"], 3),
         "states_per_s": round(rate, 1),
         "bytes_per_state": round(per_state, 1),
-        "memory_method": m["memory_method"],
-        "workers": 1,
+        "memory_method": runs[1]["memory_method"] + " (1 process)",
+        "workers": max(WORKERS),
+        "seconds_1_worker": round(runs[1]["seconds"], 3),
         "baseline_states_per_s": round(bfs_rate, 1),
         "ratio": _ratio(rate, bfs_rate),
         "goals": [
@@ -302,11 +326,16 @@ def planted_bugs(sizes: Sizes, bfs_rate: float) -> dict:
     bugs = []
     for name in names:
         prop = caught_by[name]
-        result, seconds = _explore(BUG_WORLDS[name], 1, WHOLE_SPACE, stop_on=lambda f, p=prop: f.property == p,
-                                   variant=f"contract+{name}")
+        runs = {}
+        for workers in WORKERS:
+            runs[workers] = _explore(BUG_WORLDS[name], 1, WHOLE_SPACE, stop_on=lambda f, p=prop: f.property == p,
+                                     variant=f"contract+{name}", workers=workers)
+        best = min(runs, key=lambda w: runs[w][1])
+        result, seconds = runs[best]
         found = any(v.property == prop and v.residual_risk is None for v in result.violations)
         bugs.append({"bug": name, "world": BUG_WORLDS[name], "property": prop, "found": found,
-                     "seconds": round(seconds, 3), "states": result.states})
+                     "seconds": round(seconds, 3), "states": result.states, "workers": best,
+                     "seconds_by_workers": [round(runs[w][1], 3) for w in WORKERS]})
     total_s = sum(b["seconds"] for b in bugs)
     rate = sum(b["states"] for b in bugs) / max(total_s, 1e-9)
     slowest = max(b["seconds"] for b in bugs)
