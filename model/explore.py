@@ -26,12 +26,14 @@ Rule 3 (ghost history). Properties are functions of a trace. Each explored state
         fingerprint, so two paths merge only when their histories agree (up to order,
         Rule 5). Safety properties are checked on every new state, eventually-properties
         on terminal states (quiesced, or nothing left to do before the horizon).
-Rule 4 (canonical fingerprints). A fingerprint is the SHA-256 of the state's canonical
-        ``repr``s (frozen dataclasses in field order, sorted ``FMap``s, sorted message and
-        timer sets), leaving out what only labels use (message sequence numbers, the
-        request label index, the configuration); never Python's ``hash``. Each state
-        object caches its repr (``core.CachedRepr``), so a step re-renders only the
-        parts it changed.
+Rule 4 (interned keys). A state's identity is a tuple of small handles (model/interning.py):
+        one per node state (agent, replicas, database), one for the messages in flight
+        and one for the armed timers (as sets, leaving out sequence numbers, which only
+        say in which order things were created), one for the ghost history, plus the
+        clock, the partitions and the budgets spent. Equal components share one handle,
+        so two states are compared exactly, in a few pointer comparisons, and a step
+        keys only the components it changed. ``fingerprint`` renders the same identity
+        as a SHA-256 digest for people and files.
 Rule 5 (reordered histories merge). Two paths that reach the same system state with the
         same ghost records in another order are one state: the fingerprint takes the
         ghost as a multiset, and the kept state carries the first path's order. The
@@ -44,8 +46,29 @@ Rule 5 (reordered histories merge). Two paths that reach the same system state w
         tell the orders apart. ``Bounds(merge_reordered=False)`` turns the merge
         off; a test checks that both settings find the same violations at the same depth.
 Rule 6 (no-op deliveries settle). A late answer that nobody waits for any more is
-        delivered in the step that made it late (``_settle``): its delivery commutes
-        with everything, so exploring it at every position would only multiply states.
+        delivered in the step that made it late (``Context.settle``): its delivery
+        commutes with everything, so exploring it at every position would only multiply
+        states. A step that touched neither chatd's side nor sent it anything cannot
+        make a delivery a no-op, so it skips the search for one (``_may_unsettle``).
+
+Rule 7 (the transition memo). ``apply`` is pure and reads little of the state: a delivery to
+        the agent reads the agent; one to a replica, a replica's timer, an interrupt or
+        a takeover read the replicas and the database; a restart reads the agent's
+        life; a lost message or a tick reads nothing. So a step is cached under the
+        handles of what it reads (``Context._memo_key``) as the edits it made
+        (``_Delta``): the node states it replaced, the messages and timers it added
+        (renumbered from the counter of the state it is replayed on), the timers and
+        open requests it removed, and its ghost records. Of the 119,186 steps of the
+        default world's search 3,837 run ``system.apply``. A step that writes outside what
+        it read is never cached; ``CHECK_MEMO`` (the tests) applies every cached step
+        for real too and compares field by field.
+Rule 8 (storage). A numbered state keeps only its key, its parent's number and the index
+        of the parent's action that led to it; a counterexample's path is rebuilt by
+        replaying those choices from the initial state. Only the frontier holds nodes.
+Rule 9 (one order of events). ``Search`` makes every decision (a state's verdict, a child
+        numbered or merged, ``max_states``, ``stop_on``) in one fixed order, so
+        sim/explore_parallel.py can let worker processes expand states and still number
+        them here in that order: the result is the same for any number of workers.
 
 The periodic worker loops (heartbeats, acquisition polls, runner syncs) are switched off
 in explored worlds (their intervals exceed the horizon): ownership changes happen through
