@@ -70,7 +70,9 @@ def test_the_memo_check_fires_on_a_footprint_that_misses_a_read(checked_memo, mo
 
 
 PARALLEL_CASES = [
-    ("default", "today", ex.Bounds(), {}),
+    # Small searches (a few thousand states each): the driver's rounds, merges, cuts and
+    # findings are all exercised; the speed is the bench's business.
+    ("default", "today", ex.Bounds(**{**NONE, "agent_restarts": 1, "interrupts": 1}), {}),
     ("default", "contract", ex.Bounds(**{**NONE, "agent_restarts": 1, "interrupts": 1}), {}),
     ("default", "contract+stop-rule-inclusive", ex.Bounds(**{**NONE, "interrupts": 1}), {}),
     ("two-messages", "contract+no-age-margin", ex.Bounds(max_in_flight_ms=1, **{**NONE, "lost_responses": 1}), {}),
@@ -92,11 +94,12 @@ def test_parallel_search_stops_where_the_one_process_search_stops():
     """``stop_on`` cuts at the same event: the first counterexample it accepts, with
     whatever the one-process search had found before it."""
     config = worlds.default("today")
+    bounds = ex.Bounds(**{**NONE, "agent_restarts": 1, "interrupts": 1})
 
     def first(found):
         return True
-    one = ex.explore(config, ex.Bounds(), stop_on=first)
-    two = xp.explore(config, ex.Bounds(), stop_on=first, workers=2, head_start=2)
+    one = ex.explore(config, bounds, stop_on=first)
+    two = xp.explore(config, bounds, stop_on=first, workers=2, head_start=2)
     assert not one.exhausted and one.violations
     assert _summary(two) == _summary(one)
 
