@@ -200,23 +200,25 @@ def _worker_init(stop) -> None:  # module level: the pool's initializer
     signal.signal(signal.SIGINT, signal.SIG_IGN)
 
 
-# Chunks: a task is at most MAX_CHUNK_SEEDS seeds and about 1/CHUNKS_PER_WORKER of what
-# is left per worker, so chunks shrink towards the end (guided scheduling). A failing seed
-# costs up to MAX_MINIMIZE_RUNS re-runs, so seeds are far from equal: big chunks early
-# keep the round trips few, small ones late keep one worker from finishing alone.
+# Chunks: a task is at most MAX_CHUNK_SEEDS seeds. They start at one seed and double
+# (the first outcome, and a failure's files, come as soon as one seed is done, as with
+# one process), and end at about 1/CHUNKS_PER_WORKER of what is left per worker, so they
+# shrink towards the end (guided scheduling). A failing seed costs up to
+# MAX_MINIMIZE_RUNS re-runs, so seeds are far from equal: big chunks in the middle keep
+# the round trips few, small ones at the end keep one worker from finishing alone.
 MAX_CHUNK_SEEDS = 32
 CHUNKS_PER_WORKER = 4
 
 
 def chunks(first_seed: int, seeds: int, workers: int) -> list[tuple[int, int]]:
-    """(first seed, count) of each task, in seed order; a function of the arguments only,
-    so the split (and so the report) never depends on timing."""
+    """(first seed, count) of each task, in seed order; a function of the arguments only
+    (the report would not change with another split, but a test can pin this one)."""
     out = []
-    seed, left = first_seed, seeds
+    seed, left, ramp = first_seed, seeds, 1
     while left > 0:
-        n = max(1, min(MAX_CHUNK_SEEDS, left // (CHUNKS_PER_WORKER * workers)))
+        n = max(1, min(ramp, MAX_CHUNK_SEEDS, left // (CHUNKS_PER_WORKER * workers)))
         out.append((seed, n))
-        seed, left = seed + n, left - n
+        seed, left, ramp = seed + n, left - n, ramp * 2
     return out
 
 
