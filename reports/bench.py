@@ -100,7 +100,7 @@ def _swarm(row: dict) -> list[str]:
             f"            --workers 2: {row['speedup_2_workers']:.2f}x ({row['workers_seeds']:,} seeds: "
             f"{row['workers1_seconds']:.2f} s -> {row['workers2_seconds']:.2f} s, "
             f"{_STARTED.get(row['workers_start_method'], row['workers_start_method'])} workers, their start-up "
-            "included)",
+            f"included; load average {row['workers_load_average_1m']} before)",
             f"  baseline  toy control-plane simulation in simpy: {_rate(row['baseline_toy_per_s'])}/s "
             f"({row['baseline_toy_runs']} runs)",
             f"  ratio     {row['ratio']:.3g}x"]

@@ -367,6 +367,7 @@ def _swarm_in_own_process(seeds: int, workers: int) -> dict:
     """Module level: a spawned process imports it by name. One whole ``run_swarm`` in a
     fresh process, its pool's start-up included: both runs start from the same cold
     process, so neither inherits what the other (or the per-core run) left in memory."""
+    from . import run  # noqa: F401 - this process's imports are neither run's time
     from . import swarm as sw
 
     started = time.perf_counter()
@@ -398,6 +399,8 @@ def swarm(sizes: Sizes) -> dict:
     # Whole swarms, worker start-up included: what `toolcall-sim swarm --workers` costs.
     # The same seeds for both, each run in its own fresh process.
     workers_seeds = min(max(seeds, round(rate * SWARM_WORKERS_TARGET_S[sizes.mode])), SWARM_WORKERS_MAX_SEEDS)
+    # The goal is for idle cores: the load just before says whether they were.
+    load_1m = round(os.getloadavg()[0], 2)
     workers1 = _swarm_workers(workers_seeds, 1)
     workers2 = _swarm_workers(workers_seeds, 2)
     speedup = workers1["seconds"] / workers2["seconds"]
@@ -412,6 +415,7 @@ def swarm(sizes: Sizes) -> dict:
         "ratio": _ratio(rate, toy_rate),
         "workers_seeds": workers_seeds,
         "workers_start_method": workers2["start_method"],
+        "workers_load_average_1m": load_1m,
         "workers1_seconds": round(workers1["seconds"], 3),
         "workers2_seconds": round(workers2["seconds"], 3),
         "speedup_2_workers": round(speedup, 3),

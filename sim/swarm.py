@@ -250,6 +250,8 @@ def iter_outcomes(first_seed: int, seeds: int, variant: str, workers: int = 1):
         return
     workers = min(workers, seeds)
     context = _pool_context()
+    if context.get_start_method() == "fork":
+        from . import run  # noqa: F401 - what judge imports, imported once before the fork, not in each worker
     stop = context.Event()
     pool = ProcessPoolExecutor(max_workers=workers, mp_context=context, initializer=_worker_init,
                                initargs=(stop,))
