@@ -18,10 +18,7 @@ from sim import bench
 from sim.cli import main
 
 
-@pytest.fixture(scope="module")
-def tiny(tmp_path_factory) -> dict:
-    """One ``bench --tiny --json`` run shared by the tests (the smallest bench that
-    still measures every row)."""
+def _run_tiny() -> dict:
     import io
     from contextlib import redirect_stdout
 
@@ -29,6 +26,24 @@ def tiny(tmp_path_factory) -> dict:
     with redirect_stdout(out):
         assert main(["bench", "--tiny", "--json"]) == 0
     return json.loads(out.getvalue())
+
+
+@pytest.fixture(scope="module")
+def tiny(tmp_path_factory, worker_id) -> dict:
+    """One ``bench --tiny --json`` run shared by the tests (the smallest bench that
+    still measures every row). Under pytest-xdist these tests may land in both workers:
+    the first to get here runs the bench and leaves its JSON in the run's temporary
+    folder (shared by the workers, new for each run), the other reads it."""
+    if worker_id == "master":  # one process: nothing to share
+        return _run_tiny()
+    import fcntl
+
+    shared = tmp_path_factory.getbasetemp().parent / "bench-tiny.json"
+    with open(shared.with_suffix(".lock"), "w") as lock:
+        fcntl.flock(lock, fcntl.LOCK_EX)
+        if not shared.exists():
+            shared.write_text(json.dumps(_run_tiny()))
+        return json.loads(shared.read_text())
 
 
 # row -> (figures that must be positive numbers, the baseline figure)
