@@ -4,7 +4,8 @@ Theory of operation
 -------------------
 An action is one thing the world lets happen: a message is delivered (``Deliver``) or
 lost (``Drop``), a timer fires (``Fire``), a fault strikes (``Fault``), or time passes
-with nothing else happening (``Tick``). The simpy world, the exhaustive explorer and
+with nothing else happening (``Tick``), or a run of the replicas' periodic loops fires
+without doing anything that leaves a record (``Idle``, model/idle.py). The simpy world, the exhaustive explorer and
 hypothesis each choose actions; a list of them replays the same run anywhere, which is why
 they are plain frozen values with a JSON form (``action_to_json``/``action_from_json``,
 what counterexample files hold) and a label saying what they are (rule 2 of
@@ -73,21 +74,40 @@ class Tick:
         return f"tick to {self.at_ms} ms"
 
 
-Action = Deliver | Drop | Fire | Fault | Tick
+@dataclass(frozen=True)
+class Idle:
+    """The next ``fires`` firings of the replicas' periodic timers (acquisition polls,
+    heartbeats, runner syncs), taken in (due, arming) order, the last at ``at_ms``, each
+    of which records nothing but its own firing (model/idle.py says which and why). The
+    simpy world writes one instead of a ``Fire`` step per idle firing; ``apply`` checks
+    each firing is idle again, so a replay still proves the run."""
 
-ACTION_TYPES = {"deliver": Deliver, "lose": Drop, "timer": Fire, "fault": Fault, "tick": Tick}
+    at_ms: int
+    fires: int
+
+    def label(self) -> str:
+        return f"idle {self.fires} periodic timer fires to {self.at_ms} ms"
+
+
+Action = Deliver | Drop | Fire | Fault | Tick | Idle
+
+ACTION_TYPES = {"deliver": Deliver, "lose": Drop, "timer": Fire, "fault": Fault, "tick": Tick, "idle": Idle}
 
 
 def action_to_json(action: Action) -> dict:
-    kind = {Deliver: "deliver", Drop: "lose", Fire: "timer", Fault: "fault", Tick: "tick"}[type(action)]
+    kind = {Deliver: "deliver", Drop: "lose", Fire: "timer", Fault: "fault", Tick: "tick", Idle: "idle"}[type(action)]
     out: dict[str, Any] = {"action": kind, "at_ms": action.at_ms}
-    for f in fields(action):
-        if f.name == "at_ms":
-            continue
-        value = getattr(action, f.name)
+    names = _FIELD_NAMES.get(type(action))
+    if names is None:
+        names = _FIELD_NAMES[type(action)] = tuple(f.name for f in fields(action) if f.name != "at_ms")
+    for name in names:
+        value = getattr(action, name)
         # A fault's kind goes under "fault": "kind" is what a trace record is.
-        out["fault" if f.name == "kind" else f.name] = [list(p) for p in value] if f.name == "params" else value
+        out["fault" if name == "kind" else name] = [list(p) for p in value] if name == "params" else value
     return out
+
+
+_FIELD_NAMES: dict[type, tuple[str, ...]] = {}  # action class -> its fields but at_ms, in order
 
 
 def action_from_json(value: dict) -> Action:

@@ -37,11 +37,15 @@ from typing import Any, Iterable, Iterator, Mapping
 # ---------------------------------------------------------------------------
 
 
+_EXPLORER_MEMOS = ("_iid", "_fp", "_what", "_link")
+
+
 def replace(obj, /, **changes):
     """``dataclasses.replace`` for the model's frozen dataclasses, without running
     ``__init__``: a step copies states many times (the explorer's hot path), and none of
     these classes validates in ``__init__`` (no ``__post_init__``, no init-only fields).
-    A cached repr (``CachedRepr``) is dropped, never carried into the changed copy."""
+    A cached repr (``CachedRepr``) or interning handle is dropped, never carried into the
+    changed copy."""
     cls = type(obj)
     if not changes.keys() <= cls.__dataclass_fields__.keys():
         raise TypeError(f"{cls.__name__} has no field(s) {sorted(changes.keys() - cls.__dataclass_fields__.keys())}")
@@ -49,6 +53,8 @@ def replace(obj, /, **changes):
     fields_ = new.__dict__
     fields_.update(obj.__dict__)
     fields_.pop("_repr", None)
+    for memo in _EXPLORER_MEMOS:  # the explorer's memos of this value (model/interning.py, model/explore.py)
+        fields_.pop(memo, None)
     fields_.update(changes)
     return new
 
@@ -84,7 +90,9 @@ class FMap(Mapping):
     one agent), so the copy is cheap and sharing between branches is safe.
     """
 
-    __slots__ = ("_items", "_index", "_repr")
+    # ``_iid``: the explorer's interning memo (model/interning.py), like ``_repr``.
+    # ``_fp``: the explorer's key of a timer table (model/explore.py), sequence numbers left out.
+    __slots__ = ("_items", "_index", "_repr", "_iid", "_fp")
 
     def __init__(self, items: Iterable[tuple[Any, Any]] | Mapping | None = None):
         if items is None:
@@ -97,6 +105,8 @@ class FMap(Mapping):
         self._items = tuple(sorted(index.items(), key=lambda kv: kv[0]))
         self._index = index
         self._repr = None  # computed once: maps are immutable and fingerprints repr them often
+        self._iid = None
+        self._fp = None
 
     def __getitem__(self, key):
         return self._index[key]
@@ -131,20 +141,23 @@ class FMap(Mapping):
     def items(self):  # type: ignore[override]
         return self._items
 
+    def values(self):  # type: ignore[override]
+        return tuple(v for _, v in self._items)
+
     @classmethod
     def _sorted(cls, items: tuple, index: dict) -> "FMap":
         new = object.__new__(cls)
-        new._items, new._index, new._repr = items, index, None
+        new._items, new._index, new._repr, new._iid, new._fp = items, index, None, None, None
         return new
 
     def set(self, key, value) -> "FMap":
         """One key changed: the sorted items are spliced, not re-sorted."""
         index = dict(self._index)
         index[key] = value
-        keys = [k for k, _ in self._items]
-        at = bisect_left(keys, key)
-        replaced = at < len(keys) and keys[at] == key
-        items = self._items[:at] + ((key, value),) + self._items[at + replaced:]
+        items = self._items
+        at = bisect_left(items, key, key=_first)
+        replaced = at < len(items) and items[at][0] == key
+        items = items[:at] + ((key, value),) + items[at + replaced:]
         return FMap._sorted(items, index)
 
     def remove(self, key) -> "FMap":
@@ -152,7 +165,13 @@ class FMap(Mapping):
             return self
         index = dict(self._index)
         del index[key]
-        return FMap._sorted(tuple(kv for kv in self._items if kv[0] != key), index)
+        items = self._items
+        at = bisect_left(items, key, key=_first)
+        return FMap._sorted(items[:at] + items[at + 1:], index)
+
+
+def _first(pair):
+    return pair[0]
 
 
 EMPTY = FMap()

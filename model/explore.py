@@ -56,6 +56,8 @@ from __future__ import annotations
 
 import hashlib
 import json
+from array import array
+from bisect import insort
 from collections import deque
 from dataclasses import dataclass, field
 from typing import Any, Callable
@@ -63,7 +65,8 @@ from typing import Any, Callable
 from . import chatd
 from . import properties as props
 from . import system as msys
-from .core import Response
+from .core import FMap, Response, replace
+from .interning import Id, Interner, digest_of
 from .system import Tick
 
 # Records the properties read; the rest of a step's records are not kept on paths.
@@ -97,12 +100,32 @@ BUDGETS = ("agent_restarts", "ownership_changes", "interrupts", "lost_responses"
 # ---------------------------------------------------------------------------
 
 
-@dataclass(frozen=True)
 class Node:
-    system: msys.System
-    used: tuple[int, ...]  # budgets spent, in BUDGETS order
-    ghost: tuple  # the path's property-relevant records (Rule 3), as canonical JSON strings
-    trace: tuple = field(default=(), compare=False)  # the same records parsed, for the properties
+    """One explored state: the system, the budgets spent, and the path's ghost history
+    (Rule 3). A plain slotted class: the search makes one per transition."""
+
+    __slots__ = ("system", "used", "ghost", "order", "bag", "settled")
+
+    def __init__(self, system: msys.System, used: tuple, ghost: tuple, order: Id, bag: Id, settled: bool = False):
+        self.system = system
+        self.used = used  # budgets spent, in BUDGETS order
+        self.ghost = ghost  # the ghost records in path order, as interned handles (Rule 3)
+        self.order = order  # the handle of that sequence (the verdict memo's key)
+        self.bag = bag  # the handle of the same records as a multiset (Rule 5); .value is the sorted tuple
+        self.settled = settled  # Rule 6 has run on it (every node but the first)
+
+
+def _may_unsettle(before: msys.System, after: msys.System, action) -> bool:
+    """Rule 6's static half: a settled state's step can make a delivery a no-op only by
+    changing chatd's side (a replica, the database), by sending a message to it, or as a
+    fault or world event (which may change anything). A delivery to the agent or an
+    agent timer that sends nothing to chatd leaves every other message as it was."""
+    if type(action) is msys.Fault or type(action) is Tick:
+        return True
+    if after.replicas is not before.replicas or after.db is not before.db or after.partitions is not before.partitions:
+        return True
+    seq = before.seq
+    return any(e.seq > seq and e.dst != msys.AGENT for e in after.in_flight)
 
 
 def _ghost_records(records) -> list[dict]:
@@ -118,24 +141,452 @@ def _ghost_records(records) -> list[dict]:
     return [{k: v for k, v in r.items() if k != "seq"} for r in out]
 
 
-def _freeze(records) -> tuple:
-    return tuple(json.dumps(r, sort_keys=True, separators=(",", ":"), default=str) for r in records)
+def _by_n(handle: Id) -> int:
+    return handle.n
 
 
-def _grow(node_ghost: tuple, node_trace: tuple, records) -> tuple[tuple, tuple]:
-    new = _freeze(_ghost_records(records))
-    return node_ghost + new, node_trace + tuple(json.loads(r) for r in new)
+def _by_digest(handle: Id) -> bytes:
+    return handle.digest
+
+
+# The System fields that a step replaces whole (node states and small world facts); the
+# shared tables (messages, timers, open requests) are edited by key instead (Rule 7).
+_WHOLE = ("agent", "agent_incarnation", "agent_files", "replicas", "replica_boots", "db", "partitions",
+          "dials_waiting")
+_AGENT_SIDE = frozenset({"agent"})
+_CHATD_SIDE = frozenset({"replicas", "db"})
+_AGENT_LIFE = frozenset({"agent", "agent_incarnation", "agent_files"})
+_NOTHING = frozenset()
+_ANY_BUT_DIALS = frozenset(_WHOLE) - {"dials_waiting"}
+
+
+@dataclass(frozen=True)
+class _Delta:
+    """What one step did, as edits another state with the same footprint can take."""
+
+    base_seq: int  # the sequence counter of the state it was computed on
+    whole: tuple  # (field, new value) for the System fields it replaced
+    drops_env: bool  # the delivered (or lost) message left the network
+    added: tuple  # new Envelopes, numbered from base_seq
+    timer_ops: tuple  # ("timer_set", key, Timer) | ("timer_cancel", key) | ("timers_of_node_cancel", node)
+    open_ops: tuple  # ("open_set", req_id, value) | ("open_remove", req_id)
+    guards: tuple  # (req_id, value) of the open requests it read: the state must agree
+    seq_inc: int
+    ghost: tuple  # handles of its ghost records, in order
+
+
+class Context:
+    """One search's tables: the interner (Rule 4), the transition memo (Rule 7) and the
+    verdict memo. A context's handles and nodes belong to it; ``explore`` makes its own."""
+
+    # A memo this big is dropped and refilled: it only saves time, and a search that
+    # outgrows it (millions of distinct steps) should not grow memory without bound.
+    MEMO_LIMIT = 400_000
+
+    def __init__(self, digests: bool = False):
+        self.interner = Interner(digests)
+        # Sets (messages in flight, the ghost as a multiset) are sorted canonically: by
+        # first sight in one process, by digest where processes must agree (Rule 4).
+        self.sort_key = _by_digest if digests else _by_n
+        self.grown: dict = {}  # (bag handle, new records) -> bag handle
+        self.memo: dict = {}
+        self.verdicts: dict = {}
+        self.awaited: dict = {}  # (replica handle, request ID) -> chatd.awaits
+        self.calm: dict = {}  # database handle -> properties.quiesced
+        self.hits = 0
+        self.misses = 0
+        self.check = CHECK_MEMO  # tests: every hit is also applied for real and compared
+
+    # -- ghost records (Rule 3) ---------------------------------------------------
+    def ghost_of(self, records) -> tuple:
+        handles = []
+        for rec in _ghost_records(records):
+            text = json.dumps(rec, sort_keys=True, separators=(",", ":"), default=str)
+            key = ("ghost", text)
+            handle = self.interner.table.get(key)
+            if handle is None:
+                handle = self.interner.key_of(key, json.loads(text))
+            handles.append(handle)
+        return tuple(handles)
+
+    def grow(self, node: Node, new: tuple) -> tuple[tuple, Id, Id]:
+        """The ghost after ``new`` records: the sequence, its handle, the multiset's handle."""
+        if not new:
+            return node.ghost, node.order, node.bag
+        key_of = self.interner.key_of
+        order = key_of(("seq", node.order) + new)
+        grown = (node.bag, new)
+        bag = self.grown.get(grown)
+        if bag is None:
+            items = list(node.bag.value)
+            for h in new:
+                insort(items, h, key=self.sort_key)
+            items = tuple(items)
+            bag = self.grown[grown] = key_of(("bag",) + items, items)
+        return node.ghost + new, order, bag
+
+    # -- steps ------------------------------------------------------------------------
+    def initial_node(self, config: msys.WorldConfig) -> Node:
+        st = msys.initial(config)
+        key_of = self.interner.key_of
+        empty = Node(None, (), (), key_of(("seq",)), key_of(("bag",), ()))
+        ghost, order, bag = self.grow(empty, self.ghost_of(st.records))
+        return Node(st.system, (0,) * len(BUDGETS), ghost, order, bag)
+
+    def step(self, node: Node, action) -> tuple[Node, tuple]:
+        """The node after ``action`` and the actions taken (``action`` and the deliveries
+        that settled after it), which is what a path records."""
+        before = node.system
+        system, new_ghost = self.apply(before, action)
+        ghost, order, bag = self.grow(node, new_ghost)
+        if node.settled and not _may_unsettle(before, system, action):
+            return Node(system, _spend(node, action), ghost, order, bag, True), (action,)
+        system, settled = self.settle(system)
+        return Node(system, _spend(node, action), ghost, order, bag, True), (action, *settled)
+
+    def settle(self, s: msys.System) -> tuple[msys.System, list]:
+        """Rule 6: deliver at once every message whose delivery changes nothing but the
+        network (a late answer to a replica whose call was aborted, say). Such a delivery
+        commutes with every other action, so exploring it at every position only
+        multiplies states (a partial-order reduction); delivering it now is one of the
+        behaviours anyway."""
+        settled = []
+        changed = True
+        while changed:
+            changed = False
+            replicas = s.replicas
+            awaited = self.awaited
+            handle = self.interner.handle
+            for env in s.in_flight:
+                if env.dst == "agent":
+                    continue  # the agent answers everything: never a no-op
+                rep = replicas.get(env.dst)
+                req_id = getattr(env.payload, "req_id", None)
+                if rep is not None and req_id is not None:
+                    known = awaited.get((handle(rep), req_id))
+                    if known is None:
+                        known = self.awaits(rep, req_id)
+                    if known:
+                        continue  # an answer its caller still waits for changes the caller
+                action = msys.Deliver(s.now_ms, env.seq, env.what)
+                key, _ = self._memo_key(s, action)
+                delta = self._lookup(key, s) if key is not None else None
+                if delta is not None:
+                    # The memo knows what the delivery does: replay it only if it is a no-op.
+                    if not self._noop(s, delta):
+                        continue
+                    self.hits += 1
+                    t, ghost = _replay(s, action, delta), delta.ghost
+                else:
+                    try:
+                        t, ghost = self.apply(s, action)
+                    except msys.ReplayMismatch:
+                        continue
+                if (t.seq == s.seq and t.replicas == s.replicas and t.db == s.db and t.timers == s.timers
+                        and t.agent == s.agent and not ghost):
+                    settled.append(action)
+                    s = t
+                    changed = True
+                    break
+        return s, settled
+
+    def awaits(self, rep, req_id: str) -> bool:
+        key = (self.interner.handle(rep), req_id)
+        found = self.awaited.get(key)
+        if found is None:
+            found = self.awaited[key] = chatd.awaits(rep, req_id)
+        return found
+
+    def _noop(self, s: msys.System, d: _Delta) -> bool:
+        """Whether a memoized delivery leaves the nodes, timers and counter as they are
+        (Rule 6's test, read off the delta instead of a trial step)."""
+        if d.seq_inc or d.ghost:
+            return False
+        iid = self.interner.iid
+        for name, value in d.whole:
+            if name in ("agent", "replicas", "db") and iid(value) is not iid(s.__dict__[name]):
+                return False
+        for op in d.timer_ops:
+            if op[0] != "timer_cancel" or op[1] in s.timers:
+                return False
+        return True
+
+    def _lookup(self, key, s: msys.System) -> _Delta | None:
+        for delta in self.memo.get(key, ()):
+            if not delta.guards:
+                return delta
+            index = s.open_requests._index
+            for k, v in delta.guards:
+                if index.get(k) != v:
+                    break
+            else:
+                return delta
+        return None
+
+    def quiesced(self, s: msys.System) -> bool:
+        key = self.interner.handle(s.db)
+        found = self.calm.get(key)
+        if found is None:
+            found = self.calm[key] = props.quiesced(s)
+        return found
+
+    def apply(self, s: msys.System, action) -> tuple[msys.System, tuple]:
+        """``system.apply`` through the transition memo (Rule 7): the new system and the
+        handles of the step's ghost records."""
+        key, footprint = self._memo_key(s, action)
+        if key is not None:
+            delta = self._lookup(key, s)
+            if delta is not None:
+                self.hits += 1
+                out = _replay(s, action, delta)
+                if self.check:
+                    self._check(s, action, out, delta.ghost)
+                return out, delta.ghost
+        self.misses += 1
+        log: list = [] if key is not None else None
+        st = msys.apply(s, action, log)
+        ghost = self.ghost_of(st.records)
+        if key is not None:
+            delta = self._delta(s, action, st.system, log, footprint, ghost)
+            if delta is not None:
+                if len(self.memo) >= self.MEMO_LIMIT:
+                    self.memo.clear()
+                self.memo.setdefault(key, []).append(delta)
+        return st.system, ghost
+
+    def _memo_key(self, s: msys.System, action) -> tuple[Any, frozenset]:
+        """Rule 7: the part of the state a step reads, or None where it is not memoized.
+        A delivery to the running agent reads the agent; a delivery or timer on a replica
+        reads the replicas and the database (a commit's publish runs every replica); a
+        lost message reads nothing; anything else reads every node."""
+        iid = self.interner.handle
+        t = type(action)
+        if t is msys.Deliver or t is msys.Drop:
+            seq = action.seq
+            for env in s.in_flight:
+                if env.seq == seq:
+                    break
+            else:
+                return None, _NOTHING  # system.apply says why it does not fit
+            memo = env.__dict__.get("_what")
+            what = memo[1] if memo is not None and memo[0] is self else self.envelope(env, False)
+            if t is msys.Drop:
+                return ("lose", what, action.at_ms), _NOTHING
+            if env.dst == msys.AGENT:
+                if s.agent is not None:
+                    return ("agent", what, action.at_ms, iid(s.agent), s.partitions), _AGENT_SIDE
+            elif env.dst in s.replicas:
+                return ("chatd", what, action.at_ms, iid(s.replicas), iid(s.db), s.partitions), _CHATD_SIDE
+        elif t is msys.Fire:
+            timer = s.timers.get((action.node, action.name))
+            if timer is None or timer.due_ms > action.at_ms:
+                return None, _NOTHING
+            if action.node == msys.AGENT:
+                if s.agent is not None:
+                    return ("agent-timer", action.name, action.at_ms, iid(s.agent)), _AGENT_SIDE
+            elif action.node in s.replicas:
+                return ("chatd-timer", action.node, action.name, action.at_ms, iid(s.replicas), iid(s.db)), _CHATD_SIDE
+        if s.dials_waiting:
+            return None, _NOTHING  # they hold messages by sequence number: not worth it
+        if t is msys.Fault:
+            # The explorer's faults read one side each: a restart the agent's life, an
+            # interrupt or a takeover chatd's rows and replicas (model/faults.py).
+            if action.kind == "agent_restart":
+                return (("restart", action.params, action.at_ms, iid(s.agent), s.agent_incarnation,
+                         iid(s.agent_files)), _AGENT_LIFE)
+            if action.kind in ("interrupt", "takeover"):
+                return (("chatd-fault", action.kind, action.params, action.at_ms, iid(s.replicas), iid(s.db)),
+                        _CHATD_SIDE)
+        if t is msys.Fault:
+            what = (t, action.kind, action.params)
+        elif t is msys.Fire:
+            what = (t, action.node, action.name)
+        elif t is Tick:
+            what = (t,)
+        else:
+            return None, _NOTHING  # an action the explorer does not take (a batch of idle firings)
+        return (("any",) + what + (action.at_ms, iid(s.agent), s.agent_incarnation, iid(s.agent_files),
+                                   iid(s.replicas), iid(s.replica_boots), iid(s.db), s.partitions)), _ANY_BUT_DIALS
+
+    def _delta(self, s, action, out, log, footprint, ghost) -> _Delta | None:
+        whole = []
+        iid = self.interner.iid
+        for name in _WHOLE:
+            before, after = s.__dict__[name], out.__dict__[name]
+            if after is before:
+                continue
+            if name not in footprint:
+                if name == "dials_waiting" or iid(after) is not iid(before):
+                    return None  # it wrote outside what it read: not a local step
+                continue
+            whole.append((name, after))
+        kept = [e for e in out.in_flight if e.seq <= s.seq]
+        added = tuple(e for e in out.in_flight if e.seq > s.seq)
+        dropped = len(s.in_flight) - len(kept)
+        seq = getattr(action, "seq", None)
+        if dropped > 1 or (dropped == 1 and (seq is None or any(e.seq == seq for e in kept))):
+            return None
+        if out.in_flight != tuple(kept) + added:
+            return None
+        timer_ops = tuple(op for op in log if op[0].startswith("timer"))
+        open_ops = tuple(op for op in log if op[0] in ("open_set", "open_remove"))
+        guards = tuple((op[1], op[2]) for op in log if op[0] == "open_read")
+        return _Delta(s.seq, tuple(whole), dropped == 1, added, timer_ops, open_ops, guards, out.seq - s.seq, ghost)
+
+    def _check(self, s, action, out, ghost) -> None:
+        """``CHECK_MEMO``: the memoized step must equal the real one, field by field."""
+        st = msys.apply(s, action)
+        real = st.system
+        iid = self.interner.iid
+        for name in _WHOLE:
+            if iid(real.__dict__[name]) is not iid(out.__dict__[name]):
+                raise AssertionError(f"memo differs in {name} after {action.label()}")
+        for name in ("in_flight", "timers", "open_requests", "seq", "now_ms"):
+            if real.__dict__[name] != out.__dict__[name]:
+                raise AssertionError(f"memo differs in {name} after {action.label()}")
+        if self.ghost_of(st.records) != ghost:
+            raise AssertionError(f"memo differs in its ghost records after {action.label()}")
+
+    # -- fingerprints (Rule 4) ---------------------------------------------------------
+    def envelope(self, env: msys.Envelope, with_sent_at: bool = True) -> Id:
+        """A message's handle without its sequence number (which only says in which order
+        messages were created); its sending time counts for the state, not for a step."""
+        slot = "_fp" if with_sent_at else "_what"
+        memo = env.__dict__.get(slot)
+        if memo is not None and memo[0] is self:
+            return memo[1]
+        key = (env.src, env.dst, self.interner.iid(env.payload), env.what)
+        if with_sent_at:
+            key += (env.sent_at_ms,)
+        handle = self.interner.key_of(key)
+        env.__dict__[slot] = (self, handle)
+        return handle
+
+    def key(self, node: Node, reorder: bool = True) -> tuple:
+        """The state's identity in this search: a tuple of handles and small values. Two
+        nodes have equal keys exactly when their system states are equal (sequence
+        numbers and labels aside), their budgets are, and their ghost histories are (as
+        multisets with ``reorder``, Rule 5)."""
+        s = node.system
+        iid = self.interner.handle
+        key_of = self.interner.key_of
+        envelope = self.envelope
+        order = self.sort_key
+        handles = []
+        for e in s.in_flight:
+            memo = e.__dict__.get("_fp")
+            handles.append(memo[1] if memo is not None and memo[0] is self else envelope(e))
+        if len(handles) > 1:
+            handles.sort(key=order)
+        msgs = key_of(("msgs", *handles))
+        memo = s.timers._fp
+        if memo is not None and memo[0] is self:
+            timers = memo[1]
+        else:
+            timers = key_of(("timers", *[(k, t.due_ms) for k, t in s.timers._items]))
+            s.timers._fp = (self, timers)
+        dials = key_of(tuple(sorted((envelope(e) for e in s.dials_waiting), key=order))) if s.dials_waiting else ()
+        return (s.now_ms, iid(s.agent), s.agent_incarnation, iid(s.agent_files), iid(s.replicas), iid(s.db), msgs,
+                timers, s.partitions, dials, node.used, node.bag if reorder else node.order)
+
+    def verdict(self, node: Node, kinds: tuple) -> list:
+        """The properties' violations in this state. They read the ghost history and, of
+        the system, only the chats (committed tool calls, statuses) and the
+        configuration, which is the same for the whole search: so the verdict is
+        memoized on those."""
+        key = (kinds, node.order, self.interner.handle(node.system.db.chats))
+        found = self.verdicts.get(key)
+        if found is None:
+            found = self.verdicts[key] = props.evaluate(ghost_trace(node), node.system, kinds).violations
+        return found
+
+
+def _replay(s: msys.System, action, d: _Delta) -> msys.System:
+    """Rule 7: a memoized step's edits on another state with the same footprint. New
+    messages and timers are numbered from this state's counter, as the step would have."""
+    out = object.__new__(msys.System)
+    fields_ = out.__dict__
+    fields_.update(s.__dict__)
+    fields_["now_ms"] = action.at_ms
+    for name, value in d.whole:
+        fields_[name] = value
+    shift = s.seq - d.base_seq
+    in_flight = s.in_flight
+    if d.drops_env:
+        seq = action.seq
+        in_flight = tuple([e for e in in_flight if e.seq != seq])
+    if d.added:
+        in_flight += d.added if shift == 0 else tuple([_renumber(e, shift) for e in d.added])
+    fields_["in_flight"] = in_flight
+    if d.timer_ops:
+        timers = s.timers
+        for op in d.timer_ops:
+            kind = op[0]
+            if kind == "timer_set":
+                timers = timers.set(op[1], op[2] if shift == 0 else _renumber(op[2], shift))
+            elif kind == "timer_cancel":
+                if op[1] in timers._index:
+                    timers = timers.remove(op[1])
+            else:
+                timers = FMap((k, t) for k, t in timers.items() if t.node != op[1])
+        fields_["timers"] = timers
+    if d.open_ops:
+        open_requests = s.open_requests
+        for op in d.open_ops:
+            if op[0] == "open_set":
+                open_requests = open_requests.set(op[1], op[2])
+            elif op[1] in open_requests._index:
+                open_requests = open_requests.remove(op[1])
+        fields_["open_requests"] = open_requests
+    fields_["seq"] = s.seq + d.seq_inc
+    return out
+
+
+def _renumber(obj, shift: int):
+    """A memoized step's new message or timer, numbered from another counter. Its
+    explorer memos (keys without the number) carry over."""
+    new = object.__new__(type(obj))
+    fields_ = new.__dict__
+    fields_.update(obj.__dict__)
+    fields_["seq"] = obj.seq + shift
+    return new
+
+
+# Tests set this: every memoized step is checked against system.apply (model/explore.py
+# Rule 7), so a footprint that misses something the step reads fails loudly.
+CHECK_MEMO = False
+
+_DEFAULT: Context | None = None
+
+
+def default_context() -> Context:
+    """The context of the module-level helpers (``initial_node``, ``step``), which the
+    hypothesis state machine and tests drive one step at a time."""
+    global _DEFAULT
+    if _DEFAULT is None:
+        _DEFAULT = Context()
+    return _DEFAULT
+
+
+def initial_node(config: msys.WorldConfig) -> Node:
+    return default_context().initial_node(config)
+
+
+def step(node: Node, action) -> tuple[Node, tuple]:
+    return default_context().step(node, action)
 
 
 def ghost_trace(node: Node) -> list[dict]:
-    return list(node.trace)
+    return [h.value for h in node.ghost]
 
 
 def fingerprint(node: Node, reorder: bool = True) -> str:
-    """Rule 4. ``repr`` of frozen dataclasses, tuples and sorted ``FMap``s is canonical
-    (field order, sorted keys, no addresses), and far cheaper than a JSON walk. With
-    ``reorder`` (Rule 5) the ghost history counts as a multiset."""
+    """A canonical digest of the state for people and files (the GraphML names, tests
+    across processes): SHA-256 of the canonical ``repr``s, sequence numbers and labels
+    left out, the ghost as a multiset with ``reorder``. The search itself compares
+    interned keys (``Context.key``): equal exactly when these digests' inputs are."""
     s = node.system
+    ghost = [json.dumps(h.value, sort_keys=True, separators=(",", ":"), default=str) for h in node.ghost]
     parts = (
         str(s.now_ms),
         repr(s.agent),
@@ -148,9 +599,8 @@ def fingerprint(node: Node, reorder: bool = True) -> str:
         repr(s.partitions),
         "\x1f".join(sorted(repr((e.src, e.payload)) for e in s.dials_waiting)),
         repr(node.used),
-        "\x1f".join(sorted(node.ghost) if reorder else node.ghost),
+        "\x1f".join(sorted(ghost) if reorder else ghost),
     )
-    # Separators that no repr or JSON text contains keep the parts from running together.
     return hashlib.sha256("\x1e".join(parts).encode()).hexdigest()
 
 
@@ -208,10 +658,12 @@ def enabled(node: Node, bounds: Bounds) -> list:
 def _connection(env: msys.Envelope) -> tuple:
     """Which connection a message travels on: chatd dials the agent once per task attempt
     (the request IDs start with ``<worker>/t<n>/a<m>``), and answers ride back on it."""
-    req_id = getattr(env.payload, "req_id", "") or ""
-    attempt = "/".join(req_id.split("/")[:3])
-    ends = tuple(sorted((env.src, env.dst)))
-    return ends + (attempt,)
+    memo = env.__dict__.get("_link")
+    if memo is None:
+        req_id = getattr(env.payload, "req_id", "") or ""
+        attempt = "/".join(req_id.split("/")[:3])
+        memo = env.__dict__["_link"] = (env.src, env.dst) + tuple(sorted((env.src, env.dst))) + (attempt,)
+    return memo
 
 
 def _link_heads(in_flight) -> list:
@@ -220,7 +672,7 @@ def _link_heads(in_flight) -> list:
     it out of order, which the lost-response budget allows."""
     heads: dict[tuple, msys.Envelope] = {}
     for env in in_flight:  # in_flight is in send order
-        heads.setdefault((env.src, env.dst) + _connection(env), env)
+        heads.setdefault(_connection(env), env)
     return sorted(heads.values(), key=lambda e: e.seq)
 
 
@@ -235,49 +687,6 @@ def _spend(node: Node, action) -> tuple[int, ...]:
         used[BUDGETS.index(key)] += 1
     return tuple(used)
 
-
-def step(node: Node, action) -> tuple[Node, tuple]:
-    """The node after ``action`` and the actions taken (``action`` and the deliveries
-    that settled after it), which is what a path records."""
-    st = msys.apply(node.system, action)
-    ghost, trace = _grow(node.ghost, node.trace, st.records)
-    system, settled = _settle(st.system)
-    return Node(system, _spend(node, action), ghost, trace), (action, *settled)
-
-
-def _settle(s: msys.System) -> tuple[msys.System, list]:
-    """Deliver at once every message whose delivery changes nothing but the network (a
-    late answer to a replica whose call was aborted, say). Such a delivery commutes with
-    every other action, so exploring it at every position only multiplies states (a
-    partial-order reduction); delivering it now is one of the behaviours anyway."""
-    settled = []
-    changed = True
-    while changed:
-        changed = False
-        for env in s.in_flight:
-            if env.dst == msys.AGENT:
-                continue  # the agent answers everything: never a no-op
-            rep = s.replicas.get(env.dst)
-            if rep is not None and hasattr(env.payload, "req_id") and chatd.awaits(rep, env.payload.req_id):
-                continue  # an answer its caller still waits for changes the caller
-            try:
-                st = msys.apply(s, msys.Deliver(s.now_ms, env.seq, env.what))
-            except msys.ReplayMismatch:
-                continue
-            t = st.system
-            if (t.seq == s.seq and t.replicas == s.replicas and t.db == s.db and t.timers == s.timers
-                    and t.agent == s.agent and not _ghost_records(st.records)):
-                settled.append(msys.Deliver(s.now_ms, env.seq, env.what))
-                s = t
-                changed = True
-                break
-    return s, settled
-
-
-def initial_node(config: msys.WorldConfig) -> Node:
-    st = msys.initial(config)
-    ghost, trace = _grow((), (), st.records)
-    return Node(st.system, (0,) * len(BUDGETS), ghost, trace)
 
 
 # ---------------------------------------------------------------------------
@@ -300,11 +709,9 @@ class Result:
     depth: int = 0
     exhausted: bool = False
     violations: list = field(default_factory=list)  # Found, one per property (the shortest)
-    edges: list = field(default_factory=list)  # (parent fp, child fp, label) when asked for
-
-
-def _terminal(node: Node, actions: list) -> bool:
-    return not actions or props.quiesced(node.system)
+    edges: list = field(default_factory=list)  # (parent name, child name, label) when asked for
+    memo_hits: int = 0  # steps taken from the transition memo (Rule 7)
+    memo_misses: int = 0  # steps run through system.apply
 
 
 def explore(config: msys.WorldConfig, bounds: Bounds = Bounds(), max_states: int = 200_000,
@@ -314,76 +721,136 @@ def explore(config: msys.WorldConfig, bounds: Bounds = Bounds(), max_states: int
     ``on_progress(states)`` is called after each expanded state (it should be cheap); a
     true answer stops the search there (not exhausted), keeping every counterexample
     found so far."""
-    root = initial_node(config)
-    root_fp = fingerprint(root, bounds.merge_reordered)
-    verdicts: dict[tuple, list] = {}  # (kinds, ghost, chats) -> violations: most steps change neither
-    parent: dict[str, tuple[str, Any] | None] = {root_fp: None}
-    depth_of = {root_fp: 0}
-    frontier = deque([(root_fp, root)])
-    result = Result()
-    found: dict[str, Found] = {}
-    stopped = False
+    search = Search(config, bounds, max_states, keep_edges, stop_on)
+    search.run(on_progress)
+    return search.finish()
 
-    def report(node: Node, kinds: tuple, path: Callable[[], list]) -> None:
-        nonlocal stopped
-        for v in verdict(verdicts, node, kinds):
+
+class Search:
+    """One breadth-first search, one state at a time (``run``), or driven a level at a
+    time by a parallel driver (sim/explore_parallel.py) through ``report`` and ``offer``,
+    which keep the order of events, and so the result, of the one-process search.
+
+    Rule 8 (storage): a numbered state keeps only its key, its parent's number and which
+    of the parent's enabled actions led to it; a path is rebuilt by replaying those
+    choices from the initial state. Only the frontier holds whole nodes.
+    Rule 9 (keys): in one process a state's key is its tuple of handles (exact); with
+    ``digests`` (parallel searches) it is the 128-bit digest of that tuple
+    (model/interning.py Rule 4), which every process computes alike."""
+
+    def __init__(self, config: msys.WorldConfig, bounds: Bounds = Bounds(), max_states: int = 200_000,
+                 keep_edges: bool = False, stop_on: Callable[[Found], bool] | None = None, digests: bool = False):
+        self.config, self.bounds, self.max_states = config, bounds, max_states
+        self.keep_edges, self.stop_on, self.digests = keep_edges, stop_on, digests
+        self.ctx = Context(digests)
+        self.reorder = bounds.merge_reordered
+        root = self.ctx.initial_node(config)
+        self.index: dict = {self.key(root): 0}
+        self.parents = array("l", [-1])  # state number -> its parent's number
+        self.moves = array("l", [-1])  # state number -> the index of the parent's action that led here
+        self.depths = array("l", [0])
+        self.frontier = deque([(0, root)])
+        self.result = Result()
+        self.found: dict[str, Found] = {}
+        self.stopped = False  # a counterexample stop_on accepted, or the driver asked
+        self.full = False  # max_states reached
+
+    def key(self, node: Node):
+        key = self.ctx.key(node, self.reorder)
+        return digest_of(key) if self.digests else key
+
+    def kinds(self, node: Node, actions: list | None) -> tuple:
+        terminal = (actions is not None and not actions) or self.ctx.quiesced(node.system)
+        return ("always", "eventually") if terminal else ("always",)
+
+    def path_to(self, number: int, move: int | None = None) -> list:
+        """Rule 8: the actions from the initial state to state ``number`` (settled
+        deliveries included), and on through its ``move``-th action when given."""
+        chain = [] if move is None else [move]
+        while self.parents[number] != -1:
+            chain.append(self.moves[number])
+            number = self.parents[number]
+        ctx = self.ctx
+        node = ctx.initial_node(self.config)
+        steps: list = []
+        for m in reversed(chain):
+            node, taken = ctx.step(node, enabled(node, self.bounds)[m])
+            steps.extend(taken)
+        return steps
+
+    def report(self, violations: list, path: Callable[[], list]) -> None:
+        for v in violations:
             key = v.property if v.residual_risk is None else f"{v.property}:{v.residual_risk}"
-            if key not in found:
-                found[key] = Found(v.property, v.residual_risk, path(), v.detail)
-                stopped = stopped or (stop_on is not None and stop_on(found[key]))
+            if key not in self.found:
+                self.found[key] = Found(v.property, v.residual_risk, path(), v.detail)
+                self.stopped = self.stopped or (self.stop_on is not None and self.stop_on(self.found[key]))
 
-    while frontier and not stopped:
-        fp, node = frontier.popleft()
-        actions = enabled(node, bounds)
-        report(node, ("always", "eventually") if _terminal(node, actions) else ("always",), lambda: _path(parent, fp))
-        if stopped:
-            break
-        for action in actions:
-            child, taken = step(node, action)
-            cfp = fingerprint(child, bounds.merge_reordered)
-            result.transitions += 1
-            if keep_edges:
-                result.edges.append((fp, cfp, action.label()))
-            if cfp in parent:
-                if bounds.merge_reordered:
-                    # Rule 5: this path's own order of the history is checked too, at the
-                    # depth the exact search would check it.
-                    kinds = ("always", "eventually") if props.quiesced(child.system) else ("always",)
-                    report(child, kinds, lambda: _path(parent, fp) + list(taken))
-                continue
-            parent[cfp] = (fp, taken)
-            depth_of[cfp] = depth_of[fp] + 1
-            result.depth = max(result.depth, depth_of[cfp])
-            if len(parent) > max_states:
-                break
-            frontier.append((cfp, child))
-        if on_progress is not None and on_progress(len(parent)):
-            stopped = True  # the driver asks to stop (Ctrl-C): what was found so far is kept
-            break
-        if len(parent) > max_states:
-            break
-    result.states = len(parent)
-    result.exhausted = not frontier and len(parent) <= max_states and not stopped
-    result.violations = list(found.values())
-    return result
+    def offer(self, parent: int, move: int, key, label: str = "", dup_violations=None) -> int | None:
+        """One child of ``parent`` in the one-process order: its number if it is new,
+        None if it is known (its own order of the history is then checked, Rule 5) or
+        the search is full (``self.full``)."""
+        self.result.transitions += 1
+        known = self.index.get(key)
+        if self.keep_edges:
+            self.result.edges.append((f"s{parent}", f"s{known if known is not None else len(self.parents)}", label))
+        if known is not None:
+            if self.reorder:
+                # Rule 5: this path's own order of the history is checked too, at the
+                # depth the exact search would check it.
+                self.report(dup_violations(), lambda: self.path_to(parent, move))
+            return None
+        if len(self.parents) >= self.max_states + 1:
+            self.full = True
+            return None
+        number = len(self.parents)
+        self.index[key] = number
+        self.parents.append(parent)
+        self.moves.append(move)
+        depth = self.depths[parent] + 1
+        self.depths.append(depth)
+        if depth > self.result.depth:
+            self.result.depth = depth
+        return number
 
+    def offer_known(self, parent: int, move: int, dup_violations) -> None:
+        """``offer`` for a child the driver already knows to be a numbered state."""
+        self.result.transitions += 1
+        if self.reorder:
+            self.report(dup_violations(), lambda: self.path_to(parent, move))
+        return None
 
-def verdict(memo: dict, node: Node, kinds: tuple) -> list:
-    """The properties' violations in this state. They read the ghost history and, of the
-    system, only the chats (committed tool calls, statuses) and the configuration, which
-    is the same for the whole search: so the verdict is memoized on those."""
-    key = (kinds, node.ghost, repr(node.system.db.chats))
-    found = memo.get(key)
-    if found is None:
-        found = memo[key] = props.evaluate(ghost_trace(node), node.system, kinds).violations
-    return found
+    def expand(self, number: int, node: Node) -> None:
+        ctx = self.ctx
+        actions = enabled(node, self.bounds)
+        self.report(ctx.verdict(node, self.kinds(node, actions)), lambda: self.path_to(number))
+        if self.stopped:
+            return
+        for move, action in enumerate(actions):
+            child, _ = ctx.step(node, action)
+            new = self.offer(number, move, self.key(child), action.label() if self.keep_edges else "",
+                             lambda: ctx.verdict(child, self.kinds(child, None)))
+            if self.full:
+                return
+            if new is not None:
+                self.frontier.append((new, child))
 
+    def run(self, on_progress: Callable[[int], bool | None] | None = None, until_frontier: int | None = None) -> None:
+        """Expand states until the search ends (or, with ``until_frontier``, until the
+        frontier holds that many states: a parallel driver's head start)."""
+        frontier = self.frontier
+        while frontier and not self.stopped and not self.full:
+            if until_frontier is not None and len(frontier) >= until_frontier:
+                return
+            self.expand(*frontier.popleft())
+            if on_progress is not None and on_progress(len(self.parents)):
+                self.stopped = True  # the driver asks to stop (Ctrl-C): what was found so far is kept
+                return
 
-def _path(parent, fp) -> list:
-    """The actions from the initial state to ``fp`` (settled deliveries included)."""
-    steps = []
-    while parent[fp] is not None:
-        fp, taken = parent[fp]
-        steps.append(taken)
-    steps.reverse()
-    return [a for taken in steps for a in taken]
+    def finish(self, frontier_left: bool | None = None) -> Result:
+        result = self.result
+        result.states = len(self.parents) + (1 if self.full else 0)
+        left = bool(self.frontier) if frontier_left is None else frontier_left
+        result.exhausted = not left and not self.full and not self.stopped
+        result.violations = list(self.found.values())
+        result.memo_hits, result.memo_misses = self.ctx.hits, self.ctx.misses
+        return result

@@ -127,7 +127,7 @@ def _db_outage(b: _sys._Builder, f: Fault):
 
 def _handler_panic(b: _sys._Builder, f: Fault):
     run_id = f.get("run")
-    b.set(timers=b.s.timers.remove((AGENT, f"handler:{run_id}")))
+    b.cancel_timer((AGENT, f"handler:{run_id}"))
     if b.s.agent is not None:
         b.agent_step(
             agent.on_handler_done, run_id, b.clock(AGENT), True, bool(f.get("after_spawn", False)),

@@ -65,6 +65,7 @@ from .actions import (  # noqa: F401
     Drop,
     Fault,
     Fire,
+    Idle,
     ReplayMismatch,
     Tick,
     action_from_json,
@@ -289,7 +290,7 @@ def _describe_answer(answer, route: str, tool_call: str | None) -> str:
 class _Builder:
     """Accumulates one step: the evolving system and its trace records."""
 
-    def __init__(self, system: System, action: Action | None):
+    def __init__(self, system: System, action: Action | None, log: list | None = None):
         # A private shallow copy that this step alone mutates (``set``): cheaper than a
         # dataclasses.replace of the whole System for every field change, and never seen
         # by anyone until the step returns it.
@@ -297,6 +298,10 @@ class _Builder:
         self.records: list[dict] = []
         self.action = action
         self.pending_publishes: list = []
+        # The explorer's transition memo (model/explore.py) asks for a log of what the step
+        # did to the shared tables (timers, open requests): keyed edits that a cached step
+        # replays onto another state. None (every other driver): nothing is logged.
+        self.log = log
 
     def flush_publishes(self):
         """With ``pubsub_immediate``, every replica handles each publish, in replica order,
@@ -333,7 +338,7 @@ class _Builder:
             elif isinstance(eff, SetTimer):
                 self.set_timer(node, eff.name, eff.after_ms)
             elif isinstance(eff, CancelTimer):
-                self.set(timers=self.s.timers.remove((node, eff.name)))
+                self.cancel_timer((node, eff.name))
             elif isinstance(eff, TraceRecord):
                 # {"kind": "truth", "truth": <kind>, ...} or {"kind": "note", "note": <kind>, ...}
                 self.record(node, eff.channel, **{eff.channel: eff.kind}, **_safe_fields(eff.fields), **(cause or {}))
@@ -355,6 +360,8 @@ class _Builder:
         what = f"{route} {tool_call or '-'} {src} -> {dst}"
         env = self.put_in_flight(src, dst, req, route, tool_call, what)
         self.set(open_requests=self.s.open_requests.set(req.req_id, (route, tool_call)))
+        if self.log is not None:
+            self.log.append(("open_set", req.req_id, (route, tool_call)))
         extra = {}
         age = header_value(req.headers, AGE_MS_HEADER)
         if age is not None and age.isdigit():
@@ -363,6 +370,8 @@ class _Builder:
 
     def reply(self, src: str, dst: str, answer):
         route, tool_call = self.s.open_requests.get(answer.req_id, ("other", None))
+        if self.log is not None:
+            self.log.append(("open_read", answer.req_id, self.s.open_requests.get(answer.req_id)))
         what = f"{_describe_answer(answer, route, tool_call)} {src} -> {dst}"
         env = self.put_in_flight(src, dst, answer, route, tool_call, what)
         status = answer.status if isinstance(answer, Response) else None
@@ -372,6 +381,19 @@ class _Builder:
         due = self.s.now_ms + self.s.config.clock(node).true_delay(max(after_ms, 0))
         timer = Timer(node, name, due, self.next_seq())
         self.set(timers=self.s.timers.set((node, name), timer))
+        if self.log is not None:
+            self.log.append(("timer_set", (node, name), timer))
+
+    def cancel_timer(self, key: tuple[str, str]):
+        self.set(timers=self.s.timers.remove(key))
+        if self.log is not None:
+            self.log.append(("timer_cancel", key))
+
+    def cancel_node_timers(self, node: str):
+        """A node that goes down loses every timer it armed."""
+        self.set(timers=FMap((k, t) for k, t in self.s.timers.items() if t.node != node))
+        if self.log is not None:
+            self.log.append(("timers_of_node_cancel", node))
 
     # -- nodes ---------------------------------------------------------------
     def agent_step(self, fn, *args, cause: Request | None = None):
@@ -452,7 +474,7 @@ def _agent_down(b: _Builder, why: str):
         return
     dead, effects = _agent_api(b.s).shutdown(b.s.agent, b.clock(AGENT))
     b.set(agent=None, agent_files=dead.files)
-    b.set(timers=FMap((k, t) for k, t in b.s.timers.items() if t.node != AGENT))
+    b.cancel_node_timers(AGENT)
     b.absorb(AGENT, effects)
     b.record(AGENT, "agent_down", why=why, incarnation=b.s.agent_incarnation)
 
@@ -471,7 +493,7 @@ def _crash_replica(b: _Builder, name: str):
         return
     effects = chatd.replica_crash(rep)
     b.set(replicas=b.s.replicas.set(name, None))
-    b.set(timers=FMap((k, t) for k, t in b.s.timers.items() if t.node != name))
+    b.cancel_node_timers(name)
     b.absorb(name, effects)
 
 
@@ -494,11 +516,14 @@ def _find(s: System, seq: int) -> Envelope | None:
     return None
 
 
-def apply(system: System, action: Action) -> Step:
-    """Apply one action. Raises ReplayMismatch when it does not fit."""
+def apply(system: System, action: Action, log: list | None = None) -> Step:
+    """Apply one action. Raises ReplayMismatch when it does not fit. ``log``, when given,
+    receives the step's keyed edits of the timers and open requests (``_Builder.log``)."""
     if action.at_ms < system.now_ms:
         raise ReplayMismatch(f"{action.label()}: at {action.at_ms} ms is before now ({system.now_ms} ms)")
-    b = _Builder(system, action)
+    if isinstance(action, Idle):
+        return idle.apply_idle(system, action)  # a batch of idle periodic firings (model/idle.py)
+    b = _Builder(system, action, log)
     b.set(now_ms=action.at_ms)
     if isinstance(action, (Deliver, Drop)):
         env = _find(b.s, action.seq)
@@ -520,7 +545,7 @@ def apply(system: System, action: Action) -> Step:
             raise ReplayMismatch(f"{action.label()}: no such timer is armed")
         if timer.due_ms > action.at_ms:
             raise ReplayMismatch(f"{action.label()}: due at {timer.due_ms} ms, not {action.at_ms} ms")
-        b.set(timers=b.s.timers.remove((action.node, action.name)))
+        b.cancel_timer((action.node, action.name))
         _fire(b, action.node, action.name)
     else:
         _fault(b, action)
@@ -532,6 +557,8 @@ def _forget_answered(b: _Builder, env: Envelope):
     payload = env.payload
     if isinstance(payload, (Response, TransportError)):
         b.set(open_requests=b.s.open_requests.remove(payload.req_id))
+        if b.log is not None:
+            b.log.append(("open_remove", payload.req_id))
 
 
 def _deliver(b: _Builder, env: Envelope):
@@ -621,3 +648,4 @@ def _first_chat(s: System) -> str:
 # The fault handlers (Rules 3, 6, 7) live in model/faults.py; it reads this module's
 # builder and node helpers, so it is imported once they exist.
 from . import faults  # noqa: E402
+from . import idle  # noqa: E402

@@ -30,11 +30,13 @@ def violation_json(v, counterexample: str) -> dict:
 
 
 def explore_json(world: str, variant: str, result, elapsed_s: float, violations: list[dict], bounds: dict,
-                 out_dir, interrupted: bool) -> dict:
-    """The JSON shape of an exploration (``toolcall-sim explore --json``)."""
+                 out_dir, interrupted: bool, workers: int = 1) -> dict:
+    """The JSON shape of an exploration (``toolcall-sim explore --json``). ``workers``
+    changes only the speed: every other field is the same for any number of them."""
     return {"world": world, "variant": variant, "states": result.states, "transitions": result.transitions,
-            "depth": result.depth, "states_per_s": round(result.states / elapsed_s), "exhausted": result.exhausted,
-            "violations": violations, "bounds": bounds, "out": str(out_dir), "interrupted": interrupted}
+            "depth": result.depth, "states_per_s": round(result.states / elapsed_s), "workers": workers,
+            "exhausted": result.exhausted, "violations": violations, "bounds": bounds, "out": str(out_dir),
+            "interrupted": interrupted}
 
 
 def summary(doc: dict, *, max_in_flight: str, horizon: str, budgets: dict[str, int], max_states: int,
@@ -48,7 +50,8 @@ def summary(doc: dict, *, max_in_flight: str, horizon: str, budgets: dict[str, i
         lines.append(f"  interrupted (Ctrl-C) at {states} states: the summary so far"
                      + (", no state graph written" if wrote_graph else ""))
     lines.append(f"  {states} unique states, {doc['transitions']} transitions, "
-                 f"depth {doc['depth']}, {doc['states_per_s']} states/s")
+                 f"depth {doc['depth']}, {doc['states_per_s']} states/s"
+                 + (f" on {doc['workers']} processes" if doc.get("workers", 1) > 1 else ""))
     lines.append(f"  max in flight {max_in_flight}, horizon {horizon}, budgets: "
                  + ", ".join(f"{b} {n}" for b, n in budgets.items()))
     violations = doc["violations"]

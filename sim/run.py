@@ -8,6 +8,8 @@ line prints as a story or as JSON.
 
 from __future__ import annotations
 
+import dataclasses
+
 import hashlib
 import json
 import uuid
@@ -276,7 +278,10 @@ class RunResult:
 
 
 def run_scenario(scenario: Scenario, variant: str | None = None, seed: int | None = None,
-                 until_ms: int | None = None) -> RunResult:
+                 until_ms: int | None = None, idle: str | None = None) -> RunResult:
+    """Run the scenario in the simpy world. ``idle`` overrides how the replicas' periodic
+    loops run (``WorldOptions.idle``: "batched", the default, or "stepwise", which
+    records every firing)."""
     variant = variant or scenario.variant
     seed = scenario.seed if seed is None else seed
     if until_ms is None:
@@ -289,6 +294,8 @@ def run_scenario(scenario: Scenario, variant: str | None = None, seed: int | Non
                 raise ScenarioError(f"--until: {format_duration(until_ms)} ends the run before faults[{i}] "
                                     f"({fault.kind} at {format_duration(t.at_ms + t.offset_ms)}) would fire")
     config, options = build(scenario, variant)
+    if idle is not None:
+        options = dataclasses.replace(options, idle=idle)
     # The scenario by content, never by the path it was typed as (a path would give the
     # same run another hash in another folder or checkout).
     header = {"scenario": scenario.name, "scenario_sha256": scenario_digest(scenario), "variant": variant,

@@ -8,15 +8,32 @@ Theory of operation
 seed and the component's name (``"<seed>:network"``; the network is the one component
 that draws: faults come from the scenario), so a component that draws later takes its own
 stream and never shifts the network's. Every change to the world is
-``Simulation.step(action)``: it calls ``system.apply``, appends the step's records to the trace,
-and schedules a simpy process for each new message in flight (sleep a drawn latency, then
-deliver or lose it) and each newly armed timer (sleep until due, then fire it if it is
-still the same arming). Faults come from the scenario: at a time, or when a named event
-happens (plus an offset), so narrow races can be hit on purpose.
+``Simulation.step(action)``: it calls ``system.apply``, appends the step's records to the
+trace, and schedules one simpy event per new message in flight (its latency and fate are
+drawn when it is sent, in arming order, so the draws are one stream; the event delivers or
+loses it) and per newly armed timer (the event fires it if it is still the same arming).
+No simpy Process: an event with a callback is all a message or a timer needs. Faults come
+from the scenario: at a time, or when a named event happens (plus an offset), so narrow
+races can be hit on purpose.
+
+The replicas' periodic loops (acquisition polls, heartbeats, runner syncs) are most of a
+long world's firings and nearly all of them change nothing a reader sees. With
+``WorldOptions.idle = "batched"`` (the default) they get no event each: one simpy event
+waits for the first of them, and when it comes ``model.idle.advance`` fires every loop
+timer due before the next other event, in the world's order, through the loops' own
+handlers, as long as each firing is idle (it records nothing but its own ``timer``
+record; a heartbeat's rows are written as the stepwise run writes them, so the other
+replica's staleness check reads the same values). Those firings become one ``Idle``
+action with no records; a firing that is not idle is an ordinary ``Fire`` step at its
+time. ``"stepwise"`` fires each loop timer as its own step: the reference the batched run
+is tested against (tests/test_world_idle.py: the same trace once ``without_idle_steps``
+drops the idle steps, the same final system, the same verdicts).
 
 Rule 1. Nothing here reads the wall clock or the global ``random``; ties at the same
-        simulated time are broken by simpy's insertion counter, which follows the order
-        of the (deterministic) steps.
+        simulated time go by the arming order: a message's or timer's sequence number is
+        its simpy priority; a fault at a time comes after everything armed at boot, an
+        event-triggered fault after everything its trigger's step armed (priority
+        ``seq + 0.5``), and faults of one priority in the scenario's order.
 Rule 2. The list of applied actions *is* the run: replaying it through ``system.apply``
         with no simpy and no randomness gives the same trace, byte for byte.
 Rule 3. A named message can be lost or delayed on purpose (``lose``/``delay`` faults);
@@ -30,13 +47,15 @@ Rule 4. Each fault counts the messages or events it matches, so ``nth`` is the n
 from __future__ import annotations
 
 import random
+from functools import partial
 from dataclasses import dataclass, field
 from typing import Any
 
 import simpy
 
+from model import idle
 from model import system as msys
-from model.system import Deliver, Drop, Fault, Fire
+from model.system import Deliver, Drop, Fault, Fire, Idle
 
 from .replay import trace_lines
 from .scenario import FaultSpec
@@ -57,6 +76,15 @@ class WorldOptions:
     loss: float = 0.0
     links: dict[str, LinkSpec] = field(default_factory=dict)  # "src->dst" -> spec
     faults: tuple[FaultSpec, ...] = ()
+    # How the replicas' periodic loops run: "batched" fires their idle firings as one
+    # ``Idle`` step without their records (model/idle.py); "stepwise" steps each firing
+    # through ``apply``, the reference the batched run is tested against.
+    idle: str = "batched"
+
+
+IDLE_BATCHED = "batched"
+IDLE_STEPWISE = "stepwise"
+IDLE_MODES = (IDLE_BATCHED, IDLE_STEPWISE)
 
 
 class Simulation:
@@ -66,6 +94,9 @@ class Simulation:
     def __init__(self, config: msys.WorldConfig, seed: int, options: WorldOptions | None = None,
                  header: dict | None = None):
         self.options = options or WorldOptions()
+        if self.options.idle not in IDLE_MODES:
+            raise ValueError(f"idle: expected one of {', '.join(IDLE_MODES)}, got {self.options.idle!r}")
+        self.batch_idle = self.options.idle == IDLE_BATCHED
         self.seed = seed
         self.env = simpy.Environment()
         self.rng_network = random.Random(f"{seed}:network")
@@ -76,6 +107,13 @@ class Simulation:
         self.panic_runs: dict[str, bool] = {}  # run ID -> the handler panics after its spawn
         self.req_tool_call: dict[str, str | None] = {}  # request ID -> tool call, from send records
         self.req_of_seq: dict[int, str] = {}  # message sequence number -> request ID
+        self._agenda: tuple[int, int] | None = None  # (due, seq) the periodic wake-up is set for
+        self._agenda_timer: msys.Timer | None = None  # the timer it is set for
+        self._loops_armed = True  # a step armed a loop timer since the wake-up was set
+        # Only event-triggered faults and handler panics read the records of each step.
+        self._watching = any(spec.kind == "handler_panic" or spec.trigger.event is not None
+                             for spec in self.options.faults)
+        self._idle_memo: dict = {}  # loop verdicts carried between batches (model/idle.py advance)
         step = msys.initial(config)
         self.system = step.system
         if header is not None:
@@ -83,9 +121,13 @@ class Simulation:
             self.trace.append({"kind": "header", "t_ms": 0, **header})
         self._record_step(None, step)
         self._schedule_new(step.system, known_seq=0)
+        # Faults at a time come after everything armed at boot and before anything armed
+        # later (Rule 1's order); among themselves, in the scenario's order.
+        priority = self.system.seq + 0.5
         for spec in self.options.faults:
             if spec.trigger.at_ms is not None:
-                self.env.process(self._fault_at(spec, spec.trigger.at_ms + spec.trigger.offset_ms))
+                self._at(spec.trigger.at_ms + spec.trigger.offset_ms, priority, self._fault_now, spec)
+        self._plan_periodic()
 
     # -- the one entry point -----------------------------------------------------
     def step(self, action) -> msys.Step:
@@ -95,7 +137,9 @@ class Simulation:
         self.actions.append(action)
         self._record_step(action, step)
         self._schedule_new(step.system, known_seq=before_seq)
-        self._watch(step.records)
+        if self._watching:
+            self._watch(step.records, action.at_ms)
+        self._plan_periodic()
         return step
 
     def run(self, until_ms: int):
@@ -108,13 +152,34 @@ class Simulation:
         self.trace.extend(step.records)
 
     # -- scheduling ----------------------------------------------------------------
+    def _at(self, at_ms: int, priority, fn, arg):
+        """One simpy event at true time ``at_ms`` that calls ``fn(arg)``: no Process, no
+        generator. Ties at the same time go by ``priority`` (Rule 1)."""
+        event = simpy.Event(self.env)
+        event._ok = True  # a plain succeeded event, as simpy's Timeout builds it
+        event._value = None
+        event.callbacks.append(partial(fn, arg))  # called as fn(arg, event)
+        env = self.env
+        env.schedule(event, priority, max(0, at_ms - env._now))
+
     def _schedule_new(self, s: msys.System, known_seq: int):
-        for env in s.in_flight:
-            if env.seq > known_seq:
-                self.env.process(self._carry(env))
-        for timer in s.timers.values():
-            if timer.seq > known_seq:
-                self.env.process(self._wake(timer))
+        """Each message or timer armed by the last step, in arming order: the network draws
+        its fate now (in that order, so the draws are one stream), and it happens at its
+        time with its sequence number as the priority (Rule 1)."""
+        new = [env for env in s.in_flight if env.seq > known_seq]
+        timers = [t for _, t in s.timers.items() if t.seq > known_seq]
+        if self.batch_idle and timers:
+            loops = [t for t in timers if idle.is_periodic(s, t.node, t.name)]
+            if loops:
+                self._loops_armed = True  # the periodic wake-up may have to move
+                timers = [t for t in timers if t not in loops]
+        if timers:
+            new = sorted(new + timers, key=lambda item: item.seq)
+        for item in new:
+            if type(item) is msys.Timer:
+                self._at(item.due_ms, item.seq, self._wake, item)
+            else:
+                self._carry(item)
 
     def _link(self, src: str, dst: str) -> LinkSpec:
         spec = self.options.links.get(f"{src}->{dst}")
@@ -131,14 +196,16 @@ class Simulation:
             kind, extra_ms = named
             lost = kind == "lose"
             delay_ms += extra_ms
-        yield self.env.timeout(delay_ms)
+        self._at(envelope.sent_at_ms + delay_ms, envelope.seq, self._arrive, (envelope, lost))
+
+    def _arrive(self, carried, _event=None):
+        envelope, lost = carried
         if msys._find(self.system, envelope.seq) is None:
             return
         cls = Drop if lost else Deliver
         self.step(cls(int(self.env.now), envelope.seq, envelope.what))
 
-    def _wake(self, timer: msys.Timer):
-        yield self.env.timeout(max(0, timer.due_ms - int(self.env.now)))
+    def _wake(self, timer: msys.Timer, _event=None):
         current = self.system.timers.get((timer.node, timer.name))
         if current is None or current.seq != timer.seq:
             return  # replaced or canceled since it was armed
@@ -147,6 +214,48 @@ class Simulation:
             self.step(Fault(int(self.env.now), "handler_panic", (("run", timer.name[8:]),) + after))
             return
         self.step(Fire(int(self.env.now), timer.node, timer.name))
+
+    # -- idle periodic loops (``idle = "batched"``) -----------------------------------
+    def _plan_periodic(self):
+        """Keep one simpy wake-up at the first periodic timer, (due, seq); a wake-up set
+        for a timer that has since moved is stale and does nothing."""
+        if not self.batch_idle:
+            return
+        if not self._loops_armed and self._agenda is not None:
+            current = self._agenda_timer
+            if self.system.timers.get((current.node, current.name)) is current:
+                return  # no loop timer armed and the first one still stands: it stays first
+        self._loops_armed = False
+        first = idle.next_periodic(self.system)
+        self._agenda_timer = first
+        key = None if first is None else (first.due_ms, first.seq)
+        if key != self._agenda:
+            self._agenda = key
+            if key is not None:
+                self._at(key[0], key[1], self._periodic, key)
+
+    def _periodic(self, key, _event=None):
+        """Fire every periodic timer due before the next other event, in (due, seq) order:
+        the idle ones as one ``Idle`` step without their records (model/idle.py), a firing
+        that is not idle as its own ``Fire`` step at its time."""
+        if key != self._agenda:
+            return
+        self._agenda = None
+        now_ms = int(self.env.now)
+        while True:
+            queue = self.env._queue  # simpy's (time, priority, id, event) heap: the next other event
+            before = queue[0][:2] if queue else None
+            system, fires, last_ms, blocked = idle.advance(self.system, before, memo=self._idle_memo)
+            if fires:
+                action = Idle(last_ms, fires)
+                self.system = system
+                self.actions.append(action)
+                self._record_step(action, msys.Step(system))
+            if blocked is None or blocked.due_ms != now_ms or fires:
+                break
+            # The first periodic firing, due now, does something: an ordinary step.
+            self.step(Fire(now_ms, blocked.node, blocked.name))
+        self._plan_periodic()
 
     # -- faults --------------------------------------------------------------------
     def _named_fate(self, envelope: msys.Envelope):
@@ -167,12 +276,11 @@ class Simulation:
                 fate = (spec.kind, spec.get("by", 0) if spec.kind == "delay" else 0)
         return fate
 
-    def _fault_at(self, spec: FaultSpec, at_ms: int):
-        yield self.env.timeout(max(0, at_ms - int(self.env.now)))
+    def _fault_now(self, spec: FaultSpec, _event=None):
         names = {c.name: c.chat_id for c in self.system.config.chats}
         self.step(_fault_action(spec, int(self.env.now), names))
 
-    def _watch(self, records):
+    def _watch(self, records, at_ms: int):
         """Event triggers: each fault counts the events it matches and starts on the nth."""
         for rec in records:
             if rec.get("kind") == "send":
@@ -193,11 +301,48 @@ class Simulation:
                         continue
                     self.event_counts[i] = self.event_counts.get(i, 0) + 1
                     if self.event_counts[i] == t.match.nth:
-                        self.env.process(self._fault_at(spec, int(self.env.now) + t.offset_ms))
+                        # After everything this step armed, before anything armed later.
+                        self._at(at_ms + t.offset_ms, self.system.seq + 0.5, self._fault_now, spec)
 
     # -- output --------------------------------------------------------------------
     def trace_lines(self) -> list[str]:
         return trace_lines(self.trace)
+
+
+def without_idle_steps(trace: list[dict], replicas) -> list[dict]:
+    """The trace less the steps that only the idle firings of periodic loops make, so a
+    batched run and a stepwise run of the same world compare record for record:
+
+    - an ``Idle`` step (one action record, no other record): the batched run's firings;
+    - a ``Fire`` step of a replica's periodic timer (acquire, heartbeat, sync/<chat>)
+      whose only record is its ``timer`` record: the stepwise run's idle firing (and the
+      rare firing that changes state but records nothing else, dropped from both runs
+      alike: the final systems are compared separately).
+
+    Every other step, and every record of a firing that records anything more (a
+    takeover, a ``db_down`` note, a runner's read of a change), is kept."""
+    out: list[dict] = []
+    i = 0
+    while i < len(trace):
+        j = i + 1
+        if trace[i].get("kind") == "action":
+            while j < len(trace) and trace[j].get("kind") != "action":
+                j += 1
+            rec = trace[i]
+            if rec.get("action") == "idle":
+                i = j
+                continue
+            if rec.get("action") == "timer" and rec.get("node") in replicas and j == i + 2 \
+                    and trace[i + 1].get("kind") == "timer" and _is_loop(rec.get("name", "")):
+                i = j
+                continue
+        out.extend(trace[i:j])
+        i = j
+    return out
+
+
+def _is_loop(name: str) -> bool:
+    return name in ("acquire", "heartbeat") or name.startswith("sync/")
 
 
 def _action_fields(action) -> dict:

@@ -153,31 +153,45 @@ def test_rules_branch_check_catches_a_bug_switch():
 
 # The trace of every agent planted bug in its scenario, and of three bugs together, as
 # they were before the bugs became hook overrides (model/agent.py's knobs, commit
-# 03d2845): the overrides are the same bugs. A change that means to move one re-pins it
-# with the hash that ``python -m sim run scenarios/<scenario>.toml --variant <variant>``
-# prints last, and says why in its commit.
+# 03d2845): the overrides are the same bugs. Each entry pins the stepwise world's trace
+# (``WorldOptions.idle = "stepwise"``: every loop firing its own step, the hashes from
+# before idle loop firings were batched) and the default batched world's. A change that
+# means to move one re-pins it with the hash that ``python -m sim run
+# scenarios/<scenario>.toml --variant <variant>`` prints last (run_scenario(...,
+# idle="stepwise") for the first), and says why in its commit.
 BUG_TRACES = [
     ("bug_delayed_retry_across_restart", "contract+no-age-margin",
-     "fc54717bc992e7f4c151f99d96f49e6975fcda413e54949896123842ee09cd58"),
+     "fc54717bc992e7f4c151f99d96f49e6975fcda413e54949896123842ee09cd58",
+     "57a928421ffd852f561846484c598027eda3741dabb08323e0d6b9b28665576b"),
     ("bug_interrupt_at_deadline", "contract+stop-rule-inclusive",
-     "c961a7e81d654913807b16101e4f0120cba37db1440b7b209c5592d4a2af850e"),
+     "c961a7e81d654913807b16101e4f0120cba37db1440b7b209c5592d4a2af850e",
+     "f96ba54762564df0175c64029761a2bb9f74fcf780adec1edec2637a8575fbfd"),
     ("bug_slow_spawn_retry", "contract+run-before-record",
-     "939df11471b8bedf80f08504c46543c1884ef99993f767b8af1b164cadaac05b"),
+     "939df11471b8bedf80f08504c46543c1884ef99993f767b8af1b164cadaac05b",
+     "dfda482590a47cc59c5af46982157e70eecdb5657a70487beaccc878c09da2fe"),
     ("us04_retry_changes_nothing", "contract+records-lost-on-new-message",
-     "fef42339ce84959239ab5787e6b76671ba29c1a3ad37ff88aadeda195e759f86"),
+     "fef42339ce84959239ab5787e6b76671ba29c1a3ad37ff88aadeda195e759f86",
+     "462721d60130cb95de99f34ad6e2fe1fe104baa8d74c46fb25c4c3d4e0120c1a"),
     ("us09_chat_isolation", "contract+pid-from-command",
-     "0fbaec0fe3b0889cdb0281f8b134d340ffb605079fbad14dca1e42f3676c6c6e"),
+     "0fbaec0fe3b0889cdb0281f8b134d340ffb605079fbad14dca1e42f3676c6c6e",
+     "7d6c32dc64e8baf6fa9b1cf9b0caf1507515865c7234f9e8a13c29430d2ee655"),
     ("us09_chat_isolation", "contract+pid-from-command+stop-rule-inclusive+run-before-record",
-     "b00a1daf7006f3d09f72d637843174e10b6de92ce581e33461c675840ffb555c"),
+     "b00a1daf7006f3d09f72d637843174e10b6de92ce581e33461c675840ffb555c",
+     "f9317d39e9ec6763d546830ff0f20ba6d7370b3aca178acca86ce94461572bdb"),
     ("us10_interrupt_before_start_arrives", "contract+cancel-without-marker",
-     "b051ed27a35649917b3dee7bf7b0df9e0bfecec0e1431c4e4bef732c0b682f1b"),
+     "b051ed27a35649917b3dee7bf7b0df9e0bfecec0e1431c4e4bef732c0b682f1b",
+     "081a70e68078cfbccf1c5af7c60c19567772d8d7cf9832c5406a886bb2cb39cd"),
     ("us10_interrupt_before_start_arrives", "contract+cancel-without-marker-truth",
-     "d782efbc25e3c08c405c3b1b3a418f429e79e33f47f34d35a2e0632765216746"),
+     "d782efbc25e3c08c405c3b1b3a418f429e79e33f47f34d35a2e0632765216746",
+     "d40bee92b5166be327d0a932181f50b1311879d8ee030413fed21783eb5bd8b7"),
 ]
 
 
-@pytest.mark.parametrize("scenario,variant,sha256", BUG_TRACES, ids=[f"{s}/{v}" for s, v, _ in BUG_TRACES])
-def test_agent_bug_traces_are_pinned(scenario, variant, sha256):
+@pytest.mark.parametrize("scenario,variant,stepwise_sha256,sha256", BUG_TRACES,
+                         ids=[f"{s}/{v}" for s, v, _, _ in BUG_TRACES])
+def test_agent_bug_traces_are_pinned(scenario, variant, stepwise_sha256, sha256):
     """Each agent planted bug behaves, step for step, as it did as a knob."""
+    stepwise = run_scenario(load(SCENARIOS / f"{scenario}.toml"), variant, idle="stepwise")
+    assert stepwise.trace_sha256 == stepwise_sha256
     result = run_scenario(load(SCENARIOS / f"{scenario}.toml"), variant)
     assert result.trace_sha256 == sha256

@@ -13,13 +13,14 @@ ONE_CALL = {"name": "keys", "seed": 757, "until": "15m", "turns": [{"chat": "cha
     {"id": "toolu_01", "tool": "execute", "command": "make test", "runs_for": "12h", "timeout": "10h"}]}]}
 
 
-def _run(world: dict, variant: str = "contract", faults=(), until: str | None = None, data=ONE_CALL):
+def _run(world: dict, variant: str = "contract", faults=(), until: str | None = None, data=ONE_CALL,
+         idle: str | None = None):
     data = copy.deepcopy(data)
     data["world"] = world
     data["faults"] = list(faults)
     if until:
         data["until"] = until
-    return run_scenario(from_dict(data), variant)
+    return run_scenario(from_dict(data), variant, idle=idle)
 
 
 def _fired(run, node: str, name_part: str) -> list[int]:
@@ -41,13 +42,13 @@ def test_attempt_timeout_5m_under_today_gives_three_starts_in_15_minutes():
 
 
 def test_heartbeat_interval_sets_the_heartbeat_loop():
-    run = _run({"heartbeat_interval": "3s"}, until="1m")
+    run = _run({"heartbeat_interval": "3s"}, until="1m", idle="stepwise")  # every firing recorded
     fires = _fired(run, "replica-1", "heartbeat")
     assert {b - a for a, b in zip(fires, fires[1:])} == {3_000}
 
 
 def test_acquisition_interval_sets_the_acquisition_loop():
-    run = _run({"acquisition_interval": "5s"}, until="1m")
+    run = _run({"acquisition_interval": "5s"}, until="1m", idle="stepwise")  # every firing recorded
     fires = _fired(run, "replica-1", "acquire")
     assert {b - a for a, b in zip(fires, fires[1:])} == {5_000}
 

@@ -60,6 +60,9 @@ def add_arguments(parser) -> None:
     parser.add_argument("--property", dest="stop_properties", action="append", default=[], metavar="NAME",
                         help="stop once this property (repeatable: each of them) has a counterexample; "
                              "the others found by then are reported too")
+    parser.add_argument("--workers", type=int, default=1,
+                        help="processes to search with (default 1); the result is the same for any number, only "
+                             "the speed differs (sim/explore_parallel.py)")
     parser.add_argument("--json", action="store_true")
 
 
@@ -81,6 +84,10 @@ def main(args, out) -> int:
     horizon_ms = parse_duration(args.horizon, "--horizon") // scale
     if horizon_ms < 1:
         raise BadFlag(f"--horizon: must be above 0 (at least {scale} ms on the explorer's clock), got {args.horizon}")
+    if args.workers < 1:
+        raise BadFlag(f"--workers: must be at least 1, got {args.workers}")
+    if args.graph and args.workers > 1:
+        raise BadFlag("--graph: the state graph is drawn by one process; use it with --workers 1")
     out_dir = check_out_dir(args.out)
     if args.graph:
         check_out_file(args.graph, "--graph")
@@ -100,8 +107,14 @@ def main(args, out) -> int:
         def progress(states: int) -> bool:
             show(states)
             return interrupted()
-        result = ex.explore(config, bounds, max_states=args.max_states, keep_edges=bool(args.graph), stop_on=stop_on,
-                            on_progress=progress)
+        if args.workers > 1:
+            from ..explore_parallel import explore as explore_parallel
+
+            result = explore_parallel(config, bounds, max_states=args.max_states, stop_on=stop_on,
+                                      on_progress=progress, workers=args.workers)
+        else:
+            result = ex.explore(config, bounds, max_states=args.max_states, keep_edges=bool(args.graph),
+                                stop_on=stop_on, on_progress=progress)
         was_interrupted = interrupted()
     elapsed_s = max(time.perf_counter() - started, 1e-9)
     world = cx.explore_world(args.world, args.variant, bounds, args.second)
@@ -115,7 +128,7 @@ def main(args, out) -> int:
     if args.graph and not was_interrupted:
         write_graph(result.edges, args.graph)
     doc = report.explore_json(args.world, args.variant, result, elapsed_s, violations, world["bounds"], out_dir,
-                              was_interrupted)
+                              was_interrupted, args.workers)
     if args.json:
         out.write(json_text(doc))
     else:

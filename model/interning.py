@@ -1,0 +1,145 @@
+"""Hash-consing for the explorer: every distinct state component gets one small handle.
+
+Theory of operation
+-------------------
+The explorer compares and stores hundreds of thousands of global states, and most of two
+neighbouring states is the same objects (a step changes one node). Rendering whole states
+as text to compare them (wave 1) costs time and memory in proportion to their size; here a
+state component is named by a handle (``Id``) that stands for its *value*: two components
+get the same handle exactly when they are equal, field by field, down to the primitives.
+
+Rule 1. Structural keys. A component's key is its class and its fields, where a field
+        that is itself a component contributes its handle and a primitive contributes
+        itself (a bool or a float is tagged with its type, so ``True``, ``1`` and ``1.0``
+        never share a key). Containers (tuples, ``FMap``) key their elements the same way.
+        Keys hold no objects, only primitives and handles, so the table never keeps a
+        dead state alive.
+Rule 2. Each component remembers its handle (``_iid`` in its ``__dict__`` or slot), so a
+        component that a step did not touch costs one attribute read, and a changed one
+        costs one key of its own fields, not a walk of everything beneath it. A changed
+        copy never inherits the memo: ``core.replace`` drops it (the model's one way
+        to change a state), and nothing in the model shallow-copies an interned state.
+Rule 3. Handles are process-local and ordered by first sight (``Id.n``), which the
+        explorer's order is deterministic about; they compare by identity (one handle per
+        value), which is exact: no digest, no collision. Nothing outside one search
+        process ever sees a handle.
+Rule 4. Where processes must agree on a state (the parallel explorer), an interner made
+        with ``digests=True`` also gives each handle a 128-bit BLAKE2b digest of its key,
+        with child handles standing in by their digests: the same value has the same
+        digest in every process, and a state is compared by the digest of its key.
+
+The table belongs to one ``Interner``; a search makes its own, so handles from two
+searches never mix (a memo written by another interner is ignored).
+"""
+
+from __future__ import annotations
+
+from dataclasses import fields, is_dataclass
+from hashlib import blake2b
+from enum import Enum
+from typing import Any
+
+from .core import FMap
+
+
+class Id:
+    """One value's handle. ``n`` orders handles by first sight (for canonical sorting of
+    sets); ``value`` is what the interner was asked to keep with it (a ghost record's
+    parsed form, say), or None; ``digest`` is its content digest when the interner
+    makes them (Rule 4), else None."""
+
+    __slots__ = ("n", "value", "digest")
+
+    def __init__(self, n: int, value: Any = None, digest: bytes | None = None):
+        self.n = n
+        self.value = value
+        self.digest = digest
+
+
+_TRUE, _FALSE, _NONE = ("bool", True), ("bool", False), ("none",)
+_PRIMITIVE = (str, int, bytes)
+
+
+def digest_of(key) -> bytes:
+    """Rule 4: a 128-bit BLAKE2b digest of a key, the same in every process (no
+    ``hash``, no addresses): what parallel searches compare states by. A key is flat
+    (Rule 1: containers are interned, so no nested tuple holds a handle): a handle
+    stands in by its digest behind a NUL, a class by its qualified name, anything else
+    by its repr, which never holds a NUL or the unit separator between parts."""
+    parts = []
+    for part in key:
+        t = type(part)
+        if t is Id:
+            parts.append(b"\x00" + part.digest)
+        elif t is type:
+            parts.append(f"{part.__module__}.{part.__qualname__}".encode())
+        else:
+            parts.append(repr(part).encode())
+    return blake2b(b"\x1f".join(parts), digest_size=16).digest()
+
+
+class Interner:
+    """The table of one search: key -> handle."""
+
+    def __init__(self, digests: bool = False):
+        self.table: dict[Any, Id] = {}
+        self._fields: dict[type, tuple[str, ...]] = {}
+        self.digests = digests  # give every handle a content digest (parallel searches)
+
+    def __len__(self) -> int:
+        return len(self.table)
+
+    def key_of(self, key, value: Any = None) -> Id:
+        """The handle of a key built by the caller (a tuple of primitives and handles)."""
+        found = self.table.get(key)
+        if found is None:
+            found = self.table[key] = Id(len(self.table), value, digest_of(key) if self.digests else None)
+        return found
+
+    def handle(self, x) -> Any:
+        """``iid`` for a component that is a dataclass instance, an ``FMap`` or None: the
+        hot path reads the memo straight away."""
+        if x is None:
+            return _NONE
+        memo = x._iid if type(x) is FMap else x.__dict__.get("_iid")
+        if memo is not None and memo[0] is self:
+            return memo[1]
+        return self.iid(x)
+
+    def iid(self, x) -> Any:
+        """The handle of ``x`` (or, for a primitive, the primitive itself, tagged where
+        Python would equate it with another type's value)."""
+        t = type(x)
+        if t in _PRIMITIVE:
+            return x if t is not bool else (_TRUE if x else _FALSE)
+        if x is None:
+            return _NONE
+        if t is bool:
+            return _TRUE if x else _FALSE
+        if t is tuple:
+            return self.key_of(("tuple",) + tuple(self.iid(e) for e in x))
+        if t is float:
+            return ("float", x)
+        if t is FMap:
+            memo = x._iid
+            if memo is not None and memo[0] is self:
+                return memo[1]
+            found = self.key_of(("map",) + tuple(i for k, v in x._items for i in (self.iid(k), self.iid(v))))
+            x._iid = (self, found)
+            return found
+        names = self._fields.get(t)
+        if names is None:
+            if isinstance(x, Enum):
+                return self.key_of((t, x.name))
+            if t is frozenset:
+                return self.key_of(("frozenset",) + tuple(sorted(x)))
+            if not is_dataclass(x) or not hasattr(x, "__dict__"):
+                raise TypeError(f"cannot intern a {t.__name__}")
+            names = self._fields[t] = tuple(f.name for f in fields(t))
+        d = x.__dict__
+        memo = d.get("_iid")
+        if memo is not None and memo[0] is self:
+            return memo[1]
+        found = self.key_of((t,) + tuple(self.iid(d[name]) for name in names))
+        d["_iid"] = (self, found)
+        return found

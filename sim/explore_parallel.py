@@ -1,0 +1,189 @@
+"""The explorer on several cores: worker processes expand the frontier, one process
+numbers the states, and the result is the one-process search's, state for state.
+
+Theory of operation
+-------------------
+``model.explore.Search`` is a breadth-first search whose every decision is an event in a
+fixed order: state ``n`` is expanded (its own verdict), then its children in the order of
+its enabled actions (each one new, which gives it the next number, or known, which checks
+that path's order of the history, Rule 5). This driver keeps that order and only moves the
+work that does not decide anything to other processes.
+
+Rule 1. Head start. The search runs in this process until its frontier holds enough
+        states to share (``HEAD_START_PER_WORKER`` each), then forks the workers, which
+        inherit the search as it stands (its interner, memo and frontier): nothing is
+        pickled but each round's digests and verdicts.
+Rule 2. Rounds. Each worker expands its share of the frontier (the states whose position
+        in it is ``i % workers == w``): for every state its verdict, and for every child
+        the 128-bit content digest of its key (model/interning.py Rule 4, the same in
+        every process) and the verdict it would get as a known state. It keeps the
+        children and sends the rest.
+Rule 3. One numbering. This process merges the workers' rounds in state-number order and
+        replays the events through ``Search.report`` and ``Search.offer``, exactly as the
+        one-process search does them: the same states get the same numbers, the same
+        merged paths are checked, the same first counterexample per property is kept,
+        and ``max_states`` and ``stop_on`` cut at the same event. It answers each worker
+        with the numbers of its children that are new (a known child is dropped), and a
+        worker's next share is those children, still in number order.
+Rule 4. Paths are rebuilt here, from the stored (parent, action index) choices, by
+        replaying them from the initial state (``Search.path_to``).
+
+So ``--workers`` changes the speed and never the result: the same states, transitions,
+depth and counterexamples (tests/test_explore_parallel.py). Each worker's shares are
+whatever its own past children were, so the load stays balanced only as far as subtrees
+are alike; in the worlds here they are within a few percent.
+"""
+
+from __future__ import annotations
+
+import heapq
+import multiprocessing
+from collections import namedtuple
+from typing import Callable
+
+from model import explore as ex
+from model import system as msys
+
+HEAD_START_PER_WORKER = 200  # frontier states each worker gets before the workers start
+
+_Violation = namedtuple("_Violation", "property residual_risk detail")
+
+
+def _pack(violations) -> tuple:
+    return tuple(_Violation(v.property, v.residual_risk, v.detail) for v in violations)
+
+
+def explore(config: msys.WorldConfig, bounds: ex.Bounds = ex.Bounds(), max_states: int = 200_000,
+            stop_on: Callable[[ex.Found], bool] | None = None,
+            on_progress: Callable[[int], bool | None] | None = None, workers: int = 2,
+            head_start: int | None = None) -> ex.Result:
+    """``model.explore.explore`` on ``workers`` processes (1: in this one). ``head_start``:
+    how many frontier states this process gathers before the workers start (Rule 1;
+    default ``HEAD_START_PER_WORKER`` each)."""
+    if workers <= 1 or "fork" not in multiprocessing.get_all_start_methods():
+        return ex.explore(config, bounds, max_states, stop_on=stop_on, on_progress=on_progress)
+    search = ex.Search(config, bounds, max_states, stop_on=stop_on, digests=True)
+    search.run(on_progress, until_frontier=head_start or HEAD_START_PER_WORKER * workers)
+    if not search.frontier or search.stopped or search.full:
+        return search.finish()
+    frontier = list(search.frontier)
+    search.frontier.clear()
+    fork = multiprocessing.get_context("fork")
+    conns, procs = [], []
+    # This process is worker 0 as well as the one that numbers: the others are forked.
+    for w in range(1, workers):
+        mine, theirs = fork.Pipe()
+        proc = fork.Process(target=_serve, args=(theirs, _Worker(search, frontier[w::workers])), daemon=True)
+        proc.start()
+        theirs.close()
+        conns.append(mine)
+        procs.append(proc)
+    local = _Worker(search, frontier[0::workers])
+    del frontier
+    before = (search.ctx.hits, search.ctx.misses)  # every worker's counters start from these
+    left = True
+    try:
+        while True:
+            rounds = [local.expand()] + [conn.recv() for conn in conns]
+            answers: list[list[int]] = [[] for _ in rounds]
+            merged = heapq.merge(*([(entry, w) for entry in r] for w, r in enumerate(rounds)),
+                                 key=lambda item: item[0][0])
+            new_states = 0
+            index = search.index
+            for (number, own, children), w in merged:
+                search.report(own, lambda number=number: search.path_to(number))
+                if search.stopped:
+                    break
+                answer = answers[w]
+                for move, (key, as_known) in enumerate(children):
+                    if type(key) is int:
+                        # The worker knows this child's number already: a known state.
+                        search.offer_known(number, move, lambda as_known=as_known: as_known)
+                        new = -1 - key
+                    else:
+                        new = search.offer(number, move, key, "", lambda as_known=as_known: as_known)
+                        if new is None and not search.full:
+                            new = -1 - index[key]  # known: tell the worker which state it is
+                    if search.full:
+                        break
+                    answer.append(new)
+                    new_states += new >= 0
+                if search.full:
+                    break
+            if on_progress is not None and on_progress(len(search.parents)):
+                search.stopped = True
+            if search.stopped or search.full or new_states == 0:
+                left = new_states > 0 and not search.full
+                break
+            local.take(answers[0])
+            for conn, answer in zip(conns, answers[1:]):
+                conn.send(answer)
+        hits, misses = local.ctx.hits - before[0], local.ctx.misses - before[1]
+        for conn in conns:
+            conn.send(None)
+            worker_hits, worker_misses = conn.recv()
+            hits += worker_hits - before[0]
+            misses += worker_misses - before[1]
+    finally:
+        for proc in procs:
+            proc.join(timeout=5)
+            if proc.is_alive():
+                proc.terminate()
+    result = search.finish(frontier_left=left)
+    result.memo_hits = before[0] + hits
+    result.memo_misses = before[1] + misses
+    return result
+
+
+class _Worker:
+    """Rule 2: one share of the frontier. ``known`` maps the keys of states this worker
+    has seen to their numbers, so a child it has met before goes by its number and
+    needs no digest (digests cost about a fifth of a step)."""
+
+    def __init__(self, search: ex.Search, frontier: list):
+        self.search, self.ctx, self.frontier = search, search.ctx, frontier
+        self.known: dict = {}
+        self.kept: list = []
+
+    def expand(self) -> list:
+        search, ctx, bounds, known = self.search, self.ctx, self.search.bounds, self.known
+        reorder = search.reorder
+        entries, kept = [], []
+        for number, node in self.frontier:
+            actions = ex.enabled(node, bounds)
+            own = _pack(ctx.verdict(node, search.kinds(node, actions)))
+            children = []
+            for action in actions:
+                child, _ = ctx.step(node, action)
+                local = ctx.key(child, reorder)
+                as_known = _pack(ctx.verdict(child, search.kinds(child, None))) if reorder else ()
+                seen = known.get(local)
+                children.append((seen if seen is not None else ex.digest_of(local), as_known))
+                kept.append((local, child))
+            entries.append((number, own, children))
+        self.kept = kept
+        return entries
+
+    def take(self, answer: list) -> None:
+        """Rule 3's answer: each child's number (new, >= 0) or ``-1 - number`` (known)."""
+        frontier = []
+        for n, (local, child) in zip(answer, self.kept):
+            if n >= 0:
+                frontier.append((n, child))
+                self.known[local] = n
+            else:
+                self.known[local] = -1 - n
+        self.frontier, self.kept = frontier, []
+
+
+def _serve(conn, worker: _Worker) -> None:
+    try:
+        while True:
+            conn.send(worker.expand())
+            answer = conn.recv()
+            if answer is None:
+                conn.send((worker.ctx.hits, worker.ctx.misses))
+                return
+            worker.take(answer)
+    except (EOFError, KeyboardInterrupt, BrokenPipeError):
+        return

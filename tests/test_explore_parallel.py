@@ -1,0 +1,127 @@
+"""The fast explorer finds what the plain one finds.
+
+Two things stand between the explorer of issue 14 and ``system.apply`` step by step: the
+transition memo (model/explore.py Rule 7), which replays a cached step's edits onto another
+state with the same footprint, and the parallel driver (sim/explore_parallel.py), which
+numbers states in the one-process order while workers expand them. Each gets a test
+against the thing it replaces: with ``CHECK_MEMO`` every cached step is also applied for
+real and compared field by field, and a parallel search must give the one-process result
+state for state: the same counts, depth and counterexamples, action for action.
+"""
+
+from __future__ import annotations
+
+import pytest
+
+from model import explore as ex
+from model import worlds
+from sim import explore_parallel as xp
+from sim.cli import main
+
+NONE = dict(agent_restarts=0, ownership_changes=0, interrupts=0, lost_responses=0, task_retries=0)
+
+
+def _summary(result) -> tuple:
+    found = sorted((v.property, v.residual_risk or "", tuple(a.label() for a in v.path), v.detail)
+                   for v in result.violations)
+    return result.states, result.transitions, result.depth, result.exhausted, found
+
+
+@pytest.fixture
+def checked_memo(monkeypatch):
+    monkeypatch.setattr(ex, "CHECK_MEMO", True)
+
+
+# Worlds and variants whose searches take every kind of step the memo caches: agent and
+# chatd deliveries, lost answers, agent and replica timers, restarts, interrupts and
+# takeovers, with findings (today, planted bugs) and without (contract).
+MEMO_CASES = [
+    ("default", "contract", 0, 6_000),
+    ("default", "today", 0, 6_000),
+    ("default", "contract", 1, 6_000),
+    ("two-chats", "contract+pid-from-command", 1, 4_000),
+    ("late-pubsub", "contract+commit-without-fences", 0, 4_000),
+    ("two-messages", "contract+no-age-margin", 1, 4_000),
+]
+
+
+@pytest.mark.parametrize("world,variant,in_flight_ms,states", MEMO_CASES,
+                         ids=[f"{w}-{v}-{m}" for w, v, m, _ in MEMO_CASES])
+def test_every_memoized_step_equals_the_real_one(checked_memo, world, variant, in_flight_ms, states):
+    """``Context._check`` raises on the first cached step whose system, timers, messages,
+    open requests or ghost records differ from ``system.apply``'s."""
+    result = ex.explore(worlds.build(world, variant), ex.Bounds(max_in_flight_ms=in_flight_ms), max_states=states)
+    assert result.memo_hits > result.memo_misses > 0
+
+
+def test_the_memo_check_fires_on_a_footprint_that_misses_a_read(checked_memo, monkeypatch):
+    """A checker that cannot fire is worse than none: drop the agent from the key of its
+    own deliveries and the check must catch the first wrong replay."""
+    real = ex.Context._memo_key
+
+    def blind(self, s, action):
+        key, footprint = real(self, s, action)
+        if key is not None and key[0] == "agent":
+            key = key[:3] + key[4:]  # the agent's state no longer decides what a delivery does
+        return key, footprint
+    monkeypatch.setattr(ex.Context, "_memo_key", blind)
+    with pytest.raises(AssertionError, match="memo differs"):
+        ex.explore(worlds.default("contract"), ex.Bounds(), max_states=5_000)
+
+
+PARALLEL_CASES = [
+    ("default", "today", ex.Bounds(), {}),
+    ("default", "contract", ex.Bounds(**{**NONE, "agent_restarts": 1, "interrupts": 1}), {}),
+    ("default", "contract+stop-rule-inclusive", ex.Bounds(**{**NONE, "interrupts": 1}), {}),
+    ("two-messages", "contract+no-age-margin", ex.Bounds(max_in_flight_ms=1, **{**NONE, "lost_responses": 1}), {}),
+    ("default", "contract", ex.Bounds(), {"max_states": 2_500}),
+]
+
+
+@pytest.mark.parametrize("world,variant,bounds,limits", PARALLEL_CASES,
+                         ids=[f"{w}-{v}-{i}" for i, (w, v, _, _) in enumerate(PARALLEL_CASES)])
+def test_parallel_search_gives_the_one_process_result(world, variant, bounds, limits):
+    config = worlds.build(world, variant)
+    one = ex.explore(config, bounds, **limits)
+    two = xp.explore(config, bounds, workers=2, head_start=2, **limits)
+    three = xp.explore(config, bounds, workers=3, head_start=5, **limits)
+    assert _summary(two) == _summary(one) == _summary(three)
+
+
+def test_parallel_search_stops_where_the_one_process_search_stops():
+    """``stop_on`` cuts at the same event: the first counterexample it accepts, with
+    whatever the one-process search had found before it."""
+    config = worlds.default("today")
+
+    def first(found):
+        return True
+    one = ex.explore(config, ex.Bounds(), stop_on=first)
+    two = xp.explore(config, ex.Bounds(), stop_on=first, workers=2, head_start=2)
+    assert not one.exhausted and one.violations
+    assert _summary(two) == _summary(one)
+
+
+def test_explore_cli_runs_with_workers(tmp_path, capsys):
+    args = ["explore", "--variant", "today", "--json", "--out", str(tmp_path), "--agent-restarts", "0",
+            "--ownership-changes", "0", "--lost-responses", "0", "--task-retries", "0"]
+    assert main(args) == 1
+    one = capsys.readouterr().out
+    assert main(args + ["--workers", "2"]) == 1
+    two = capsys.readouterr().out
+    import json
+
+    a, b = json.loads(one), json.loads(two)
+    assert b["workers"] == 2
+    for doc in (a, b):
+        doc.pop("states_per_s")
+        doc.pop("workers")
+    assert a == b
+
+
+@pytest.mark.parametrize("flags,message", [
+    (["--workers", "0"], "--workers: must be at least 1"),
+    (["--workers", "2", "--graph", "g.graphml"], "--graph: the state graph is drawn by one process"),
+])
+def test_explore_refuses_bad_worker_flags(flags, message, tmp_path, capsys):
+    assert main(["explore", "--out", str(tmp_path)] + flags) == 2
+    assert message in capsys.readouterr().err
