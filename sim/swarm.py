@@ -28,12 +28,15 @@ One swarm seed S is one run. The parts live beside this module:
    candidate is a full deterministic re-run with the same root seed, so the minimized
    scenario fails on its own; steps only ever remove, so the schedule never grows.
 4. ``run_swarm`` (here) runs seeds ``first_seed .. first_seed + seeds - 1`` in order, in
-   this process or in ``workers`` spawned processes; each seed's outcome depends only on
-   the seed and the variant, and the outcomes are ordered by seed, so the report does
-   not depend on the number of workers. reports/swarm.py writes what a user reads.
+   this process or in ``workers`` processes (forked where safe, else spawned:
+   ``_pool_context``) that take the seeds in chunks of consecutive seeds (``chunks``);
+   each seed's outcome depends only on the seed and the variant, and the outcomes are
+   ordered by seed, so the report does not depend on the number of workers.
+   reports/swarm.py writes what a user reads.
 
 Rule 1. No global ``random``, no wall clock, no iteration over sets or hash order (the
-        drawing's Rule 1 in sim/stories.py; worker processes are spawned, not forked).
+        drawing's Rule 1 in sim/stories.py), and no state carried from one seed to the
+        next: a worker runs many seeds, and a forked one starts from the parent's memory.
 Rule 2. The TOML written for a failure parses back to the identical dict (checked before
         the file is written: ``sim.scenario_toml.exact_toml``).
 Rule 3. A seed reports at most one failure: the earliest new finding (by simulated time,
@@ -171,33 +174,95 @@ def run_seed(seed: int, variant: str, minimize_failures: bool = True) -> dict:
 # ---------------------------------------------------------------------------
 
 
-def _job(args: tuple[int, str]) -> dict:  # module level: spawned workers import it by name
-    seed, variant = args
-    return run_seed(seed, variant)
+_STOP = None  # in a worker: the pool's stop event (set by the parent on Ctrl-C or an early stop)
 
 
-def _worker_ignores_sigint() -> None:  # module level: the pool's initializer
+def _run_chunk(first_seed: int, seeds: int, variant: str) -> list[dict]:
+    """Module level: what a worker runs. One task is a run of consecutive seeds, sent as
+    three numbers and answered with their outcomes (plain values; only a failure carries
+    its scenario), so a cheap seed costs no round trip of its own. Once the parent has
+    stopped reading, the rest of the chunk is skipped: a Ctrl-C waits for one seed per
+    worker, not a whole chunk (a failing seed alone may cost MAX_MINIMIZE_RUNS runs)."""
+    outcomes = []
+    for seed in range(first_seed, first_seed + seeds):
+        if _STOP is not None and _STOP.is_set():
+            break
+        outcomes.append(run_seed(seed, variant))
+    return outcomes
+
+
+def _worker_init(stop) -> None:  # module level: the pool's initializer
     """Ctrl-C is the parent's to handle: it stops handing out seeds and reports."""
     import signal
 
+    global _STOP
+    _STOP = stop
     signal.signal(signal.SIGINT, signal.SIG_IGN)
+
+
+# Chunks: a task is at most MAX_CHUNK_SEEDS seeds. They start at one seed and double
+# (the first outcome, and a failure's files, come as soon as one seed is done, as with
+# one process), and end at about 1/CHUNKS_PER_WORKER of what is left per worker, so they
+# shrink towards the end (guided scheduling). A failing seed costs up to
+# MAX_MINIMIZE_RUNS re-runs, so seeds are far from equal: big chunks in the middle keep
+# the round trips few, small ones at the end keep one worker from finishing alone.
+MAX_CHUNK_SEEDS = 32
+CHUNKS_PER_WORKER = 4
+
+
+def chunks(first_seed: int, seeds: int, workers: int) -> list[tuple[int, int]]:
+    """(first seed, count) of each task, in seed order; a function of the arguments only
+    (the report would not change with another split, but a test can pin this one)."""
+    out = []
+    seed, left, ramp = first_seed, seeds, 1
+    while left > 0:
+        n = max(1, min(ramp, MAX_CHUNK_SEEDS, left // (CHUNKS_PER_WORKER * workers)))
+        out.append((seed, n))
+        seed, left, ramp = seed + n, left - n, ramp * 2
+    return out
+
+
+def _pool_context():
+    """``fork`` where it is safe, else ``spawn``. A forked worker starts in milliseconds
+    with the model already imported (a spawned one re-imports it: about 0.3 s each, which
+    is the whole cost of a small swarm once seeds are cheap). Forking is safe here because
+    a seed's outcome depends only on the seed and the variant, never on what the process
+    ran before: ``--workers 1`` runs every seed in one process, one after another, and
+    tests/test_swarm.py checks its report equals ``--workers 2``'s. Not forked: on macOS
+    (system libraries are not fork-safe, and ``spawn`` is Python's default there), and
+    from a process with other threads (a thread holding a lock at the fork leaves it held
+    forever in the child: under pytest-xdist, for one, a worker has execnet's thread)."""
+    import threading
+
+    if sys.platform.startswith("linux") and threading.active_count() == 1:
+        return multiprocessing.get_context("fork")
+    return multiprocessing.get_context("spawn")
 
 
 def iter_outcomes(first_seed: int, seeds: int, variant: str, workers: int = 1):
     """The outcomes of seeds ``first_seed .. first_seed + seeds - 1``, in seed order, one
-    at a time (so a caller that stops early keeps every finished one)."""
-    jobs = ((seed, variant) for seed in range(first_seed, first_seed + seeds))
+    at a time (so a caller that stops early keeps every finished one). With workers, the
+    seeds go out in ``chunks``; the answers are read back in seed order whatever order
+    they finish in, so the outcomes are the same for any ``workers``."""
     if workers <= 1 or seeds <= 1:
-        for job in jobs:
-            yield _job(job)
+        for seed in range(first_seed, first_seed + seeds):
+            yield run_seed(seed, variant)
         return
-    # spawn, not fork: a worker starts from a clean interpreter, so nothing the parent
-    # did (imports, caches, random state) can leak into a run.
-    pool = ProcessPoolExecutor(max_workers=min(workers, seeds), mp_context=multiprocessing.get_context("spawn"),
-                               initializer=_worker_ignores_sigint)
+    workers = min(workers, seeds)
+    context = _pool_context()
+    if context.get_start_method() == "fork":
+        from . import run  # noqa: F401 - what judge imports, imported once before the fork, not in each worker
+    stop = context.Event()
+    pool = ProcessPoolExecutor(max_workers=workers, mp_context=context, initializer=_worker_init,
+                               initargs=(stop,))
     try:
-        yield from pool.map(_job, jobs, chunksize=1)
+        # Every chunk is queued at once (three numbers each); the pool hands them out as
+        # workers free up. On Ctrl-C the ones not started are cancelled below.
+        futures = [pool.submit(_run_chunk, first, n, variant) for first, n in chunks(first_seed, seeds, workers)]
+        for future in futures:
+            yield from future.result()
     finally:
+        stop.set()  # a no-op after the last chunk; else the chunks under way end early
         pool.shutdown(wait=True, cancel_futures=True)
 
 

@@ -18,10 +18,7 @@ from sim import bench
 from sim.cli import main
 
 
-@pytest.fixture(scope="module")
-def tiny(tmp_path_factory) -> dict:
-    """One ``bench --tiny --json`` run shared by the tests (the smallest bench that
-    still measures every row)."""
+def _run_tiny() -> dict:
     import io
     from contextlib import redirect_stdout
 
@@ -31,14 +28,32 @@ def tiny(tmp_path_factory) -> dict:
     return json.loads(out.getvalue())
 
 
+@pytest.fixture(scope="module")
+def tiny(tmp_path_factory, worker_id) -> dict:
+    """One ``bench --tiny --json`` run shared by the tests (the smallest bench that
+    still measures every row). Under pytest-xdist these tests may land in both workers:
+    the first to get here runs the bench and leaves its JSON in the run's temporary
+    folder (shared by the workers, new for each run), the other reads it."""
+    if worker_id == "master":  # one process: nothing to share
+        return _run_tiny()
+    import fcntl
+
+    shared = tmp_path_factory.getbasetemp().parent / "bench-tiny.json"
+    with open(shared.with_suffix(".lock"), "w") as lock:
+        fcntl.flock(lock, fcntl.LOCK_EX)
+        if not shared.exists():
+            shared.write_text(json.dumps(_run_tiny()))
+        return json.loads(shared.read_text())
+
+
 # row -> (figures that must be positive numbers, the baseline figure)
 FIGURES = {
     "explorer_default": (("states", "seconds", "states_per_s"), "baseline_states_per_s"),
     "explorer_1s": (("states", "seconds", "states_per_s", "bytes_per_state", "workers"), "baseline_states_per_s"),
     "planted_bugs": (("slowest_seconds", "states_per_s"), "baseline_states_per_s"),
     "incident": (("seconds", "steps", "steps_per_s", "simulated_hours"), "baseline_seconds"),
-    "swarm": (("seeds", "seconds", "per_core_per_s", "workers1_seconds", "workers2_seconds", "speedup_2_workers",
-               "baseline_toy_runs"), "baseline_toy_per_s"),
+    "swarm": (("seeds", "seconds", "per_core_per_s", "workers_seeds", "workers_repeats", "workers1_seconds",
+               "workers2_seconds", "speedup_2_workers", "baseline_toy_runs"), "baseline_toy_per_s"),
 }
 
 
@@ -88,6 +103,11 @@ def test_the_rows_measure_what_they_name(tiny):
     assert rows["planted_bugs"]["goals"][0]["met"] in (False, None)  # one bug cannot meet "each bug"
     assert rows["incident"]["simulated_hours"] == 9 and rows["incident"]["steps"] > 1000
     assert rows["swarm"]["seeds"] == bench.TINY.swarm_seeds
+    # The workers runs: at least the per-core seeds, in a pool of a named start method,
+    # and the speed-up goal is left to the full bench (a tiny run times start-up).
+    assert rows["swarm"]["workers_seeds"] >= bench.TINY.swarm_seeds
+    assert rows["swarm"]["workers_start_method"] in ("fork", "spawn", "forkserver")
+    assert rows["swarm"]["goals"][1]["met"] is None
 
 
 @pytest.mark.slow  # one tiny bench run, about 4 s of CPU: the fast run stays under 30 s

@@ -225,14 +225,27 @@ def test_swarm_samples_the_known_finding_and_reports_it_by_name():
     assert "known findings: run_age_counts_from_record=1" in swarm.format_report(report)
 
 
-@pytest.mark.slow
-def test_two_thousand_contract_seeds_have_no_new_finding():
-    """The issue's goal on a budget: 2,000 swarm seeds of contract, 0 new findings
-    (measured: about 75 s on one core)."""
-    report = swarm.run_swarm(1, 2000, "contract")
-    assert report["failures"] == [], [(f["seed"], f["property"], f["detail"]) for f in report["failures"]]
-    assert report["known_findings"].get("run_age_counts_from_record", 0) > 0
+# The 2,000 seeds as four windows of 500: the same seeds and the same checks as one run
+# of 2,000 (each seed's outcome depends only on the seed), but four tests that
+# pytest-xdist hands to both workers, where one test of 85 s decided when the suite ended.
+CONTRACT_SEED_WINDOWS = [(first, 500) for first in range(1, 2001, 500)]
 
+
+@pytest.mark.slow
+@pytest.mark.parametrize("first_seed,seeds", CONTRACT_SEED_WINDOWS, ids=lambda x: str(x))
+def test_two_thousand_contract_seeds_have_no_new_finding(first_seed, seeds):
+    """The issue's goal on a budget: 2,000 swarm seeds of contract, 0 new findings
+    (measured: about 75 s on one core, in four windows), and the known finding is
+    sampled among them (in the window of KNOWN_FINDING_SEED, which reaches it)."""
+    report = swarm.run_swarm(first_seed, seeds, "contract")
+    assert report["seeds_run"] == seeds
+    assert report["failures"] == [], [(f["seed"], f["property"], f["detail"]) for f in report["failures"]]
+    if first_seed <= KNOWN_FINDING_SEED < first_seed + seeds:
+        assert report["known_findings"].get("run_age_counts_from_record", 0) > 0
+
+
+def test_contract_seed_windows_are_the_two_thousand_seeds():
+    assert [s for first, n in CONTRACT_SEED_WINDOWS for s in range(first, first + n)] == list(range(1, 2001))
 
 
 # Swarm seed 56 under contract, minimized: a start handler slower than the command's

@@ -232,9 +232,12 @@ def _interrupt_after(args: list[str], cwd: Path, ready) -> tuple[int, str, str]:
 
 
 @pytest.mark.slow
-def test_ctrl_c_on_swarm_keeps_every_finished_counterexample(tmp_path):
-    code, out, err = _interrupt_after(["swarm", "--seeds", "100000", "--first-seed", "7", "--variant", BUGGY],
-                                      tmp_path, lambda line: " FAIL " in line)
+@pytest.mark.parametrize("workers", ["1", "2"])
+def test_ctrl_c_on_swarm_keeps_every_finished_counterexample(tmp_path, workers):
+    """With workers too: the first chunk is one seed, so the first failure comes as soon
+    as it is done, and a Ctrl-C stops the workers after their current seed."""
+    code, out, err = _interrupt_after(["swarm", "--seeds", "100000", "--first-seed", "7", "--variant", BUGGY,
+                                       "--workers", workers], tmp_path, lambda line: " FAIL " in line)
     assert code == 130, err
     assert "Traceback" not in err
     lines = out.splitlines()

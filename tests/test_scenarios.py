@@ -20,7 +20,22 @@ SCENARIOS = sorted((pathlib.Path(__file__).resolve().parent.parent / "scenarios"
 # and says in its commit why they moved.
 GOLDEN = pathlib.Path(__file__).resolve().parent / "golden" / "scenario_hashes.json"
 _PINNED = json.loads(GOLDEN.read_text()) if GOLDEN.exists() else {}
-_SEEN: dict[str, str] = {}
+
+
+def _repin(key: str, sha256: str) -> None:
+    """Write one hash into GOLDEN. The tests run in several pytest-xdist workers, each
+    with its own share of the scenarios: each write re-reads the file under an exclusive
+    lock and changes only its own key, so no worker writes back another's old hashes."""
+    import fcntl
+
+    GOLDEN.parent.mkdir(exist_ok=True)
+    with open(GOLDEN.with_suffix(".lock"), "w") as lock:
+        fcntl.flock(lock, fcntl.LOCK_EX)
+        pinned = json.loads(GOLDEN.read_text()) if GOLDEN.exists() else {}
+        pinned[key] = sha256
+        tmp = GOLDEN.with_suffix(f".{os.getpid()}.tmp")
+        tmp.write_text(json.dumps(pinned, indent=1, sort_keys=True) + "\n")
+        tmp.replace(GOLDEN)
 
 
 @pytest.mark.parametrize("variant", ["today", "contract"])
@@ -30,10 +45,8 @@ def test_scenario_meets_expectations(path, variant):
     result = run_scenario(load(path), variant)
     assert result.expectation_failures() == []
     key = f"{path.stem}/{variant}"
-    _SEEN[key] = result.trace_sha256
     if os.environ.get("TOOLCALL_SIM_REPIN"):
-        GOLDEN.parent.mkdir(exist_ok=True)
-        GOLDEN.write_text(json.dumps({**_PINNED, **_SEEN}, indent=1, sort_keys=True) + "\n")
+        _repin(key, result.trace_sha256)
     else:
         assert _PINNED.get(key) == result.trace_sha256, f"{key}: trace hash moved (see GOLDEN)"
 

@@ -155,6 +155,57 @@ def test_workers_do_not_change_the_report(tmp_path):
     assert json.loads(outs[0])["failures"]
 
 
+@pytest.mark.parametrize("first_seed,seeds,workers", [(1, 1, 2), (9, 4, 2), (1, 40, 2), (7, 1000, 2), (1, 333, 3)])
+def test_chunks_cover_every_seed_once_in_order(first_seed, seeds, workers):
+    """The workers' tasks are runs of consecutive seeds that together are the swarm's
+    seeds, in order, each at most MAX_CHUNK_SEEDS long; the first is one seed (its
+    outcome comes at once) and they grow, then shrink to single seeds at the end (so no
+    worker finishes alone)."""
+    chunks = swarm.chunks(first_seed, seeds, workers)
+    assert [s for first, n in chunks for s in range(first, first + n)] == list(range(first_seed, first_seed + seeds))
+    sizes = [n for _, n in chunks]
+    assert all(1 <= n <= swarm.MAX_CHUNK_SEEDS for n in sizes)
+    assert sizes[0] == 1 and sizes[-1] == 1
+    peak = sizes.index(max(sizes))
+    assert sizes[:peak + 1] == sorted(sizes[:peak + 1]) and sizes[peak:] == sorted(sizes[peak:], reverse=True)
+    assert swarm.chunks(first_seed, seeds, workers) == chunks  # arguments only, never timing
+
+
+def test_a_worker_chunk_stops_once_the_parent_stops_reading(monkeypatch):
+    """A chunk runs its seeds as run_seed does, in order; once the stop event is set (the
+    parent's Ctrl-C or early stop) the seeds not yet begun are skipped."""
+    import threading
+
+    stop = threading.Event()
+    monkeypatch.setattr(swarm, "_STOP", stop)
+    assert swarm._run_chunk(3, 2, "contract") == [swarm.run_seed(3, "contract"), swarm.run_seed(4, "contract")]
+    stop.set()
+    assert swarm._run_chunk(3, 2, "contract") == []
+
+
+def test_pool_forks_only_where_safe(monkeypatch):
+    """Forked on Linux from a process with no other thread (the model already imported);
+    spawned from one with threads (a lock held by another thread at the fork would stay
+    held in the child) and on other systems."""
+    import threading
+
+    monkeypatch.setattr(sys, "platform", "linux")
+    monkeypatch.setattr(threading, "active_count", lambda: 1)
+    assert swarm._pool_context().get_start_method() == "fork"
+    monkeypatch.setattr(threading, "active_count", lambda: 2)
+    assert swarm._pool_context().get_start_method() == "spawn"
+    monkeypatch.setattr(threading, "active_count", lambda: 1)
+    monkeypatch.setattr(sys, "platform", "darwin")
+    assert swarm._pool_context().get_start_method() == "spawn"
+
+
+def test_workers_in_process_match_one_process():
+    """run_swarm with 2 workers (forked or spawned, whichever this process may use) over
+    seeds that make chunks of several sizes gives the report of one process."""
+    assert max(n for _, n in swarm.chunks(5, 20, 2)) == 2
+    assert swarm.run_swarm(5, 20, "contract", workers=2) == swarm.run_swarm(5, 20, "contract", workers=1)
+
+
 # -- (c) the contract survives a fixed budget -------------------------------------
 
 
