@@ -315,6 +315,15 @@ class Context:
                     break
         return s, settled
 
+    def timers_key(self, timers: FMap) -> Id:
+        """The handle of the armed timers without their sequence numbers (cached on the map)."""
+        memo = timers._fp
+        if memo is not None and memo[0] is self:
+            return memo[1]
+        found = self.interner.key_of(("timers", *[(k, t.due_ms) for k, t in timers._items]))
+        timers._fp = (self, found)
+        return found
+
     def awaits(self, rep, req_id: str) -> bool:
         key = (self.interner.handle(rep), req_id)
         found = self.awaited.get(key)
@@ -506,12 +515,7 @@ class Context:
         if len(handles) > 1:
             handles.sort(key=order)
         msgs = key_of(("msgs", *handles))
-        memo = s.timers._fp
-        if memo is not None and memo[0] is self:
-            timers = memo[1]
-        else:
-            timers = key_of(("timers", *[(k, t.due_ms) for k, t in s.timers._items]))
-            s.timers._fp = (self, timers)
+        timers = self.timers_key(s.timers)
         dials = key_of(tuple(sorted((envelope(e) for e in s.dials_waiting), key=order))) if s.dials_waiting else ()
         return (s.now_ms, iid(s.agent), s.agent_incarnation, iid(s.agent_files), iid(s.replicas), iid(s.db), msgs,
                 timers, s.partitions, dials, node.used, node.bag if reorder else node.order)
