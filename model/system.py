@@ -49,7 +49,6 @@ therefore still calls the stopper, which a retried cancel would do anyway.
 
 from __future__ import annotations
 
-import copy
 import json
 from urllib.parse import unquote_plus
 from dataclasses import dataclass, field
@@ -294,7 +293,13 @@ class _Builder:
         # A private shallow copy that this step alone mutates (``set``): cheaper than a
         # dataclasses.replace of the whole System for every field change, and never seen
         # by anyone until the step returns it.
-        self.s = copy.copy(system)
+        # (What ``copy.copy`` does for a dataclass instance, without its generic dispatch.)
+        self.s = object.__new__(System)
+        self.s.__dict__.update(system.__dict__)
+        # Most worlds give every node the perfect clock (no ``clocks`` entry): then every
+        # reading is the true time and every delay is itself, which ``clock`` and
+        # ``set_timer`` (several calls a step) answer without looking the clock up.
+        self.perfect_clocks = not system.config.clocks
         self.records: list[dict] = []
         self.action = action
         self.pending_publishes: list = []
@@ -313,36 +318,58 @@ class _Builder:
                 self.replica_step(name, chatd.replica_on_publish, eff.channel, eff.chat_id)
 
     def set(self, **changes):
-        for name, value in changes.items():
-            object.__setattr__(self.s, name, value)
+        # The private copy's fields are plain instance-dict entries (the frozen
+        # dataclass's __setattr__ guard is for everyone else).
+        self.s.__dict__.update(changes)
 
     def clock(self, node: str) -> int:
+        if self.perfect_clocks:
+            return self.s.now_ms
         return self.s.config.clock(node).read(self.s.now_ms)
 
     def record(self, node: str, kind: str, **fields_: Any):
-        rec = {"t_ms": self.s.now_ms, "node": node, "clock_ms": self.clock(node), "kind": kind}
+        self.add_record(node, kind, fields_)
+
+    def add_record(self, node: str, kind: str, fields_: dict):
+        """``record`` with the fields already in a dict (no keyword unpacking)."""
+        now_ms = self.s.now_ms
+        clock_ms = now_ms if self.perfect_clocks else self.s.config.clock(node).read(now_ms)
+        rec = {"t_ms": now_ms, "node": node, "clock_ms": clock_ms, "kind": kind}
         rec.update(fields_)
         self.records.append(rec)
 
     def next_seq(self) -> int:
-        self.set(seq=self.s.seq + 1)
-        return self.s.seq
+        seq = self.s.seq + 1
+        self.s.__dict__["seq"] = seq
+        return seq
 
     # -- effects -------------------------------------------------------------
     def absorb(self, node: str, effects, cause: dict | None = None):
         for eff in effects:
-            if isinstance(eff, Send):
-                self.send(node, eff.dst, eff.request)
-            elif isinstance(eff, Reply):
-                self.reply(node, eff.dst, eff.answer)
-            elif isinstance(eff, SetTimer):
+            # The effects are exactly these classes (core.py Rule 2, no subclasses), so
+            # the type is compared, most frequent first; ``isinstance`` would also do.
+            kind = type(eff)
+            if kind is SetTimer:
                 self.set_timer(node, eff.name, eff.after_ms)
-            elif isinstance(eff, CancelTimer):
-                self.cancel_timer((node, eff.name))
-            elif isinstance(eff, TraceRecord):
+            elif kind is TraceRecord:
                 # {"kind": "truth", "truth": <kind>, ...} or {"kind": "note", "note": <kind>, ...}
-                self.record(node, eff.channel, **{eff.channel: eff.kind}, **_safe_fields(eff.fields), **(cause or {}))
-            elif isinstance(eff, Publish):
+                channel = eff.channel
+                fields_ = {channel: eff.kind}
+                extra = _safe_fields(eff.fields)
+                if channel in extra or (cause and (channel in cause or not cause.keys().isdisjoint(extra))):
+                    # A name given twice: the keyword call raises the TypeError it always did.
+                    self.record(node, channel, **{channel: eff.kind}, **extra, **(cause or {}))
+                fields_.update(extra)
+                if cause:
+                    fields_.update(cause)
+                self.add_record(node, channel, fields_)
+            elif kind is Send:
+                self.send(node, eff.dst, eff.request)
+            elif kind is Reply:
+                self.reply(node, eff.dst, eff.answer)
+            elif kind is CancelTimer:
+                self.cancel_timer((node, eff.name))
+            elif kind is Publish:
                 if self.s.config.pubsub_immediate:
                     self.pending_publishes.append(eff)
                     continue
@@ -378,7 +405,8 @@ class _Builder:
         self.record(src, "reply", seq=env.seq, req=answer.req_id, route=route, tool_call=tool_call, status=status)
 
     def set_timer(self, node: str, name: str, after_ms: int):
-        due = self.s.now_ms + self.s.config.clock(node).true_delay(max(after_ms, 0))
+        after_ms = max(after_ms, 0)
+        due = self.s.now_ms + (after_ms if self.perfect_clocks else self.s.config.clock(node).true_delay(after_ms))
         timer = Timer(node, name, due, self.next_seq())
         self.set(timers=self.s.timers.set((node, name), timer))
         if self.log is not None:
