@@ -160,7 +160,10 @@ class FMap(Mapping):
         index = dict(self._index)
         index[key] = value
         items = self._items
-        at = bisect_left(items, key, key=_first)
+        # Probing with the 1-tuple ``(key,)`` finds the same place as ``key=_first``
+        # (a pair whose key equals it sorts after it, by length; values are never
+        # compared) without a Python call per probe.
+        at = bisect_left(items, (key,))
         replaced = at < len(items) and items[at][0] == key
         items = items[:at] + ((key, value),) + items[at + replaced:]
         return FMap._sorted(items, index)
@@ -171,7 +174,7 @@ class FMap(Mapping):
         index = dict(self._index)
         del index[key]
         items = self._items
-        at = bisect_left(items, key, key=_first)
+        at = bisect_left(items, (key,))  # as in ``set``
         return FMap._sorted(items[:at] + items[at + 1:], index)
 
 

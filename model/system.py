@@ -538,9 +538,14 @@ def _partitioned(s: System, a: str, b: str) -> bool:
 
 
 def _find(s: System, seq: int) -> Envelope | None:
-    for env in s.in_flight:
+    at = _find_index(s.in_flight, seq)
+    return None if at is None else s.in_flight[at]
+
+
+def _find_index(in_flight: tuple[Envelope, ...], seq: int) -> int | None:
+    for at, env in enumerate(in_flight):
         if env.seq == seq:
-            return env
+            return at
     return None
 
 
@@ -554,12 +559,14 @@ def apply(system: System, action: Action, log: list | None = None) -> Step:
     b = _Builder(system, action, log)
     b.set(now_ms=action.at_ms)
     if isinstance(action, (Deliver, Drop)):
-        env = _find(b.s, action.seq)
-        if env is None:
+        in_flight = b.s.in_flight
+        at = _find_index(in_flight, action.seq)
+        if at is None:
             raise ReplayMismatch(f"{action.label()}: no message #{action.seq} is in flight")
+        env = in_flight[at]
         if env.what != action.what:
             raise ReplayMismatch(f"{action.label()}: message #{action.seq} is now '{env.what}'")
-        b.set(in_flight=tuple(e for e in b.s.in_flight if e.seq != env.seq))
+        b.set(in_flight=in_flight[:at] + in_flight[at + 1:])  # sequence numbers are unique
         if isinstance(action, Drop):
             b.record(env.dst, "lost", seq=env.seq, what=env.what, route=env.route, tool_call=env.tool_call)
             _forget_answered(b, env)
