@@ -431,17 +431,22 @@ class _Builder:
         self.set(agent=state)
         info = None
         if cause is not None:
+            # ``tool_call_of`` is None exactly when the header is absent (a bad escape
+            # gives the raw value), so presence is asked without unescaping it.
             info = {"cause": cause.req_id, "cause_src": cause.src,
                     "cause_chat": header_value(cause.headers, "Coder-Chat-Id"),
-                    "cause_headers": tool_call_of(cause) is not None}
+                    "cause_headers": header_value(cause.headers, TOOL_CALL_ID_HEADER) is not None}
         self.absorb(AGENT, effects, info)
 
     def replica_step(self, name: str, fn, *args):
         rep = self.s.replicas.get(name)
         if rep is None:
             return
+        before = rep
         rep, db, effects = fn(rep, self.s.db, *args, self.clock(name), self.clock(DB))
-        self.set(replicas=self.s.replicas.set(name, rep), db=db)
+        if rep is not before:  # most answers and timers leave the replica as it was: no copy
+            self.set(replicas=self.s.replicas.set(name, rep))
+        self.set(db=db)
         self.absorb(name, effects)
 
     def db_step(self, fn, *args):
