@@ -190,7 +190,8 @@ def _background_survives(ev: Evidence) -> list[Violation]:
 def _chat_isolation(ev: Evidence) -> list[Violation]:
     """US9: a request carrying one chat's ID never kills or reuses another chat's process."""
     out = []
-    for i, rec in enumerate(ev.trace):
+    for i in ev.marks:  # a kill is a truth
+        rec = ev.trace[i]
         if rec.get("kind") != "truth" or rec.get("truth") != "process_killed" or rec.get("by") == "shutdown":
             continue
         si = ev.pid_start.get(f"{rec.get('incarnation')}/{rec.get('pid')}")
@@ -243,7 +244,8 @@ def _fenced_commits(ev: Evidence) -> list[Violation]:
     owner: dict[str, str] = {}
     chat_of_task: dict[str, str] = {}
     begun: dict[str, list[tuple[int, str, int]]] = {}  # chat -> (index, replica, generation_attempt)
-    for i, rec in enumerate(ev.trace):
+    for i in ev.marks:  # only notes and truths are read
+        rec = ev.trace[i]
         kind = rec.get("kind")
         if kind == "note":
             name = rec.get("note")
