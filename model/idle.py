@@ -61,6 +61,10 @@ from bisect import bisect_left
 from heapq import heapify, heapreplace
 
 from . import chatd
+# system imports this module at its end, so it is (at least partly) loaded here and its
+# names are looked up when first used: a function-level import costs a microsecond per
+# call in ``_timer`` and ``advance``, which a long quiet world calls thousands of times.
+from . import system as _system
 from .chatd.state import SYNC_PREFIX, TIMER_ACQUIRE, TIMER_HEARTBEAT
 from .core import FMap, SetTimer
 
@@ -95,7 +99,7 @@ def advance(s, before: tuple | None = None, max_fires: int | None = None, memo: 
     and the set of heartbeat rows; a poll is still checked against the rows' ages every
     time), so it changes no result, only how often the handler is asked. The entries hold
     those objects, so an identity is never that of a newer object."""
-    from .system import DB  # system imports this module at its end
+    DB = _system.DB
 
     names = s.config.replicas
     heap = [(t.due_ms, t.seq, key) for key, t in s.timers.items()
@@ -434,9 +438,7 @@ def _row_at(key, value, row_owner, writers, beats, poll, db_clock):
 
 
 def _timer(key, at):
-    from .system import Timer
-
-    return Timer(key[0], key[1], at[0], at[1])
+    return _system.Timer(key[0], key[1], at[0], at[1])
 
 
 def _write_beats(db, replicas, beats: dict, db_clock):
