@@ -56,7 +56,6 @@ and tests/test_world_idle.py checks each against firing one at a time):
 
 from __future__ import annotations
 
-import copy
 from bisect import bisect_left
 from heapq import heapify, heapreplace
 
@@ -201,7 +200,8 @@ def advance(s, before: tuple | None = None, max_fires: int | None = None, memo: 
         db = _write_beats(db, replicas, beats, db_clock)
     if not fires:
         return s, 0, None, blocked
-    out = copy.copy(s)
+    out = object.__new__(type(s))  # ``copy.copy`` of the dataclass, without its generic dispatch
+    out.__dict__.update(s.__dict__)
     # The same keys in the same (sorted) order, the re-armed loops' timers replaced.
     items = tuple((key, _timer(key, armed[key]) if key in armed else timer) for key, timer in s.timers.items())
     timers = FMap._sorted(items, dict(items))
