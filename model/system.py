@@ -328,7 +328,11 @@ class _Builder:
         return self.s.config.clock(node).read(self.s.now_ms)
 
     def record(self, node: str, kind: str, **fields_: Any):
-        self.add_record(node, kind, fields_)
+        now_ms = self.s.now_ms
+        clock_ms = now_ms if self.perfect_clocks else self.s.config.clock(node).read(now_ms)
+        rec = {"t_ms": now_ms, "node": node, "clock_ms": clock_ms, "kind": kind}
+        rec.update(fields_)
+        self.records.append(rec)
 
     def add_record(self, node: str, kind: str, fields_: dict):
         """``record`` with the fields already in a dict (no keyword unpacking)."""
@@ -377,8 +381,9 @@ class _Builder:
                     self.put_in_flight(DB, name, eff, "publish", None, f"{eff.channel} {eff.chat_id} db -> {name}")
 
     def put_in_flight(self, src, dst, payload, route, tool_call, what):
-        env = Envelope(self.next_seq(), src, dst, payload, self.s.now_ms, what, route, tool_call)
-        self.set(in_flight=self.s.in_flight + (env,))
+        s = self.s
+        env = Envelope(self.next_seq(), src, dst, payload, s.now_ms, what, route, tool_call)
+        s.__dict__["in_flight"] = s.in_flight + (env,)  # (``set``, without the keyword call)
         return env
 
     def send(self, src: str, dst: str, req: Request):
@@ -386,7 +391,7 @@ class _Builder:
         tool_call = tool_call_of(req) or _tool_call_by_input(self.s.config, req, route)
         what = f"{route} {tool_call or '-'} {src} -> {dst}"
         env = self.put_in_flight(src, dst, req, route, tool_call, what)
-        self.set(open_requests=self.s.open_requests.set(req.req_id, (route, tool_call)))
+        self.s.__dict__["open_requests"] = self.s.open_requests.set(req.req_id, (route, tool_call))
         if self.log is not None:
             self.log.append(("open_set", req.req_id, (route, tool_call)))
         extra = {}
@@ -408,12 +413,12 @@ class _Builder:
         after_ms = max(after_ms, 0)
         due = self.s.now_ms + (after_ms if self.perfect_clocks else self.s.config.clock(node).true_delay(after_ms))
         timer = Timer(node, name, due, self.next_seq())
-        self.set(timers=self.s.timers.set((node, name), timer))
+        self.s.__dict__["timers"] = self.s.timers.set((node, name), timer)
         if self.log is not None:
             self.log.append(("timer_set", (node, name), timer))
 
     def cancel_timer(self, key: tuple[str, str]):
-        self.set(timers=self.s.timers.remove(key))
+        self.s.__dict__["timers"] = self.s.timers.remove(key)
         if self.log is not None:
             self.log.append(("timer_cancel", key))
 
@@ -428,7 +433,7 @@ class _Builder:
         """Run an agent handler. ``cause`` is the request being served: its ID, sender and
         chat go on the ground-truth records so checkers can tell who caused what."""
         state, effects = fn(self.s.agent, *args)
-        self.set(agent=state)
+        self.s.__dict__["agent"] = state
         info = None
         if cause is not None:
             # ``tool_call_of`` is None exactly when the header is absent (a bad escape
@@ -444,9 +449,10 @@ class _Builder:
             return
         before = rep
         rep, db, effects = fn(rep, self.s.db, *args, self.clock(name), self.clock(DB))
+        fields_ = self.s.__dict__
         if rep is not before:  # most answers and timers leave the replica as it was: no copy
-            self.set(replicas=self.s.replicas.set(name, rep))
-        self.set(db=db)
+            fields_["replicas"] = self.s.replicas.set(name, rep)
+        fields_["db"] = db
         self.absorb(name, effects)
 
     def db_step(self, fn, *args):
