@@ -258,7 +258,12 @@ class TransportError:
 
 def json_body(value: Any) -> bytes:
     """Canonical JSON bytes: sorted keys and no spaces, so equal values hash equally."""
-    return json.dumps(value, sort_keys=True, separators=(",", ":")).encode("utf-8")
+    return _CANONICAL_JSON.encode(value).encode("utf-8")
+
+
+# ``json.dumps(value, sort_keys=True, separators=(",", ":"))`` builds this encoder on every
+# call (its keyword arguments are not the defaults); one instance gives the same text.
+_CANONICAL_JSON = json.JSONEncoder(sort_keys=True, separators=(",", ":"))
 
 
 # ---------------------------------------------------------------------------
