@@ -107,6 +107,8 @@ def path_escape(value: str) -> str:
 
 def path_unescape(value: str) -> str:
     """Go's ``url.PathUnescape``; raises ValueError on a bad escape such as ``%zz``."""
+    if "%" not in value and value.isascii():
+        return value  # nothing to unescape (every ID the model makes): no scan, no round trip
     i = 0
     while i < len(value):
         if value[i] == "%":

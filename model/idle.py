@@ -56,11 +56,14 @@ and tests/test_world_idle.py checks each against firing one at a time):
 
 from __future__ import annotations
 
-import copy
 from bisect import bisect_left
 from heapq import heapify, heapreplace
 
 from . import chatd
+# system imports this module at its end, so it is (at least partly) loaded here and its
+# names are looked up when first used: a function-level import costs a microsecond per
+# call in ``_timer`` and ``advance``, which a long quiet world calls thousands of times.
+from . import system as _system
 from .chatd.state import SYNC_PREFIX, TIMER_ACQUIRE, TIMER_HEARTBEAT
 from .core import FMap, SetTimer
 
@@ -95,7 +98,7 @@ def advance(s, before: tuple | None = None, max_fires: int | None = None, memo: 
     and the set of heartbeat rows; a poll is still checked against the rows' ages every
     time), so it changes no result, only how often the handler is asked. The entries hold
     those objects, so an identity is never that of a newer object."""
-    from .system import DB  # system imports this module at its end
+    DB = _system.DB
 
     names = s.config.replicas
     heap = [(t.due_ms, t.seq, key) for key, t in s.timers.items()
@@ -197,7 +200,8 @@ def advance(s, before: tuple | None = None, max_fires: int | None = None, memo: 
         db = _write_beats(db, replicas, beats, db_clock)
     if not fires:
         return s, 0, None, blocked
-    out = copy.copy(s)
+    out = object.__new__(type(s))  # ``copy.copy`` of the dataclass, without its generic dispatch
+    out.__dict__.update(s.__dict__)
     # The same keys in the same (sorted) order, the re-armed loops' timers replaced.
     items = tuple((key, _timer(key, armed[key]) if key in armed else timer) for key, timer in s.timers.items())
     timers = FMap._sorted(items, dict(items))
@@ -434,9 +438,7 @@ def _row_at(key, value, row_owner, writers, beats, poll, db_clock):
 
 
 def _timer(key, at):
-    from .system import Timer
-
-    return Timer(key[0], key[1], at[0], at[1])
+    return _system.Timer(key[0], key[1], at[0], at[1])
 
 
 def _write_beats(db, replicas, beats: dict, db_clock):

@@ -49,7 +49,6 @@ therefore still calls the stopper, which a retried cancel would do anyway.
 
 from __future__ import annotations
 
-import copy
 import json
 from urllib.parse import unquote_plus
 from dataclasses import dataclass, field
@@ -294,7 +293,13 @@ class _Builder:
         # A private shallow copy that this step alone mutates (``set``): cheaper than a
         # dataclasses.replace of the whole System for every field change, and never seen
         # by anyone until the step returns it.
-        self.s = copy.copy(system)
+        # (What ``copy.copy`` does for a dataclass instance, without its generic dispatch.)
+        self.s = object.__new__(System)
+        self.s.__dict__.update(system.__dict__)
+        # Most worlds give every node the perfect clock (no ``clocks`` entry): then every
+        # reading is the true time and every delay is itself, which ``clock`` and
+        # ``set_timer`` (several calls a step) answer without looking the clock up.
+        self.perfect_clocks = not system.config.clocks
         self.records: list[dict] = []
         self.action = action
         self.pending_publishes: list = []
@@ -313,36 +318,62 @@ class _Builder:
                 self.replica_step(name, chatd.replica_on_publish, eff.channel, eff.chat_id)
 
     def set(self, **changes):
-        for name, value in changes.items():
-            object.__setattr__(self.s, name, value)
+        # The private copy's fields are plain instance-dict entries (the frozen
+        # dataclass's __setattr__ guard is for everyone else).
+        self.s.__dict__.update(changes)
 
     def clock(self, node: str) -> int:
+        if self.perfect_clocks:
+            return self.s.now_ms
         return self.s.config.clock(node).read(self.s.now_ms)
 
     def record(self, node: str, kind: str, **fields_: Any):
-        rec = {"t_ms": self.s.now_ms, "node": node, "clock_ms": self.clock(node), "kind": kind}
+        now_ms = self.s.now_ms
+        clock_ms = now_ms if self.perfect_clocks else self.s.config.clock(node).read(now_ms)
+        rec = {"t_ms": now_ms, "node": node, "clock_ms": clock_ms, "kind": kind}
+        rec.update(fields_)
+        self.records.append(rec)
+
+    def add_record(self, node: str, kind: str, fields_: dict):
+        """``record`` with the fields already in a dict (no keyword unpacking)."""
+        now_ms = self.s.now_ms
+        clock_ms = now_ms if self.perfect_clocks else self.s.config.clock(node).read(now_ms)
+        rec = {"t_ms": now_ms, "node": node, "clock_ms": clock_ms, "kind": kind}
         rec.update(fields_)
         self.records.append(rec)
 
     def next_seq(self) -> int:
-        self.set(seq=self.s.seq + 1)
-        return self.s.seq
+        seq = self.s.seq + 1
+        self.s.__dict__["seq"] = seq
+        return seq
 
     # -- effects -------------------------------------------------------------
     def absorb(self, node: str, effects, cause: dict | None = None):
         for eff in effects:
-            if isinstance(eff, Send):
-                self.send(node, eff.dst, eff.request)
-            elif isinstance(eff, Reply):
-                self.reply(node, eff.dst, eff.answer)
-            elif isinstance(eff, SetTimer):
+            # The effects are exactly these classes (core.py Rule 2, no subclasses), so
+            # the type is compared, most frequent first; ``isinstance`` would also do.
+            kind = type(eff)
+            if kind is SetTimer:
                 self.set_timer(node, eff.name, eff.after_ms)
-            elif isinstance(eff, CancelTimer):
-                self.cancel_timer((node, eff.name))
-            elif isinstance(eff, TraceRecord):
+            elif kind is TraceRecord:
                 # {"kind": "truth", "truth": <kind>, ...} or {"kind": "note", "note": <kind>, ...}
-                self.record(node, eff.channel, **{eff.channel: eff.kind}, **_safe_fields(eff.fields), **(cause or {}))
-            elif isinstance(eff, Publish):
+                channel = eff.channel
+                fields_ = {channel: eff.kind}
+                extra = _safe_fields(eff.fields)
+                if channel in extra or (cause and (channel in cause or not cause.keys().isdisjoint(extra))):
+                    # A name given twice: the keyword call raises the TypeError it always did.
+                    self.record(node, channel, **{channel: eff.kind}, **extra, **(cause or {}))
+                fields_.update(extra)
+                if cause:
+                    fields_.update(cause)
+                self.add_record(node, channel, fields_)
+            elif kind is Send:
+                self.send(node, eff.dst, eff.request)
+            elif kind is Reply:
+                self.reply(node, eff.dst, eff.answer)
+            elif kind is CancelTimer:
+                self.cancel_timer((node, eff.name))
+            elif kind is Publish:
                 if self.s.config.pubsub_immediate:
                     self.pending_publishes.append(eff)
                     continue
@@ -350,8 +381,9 @@ class _Builder:
                     self.put_in_flight(DB, name, eff, "publish", None, f"{eff.channel} {eff.chat_id} db -> {name}")
 
     def put_in_flight(self, src, dst, payload, route, tool_call, what):
-        env = Envelope(self.next_seq(), src, dst, payload, self.s.now_ms, what, route, tool_call)
-        self.set(in_flight=self.s.in_flight + (env,))
+        s = self.s
+        env = Envelope(self.next_seq(), src, dst, payload, s.now_ms, what, route, tool_call)
+        s.__dict__["in_flight"] = s.in_flight + (env,)  # (``set``, without the keyword call)
         return env
 
     def send(self, src: str, dst: str, req: Request):
@@ -359,7 +391,7 @@ class _Builder:
         tool_call = tool_call_of(req) or _tool_call_by_input(self.s.config, req, route)
         what = f"{route} {tool_call or '-'} {src} -> {dst}"
         env = self.put_in_flight(src, dst, req, route, tool_call, what)
-        self.set(open_requests=self.s.open_requests.set(req.req_id, (route, tool_call)))
+        self.s.__dict__["open_requests"] = self.s.open_requests.set(req.req_id, (route, tool_call))
         if self.log is not None:
             self.log.append(("open_set", req.req_id, (route, tool_call)))
         extra = {}
@@ -378,14 +410,15 @@ class _Builder:
         self.record(src, "reply", seq=env.seq, req=answer.req_id, route=route, tool_call=tool_call, status=status)
 
     def set_timer(self, node: str, name: str, after_ms: int):
-        due = self.s.now_ms + self.s.config.clock(node).true_delay(max(after_ms, 0))
+        after_ms = max(after_ms, 0)
+        due = self.s.now_ms + (after_ms if self.perfect_clocks else self.s.config.clock(node).true_delay(after_ms))
         timer = Timer(node, name, due, self.next_seq())
-        self.set(timers=self.s.timers.set((node, name), timer))
+        self.s.__dict__["timers"] = self.s.timers.set((node, name), timer)
         if self.log is not None:
             self.log.append(("timer_set", (node, name), timer))
 
     def cancel_timer(self, key: tuple[str, str]):
-        self.set(timers=self.s.timers.remove(key))
+        self.s.__dict__["timers"] = self.s.timers.remove(key)
         if self.log is not None:
             self.log.append(("timer_cancel", key))
 
@@ -400,20 +433,26 @@ class _Builder:
         """Run an agent handler. ``cause`` is the request being served: its ID, sender and
         chat go on the ground-truth records so checkers can tell who caused what."""
         state, effects = fn(self.s.agent, *args)
-        self.set(agent=state)
+        self.s.__dict__["agent"] = state
         info = None
         if cause is not None:
+            # ``tool_call_of`` is None exactly when the header is absent (a bad escape
+            # gives the raw value), so presence is asked without unescaping it.
             info = {"cause": cause.req_id, "cause_src": cause.src,
                     "cause_chat": header_value(cause.headers, "Coder-Chat-Id"),
-                    "cause_headers": tool_call_of(cause) is not None}
+                    "cause_headers": header_value(cause.headers, TOOL_CALL_ID_HEADER) is not None}
         self.absorb(AGENT, effects, info)
 
     def replica_step(self, name: str, fn, *args):
         rep = self.s.replicas.get(name)
         if rep is None:
             return
+        before = rep
         rep, db, effects = fn(rep, self.s.db, *args, self.clock(name), self.clock(DB))
-        self.set(replicas=self.s.replicas.set(name, rep), db=db)
+        fields_ = self.s.__dict__
+        if rep is not before:  # most answers and timers leave the replica as it was: no copy
+            fields_["replicas"] = self.s.replicas.set(name, rep)
+        fields_["db"] = db
         self.absorb(name, effects)
 
     def db_step(self, fn, *args):
@@ -510,9 +549,14 @@ def _partitioned(s: System, a: str, b: str) -> bool:
 
 
 def _find(s: System, seq: int) -> Envelope | None:
-    for env in s.in_flight:
+    at = _find_index(s.in_flight, seq)
+    return None if at is None else s.in_flight[at]
+
+
+def _find_index(in_flight: tuple[Envelope, ...], seq: int) -> int | None:
+    for at, env in enumerate(in_flight):
         if env.seq == seq:
-            return env
+            return at
     return None
 
 
@@ -526,12 +570,14 @@ def apply(system: System, action: Action, log: list | None = None) -> Step:
     b = _Builder(system, action, log)
     b.set(now_ms=action.at_ms)
     if isinstance(action, (Deliver, Drop)):
-        env = _find(b.s, action.seq)
-        if env is None:
+        in_flight = b.s.in_flight
+        at = _find_index(in_flight, action.seq)
+        if at is None:
             raise ReplayMismatch(f"{action.label()}: no message #{action.seq} is in flight")
+        env = in_flight[at]
         if env.what != action.what:
             raise ReplayMismatch(f"{action.label()}: message #{action.seq} is now '{env.what}'")
-        b.set(in_flight=tuple(e for e in b.s.in_flight if e.seq != env.seq))
+        b.set(in_flight=in_flight[:at] + in_flight[at + 1:])  # sequence numbers are unique
         if isinstance(action, Drop):
             b.record(env.dst, "lost", seq=env.seq, what=env.what, route=env.route, tool_call=env.tool_call)
             _forget_answered(b, env)

@@ -89,9 +89,11 @@ class CallState(CachedRepr):
 CallStep = tuple[CallState, tuple[Effect, ...]]
 
 
-def _next_name(cs: CallState, kind: str) -> tuple[CallState, str]:
+def _next_seq_name(cs: CallState, kind: str) -> tuple[int, str]:
+    """The next sequence number and the name it gives, for a caller that copies the
+    state once with its other changes (a call step's copies are most of its cost)."""
     seq = cs.seq + 1
-    return replace(cs, seq=seq), f"{cs.req_prefix}:{kind}{seq}"
+    return seq, f"{cs.req_prefix}:{kind}{seq}"
 
 
 def _headers(cs: CallState, now_ms: int, tool_call: bool) -> Headers:
@@ -104,10 +106,11 @@ def _headers(cs: CallState, now_ms: int, tool_call: bool) -> Headers:
 
 def _send(cs: CallState, op: str, method: str, path: str, query: str, headers: Headers,
           body: bytes) -> tuple[CallState, Effect]:
-    cs, req_id = _next_name(cs, "r")
+    seq, req_id = _next_seq_name(cs, "r")
     url = AGENT_URL + path + (f"?{query}" if query else "")
     request = Request(req_id, cs.src, method, path, query, headers, body)
-    cs = replace(cs, pending_req_id=req_id, pending_op=op, pending_method=method.title(), pending_url=url)
+    # One copy of the state for the name's sequence number and the pending request.
+    cs = replace(cs, seq=seq, pending_req_id=req_id, pending_op=op, pending_method=method.title(), pending_url=url)
     return cs, Send(AGENT_NODE, request)
 
 
@@ -118,9 +121,9 @@ def _arm(cs: CallState, slot: str, after_ms: int) -> tuple[CallState, list[Effec
     old = getattr(cs, slot)
     if old is not None:
         effects.append(CancelTimer(old))
-    cs, name = _next_name(cs, slot.replace("_timer", ""))
+    seq, name = _next_seq_name(cs, slot.replace("_timer", ""))
     effects.append(SetTimer(name, after_ms))
-    return replace(cs, **{slot: name}), effects
+    return replace(cs, seq=seq, **{slot: name}), effects  # one copy: the number and the slot
 
 
 def _disarm(cs: CallState, slot: str) -> tuple[CallState, list[Effect]]:

@@ -18,6 +18,8 @@ Rule 2. ``format_duration_ms`` is ``Duration.String`` for a whole number of
 
 from __future__ import annotations
 
+import functools
+
 from .encoding import json_quote
 
 
@@ -45,6 +47,15 @@ def _is_digit(ch: str) -> bool:
 def parse_duration_ms(text: str) -> int:
     """Go's ``time.ParseDuration`` ("1h30m", "10s", "250ms", "-1.5h"), in whole
     milliseconds truncated toward zero like ``Duration.Milliseconds()``."""
+    if type(text) is str:
+        # A pure function of a string, parsed character by character: a swarm reads the
+        # same few durations (scenario fields, execute timeouts) in every seed, so the
+        # answers are kept. An error is not kept: it is raised afresh every time.
+        return _parse_duration_ms_cached(text)
+    return _parse_duration_ms(text)
+
+
+def _parse_duration_ms(text: str) -> int:
     quoted = json_quote(text)
     rest = text
     negative = False
@@ -108,3 +119,6 @@ def format_duration_ms(duration_ms: int) -> str:
     if minutes:
         return f"{sign}{minutes}m{sec_text}"
     return sign + sec_text
+
+
+_parse_duration_ms_cached = functools.lru_cache(maxsize=4096)(_parse_duration_ms)

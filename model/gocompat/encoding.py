@@ -43,19 +43,28 @@ def json_type_name(value: Any) -> str:
     return "object"
 
 
+def _reject_constant(name: str):
+    raise ValueError(f"invalid character {name!r} looking for beginning of value")
+
+
+# What ``json.loads(text, parse_constant=...)`` and ``json.dumps(value, ensure_ascii=False,
+# separators=(",", ":"))`` build on every call (non-default arguments); one instance each
+# does the same work once. A step of the world decodes and encodes several bodies.
+_GO_DECODER = json.JSONDecoder(parse_constant=_reject_constant)
+_GO_ENCODER = json.JSONEncoder(ensure_ascii=False, separators=(",", ":"))
+
+
 def loads_go(text: str) -> Any:
     """json.loads without NaN/Infinity, which Go's decoder rejects."""
-
-    def reject(name: str):
-        raise ValueError(f"invalid character {name!r} looking for beginning of value")
-
-    return json.loads(text, parse_constant=reject)
+    if type(text) is str and not text.startswith("\ufeff"):
+        return _GO_DECODER.decode(text)  # what json.loads does with a str without a BOM
+    return json.loads(text, parse_constant=_reject_constant)
 
 
 def go_json(value: Any) -> str:
     """Go's json.Marshal text: no spaces, UTF-8 kept, and <, >, & escaped as \\u003c...
     Dict order is kept, so callers build dicts in Go's struct field order."""
-    text = json.dumps(value, ensure_ascii=False, separators=(",", ":"))
+    text = _GO_ENCODER.encode(value)
     for raw, escaped in (("<", "\\u003c"), (">", "\\u003e"), ("&", "\\u0026"),
                          ("\u2028", "\\u2028"), ("\u2029", "\\u2029")):
         text = text.replace(raw, escaped)

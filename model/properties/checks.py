@@ -190,7 +190,8 @@ def _background_survives(ev: Evidence) -> list[Violation]:
 def _chat_isolation(ev: Evidence) -> list[Violation]:
     """US9: a request carrying one chat's ID never kills or reuses another chat's process."""
     out = []
-    for i, rec in enumerate(ev.trace):
+    for i in ev.marks:  # a kill is a truth
+        rec = ev.trace[i]
         if rec.get("kind") != "truth" or rec.get("truth") != "process_killed" or rec.get("by") == "shutdown":
             continue
         si = ev.pid_start.get(f"{rec.get('incarnation')}/{rec.get('pid')}")
@@ -243,7 +244,8 @@ def _fenced_commits(ev: Evidence) -> list[Violation]:
     owner: dict[str, str] = {}
     chat_of_task: dict[str, str] = {}
     begun: dict[str, list[tuple[int, str, int]]] = {}  # chat -> (index, replica, generation_attempt)
-    for i, rec in enumerate(ev.trace):
+    for i in ev.marks:  # only notes and truths are read
+        rec = ev.trace[i]
         kind = rec.get("kind")
         if kind == "note":
             name = rec.get("note")
@@ -337,27 +339,36 @@ def _interrupt_finishes(ev: Evidence) -> list[Violation]:
 
 
 def _reached(ev: Evidence, predicate) -> list[Violation]:
-    return [] if any(predicate(i, r) for i, r in enumerate(ev.trace)) else [
-        Violation("", None, None, ev.end_ms(), "never reached")
-    ]
+    return [] if any(predicate(i, r) for i, r in enumerate(ev.trace)) else _never_reached(ev)
+
+
+def _reached_mark(ev: Evidence, predicate) -> list[Violation]:
+    """``_reached`` for a predicate that holds only for a note or a record with a
+    ``truth`` field (every property below): it asks only those (``Evidence.marks``)."""
+    trace = ev.trace
+    return [] if any(predicate(i, trace[i]) for i in ev.marks) else _never_reached(ev)
+
+
+def _never_reached(ev: Evidence) -> list[Violation]:
+    return [Violation("", None, None, ev.end_ms(), "never reached")]
 
 
 def _completes_after_ownership_change(ev: Evidence):
     moved = [i for i in ev.faults if ev.trace[i].get("fault") in ("ownership_change", "replica_crash")]
-    return _reached(ev, lambda i, r: moved and i > moved[0] and r.get("truth") == "result_committed"
+    return _reached_mark(ev, lambda i, r: moved and i > moved[0] and r.get("truth") == "result_committed"
                     and r.get("result_kind") in ("completed", "applied"))
 
 
 def _retry_gets_recorded_start(ev: Evidence):
-    return _reached(ev, lambda i, r: r.get("kind") == "note" and r.get("note") == "replayed")
+    return _reached_mark(ev, lambda i, r: r.get("kind") == "note" and r.get("note") == "replayed")
 
 
 def _cancel_kills_foreground(ev: Evidence):
-    return _reached(ev, lambda i, r: r.get("truth") == "process_killed" and r.get("by") == "cancel")
+    return _reached_mark(ev, lambda i, r: r.get("truth") == "process_killed" and r.get("by") == "cancel")
 
 
 def _cancel_first_refuses_start(ev: Evidence):
-    return _reached(ev, lambda i, r: r.get("kind") == "note" and r.get("note") == "refused"
+    return _reached_mark(ev, lambda i, r: r.get("kind") == "note" and r.get("note") == "refused"
                     and r.get("code") == "tool_call_canceled")
 
 

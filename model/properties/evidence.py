@@ -123,11 +123,17 @@ class Evidence:
         self.interrupts: list[int] = []
         self.interruption_done: list[int] = []
         self.faults: list[int] = []
+        # Indices of the notes, the truths and any other record with a ``truth`` field:
+        # all that the reachability properties (checks.py ``_reached_mark``) and the scans
+        # for notes and truths ask about, a tenth of a trace.
+        self.marks: list[int] = []
         by_uuid = {c.uuid: c for c in self.calls}
         by_command = {(c.chat_id, c.command): c for c in self.calls if c.tool == "execute"}
         by_path = {(c.chat_id, c.path): c for c in self.calls if c.tool != "execute"}
         for i, rec in enumerate(trace):
             kind = rec.get("kind")
+            if kind == "note" or kind == "truth" or "truth" in rec:
+                self.marks.append(i)
             if kind == "send":
                 self.sends.setdefault(rec.get("req"), i)
             elif kind == "agent_down":
