@@ -85,6 +85,10 @@ class Interner:
         self.table: dict[Any, Id] = {}
         self._fields: dict[type, tuple[str, ...]] = {}
         self.digests = digests  # give every handle a content digest (parallel searches)
+        # What a component's memo names its interner by: a bare token, never the
+        # interner, so memos make no reference cycles (the explorer runs without the
+        # cycle collector: model/explore.py ``explore``).
+        self.token = object()
 
     def __len__(self) -> int:
         return len(self.table)
@@ -102,7 +106,7 @@ class Interner:
         if x is None:
             return _NONE
         memo = x._iid if type(x) is FMap else x.__dict__.get("_iid")
-        if memo is not None and memo[0] is self:
+        if memo is not None and memo[0] is self.token:
             return memo[1]
         return self.iid(x)
 
@@ -122,10 +126,10 @@ class Interner:
             return ("float", x)
         if t is FMap:
             memo = x._iid
-            if memo is not None and memo[0] is self:
+            if memo is not None and memo[0] is self.token:
                 return memo[1]
             found = self.key_of(("map",) + tuple(i for k, v in x._items for i in (self.iid(k), self.iid(v))))
-            x._iid = (self, found)
+            x._iid = (self.token, found)
             return found
         names = self._fields.get(t)
         if names is None:
@@ -138,8 +142,8 @@ class Interner:
             names = self._fields[t] = tuple(f.name for f in fields(t))
         d = x.__dict__
         memo = d.get("_iid")
-        if memo is not None and memo[0] is self:
+        if memo is not None and memo[0] is self.token:
             return memo[1]
         found = self.key_of((t,) + tuple(self.iid(d[name]) for name in names))
-        d["_iid"] = (self, found)
+        d["_iid"] = (self.token, found)
         return found

@@ -62,6 +62,13 @@ def explore(config: msys.WorldConfig, bounds: ex.Bounds = ex.Bounds(), max_state
     default ``HEAD_START_PER_WORKER`` each)."""
     if workers <= 1 or "fork" not in multiprocessing.get_all_start_methods():
         return ex.explore(config, bounds, max_states, stop_on=stop_on, on_progress=on_progress)
+    # No cycle collection here or in the workers, which inherit this setting with the
+    # heap (model/explore.py ``without_cycle_collection`` says why that is safe).
+    with ex.without_cycle_collection():
+        return _explore(config, bounds, max_states, stop_on, on_progress, workers, head_start)
+
+
+def _explore(config, bounds, max_states, stop_on, on_progress, workers, head_start) -> ex.Result:
     search = ex.Search(config, bounds, max_states, stop_on=stop_on, digests=True)
     search.run(on_progress, until_frontier=head_start or HEAD_START_PER_WORKER * workers)
     if not search.frontier or search.stopped or search.full:
