@@ -761,7 +761,10 @@ def explore(config: msys.WorldConfig, bounds: Bounds = Bounds(), max_states: int
     with without_cycle_collection():
         search = Search(config, bounds, max_states, keep_edges, stop_on)
         search.run(on_progress)
-        return search.finish()
+        result = search.finish()
+        # Freed now, by reference counting, not walked by the collector once it is back on.
+        del search
+    return result
 
 
 @contextmanager
