@@ -648,48 +648,66 @@ def _is_attempt_timeout(name: str) -> bool:
 def enabled(node: Node, bounds: Bounds) -> list:
     """Every action the world may take next, in a deterministic order (Rule 1, Rule 2)."""
     s = node.system
-    used = dict(zip(BUDGETS, node.used))
+    restarts, ownership, interrupts, lost, retries = node.used  # BUDGETS order
     now = s.now_ms
+    in_flight = s.in_flight
     actions: list = []
-    deadline = min((e.sent_at_ms + bounds.max_in_flight_ms for e in s.in_flight), default=None)
-    heads = _link_heads(s.in_flight) if bounds.fifo_links else s.in_flight
-    for env in heads:
-        actions.append(msys.Deliver(now, env.seq, env.what))
-    for env in heads:
-        if (used["lost_responses"] < bounds.lost_responses and env.src == msys.AGENT
-                and isinstance(env.payload, Response) and env.route in LOSABLE_ROUTES):
-            actions.append(msys.Drop(now, env.seq, env.what))
-    due = [t for t in s.timers.values() if t.due_ms <= bounds.horizon_ms]
-    if due:
-        first = min(t.due_ms for t in due)
-        if deadline is None or first <= deadline:
-            for t in sorted(due, key=lambda t: (t.node, t.name)):
+    deadline = None
+    if in_flight:
+        deadline = min(e.sent_at_ms for e in in_flight) + bounds.max_in_flight_ms
+        heads = _link_heads(in_flight) if bounds.fifo_links else in_flight
+        actions = [_action(msys.Deliver, at_ms=now, seq=env.seq, what=env.what) for env in heads]
+        if lost < bounds.lost_responses:
+            for env in heads:
+                if env.src == msys.AGENT and env.route in LOSABLE_ROUTES and isinstance(env.payload, Response):
+                    actions.append(_action(msys.Drop, at_ms=now, seq=env.seq, what=env.what))
+    timers = s.timers._items
+    if timers:
+        horizon = bounds.horizon_ms
+        first = min((t.due_ms for _, t in timers if t.due_ms <= horizon), default=None)
+        if first is not None and (deadline is None or first <= deadline):
+            at = max(now, first)
+            for (node_name, name), t in timers:  # sorted by (node, name)
                 if t.due_ms != first:
                     continue
-                if _is_attempt_timeout(t.name) and used["task_retries"] >= bounds.task_retries:
+                if _is_attempt_timeout(name) and retries >= bounds.task_retries:
                     continue
-                actions.append(msys.Fire(max(now, first), t.node, t.name))
+                actions.append(_action(msys.Fire, at_ms=at, node=node_name, name=name))
     # Only tool call requests may be held while time passes: their transit time is what the
     # age rule is about. Every other message is delivered before time moves on.
-    delayable = [e for e in s.in_flight if e.dst == msys.AGENT and e.route in LOSABLE_ROUTES]
-    if delayable and len(delayable) == len(s.in_flight) and now + 1 <= min(deadline, bounds.horizon_ms):
-        nxt = min((t.due_ms for t in s.timers.values()), default=None)
+    if in_flight and all(e.dst == msys.AGENT and e.route in LOSABLE_ROUTES for e in in_flight) \
+            and now + 1 <= min(deadline, bounds.horizon_ms):
+        nxt = min((t.due_ms for _, t in timers), default=None)
         if nxt is None or now + 1 <= nxt:
             actions.append(Tick(now + 1))
-    if used["agent_restarts"] < bounds.agent_restarts and s.agent is not None:
+    if restarts < bounds.agent_restarts and s.agent is not None:
         actions.append(msys.Fault(now, "agent_restart"))
     # Interrupts and ownership changes may strike any chat, in the world's chat order.
-    rows = [(spec.chat_id, s.db.chats.get(spec.chat_id)) for spec in s.config.chats]
-    for chat, row in rows:
-        if used["interrupts"] < bounds.interrupts and row is not None and row.status == chatd.RUNNING:
-            actions.append(msys.Fault(now, "interrupt", (("chat", chat),)))
-    for chat, row in rows:
-        if used["ownership_changes"] < bounds.ownership_changes and row is not None and row.worker_id:
-            owner = msys.chat_owner(s, chat)
-            others = [r for r in s.config.replicas if r != owner and s.replicas.get(r) is not None]
-            if owner is not None and others and row.status in chatd.RUNNABLE:
-                actions.append(msys.Fault(now, "takeover", (("chat", chat), ("to", others[0]))))
+    may_interrupt = interrupts < bounds.interrupts
+    may_take_over = ownership < bounds.ownership_changes
+    if may_interrupt or may_take_over:
+        chats = s.db.chats
+        rows = [(spec.chat_id, chats.get(spec.chat_id)) for spec in s.config.chats]
+        if may_interrupt:
+            for chat, row in rows:
+                if row is not None and row.status == chatd.RUNNING:
+                    actions.append(msys.Fault(now, "interrupt", (("chat", chat),)))
+        if may_take_over:
+            for chat, row in rows:
+                if row is not None and row.worker_id and row.status in chatd.RUNNABLE:
+                    owner = msys.chat_owner(s, chat)
+                    others = [r for r in s.config.replicas if r != owner and s.replicas.get(r) is not None]
+                    if owner is not None and others:
+                        actions.append(msys.Fault(now, "takeover", (("chat", chat), ("to", others[0]))))
     return actions
+
+
+def _action(cls, **fields_):
+    """A frozen action without its dataclass ``__init__`` (one ``object.__setattr__`` per
+    field): ``enabled`` makes one per delivery and timer of every state."""
+    action = object.__new__(cls)
+    action.__dict__.update(fields_)
+    return action
 
 
 def _connection(env: msys.Envelope) -> tuple:
