@@ -160,8 +160,8 @@ class FMap(Mapping):
         index = dict(self._index)
         index[key] = value
         items = self._items
-        # Probing with the 1-tuple ``(key,)`` finds the same place as ``key=_first``
-        # (a pair whose key equals it sorts after it, by length; values are never
+        # Probing with the 1-tuple ``(key,)`` finds the key's place among the pairs (a
+        # pair whose key equals it sorts after it, by length; values are never
         # compared) without a Python call per probe.
         at = bisect_left(items, (key,))
         replaced = at < len(items) and items[at][0] == key
@@ -176,10 +176,6 @@ class FMap(Mapping):
         items = self._items
         at = bisect_left(items, (key,))  # as in ``set``
         return FMap._sorted(items[:at] + items[at + 1:], index)
-
-
-def _first(pair):
-    return pair[0]
 
 
 EMPTY = FMap()

@@ -338,13 +338,10 @@ def _interrupt_finishes(ev: Evidence) -> list[Violation]:
 # ---------------------------------------------------------------------------
 
 
-def _reached(ev: Evidence, predicate) -> list[Violation]:
-    return [] if any(predicate(i, r) for i, r in enumerate(ev.trace)) else _never_reached(ev)
-
-
 def _reached_mark(ev: Evidence, predicate) -> list[Violation]:
-    """``_reached`` for a predicate that holds only for a note or a record with a
-    ``truth`` field (every property below): it asks only those (``Evidence.marks``)."""
+    """Whether some record satisfies ``predicate``, for a predicate that holds only for
+    a note or a record with a ``truth`` field (every property below): it asks only
+    those (``Evidence.marks``), a tenth of a trace."""
     trace = ev.trace
     return [] if any(predicate(i, trace[i]) for i in ev.marks) else _never_reached(ev)
 
