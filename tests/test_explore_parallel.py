@@ -14,6 +14,7 @@ from __future__ import annotations
 import pytest
 
 from model import explore as ex
+from model import explore_context
 from model import worlds
 from sim import explore_parallel as xp
 from sim.cli import main
@@ -29,7 +30,7 @@ def _summary(result) -> tuple:
 
 @pytest.fixture
 def checked_memo(monkeypatch):
-    monkeypatch.setattr(ex, "CHECK_MEMO", True)
+    monkeypatch.setattr(explore_context, "CHECK_MEMO", True)
 
 
 # Worlds and variants whose searches take every kind of step the memo caches: agent and

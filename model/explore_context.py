@@ -1,0 +1,537 @@
+"""The explorer's states and the one context a search steps them in.
+
+Theory of operation
+-------------------
+model/explore.py searches; this module is what it searches with. A ``Node`` is one
+explored state: the system, the budgets spent and the path's ghost history (explore.py
+Rule 3) as interned handles. A ``Context`` belongs to one search and holds its tables:
+
+- the interner (model/interning.py), through which a state's identity is a tuple of
+  handles (``Context.key``, explore.py Rule 4);
+- the transition memo (``Context.apply``, explore.py Rule 7): a step is cached under the
+  handles of what it reads (``_memo_key``) as the edits it made (``_Delta``), and
+  replayed onto any state with the same footprint (``_replay``), new messages and timers
+  renumbered from that state's counter; ``CHECK_MEMO`` makes every replay also run
+  ``system.apply`` and compares field by field;
+- Rule 6's settling of no-op deliveries (``Context.settle``), with its static half
+  (``_may_unsettle``);
+- the verdict memo: the properties' violations per ghost history and committed chats.
+
+Memos kept on states (``_iid``, ``_fp``, ``_what``, ``_link``) name their context by a
+bare token, never the context itself, so a search makes no reference cycles
+(explore.py ``without_cycle_collection``); ``core.replace`` drops them from a changed copy.
+"""
+
+from __future__ import annotations
+
+import json
+from bisect import insort
+from dataclasses import dataclass
+from typing import Any
+
+from . import chatd
+from . import properties as props
+from . import system as msys
+from .core import FMap
+from .interning import Id, Interner
+from .properties.evidence import committed_calls
+from .system import Tick
+
+BUDGETS = ("agent_restarts", "ownership_changes", "interrupts", "lost_responses", "task_retries")
+
+# Records the properties read; the rest of a step's records are not kept on paths.
+_GHOST_NOTES = ("cancel_never_received", "interrupt_requested", "interruption_finished", "acquired", "task_started",
+                "batch_started")
+_GHOST_KINDS = ("truth", "agent_up", "agent_down", "fault")
+
+
+# ---------------------------------------------------------------------------
+# Explored states
+# ---------------------------------------------------------------------------
+
+
+class Node:
+    """One explored state: the system, the budgets spent, and the path's ghost history
+    (Rule 3). A plain slotted class: the search makes one per transition."""
+
+    __slots__ = ("system", "used", "ghost", "order", "bag", "settled")
+
+    def __init__(self, system: msys.System, used: tuple, ghost: tuple, order: Id, bag: Id, settled: bool = False):
+        self.system = system
+        self.used = used  # budgets spent, in BUDGETS order
+        self.ghost = ghost  # the ghost records in path order, as interned handles (Rule 3)
+        self.order = order  # the handle of that sequence (the verdict memo's key)
+        self.bag = bag  # the handle of the same records as a multiset (Rule 5); .value is the sorted tuple
+        self.settled = settled  # Rule 6 has run on it (every node but the first)
+
+
+def _may_unsettle(before: msys.System, after: msys.System, action) -> bool:
+    """Rule 6's static half: a settled state's step can make a delivery a no-op only by
+    changing chatd's side (a replica, the database), by sending a message to it, or as a
+    fault or world event (which may change anything). A delivery to the agent or an
+    agent timer that sends nothing to chatd leaves every other message as it was."""
+    if type(action) is msys.Fault or type(action) is Tick:
+        return True
+    if after.replicas is not before.replicas or after.db is not before.db or after.partitions is not before.partitions:
+        return True
+    seq = before.seq
+    return any(e.seq > seq and e.dst != msys.AGENT for e in after.in_flight)
+
+
+def _ghost_records(records) -> list[dict]:
+    out = []
+    for rec in records:
+        kind = rec.get("kind")
+        if kind in _GHOST_KINDS or (kind == "note" and rec.get("note") in _GHOST_NOTES):
+            out.append(rec)
+        elif kind == "send" and rec.get("route") in ("start", "edit", "write", "cancel"):
+            out.append(rec)
+    # Sequence numbers only say in which order messages were created; two paths that
+    # differ only there reach the same state.
+    return [{k: v for k, v in r.items() if k != "seq"} for r in out]
+
+
+def _by_n(handle: Id) -> int:
+    return handle.n
+
+
+def _by_digest(handle: Id) -> bytes:
+    return handle.digest
+
+
+# The System fields that a step replaces whole (node states and small world facts); the
+# shared tables (messages, timers, open requests) are edited by key instead (Rule 7).
+_WHOLE = ("agent", "agent_incarnation", "agent_files", "replicas", "replica_boots", "db", "partitions",
+          "dials_waiting")
+_AGENT_SIDE = frozenset({"agent"})
+_CHATD_SIDE = frozenset({"replicas", "db"})
+_AGENT_LIFE = frozenset({"agent", "agent_incarnation", "agent_files"})
+_NOTHING = frozenset()
+_ANY_BUT_DIALS = frozenset(_WHOLE) - {"dials_waiting"}
+
+
+@dataclass(frozen=True)
+class _Delta:
+    """What one step did, as edits another state with the same footprint can take."""
+
+    base_seq: int  # the sequence counter of the state it was computed on
+    whole: tuple  # (field, new value) for the System fields it replaced
+    drops_env: bool  # the delivered (or lost) message left the network
+    added: tuple  # new Envelopes, numbered from base_seq
+    timer_ops: tuple  # ("timer_set", key, Timer) | ("timer_cancel", key) | ("timers_of_node_cancel", node)
+    open_ops: tuple  # ("open_set", req_id, value) | ("open_remove", req_id)
+    guards: tuple  # (req_id, value) of the open requests it read: the state must agree
+    seq_inc: int
+    ghost: tuple  # handles of its ghost records, in order
+
+
+class Context:
+    """One search's tables: the interner (Rule 4), the transition memo (Rule 7) and the
+    verdict memo. A context's handles and nodes belong to it; ``explore`` makes its own."""
+
+    # A memo this big is dropped and refilled: it only saves time, and a search that
+    # outgrows it (millions of distinct steps) should not grow memory without bound.
+    MEMO_LIMIT = 400_000
+
+    def __init__(self, digests: bool = False):
+        self.interner = Interner(digests)
+        self.token = self.interner.token  # what this context's memos on states name it by
+        # Sets (messages in flight, the ghost as a multiset) are sorted canonically: by
+        # first sight in one process, by digest where processes must agree (Rule 4).
+        self.sort_key = _by_digest if digests else _by_n
+        self.grown: dict = {}  # (bag handle, new records) -> bag handle
+        self.memo: dict = {}
+        self.verdicts: dict = {}
+        self.awaited: dict = {}  # (replica handle, request ID) -> chatd.awaits
+        self.calm: dict = {}  # database handle -> properties.quiesced
+        self.calls: dict = {}  # chats handle -> the committed tool calls (properties.evidence)
+        self.hits = 0
+        self.misses = 0
+        self.check = CHECK_MEMO  # tests: every hit is also applied for real and compared
+
+    # -- ghost records (Rule 3) ---------------------------------------------------
+    def ghost_of(self, records) -> tuple:
+        handles = []
+        for rec in _ghost_records(records):
+            text = json.dumps(rec, sort_keys=True, separators=(",", ":"), default=str)
+            key = ("ghost", text)
+            handle = self.interner.table.get(key)
+            if handle is None:
+                handle = self.interner.key_of(key, json.loads(text))
+            handles.append(handle)
+        return tuple(handles)
+
+    def grow(self, node: Node, new: tuple) -> tuple[tuple, Id, Id]:
+        """The ghost after ``new`` records: the sequence, its handle, the multiset's handle."""
+        if not new:
+            return node.ghost, node.order, node.bag
+        key_of = self.interner.key_of
+        order = key_of(("seq", node.order) + new)
+        grown = (node.bag, new)
+        bag = self.grown.get(grown)
+        if bag is None:
+            items = list(node.bag.value)
+            for h in new:
+                insort(items, h, key=self.sort_key)
+            items = tuple(items)
+            bag = self.grown[grown] = key_of(("bag",) + items, items)
+        return node.ghost + new, order, bag
+
+    # -- steps ------------------------------------------------------------------------
+    def initial_node(self, config: msys.WorldConfig) -> Node:
+        st = msys.initial(config)
+        key_of = self.interner.key_of
+        empty = Node(None, (), (), key_of(("seq",)), key_of(("bag",), ()))
+        ghost, order, bag = self.grow(empty, self.ghost_of(st.records))
+        return Node(st.system, (0,) * len(BUDGETS), ghost, order, bag)
+
+    def step(self, node: Node, action) -> tuple[Node, tuple]:
+        """The node after ``action`` and the actions taken (``action`` and the deliveries
+        that settled after it), which is what a path records."""
+        before = node.system
+        system, new_ghost = self.apply(before, action)
+        ghost, order, bag = self.grow(node, new_ghost)
+        if node.settled and not _may_unsettle(before, system, action):
+            return Node(system, _spend(node, action), ghost, order, bag, True), (action,)
+        system, settled = self.settle(system)
+        return Node(system, _spend(node, action), ghost, order, bag, True), (action, *settled)
+
+    def settle(self, s: msys.System) -> tuple[msys.System, list]:
+        """Rule 6: deliver at once every message whose delivery changes nothing but the
+        network (a late answer to a replica whose call was aborted, say). Such a delivery
+        commutes with every other action, so exploring it at every position only
+        multiplies states (a partial-order reduction); delivering it now is one of the
+        behaviours anyway."""
+        settled = []
+        changed = True
+        while changed:
+            changed = False
+            replicas = s.replicas
+            awaited = self.awaited
+            handle = self.interner.handle
+            for env in s.in_flight:
+                if env.dst == "agent":
+                    continue  # the agent answers everything: never a no-op
+                rep = replicas.get(env.dst)
+                req_id = getattr(env.payload, "req_id", None)
+                if rep is not None and req_id is not None:
+                    known = awaited.get((handle(rep), req_id))
+                    if known is None:
+                        known = self.awaits(rep, req_id)
+                    if known:
+                        continue  # an answer its caller still waits for changes the caller
+                action = msys.Deliver(s.now_ms, env.seq, env.what)
+                key, _ = self._memo_key(s, action)
+                delta = self._lookup(key, s) if key is not None else None
+                if delta is not None:
+                    # The memo knows what the delivery does: replay it only if it is a no-op.
+                    if not self._noop(s, delta):
+                        continue
+                    self.hits += 1
+                    t, ghost = _replay(s, action, delta), delta.ghost
+                else:
+                    try:
+                        t, ghost = self.apply(s, action)
+                    except msys.ReplayMismatch:
+                        continue
+                if (t.seq == s.seq and t.replicas == s.replicas and t.db == s.db and t.timers == s.timers
+                        and t.agent == s.agent and not ghost):
+                    settled.append(action)
+                    s = t
+                    changed = True
+                    break
+        return s, settled
+
+    def timers_key(self, timers: FMap) -> Id:
+        """The handle of the armed timers without their sequence numbers (cached on the map)."""
+        memo = timers._fp
+        if memo is not None and memo[0] is self.token:
+            return memo[1]
+        found = self.interner.key_of(("timers", *[(k, t.due_ms) for k, t in timers._items]))
+        timers._fp = (self.token, found)
+        return found
+
+    def awaits(self, rep, req_id: str) -> bool:
+        key = (self.interner.handle(rep), req_id)
+        found = self.awaited.get(key)
+        if found is None:
+            found = self.awaited[key] = chatd.awaits(rep, req_id)
+        return found
+
+    def _noop(self, s: msys.System, d: _Delta) -> bool:
+        """Whether a memoized delivery leaves the nodes, timers and counter as they are
+        (Rule 6's test, read off the delta instead of a trial step)."""
+        if d.seq_inc or d.ghost:
+            return False
+        iid = self.interner.iid
+        for name, value in d.whole:
+            if name in ("agent", "replicas", "db") and iid(value) is not iid(s.__dict__[name]):
+                return False
+        for op in d.timer_ops:
+            if op[0] != "timer_cancel" or op[1] in s.timers:
+                return False
+        return True
+
+    def _lookup(self, key, s: msys.System) -> _Delta | None:
+        for delta in self.memo.get(key, ()):
+            if not delta.guards:
+                return delta
+            get = s.open_requests.get
+            for k, v in delta.guards:
+                if get(k) != v:
+                    break
+            else:
+                return delta
+        return None
+
+    def quiesced(self, s: msys.System) -> bool:
+        key = self.interner.handle(s.db)
+        found = self.calm.get(key)
+        if found is None:
+            found = self.calm[key] = props.quiesced(s)
+        return found
+
+    def apply(self, s: msys.System, action) -> tuple[msys.System, tuple]:
+        """``system.apply`` through the transition memo (Rule 7): the new system and the
+        handles of the step's ghost records."""
+        key, footprint = self._memo_key(s, action)
+        if key is not None:
+            delta = self._lookup(key, s)
+            if delta is not None:
+                self.hits += 1
+                out = _replay(s, action, delta)
+                if self.check:
+                    self._check(s, action, out, delta.ghost)
+                return out, delta.ghost
+        self.misses += 1
+        log: list = [] if key is not None else None
+        st = msys.apply(s, action, log)
+        ghost = self.ghost_of(st.records)
+        if key is not None:
+            delta = self._delta(s, action, st.system, log, footprint, ghost)
+            if delta is not None:
+                if len(self.memo) >= self.MEMO_LIMIT:
+                    self.memo.clear()
+                self.memo.setdefault(key, []).append(delta)
+        return st.system, ghost
+
+    def _memo_key(self, s: msys.System, action) -> tuple[Any, frozenset]:
+        """Rule 7: the part of the state a step reads, or None where it is not memoized.
+        A delivery to the running agent reads the agent; a delivery or timer on a replica
+        reads the replicas and the database (a commit's publish runs every replica); a
+        lost message reads nothing; anything else reads every node."""
+        iid = self.interner.handle
+        t = type(action)
+        if t is msys.Deliver or t is msys.Drop:
+            seq = action.seq
+            for env in s.in_flight:
+                if env.seq == seq:
+                    break
+            else:
+                return None, _NOTHING  # system.apply says why it does not fit
+            memo = env.__dict__.get("_what")
+            what = memo[1] if memo is not None and memo[0] is self.token else self.envelope(env, False)
+            if t is msys.Drop:
+                return ("lose", what, action.at_ms), _NOTHING
+            if env.dst == msys.AGENT:
+                if s.agent is not None:
+                    return ("agent", what, action.at_ms, iid(s.agent), s.partitions), _AGENT_SIDE
+            elif env.dst in s.replicas:
+                return ("chatd", what, action.at_ms, iid(s.replicas), iid(s.db), s.partitions), _CHATD_SIDE
+        elif t is msys.Fire:
+            timer = s.timers.get((action.node, action.name))
+            if timer is None or timer.due_ms > action.at_ms:
+                return None, _NOTHING
+            if action.node == msys.AGENT:
+                if s.agent is not None:
+                    return ("agent-timer", action.name, action.at_ms, iid(s.agent)), _AGENT_SIDE
+            elif action.node in s.replicas:
+                return ("chatd-timer", action.node, action.name, action.at_ms, iid(s.replicas), iid(s.db)), _CHATD_SIDE
+        if t is Tick:
+            return ("tick", action.at_ms), _NOTHING  # time passes; nothing runs
+        if s.dials_waiting:
+            return None, _NOTHING  # they hold messages by sequence number: not worth it
+        if t is msys.Fault:
+            # The explorer's faults read one side each: a restart the agent's life, an
+            # interrupt or a takeover chatd's rows and replicas (model/faults.py).
+            if action.kind == "agent_restart":
+                return (("restart", action.params, action.at_ms, iid(s.agent), s.agent_incarnation,
+                         iid(s.agent_files)), _AGENT_LIFE)
+            if action.kind in ("interrupt", "takeover"):
+                return (("chatd-fault", action.kind, action.params, action.at_ms, iid(s.replicas), iid(s.db)),
+                        _CHATD_SIDE)
+        if t is msys.Fault:
+            what = (t, action.kind, action.params)
+        elif t is msys.Fire:
+            what = (t, action.node, action.name)
+        elif t is Tick:
+            what = (t,)
+        else:
+            return None, _NOTHING  # an action the explorer does not take (a batch of idle firings)
+        return (("any",) + what + (action.at_ms, iid(s.agent), s.agent_incarnation, iid(s.agent_files),
+                                   iid(s.replicas), iid(s.replica_boots), iid(s.db), s.partitions)), _ANY_BUT_DIALS
+
+    def _delta(self, s, action, out, log, footprint, ghost) -> _Delta | None:
+        whole = []
+        iid = self.interner.iid
+        for name in _WHOLE:
+            before, after = s.__dict__[name], out.__dict__[name]
+            if after is before:
+                continue
+            if name not in footprint:
+                if name == "dials_waiting" or iid(after) is not iid(before):
+                    return None  # it wrote outside what it read: not a local step
+                continue
+            whole.append((name, after))
+        kept = [e for e in out.in_flight if e.seq <= s.seq]
+        added = tuple(e for e in out.in_flight if e.seq > s.seq)
+        dropped = len(s.in_flight) - len(kept)
+        seq = getattr(action, "seq", None)
+        if dropped > 1 or (dropped == 1 and (seq is None or any(e.seq == seq for e in kept))):
+            return None
+        if out.in_flight != tuple(kept) + added:
+            return None
+        timer_ops = tuple(op for op in log if op[0].startswith("timer"))
+        open_ops = tuple(op for op in log if op[0] in ("open_set", "open_remove"))
+        guards = tuple((op[1], op[2]) for op in log if op[0] == "open_read")
+        return _Delta(s.seq, tuple(whole), dropped == 1, added, timer_ops, open_ops, guards, out.seq - s.seq, ghost)
+
+    def _check(self, s, action, out, ghost) -> None:
+        """``CHECK_MEMO``: the memoized step must equal the real one, field by field."""
+        st = msys.apply(s, action)
+        real = st.system
+        iid = self.interner.iid
+        for name in _WHOLE:
+            if iid(real.__dict__[name]) is not iid(out.__dict__[name]):
+                raise AssertionError(f"memo differs in {name} after {action.label()}")
+        for name in ("in_flight", "timers", "open_requests", "seq", "now_ms"):
+            if real.__dict__[name] != out.__dict__[name]:
+                raise AssertionError(f"memo differs in {name} after {action.label()}")
+        if self.ghost_of(st.records) != ghost:
+            raise AssertionError(f"memo differs in its ghost records after {action.label()}")
+
+    # -- fingerprints (Rule 4) ---------------------------------------------------------
+    def envelope(self, env: msys.Envelope, with_sent_at: bool = True) -> Id:
+        """A message's handle without its sequence number (which only says in which order
+        messages were created); its sending time counts for the state, not for a step."""
+        slot = "_fp" if with_sent_at else "_what"
+        memo = env.__dict__.get(slot)
+        if memo is not None and memo[0] is self.token:
+            return memo[1]
+        key = (env.src, env.dst, self.interner.iid(env.payload), env.what)
+        if with_sent_at:
+            key += (env.sent_at_ms,)
+        handle = self.interner.key_of(key)
+        env.__dict__[slot] = (self.token, handle)
+        return handle
+
+    def key(self, node: Node, reorder: bool = True) -> tuple:
+        """The state's identity in this search: a tuple of handles and small values. Two
+        nodes have equal keys exactly when their system states are equal (sequence
+        numbers and labels aside), their budgets are, and their ghost histories are (as
+        multisets with ``reorder``, Rule 5)."""
+        s = node.system
+        iid = self.interner.handle
+        key_of = self.interner.key_of
+        envelope = self.envelope
+        order = self.sort_key
+        handles = []
+        for e in s.in_flight:
+            memo = e.__dict__.get("_fp")
+            handles.append(memo[1] if memo is not None and memo[0] is self.token else envelope(e))
+        if len(handles) > 1:
+            handles.sort(key=order)
+        msgs = key_of(("msgs", *handles))
+        timers = self.timers_key(s.timers)
+        dials = key_of(tuple(sorted((envelope(e) for e in s.dials_waiting), key=order))) if s.dials_waiting else ()
+        return (s.now_ms, iid(s.agent), s.agent_incarnation, iid(s.agent_files), iid(s.replicas), iid(s.db), msgs,
+                timers, s.partitions, dials, node.used, node.bag if reorder else node.order)
+
+    def verdict(self, node: Node, kinds: tuple) -> list:
+        """The properties' violations in this state. They read the ghost history and, of
+        the system, only the chats (committed tool calls, statuses) and the
+        configuration, which is the same for the whole search: so the verdict is
+        memoized on those."""
+        chats = self.interner.handle(node.system.db.chats)
+        key = (kinds, node.order, chats)
+        found = self.verdicts.get(key)
+        if found is None:
+            calls = self.calls.get(chats)
+            if calls is None:
+                calls = self.calls[chats] = committed_calls(node.system)
+            found = self.verdicts[key] = props.violations_of(ghost_trace(node), node.system, kinds, calls)
+        return found
+
+
+def _replay(s: msys.System, action, d: _Delta) -> msys.System:
+    """Rule 7: a memoized step's edits on another state with the same footprint. New
+    messages and timers are numbered from this state's counter, as the step would have."""
+    out = object.__new__(msys.System)
+    fields_ = out.__dict__
+    fields_.update(s.__dict__)
+    fields_["now_ms"] = action.at_ms
+    for name, value in d.whole:
+        fields_[name] = value
+    shift = s.seq - d.base_seq
+    in_flight = s.in_flight
+    if d.drops_env:
+        seq = action.seq
+        in_flight = tuple([e for e in in_flight if e.seq != seq])
+    if d.added:
+        in_flight += d.added if shift == 0 else tuple([_renumber(e, shift) for e in d.added])
+    fields_["in_flight"] = in_flight
+    if d.timer_ops:
+        timers = s.timers
+        for op in d.timer_ops:
+            kind = op[0]
+            if kind == "timer_set":
+                timers = timers.set(op[1], op[2] if shift == 0 else _renumber(op[2], shift))
+            elif kind == "timer_cancel":
+                timers = timers.remove(op[1])
+            else:
+                timers = FMap((k, t) for k, t in timers.items() if t.node != op[1])
+        fields_["timers"] = timers
+    if d.open_ops:
+        open_requests = s.open_requests
+        for op in d.open_ops:
+            if op[0] == "open_set":
+                open_requests = open_requests.set(op[1], op[2])
+            else:
+                open_requests = open_requests.remove(op[1])
+        fields_["open_requests"] = open_requests
+    fields_["seq"] = s.seq + d.seq_inc
+    return out
+
+
+def _renumber(obj, shift: int):
+    """A memoized step's new message or timer, numbered from another counter. Its
+    explorer memos (keys without the number) carry over."""
+    new = object.__new__(type(obj))
+    fields_ = new.__dict__
+    fields_.update(obj.__dict__)
+    fields_["seq"] = obj.seq + shift
+    return new
+
+
+# Tests set this: every memoized step is checked against system.apply (model/explore.py
+# Rule 7), so a footprint that misses something the step reads fails loudly.
+CHECK_MEMO = False
+
+def ghost_trace(node: Node) -> list[dict]:
+    return [h.value for h in node.ghost]
+
+
+def _is_attempt_timeout(name: str) -> bool:
+    return name.endswith("/timeout")
+
+
+def _spend(node: Node, action) -> tuple[int, ...]:
+    used = list(node.used)
+    if isinstance(action, msys.Drop):
+        used[BUDGETS.index("lost_responses")] += 1
+    elif isinstance(action, msys.Fire) and _is_attempt_timeout(action.name):
+        used[BUDGETS.index("task_retries")] += 1
+    elif isinstance(action, msys.Fault):
+        key = {"agent_restart": "agent_restarts", "interrupt": "interrupts", "takeover": "ownership_changes"}[action.kind]
+        used[BUDGETS.index(key)] += 1
+    return tuple(used)
