@@ -34,7 +34,7 @@ whatever its own past children were, so the load stays balanced only as far as s
 are alike. Measured with 2 workers (states expanded by this process and by the forked
 one): 17,867 and 15,083 in the default world, 133,116 and 195,490 in the 1 s world. And
 every worker fills its own transition memo: a step first met in two workers runs the
-model twice, which is most of why 2 workers gain 1.05-1.3x, not 2x (README, the bench).
+model twice, which is most of why 2 workers gain 1.04-1.2x, not 2x (README, the bench).
 """
 
 from __future__ import annotations
