@@ -5,7 +5,7 @@ Theory of operation
 The explorer drives the same ``model.system.apply`` as the simpy world, but instead of
 drawing one future it takes every one: in each state, every action the world could take
 next (``enabled``) is applied, and the resulting states are deduplicated by a canonical
-fingerprint. Breadth-first order makes the first violation found for a property the one
+key (Rule 4). Breadth-first order makes the first violation found for a property the one
 with the shortest path, which is returned as a list of labelled actions that ``replay``
 (and ``toolcall-sim replay``) runs again.
 
@@ -23,7 +23,7 @@ Rule 2 (budgets). Faults are actions limited by budgets: agent restarts, ownersh
 Rule 3 (ghost history). Properties are functions of a trace. Each explored state carries
         the records the properties read (ground truth, commits, interrupts, ownership,
         restarts, the start requests' ages) for the path that reached it; it is part of the
-        fingerprint, so two paths merge only when their histories agree (up to order,
+        state's key, so two paths merge only when their histories agree (up to order,
         Rule 5). Safety properties are checked on every new state, eventually-properties
         on terminal states (quiesced, or nothing left to do before the horizon).
 Rule 4 (interned keys). A state's identity is a tuple of small handles (model/interning.py):
@@ -32,11 +32,12 @@ Rule 4 (interned keys). A state's identity is a tuple of small handles (model/in
         say in which order things were created), one for the ghost history, plus the
         clock, the partitions and the budgets spent. Equal components share one handle,
         so two states are compared exactly, in a few pointer comparisons, and a step
-        keys only the components it changed. ``fingerprint`` renders the same identity
-        as a SHA-256 digest for people and files.
+        keys only the components it changed. ``fingerprint`` gives the same identity as
+        a 128-bit content digest, the same in every process (what sim/explore_parallel.py
+        compares states by).
 Rule 5 (reordered histories merge). Two paths that reach the same system state with the
-        same ghost records in another order are one state: the fingerprint takes the
-        ghost as a multiset, and the kept state carries the first path's order. The
+        same ghost records in another order are one state: the key takes the ghost as
+        a multiset, and the kept state carries the first path's order. The
         orders differ only where steps commute (they touched different nodes and left
         the same system behind), yet a property may compare the positions of two such
         records (a start on the agent and an interrupt's commit on a replica in the same
@@ -80,8 +81,6 @@ the explicit ``takeover`` fault instead, which is what a stale heartbeat leads t
 from __future__ import annotations
 
 import gc
-import hashlib
-import json
 from array import array
 from collections import deque
 from contextlib import contextmanager
@@ -144,27 +143,13 @@ def step(node: Node, action) -> tuple[Node, tuple]:
 
 
 def fingerprint(node: Node, reorder: bool = True) -> str:
-    """A canonical digest of the state for people and files (the GraphML names, tests
-    across processes): SHA-256 of the canonical ``repr``s, sequence numbers and labels
-    left out, the ghost as a multiset with ``reorder``. The search itself compares
-    interned keys (``Context.key``): equal exactly when these digests' inputs are."""
-    s = node.system
-    ghost = [json.dumps(h.value, sort_keys=True, separators=(",", ":"), default=str) for h in node.ghost]
-    parts = (
-        str(s.now_ms),
-        repr(s.agent),
-        str(s.agent_incarnation),
-        repr(s.agent_files),
-        repr(s.replicas),
-        repr(s.db),
-        "\x1f".join(sorted(repr((e.src, e.dst, e.payload, e.sent_at_ms)) for e in s.in_flight)),
-        "\x1f".join(sorted(f"{k!r}@{t.due_ms}" for k, t in s.timers.items())),
-        repr(s.partitions),
-        "\x1f".join(sorted(repr((e.src, e.payload)) for e in s.dials_waiting)),
-        repr(node.used),
-        "\x1f".join(sorted(ghost) if reorder else ghost),
-    )
-    return hashlib.sha256("\x1e".join(parts).encode()).hexdigest()
+    """The state's identity as every process computes it: the 128-bit content digest of
+    its key (model/interning.py Rule 4), the ghost as a multiset with ``reorder``. It is
+    what the parallel driver compares states by; a fresh digest context re-keys the node,
+    whatever context made it."""
+    ctx = Context(digests=True)
+    ghost, order, bag = ctx.grow(ctx.initial_ghost(), ctx.ghost_of([h.value for h in node.ghost]))
+    return digest_of(ctx.key(Node(node.system, node.used, ghost, order, bag), reorder)).hex()
 
 
 def enabled(node: Node, bounds: Bounds) -> list:

@@ -178,11 +178,14 @@ class Context:
         return node.ghost + new, order, bag
 
     # -- steps ------------------------------------------------------------------------
+    def initial_ghost(self) -> Node:
+        """A node with nothing but an empty ghost history, to ``grow`` one from."""
+        key_of = self.interner.key_of
+        return Node(None, (), (), key_of(("seq",)), key_of(("bag",), ()))
+
     def initial_node(self, config: msys.WorldConfig) -> Node:
         st = msys.initial(config)
-        key_of = self.interner.key_of
-        empty = Node(None, (), (), key_of(("seq",)), key_of(("bag",), ()))
-        ghost, order, bag = self.grow(empty, self.ghost_of(st.records))
+        ghost, order, bag = self.grow(self.initial_ghost(), self.ghost_of(st.records))
         return Node(st.system, (0,) * len(BUDGETS), ghost, order, bag)
 
     def step(self, node: Node, action) -> tuple[Node, tuple]:
@@ -207,19 +210,13 @@ class Context:
         while changed:
             changed = False
             replicas = s.replicas
-            awaited = self.awaited
-            handle = self.interner.handle
             for env in s.in_flight:
                 if env.dst == "agent":
                     continue  # the agent answers everything: never a no-op
                 rep = replicas.get(env.dst)
                 req_id = getattr(env.payload, "req_id", None)
-                if rep is not None and req_id is not None:
-                    known = awaited.get((handle(rep), req_id))
-                    if known is None:
-                        known = self.awaits(rep, req_id)
-                    if known:
-                        continue  # an answer its caller still waits for changes the caller
+                if rep is not None and req_id is not None and self.awaits(rep, req_id):
+                    continue  # an answer its caller still waits for changes the caller
                 action = msys.Deliver(s.now_ms, env.seq, env.what)
                 key, _ = self._memo_key(s, action)
                 delta = self._lookup(key, s) if key is not None else None

@@ -150,12 +150,8 @@ class Scenario:
     def expectation(self, variant: str) -> Expectation | None:
         return dict(self.expect).get(variant)
 
-    def tool_call_ids(self) -> list[str]:
-        return [tc.id for turn in self.turns for tc in turn.tool_calls]
-
     def replicas(self) -> tuple[str, ...]:
         return tuple(f"replica-{i + 1}" for i in range(self.world_value("replicas", 2)))
-
 
 
 def parse_signed_duration(text: Any, where: str) -> int:

@@ -14,6 +14,7 @@ import pathlib
 import pytest
 
 from model import explore as ex
+from model.core import FMap, replace
 from model import worlds
 from sim import counterexample as cx
 from sim.cli import main
@@ -96,8 +97,9 @@ def test_today_double_start_is_found_within_a_few_actions(tmp_path, capsys):
 
 
 def test_fingerprints_are_stable_across_processes():
-    """States are deduplicated by a canonical fingerprint, not Python's hash: the same
-    search gives the same count under any PYTHONHASHSEED."""
+    """A state's content digest (what parallel searches compare states by) is the same in
+    every process, never Python's hash: the same search gives the same count and the same
+    digest under any PYTHONHASHSEED."""
     code = ("from model import explore as ex;"
             "from model import worlds;"
             "r = ex.explore(worlds.default('contract'), ex.Bounds(agent_restarts=1, ownership_changes=0,"
@@ -109,6 +111,20 @@ def test_fingerprints_are_stable_across_processes():
                              env=dict(os.environ, PYTHONHASHSEED=seed))
         outs.add(out.stdout)
     assert len(outs) == 1
+
+
+def test_fingerprint_tells_states_apart_and_ignores_sequence_numbers():
+    """Equal states, however numbered, share a digest; a step changes it."""
+    root = ex.initial_node(worlds.default("contract"))
+    child, _ = ex.step(root, ex.enabled(root, ex.Bounds())[0])
+    assert ex.fingerprint(child) != ex.fingerprint(root)
+    s = child.system
+    shifted = replace(s, seq=s.seq + 100,
+                      in_flight=tuple(replace(e, seq=e.seq + 100) for e in s.in_flight),
+                      timers=FMap((k, replace(t, seq=t.seq + 100)) for k, t in s.timers.items()))
+    assert s.in_flight or s.timers
+    twin = ex.Node(shifted, child.used, child.ghost, child.order, child.bag)
+    assert ex.fingerprint(twin) == ex.fingerprint(child)
 
 
 def test_graph_output(tmp_path, capsys):

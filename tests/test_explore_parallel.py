@@ -11,6 +11,8 @@ state for state: the same counts, depth and counterexamples, action for action.
 
 from __future__ import annotations
 
+import json
+
 import pytest
 
 from model import explore as ex
@@ -123,8 +125,6 @@ def test_explore_cli_runs_with_workers(tmp_path, capsys):
     one = capsys.readouterr().out
     assert main(args + ["--workers", "2"]) == 1
     two = capsys.readouterr().out
-    import json
-
     a, b = json.loads(one), json.loads(two)
     assert b["workers"] == 2
     for doc in (a, b):

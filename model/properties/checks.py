@@ -353,7 +353,7 @@ def _never_reached(ev: Evidence) -> list[Violation]:
 def _completes_after_ownership_change(ev: Evidence):
     moved = [i for i in ev.faults if ev.trace[i].get("fault") in ("ownership_change", "replica_crash")]
     return _reached_mark(ev, lambda i, r: moved and i > moved[0] and r.get("truth") == "result_committed"
-                    and r.get("result_kind") in ("completed", "applied"))
+                         and r.get("result_kind") in ("completed", "applied"))
 
 
 def _retry_gets_recorded_start(ev: Evidence):
@@ -366,7 +366,7 @@ def _cancel_kills_foreground(ev: Evidence):
 
 def _cancel_first_refuses_start(ev: Evidence):
     return _reached_mark(ev, lambda i, r: r.get("kind") == "note" and r.get("note") == "refused"
-                    and r.get("code") == "tool_call_canceled")
+                         and r.get("code") == "tool_call_canceled")
 
 
 PROPERTIES: tuple[Property, ...] = (
