@@ -10,7 +10,8 @@ race does not go as expected, in the story's terms rather than as ``assert 2 == 
 
     toolu_01 started 2 processes (at 2.121 s on agent incarnation 1, at 902.21 s on incarnation 1); expected 1
 
-``failure_report`` is the whole text of a failed scenario item: the scenario and its
+``failure_report`` is the whole text of a failed scenario item: the first unmet
+expectation (the line CI summaries show), the scenario and its
 story, what happened to each tool call, the unmet expectations, each violation with the
 trace records it cites as evidence, the command that reproduces the run, and the path of
 its sequence diagram (none until reports draw them: ``sequence_diagram``). Times are
@@ -102,11 +103,16 @@ def violations(expected_names: list[str], found: list[dict]) -> str:
     return f"violated as new findings: {got}; expected {_shown(expected_names) if expected_names else 'none'}"
 
 
+def _short(value: str) -> str:
+    """A UUID as its first 8 characters, as the story shows a tool call's."""
+    return value[:8] if len(value) == 36 and value.count("-") == 4 else value
+
+
 def record_line(index: int, rec: dict) -> str:
     """One trace record as an evidence line: its index, time, node and what it is, then
     its other fields (None left out)."""
     what = " ".join(str(rec[k]) for k in ("kind", "truth", "note") if rec.get(k) is not None)
-    rest = " ".join(f"{k}={v!r}" if isinstance(v, str) else f"{k}={v}" for k, v in rec.items()
+    rest = " ".join(f"{k}={_short(v)!r}" if isinstance(v, str) else f"{k}={v}" for k, v in rec.items()
                     if k not in _RECORD_HEAD and v is not None)
     line = f"#{index} at {seconds(rec.get('t_ms', 0))} {rec.get('node', '?')}: {what} {rest}".rstrip()
     return line if len(line) <= EVIDENCE_LINE_CHARS else line[:EVIDENCE_LINE_CHARS - 3] + "..."
@@ -130,8 +136,11 @@ def failure_report(doc: dict, summary: str, file: str | None, failures: list[str
                    calls: list[dict], hash_problem: str | None = None) -> str:
     """The text of a failed scenario item. ``calls`` are ``{"row", "starts"}`` per tool
     call (its ``run --json`` row and its process starts as points)."""
-    lines = [f"scenario {doc['scenario']} under {doc['variant']}, seed {doc['seed']}"
-             + (f" ({file})" if file else "")]
+    problems = failures + ([hash_problem] if hash_problem else [])
+    # The first line is what CI summaries show (pytest's short summary, junit's message).
+    lines = [problems[0] + (f" (and {len(problems) - 1} more)" if len(problems) > 1 else "") if problems
+             else "the run did not go as expected",
+             f"scenario {doc['scenario']} under {doc['variant']}, seed {doc['seed']}" + (f" ({file})" if file else "")]
     if summary:
         lines.append(f"  story: {summary}")
     lines.append(f"what happened ({doc['sim_time_s']:g} s simulated, {doc['events']} trace records):")
