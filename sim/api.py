@@ -359,45 +359,70 @@ class Scenario:
     @classmethod
     def from_dict(cls, data: dict) -> "Scenario":
         """The builder calls that write ``data`` (a scenario file's dict), made one by
-        one: a key no method writes is carried as it is, for the loader to refuse."""
-        head = {k: data[k] for k in ("summary", "variant", "seed", "until") if k in data}
-        b = cls(data.get("name"), **head)
-        if "name" not in data:  # the loader says "name: missing"
-            b = b._with(lambda d: d.pop("name"))
-        known = {"name", "summary", "variant", "seed", "until", "world", "network", "clocks", "turns", "faults",
-                 "expect"}
-        if "world" in data:
-            b = b.world(**data["world"]) if isinstance(data["world"], dict) else b._raw("world", data["world"])
-        network = data.get("network")
-        if isinstance(network, dict) and set(network) <= {"latency", "loss", "links"} \
-                and isinstance(network.get("links", {}), dict):
-            if set(network) - {"links"}:
-                b = b.network(network.get("latency"), network.get("loss"))
-            for name, spec in network.get("links", {}).items():
-                b = b.link(name, **spec) if isinstance(spec, dict) and set(spec) <= {"latency", "loss"} \
-                    else b._raw_link(name, spec)
-        elif network is not None:
-            b = b._raw("network", network)
-        for node, spec in (data.get("clocks") or {}).items() if isinstance(data.get("clocks"), dict) else ():
-            b = b.clock(node, **spec) if isinstance(spec, dict) and set(spec) <= {"offset", "drift_ppm", "steps"} \
-                else b._raw_clock(node, spec)
-        turns = data.get("turns", [])
-        for turn in turns if isinstance(turns, list) else ():
-            b = b._turn_from_table(turn)
+        one, table by table; a value of a shape no method writes (a file's mistake) is
+        carried as it is, for the loader to refuse with its one line."""
+        b = cls(data.get("name"), **{k: data[k] for k in ("summary", "variant", "seed", "until") if k in data})
+        for key in ("name", "turns"):  # required: left out, the loader says "<key>: missing"
+            if key not in data:
+                b = b._with(lambda d, key=key: d.pop(key))
+        readers = {"world": Scenario._read_world, "network": Scenario._read_network, "clocks": Scenario._read_clocks,
+                   "turns": Scenario._read_turns, "faults": Scenario._read_faults, "expect": Scenario._read_expect}
+        for key, value in data.items():
+            if key in ("name", "summary", "variant", "seed", "until"):
+                continue
+            reader = readers.get(key)
+            b = reader(b, value) if reader is not None else b._raw(key, value)
+        return b
+
+    def _read_world(self, world) -> "Scenario":
+        return self.world(**world) if isinstance(world, dict) else self._raw("world", world)
+
+    def _read_network(self, network) -> "Scenario":
+        if not isinstance(network, dict) or not set(network) <= {"latency", "loss", "links"} \
+                or not isinstance(network.get("links", {}), dict):
+            return self._raw("network", network)
+        b = self.network(network.get("latency"), network.get("loss")) if set(network) - {"links"} else self
+        for name, spec in network.get("links", {}).items():
+            fits = isinstance(spec, dict) and set(spec) <= {"latency", "loss"}
+            b = b.link(name, **spec) if fits else b._with(
+                lambda d, name=name, spec=spec: d.setdefault("network", {}).setdefault("links", {}).__setitem__(
+                    name, copy.deepcopy(spec)))
+        return b
+
+    def _read_clocks(self, clocks) -> "Scenario":
+        if not isinstance(clocks, dict):
+            return self._raw("clocks", clocks)
+        b = self
+        for node, spec in clocks.items():
+            fits = isinstance(spec, dict) and set(spec) <= {"offset", "drift_ppm", "steps"}
+            b = b.clock(node, **spec) if fits else b._with(
+                lambda d, node=node, spec=spec: d.setdefault("clocks", {}).__setitem__(node, copy.deepcopy(spec)))
+        return b
+
+    def _read_turns(self, turns) -> "Scenario":
         if not isinstance(turns, list):
-            b = b._raw("turns", turns)
-        faults = data.get("faults", [])
-        if isinstance(faults, list):
-            for f in faults:
-                b = b.fault(_fault_from_table(f)) if isinstance(f, dict) else b._raw_fault(f)
-        else:
-            b = b._raw("faults", faults)
-        for variant, table in (data.get("expect") or {}).items() if isinstance(data.get("expect"), dict) else ():
-            b = b.expect(variant, table) if isinstance(table, dict) else b._raw_expect(variant, table)
-        for key in data:
-            if key not in known or (key == "expect" and not isinstance(data[key], dict)) \
-                    or (key == "clocks" and not isinstance(data[key], dict)):
-                b = b._raw(key, data[key])
+            return self._raw("turns", turns)
+        b = self
+        for turn in turns:
+            b = b._turn_from_table(turn)
+        return b
+
+    def _read_faults(self, faults) -> "Scenario":
+        if not isinstance(faults, list):
+            return self._raw("faults", faults)
+        b = self
+        for f in faults:
+            b = b.fault(_fault_from_table(f)) if isinstance(f, dict) else b._with(
+                lambda d, f=f: d.setdefault("faults", []).append(copy.deepcopy(f)))
+        return b
+
+    def _read_expect(self, expect) -> "Scenario":
+        if not isinstance(expect, dict):
+            return self._raw("expect", expect)
+        b = self
+        for variant, table in expect.items():
+            b = b.expect(variant, table) if isinstance(table, dict) else b._with(
+                lambda d, v=variant, t=table: d.setdefault("expect", {}).__setitem__(v, copy.deepcopy(t)))
         return b
 
     @classmethod
@@ -426,19 +451,6 @@ class Scenario:
     # A value no method writes (a file's mistake), kept as it is so the loader reports it.
     def _raw(self, key: str, value) -> "Scenario":
         return self._with(lambda d: d.__setitem__(key, copy.deepcopy(value)))
-
-    def _raw_link(self, name: str, spec) -> "Scenario":
-        return self._with(lambda d: d.setdefault("network", {}).setdefault("links", {}).__setitem__(
-            name, copy.deepcopy(spec)))
-
-    def _raw_clock(self, node: str, spec) -> "Scenario":
-        return self._with(lambda d: d.setdefault("clocks", {}).__setitem__(node, copy.deepcopy(spec)))
-
-    def _raw_expect(self, variant: str, table) -> "Scenario":
-        return self._with(lambda d: d.setdefault("expect", {}).__setitem__(variant, copy.deepcopy(table)))
-
-    def _raw_fault(self, value) -> "Scenario":
-        return self._with(lambda d: d.setdefault("faults", []).append(copy.deepcopy(value)))
 
     def _raw_call(self, table) -> "Scenario":
         return self._call(copy.deepcopy(table))
