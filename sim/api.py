@@ -242,7 +242,9 @@ class Scenario:
 
     @property
     def name(self) -> str:
-        return self._data["name"]
+        """The scenario's name (``"scenario"`` while a dict read without one lacks it)."""
+        name = self._data.get("name")
+        return name if isinstance(name, str) else "scenario"
 
     @property
     def scenario(self) -> ScenarioValue:
