@@ -31,7 +31,7 @@ import sim.swarm  # noqa: F401
 pytest_plugins = ["pytester"]
 
 ROOT = pathlib.Path(__file__).resolve().parent.parent
-PLUGIN = ("-p", "sim.pytest_plugin", "-p", "no:cacheprovider", "-p", "no:randomly")
+PLUGIN = ("-p", "sim.pytest_plugin", "-p", "no:cacheprovider", "-p", "no:randomly", "-p", "no:benchmark")
 LOST = (ROOT / "scenarios" / "lost_start_answer.toml").read_text()
 # The same story expecting what only the contract does, under today too: today's run
 # starts the command twice, so today fails and the contract passes.
