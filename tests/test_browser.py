@@ -6,13 +6,19 @@ made here (a blank one must be called blank, or the check could not fail), then 
 browser draws: a small self-contained page like the report's (inline CSS, an inline SVG
 and a PNG embedded as a data URI) must come out drawn, its SVG's exact colours present,
 and an empty page must come out blank. The report's own page (``toolcall-sim check``)
-reuses ``browser.screenshot`` and ``browser.measure`` the same way.
+reuses ``browser.screenshot`` and ``browser.measure`` the same way. Last, ``.ci/browser``
+(run by ``.ci/run``) installs Chromium when it is missing: run against fake tools on a
+PATH of their own, so nothing is installed for real.
 """
 
 from __future__ import annotations
 
 import base64
 import io
+import os
+import shutil
+import subprocess
+from pathlib import Path
 
 import pytest
 
@@ -97,3 +103,57 @@ def test_an_empty_page_is_blank(chromium, tmp_path):
     page.write_text("<!doctype html><html><body></body></html>", encoding="utf-8")
     picture = browser.measure(browser.screenshot(page, browser=chromium))
     assert picture.blank, picture
+
+
+# ---------------------------------------------------------------------------
+# .ci/browser: CI installs the browser when it is missing
+# ---------------------------------------------------------------------------
+
+ROOT = Path(__file__).resolve().parent.parent
+
+
+def _ci_browser(tmp_path, tools: dict[str, str]) -> tuple[int, str, list[str]]:
+    """Run .ci/browser with a PATH of only ``tools`` (name -> bash body): fake apt-get and
+    browsers that log their calls, so nothing is installed for real."""
+    bin_dir = tmp_path / "bin"
+    bin_dir.mkdir()
+    log = tmp_path / "calls.log"
+    for name, body in tools.items():
+        tool = bin_dir / name
+        tool.write_text(f"#!{shutil.which('bash')}\n{body}\n")
+        tool.chmod(0o755)
+    env = {"PATH": str(bin_dir), "LOG": str(log), "HOME": str(tmp_path)}
+    proc = subprocess.run([shutil.which("bash"), str(ROOT / ".ci" / "browser")], capture_output=True, text=True,
+                          env=env, check=False, cwd=tmp_path)
+    calls = log.read_text().splitlines() if log.exists() else []
+    return proc.returncode, proc.stdout + proc.stderr, calls
+
+
+APT = 'echo "apt-get $DEBIAN_FRONTEND $*" >> "$LOG"'
+
+
+def test_ci_installs_chromium_when_no_browser_is_there(tmp_path):
+    code, said, calls = _ci_browser(tmp_path, {"apt-get": APT})
+    assert code == 0
+    if os.geteuid() == 0:  # CI runs as root
+        assert calls == ["apt-get noninteractive update -qq", "apt-get noninteractive install -y -qq chromium"]
+        assert "installing Debian's chromium" in said
+    else:  # no sudo on this PATH: said, nothing run
+        assert calls == [] and "neither root nor sudo" in said
+
+
+@pytest.mark.parametrize("name", browser.BROWSERS)
+def test_ci_installs_nothing_when_a_browser_is_there(name, tmp_path):
+    code, said, calls = _ci_browser(tmp_path, {"apt-get": APT, name: "exit 0"})
+    assert (code, said, calls) == (0, "", [])
+
+
+def test_ci_says_why_without_apt_get_and_still_runs_the_suite(tmp_path):
+    code, said, calls = _ci_browser(tmp_path, {})
+    assert code == 0 and "no apt-get" in said and calls == []
+
+
+def test_ci_runs_the_browser_step_before_the_suite():
+    run = (ROOT / ".ci" / "run").read_text()
+    assert run.index("bash .ci/browser") < run.index("python3 -m pytest")
+    assert "pip install --quiet --disable-pip-version-check -e ." in run
