@@ -11,7 +11,11 @@ from __future__ import annotations
 
 import io
 import json
+import os
 import re
+import subprocess
+import sys
+import threading
 from pathlib import Path
 
 import pytest
@@ -240,3 +244,49 @@ def test_search_with_the_bar_prints_what_it_does_without(tmp_path, capsys, monke
     assert runs["off"][0] == 0 and runs["off"][2] == ""
     last = [line for line in _plain(runs["bar"][2]).splitlines() if line.strip()][-1]
     assert re.search(r"(\d+)/\1 programs", last), last  # finished: done equals total
+
+
+def test_the_bar_runs_no_thread_of_its_own(no_override):
+    """Rule 4: swarm and explore --workers fork only a process with one thread."""
+    before = threading.active_count()
+    with Progress.for_command(None, "swarm", 3, stream=FakeTTY()) as progress:
+        progress(1, 3, "")
+        assert progress.mode == "bar" and threading.active_count() == before
+
+
+@pytest.mark.skipif(not hasattr(os, "openpty"), reason="no pseudo-terminals here")
+def test_a_real_terminal_gets_the_bar_and_a_pipe_does_not(tmp_path):
+    """End to end, with no variable: stderr on a pseudo-terminal draws the bar; the same
+    command with stderr on a pipe prints nothing there, and stdout is the same."""
+    root = Path(__file__).resolve().parent.parent
+    env = {k: v for k, v in os.environ.items() if k != pg.ENV}
+    env.update(PYTHONPATH=str(root), TERM="xterm")
+    argv = [sys.executable, "-m", "sim", "explore", "--variant", "today", "--property", "at_most_once",
+            "--out", str(tmp_path / "o")]
+    primary, secondary = os.openpty()
+    try:
+        proc = subprocess.Popen(argv, cwd=tmp_path, env=env, stdout=subprocess.PIPE, stderr=secondary)
+        os.close(secondary)
+        drawn = b""
+        while True:
+            try:
+                chunk = os.read(primary, 65536)
+            except OSError:  # the terminal closed: the command is done
+                break
+            if not chunk:
+                break
+            drawn += chunk
+        tty_out = proc.stdout.read()
+        proc.wait()
+    finally:
+        os.close(primary)
+    piped = subprocess.run(argv, cwd=tmp_path, env=env, capture_output=True, check=False)
+    assert proc.returncode == piped.returncode == 1
+    assert re.search(r"(\d+)/\1 states", _plain(drawn.decode("utf-8", "replace"))), drawn[-300:]
+    assert piped.stderr == b""
+    assert _without_speed(tty_out) == _without_speed(piped.stdout)
+
+
+def _without_speed(text: bytes) -> bytes:
+    """explore's text with its one wall-clock figure (states/s) masked."""
+    return re.sub(rb"\d+ states/s", b"N states/s", text)
