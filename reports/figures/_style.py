@@ -1,0 +1,135 @@
+"""The one look of every figure, and the settings that make its SVG the same bytes
+everywhere.
+
+Theory of operation
+-------------------
+A figure is drawn inside ``context()``: a ``matplotlib.rc_context`` that fixes everything
+an SVG's bytes could depend on. No pyplot and no global backend: figures are
+``matplotlib.figure.Figure`` objects saved by the SVG canvas, so importing this package
+changes nothing for a caller that uses matplotlib itself. The settings:
+
+- ``svg.hashsalt`` fixed (per figure, from its kind and title, so two figures inlined
+  into one HTML page do not share their generated ``id``s by accident): matplotlib names
+  clip paths and markers by a hash salted with it, a random salt otherwise;
+- ``svg.fonttype = 'none'``: text stays ``<text>`` (small, searchable, selectable);
+  the layout is measured with DejaVu Sans, which ships with matplotlib, so it is the same
+  on every machine;
+- ``metadata`` without Date, Creator (it carries matplotlib's version), Format or Type.
+
+Everything a figure iterates over is sorted or in trace order by its callers; nothing
+here reads the clock or the environment. ``to_svg`` returns the text.
+
+Colours name meanings, not nodes: one colour per result kind (``RESULT_COLOURS``), one
+per message fate, one for evidence. Durations are written as people say them:
+``14m 58s``, ``2.143s``, ``8h 30m`` (``duration``).
+"""
+
+from __future__ import annotations
+
+import hashlib
+import io
+from contextlib import contextmanager
+
+import matplotlib
+from matplotlib.figure import Figure
+
+FONT_FAMILY = "DejaVu Sans"
+FONT_SIZE_PT = 7.0
+SMALL_PT = 6.0
+
+RC = {
+    "svg.fonttype": "none",
+    "font.family": "sans-serif",
+    "font.sans-serif": [FONT_FAMILY],
+    "font.size": FONT_SIZE_PT,
+    "axes.titlesize": 9.0,
+    "axes.labelsize": FONT_SIZE_PT,
+    "xtick.labelsize": SMALL_PT + 0.5,
+    "ytick.labelsize": SMALL_PT + 0.5,
+    "legend.fontsize": SMALL_PT + 0.5,
+    "axes.unicode_minus": False,
+    "path.simplify": True,
+    "svg.image_inline": True,
+}
+# No Date (it changes every run), no Creator (it names matplotlib's version).
+METADATA = {"Date": None, "Creator": None, "Format": None, "Type": None}
+
+# Colours (the Okabe-Ito palette: safe for colour-blind readers).
+INK = "#222222"
+GREY = "#8a8a8a"
+LIGHT = "#d9d9d9"
+LANE = "#b0b0b0"
+REQUEST = "#0072b2"   # a request on its way
+ANSWER = "#009e73"    # an answer on its way
+PUBLISH = "#b8b8b8"   # a database notification
+LOST = "#d55e00"      # a message that never arrived
+EVIDENCE = "#cc0033"  # the records that prove a violation
+EVIDENCE_BG = "#ffe3ea"
+FAULT_BG = "#fbe7c6"
+DOWN_BG = "#e6e6e6"
+PARTITION_BG = "#f6d2b5"
+SKEW = "#cc79a7"
+PROCESS = "#56b4e9"
+RESULT_COLOURS = {
+    "completed": "#009e73",
+    "success": "#009e73",
+    "canceled": "#e69f00",
+    "interrupted": "#e69f00",
+    "interrupted_generic": "#e69f00",
+    "unknown": "#cc79a7",
+    "timed_out": "#d55e00",
+    "error": "#d55e00",
+    "failed": "#d55e00",
+}
+
+
+def result_colour(kind: str | None, is_error: bool | None = None) -> str:
+    if kind in RESULT_COLOURS:
+        return RESULT_COLOURS[kind]
+    return LOST if is_error else "#555555"
+
+
+@contextmanager
+def context():
+    with matplotlib.rc_context(RC):
+        yield
+
+
+def new_figure(width_in: float, height_in: float) -> Figure:
+    return Figure(figsize=(round(width_in, 3), round(height_in, 3)), dpi=72)
+
+
+def to_svg(fig: Figure, kind: str, title: str) -> str:
+    """The figure's SVG text, the same bytes for the same drawing in any process."""
+    salt = hashlib.sha256(f"{kind}\0{title}".encode()).hexdigest()[:16]
+    buf = io.StringIO()
+    with matplotlib.rc_context({"svg.hashsalt": f"toolcall-sim/{salt}"}):
+        fig.savefig(buf, format="svg", metadata=METADATA)
+    return buf.getvalue()
+
+
+def duration(ms: float) -> str:
+    """``950ms``, ``2.143s``, ``1m 2.1s``, ``14m 58s``, ``8h 30m``: the unit that reads
+    best, never more than two parts."""
+    ms = int(round(ms))
+    sign = "-" if ms < 0 else ""
+    ms = abs(ms)
+    if ms < 1000:
+        return f"{sign}{ms}ms"
+    if ms < 60_000:
+        return f"{sign}{ms / 1000:.3f}".rstrip("0").rstrip(".") + "s"
+    if ms < 3_600_000:
+        m, rest = divmod(ms, 60_000)
+        s = rest / 1000
+        text = f"{s:.1f}".rstrip("0").rstrip(".") if m < 10 else f"{round(s)}"
+        return f"{sign}{m}m {text}s" if text != "0" else f"{sign}{m}m"
+    h, rest = divmod(ms, 3_600_000)
+    m = round(rest / 60_000)
+    if m == 60:
+        h, m = h + 1, 0
+    return f"{sign}{h}h {m}m" if m else f"{sign}{h}h"
+
+
+def at(ms: float) -> str:
+    """A point in simulated time, as the time axis labels it (``t=0``, ``t=2.143s``)."""
+    return "0" if ms == 0 else duration(ms)

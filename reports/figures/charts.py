@@ -1,0 +1,3 @@
+"""stub"""
+def depth_svg(*a, **k): pass
+def swarm_svg(*a, **k): pass

@@ -1,0 +1,2 @@
+"""stub"""
+def timeline_svg(*a, **k): pass
