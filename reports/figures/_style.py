@@ -28,6 +28,7 @@ from __future__ import annotations
 
 import hashlib
 import io
+import warnings
 from contextlib import contextmanager
 
 import matplotlib
@@ -91,7 +92,9 @@ def result_colour(kind: str | None, is_error: bool | None = None) -> str:
 
 @contextmanager
 def context():
-    with matplotlib.rc_context(RC):
+    with matplotlib.rc_context(RC), warnings.catch_warnings():
+        # A name in a script the font lacks is drawn as a box; saying so per glyph is noise.
+        warnings.filterwarnings("ignore", message="Glyph .* missing from font", category=UserWarning)
         yield
 
 
@@ -133,3 +136,37 @@ def duration(ms: float) -> str:
 def at(ms: float) -> str:
     """A point in simulated time, as the time axis labels it (``t=0``, ``t=2.143s``)."""
     return "0" if ms == 0 else duration(ms)
+
+
+# Fields that hold lists in real records; any other field is read as a scalar.
+LIST_FIELDS = frozenset(("between", "replicas", "params"))
+_CONTROL = dict.fromkeys([c for c in range(32) if c not in (9, 10)] + [0xFFFE, 0xFFFF])
+
+
+def _clean_value(key, value):
+    if isinstance(value, str):
+        return value.translate(_CONTROL)  # XML 1.0 has no place for control characters
+    if isinstance(value, (list, tuple)) and key in LIST_FIELDS:
+        return [_clean_value(None, v) if isinstance(v, str) else v for v in value]
+    if isinstance(value, (list, tuple, dict, set)):
+        return str(value).translate(_CONTROL)  # a damaged record: shown, never hashed as a key
+    return value
+
+
+def in_real_ms(trace, time_unit_ms: int = 1) -> list[dict]:
+    """The trace's records, cleaned for drawing (anything but a dict read as an empty
+    record; control characters dropped from text; a list where a name belongs read as
+    text), with ``t_ms`` in real milliseconds: an explorer trace counts ``time_unit_ms``
+    real ms per ms."""
+    if isinstance(time_unit_ms, bool) or not isinstance(time_unit_ms, int) or time_unit_ms < 1:
+        raise ValueError(f"time_unit_ms: expected a whole number >= 1, got {time_unit_ms!r}")
+    out = []
+    for r in trace:
+        rec = {str(k): _clean_value(k, v) for k, v in r.items()} if isinstance(r, dict) else {}
+        t = rec.get("t_ms")
+        if isinstance(t, bool) or not isinstance(t, (int, float)):
+            rec["t_ms"] = 0
+        elif time_unit_ms != 1:
+            rec["t_ms"] = t * time_unit_ms
+        out.append(rec)
+    return out

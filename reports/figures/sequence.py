@@ -79,20 +79,21 @@ def _lanes(nodes: list[str], has_probe: bool, proc_cols: int) -> tuple[dict[str,
 
 
 def sequence_svg(trace: list[dict], *, title: str = "", highlight: Iterable[int] = (),
-                 gap_ms: int = 5_000, chat_names: dict | None = None) -> str:
+                 gap_ms: int = 5_000, chat_names: dict | None = None, time_unit_ms: int = 1) -> str:
     """The sequence diagram of ``trace`` as SVG text (see the module's theory).
-    ``gap_ms``: idle gaps longer than this are folded; ``chat_names``: chat UUID ->
-    name, for labels."""
+    ``gap_ms``: idle gaps longer than this (real ms) are folded; ``chat_names``: chat
+    UUID -> name, for labels; ``time_unit_ms``: the real ms one trace ms stands for (an
+    explorer counterexample's clock: ``model.explore.Bounds().scale``)."""
     with _style.context():
         return _style.to_svg(sequence_figure(trace, title=title, highlight=highlight, gap_ms=gap_ms,
-                                             chat_names=chat_names), "sequence", title)
+                                             chat_names=chat_names, time_unit_ms=time_unit_ms), "sequence", title)
 
 
 def sequence_figure(trace: list[dict], *, title: str = "", highlight: Iterable[int] = (),
-                    gap_ms: int = 5_000, chat_names: dict | None = None):
+                    gap_ms: int = 5_000, chat_names: dict | None = None, time_unit_ms: int = 1):
     """The matplotlib ``Figure`` behind ``sequence_svg`` (call it inside
     ``_style.context()``), for a PNG preview."""
-    trace = [r if isinstance(r, dict) else {} for r in trace]
+    trace = _style.in_real_ms(trace, time_unit_ms)
     marked = {i for i in highlight if isinstance(i, int) and 0 <= i < len(trace)}
     rd = read(trace)
     span_ends = {s.end for s in rd.spans if s.end is not None}
@@ -148,6 +149,9 @@ class _Drawer:
         self.ax, self.trace, self.rd, self.x, self.ys = ax, trace, rd, x, ys
         self.marked, self.bottom, self.chat_names = marked, bottom, chat_names
         self.proc_no = {p.start: n + 1 for n, p in enumerate(rd.processes)}
+        chats = sorted({str(r["chat_id"]) for r in trace if r.get("chat_id")})
+        # With several chats, marks name theirs (same provider IDs may live in both).
+        self.chat_of = (lambda c: f" [{_short(chat_names.get(c, c))}]" if c else "") if len(chats) > 1 else (lambda c: "")
 
     def text(self, x, y, s, gid=None, **kw):
         kw.setdefault("va", "center")
@@ -173,7 +177,6 @@ class _Drawer:
         self.text(LEFT_IN - 0.1, top, "true time", ha="right", color=_style.GREY)
 
     def lanes(self, items, nodes, col_x):
-        top = TOP_IN - 0.1 + (0.25 if self.ax.texts and self.ax.texts[0].get_fontweight() == "bold" and False else 0)
         breaks = [(it.y - it.height / 2, it.y + it.height / 2) for it in items if it.kind != "row"]
         y0 = min([it.y - it.height / 2 for it in items], default=TOP_IN)
         pieces, start = [], y0 - 0.1
@@ -188,7 +191,6 @@ class _Drawer:
             if i in self.ys and inc is not None:
                 self.text(self.x[AGENT] + 0.05, self.ys[i] + 0.09, f"agent #{inc}", ha="left", color=_style.INK,
                           fontweight="bold")
-        del top
 
     def spans(self):
         colours = {"partition": _style.PARTITION_BG, "heartbeats_paused": _style.FAULT_BG}
@@ -298,7 +300,7 @@ class _Drawer:
             self.truth(rec, i, y)
         elif kind == "note":
             note = str(rec.get("note"))
-            text = NOTE_TEXT.get(note, lambda r: note.replace("_", " "))(rec)
+            text = NOTE_TEXT.get(note, lambda r: note.replace("_", " "))(rec) + self.chat_of(rec.get("chat_id"))
             self.mark(node, y, ".", _style.GREY, text, i)
         elif kind in ("fault", "fault_skipped"):
             params = ", ".join(f"{k}={_short(self.chat_names.get(v, v) if isinstance(v, str) else v)}"
@@ -321,14 +323,15 @@ class _Drawer:
         what = rec.get("truth")
         if what == "process_started":
             p = next(p for p in self.rd.processes if p.start == i)
-            self.mark(AGENT, y, ">", _style.PROCESS, f"process {self.proc_no[i]} started: {p.tool_call or p.command}", i)
+            self.mark(AGENT, y, ">", _style.PROCESS, f"process {self.proc_no[i]} started: {p.tool_call or p.command}"
+                      + self.chat_of(p.chat_id), i)
         elif what in ("process_exited", "process_killed"):
             p = next((p for p in self.rd.processes if p.end == i), None)
             n = self.proc_no.get(p.start, "?") if p else "?"
             self.mark(AGENT, y, "s", _style.PROCESS, f"process {n} {p.how if p else what}", i)
         elif what == "result_committed":
             kind = rec.get("result_kind")
-            label = f"{rec.get('provider_id', '?')}: {kind}" + (" (error)" if rec.get("is_error") else "")
+            label = f"{rec.get('provider_id', '?')}{self.chat_of(rec.get('chat_id'))}: {kind}" + (" (error)" if rec.get("is_error") else "")
             if rec.get("exit_code") is not None:
                 label += f" exit {rec['exit_code']}"
             src = self.x.get(str(rec.get("node")), self.x[DB])
@@ -356,9 +359,7 @@ class _Drawer:
         if m.lost:
             self.ax.plot([x1], [y1], marker="x", ms=6, mew=1.6, color=colour, zorder=4, gid=f"lost-{m.end}")
         if m.route == "publish":
-            if m.end == self.ys and False:
-                return
-            return
+            return  # many, and alike: the arrow says enough
         label = f"{m.status if m.status is not None else 'error'} {m.route}" if m.answer else \
             f"{m.route} {m.tool_call}" if m.tool_call else m.route
         if m.lost:

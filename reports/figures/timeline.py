@@ -85,15 +85,18 @@ def _ticks(span_ms: int) -> list[int]:
     return list(range(0, span_ms + 1, step))
 
 
-def timeline_svg(trace: list[dict], *, title: str = "", chat_names: dict | None = None) -> str:
+def timeline_svg(trace: list[dict], *, title: str = "", chat_names: dict | None = None,
+                 time_unit_ms: int = 1) -> str:
     """The per-tool-call timeline of ``trace`` as SVG text (see the module's theory).
-    ``chat_names``: chat UUID -> name, for the row labels."""
+    ``chat_names``: chat UUID -> name, for the row labels; ``time_unit_ms``: as
+    ``sequence_svg``'s."""
     with _style.context():
-        return _style.to_svg(timeline_figure(trace, title=title, chat_names=chat_names), "timeline", title)
+        return _style.to_svg(timeline_figure(trace, title=title, chat_names=chat_names, time_unit_ms=time_unit_ms),
+                             "timeline", title)
 
 
-def timeline_figure(trace: list[dict], *, title: str = "", chat_names: dict | None = None):
-    trace = [r if isinstance(r, dict) else {} for r in trace]
+def timeline_figure(trace: list[dict], *, title: str = "", chat_names: dict | None = None, time_unit_ms: int = 1):
+    trace = _style.in_real_ms(trace, time_unit_ms)
     names = chat_names or {}
     calls = calls_of(trace)
     shown = list(calls.items())[:MAX_CALLS]
