@@ -8,8 +8,8 @@ an SVG's bytes could depend on. No pyplot and no global backend: figures are
 ``matplotlib.figure.Figure`` objects saved by the SVG canvas, so importing this package
 changes nothing for a caller that uses matplotlib itself. The settings:
 
-- ``svg.hashsalt`` fixed (per figure, from its kind and title, so two figures inlined
-  into one HTML page do not share their generated ``id``s by accident): matplotlib names
+- ``svg.hashsalt`` fixed (per figure, a digest of its kind and input, so two figures
+  inlined into one HTML page do not share their generated ``id``s by accident): matplotlib names
   clip paths and markers by a hash salted with it, a random salt otherwise;
 - ``svg.fonttype = 'none'``: text stays ``<text>`` (small, searchable, selectable);
   the layout is measured with DejaVu Sans, which ships with matplotlib, so it is the same
@@ -28,6 +28,7 @@ from __future__ import annotations
 
 import hashlib
 import io
+import json
 import warnings
 from contextlib import contextmanager
 
@@ -102,13 +103,27 @@ def new_figure(width_in: float, height_in: float) -> Figure:
     return Figure(figsize=(round(width_in, 3), round(height_in, 3)), dpi=72)
 
 
-def to_svg(fig: Figure, kind: str, title: str) -> str:
-    """The figure's SVG text, the same bytes for the same drawing in any process."""
-    salt = hashlib.sha256(f"{kind}\0{title}".encode()).hexdigest()[:16]
+def to_svg(fig: Figure, kind: str, *identity) -> str:
+    """The figure's SVG text, the same bytes for the same drawing in any process. The
+    hash salt is a digest of the figure's kind and input (``identity``), so two
+    different figures inlined into one page do not share generated ``id``s."""
+    text = json.dumps([kind, *identity], sort_keys=True, default=repr, separators=(",", ":"))
+    salt = hashlib.sha256(text.encode()).hexdigest()[:16]
     buf = io.StringIO()
     with matplotlib.rc_context({"svg.hashsalt": f"toolcall-sim/{salt}"}):
         fig.savefig(buf, format="svg", metadata=METADATA)
     return buf.getvalue()
+
+
+def digest(trace) -> str:
+    """A short content digest of a trace, for ``to_svg``'s salt."""
+    h = hashlib.sha256()
+    for rec in trace:
+        try:
+            h.update(json.dumps(rec, sort_keys=True, default=repr).encode())
+        except (TypeError, ValueError):  # keys of mixed types: not a real record
+            h.update(repr(rec).encode())
+    return h.hexdigest()[:16]
 
 
 def duration(ms: float) -> str:

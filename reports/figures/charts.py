@@ -73,7 +73,7 @@ def depth_svg(states_per_depth: Sequence[int], violations: Sequence[tuple[str, i
         fig.text(0.1 / width, 1 - 0.25 / 3.6, title or "states per depth", fontsize=9.5, fontweight="bold", va="center")
         fig.text(1 - 0.1 / width, 1 - 0.25 / 3.6, f"{total:,} states, depth {max(len(counts) - 1, 0)}, "
                  f"{sum(len(v) for v in found.values())} violation(s)", ha="right", va="center", color=_style.GREY)
-        return _style.to_svg(fig, "depth", title)
+        return _style.to_svg(fig, "depth", title, counts, sorted((d, sorted(n)) for d, n in found.items()))
 
 
 def swarm_svg(per_variant: Mapping[str, Mapping[str, int]], unknown_share: Mapping[str, float] = {}, *,
@@ -128,7 +128,7 @@ def swarm_svg(per_variant: Mapping[str, Mapping[str, int]], unknown_share: Mappi
         _shares(fig, variants, shares, left_w, width, height)
         fig.text(0.1 / width, 1 - 0.25 / height, title or "swarm: findings per variant", fontsize=9.5, fontweight="bold",
                  va="center")
-        return _style.to_svg(fig, "swarm", title)
+        return _style.to_svg(fig, "swarm", title, table, shares)
 
 
 def _shares(fig, variants, shares, left_w, width, height):

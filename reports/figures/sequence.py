@@ -85,8 +85,10 @@ def sequence_svg(trace: list[dict], *, title: str = "", highlight: Iterable[int]
     UUID -> name, for labels; ``time_unit_ms``: the real ms one trace ms stands for (an
     explorer counterexample's clock: ``model.explore.Bounds().scale``)."""
     with _style.context():
-        return _style.to_svg(sequence_figure(trace, title=title, highlight=highlight, gap_ms=gap_ms,
-                                             chat_names=chat_names, time_unit_ms=time_unit_ms), "sequence", title)
+        highlight = sorted(set(highlight), key=repr)
+        fig = sequence_figure(trace, title=title, highlight=highlight, gap_ms=gap_ms, chat_names=chat_names,
+                              time_unit_ms=time_unit_ms)
+        return _style.to_svg(fig, "sequence", title, len(trace), _style.digest(trace), highlight)
 
 
 def sequence_figure(trace: list[dict], *, title: str = "", highlight: Iterable[int] = (),
@@ -362,6 +364,8 @@ class _Drawer:
             return  # many, and alike: the arrow says enough
         label = f"{m.status if m.status is not None else 'error'} {m.route}" if m.answer else \
             f"{m.route} {m.tool_call}" if m.tool_call else m.route
+        if not m.answer and m.start is not None:
+            label += self.chat_of(self.rd.req_chat.get(str(self.trace[m.start].get("req", ""))))
         if m.lost:
             label += " \u2717 lost" + (f" ({m.why})" if m.why else "")
         elif m.end is None:

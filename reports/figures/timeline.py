@@ -91,8 +91,8 @@ def timeline_svg(trace: list[dict], *, title: str = "", chat_names: dict | None 
     ``chat_names``: chat UUID -> name, for the row labels; ``time_unit_ms``: as
     ``sequence_svg``'s."""
     with _style.context():
-        return _style.to_svg(timeline_figure(trace, title=title, chat_names=chat_names, time_unit_ms=time_unit_ms),
-                             "timeline", title)
+        fig = timeline_figure(trace, title=title, chat_names=chat_names, time_unit_ms=time_unit_ms)
+        return _style.to_svg(fig, "timeline", title, len(trace), _style.digest(trace))
 
 
 def timeline_figure(trace: list[dict], *, title: str = "", chat_names: dict | None = None, time_unit_ms: int = 1):
