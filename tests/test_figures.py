@@ -276,3 +276,12 @@ def test_any_records_draw_without_a_traceback(trace, marked):
     """Hand-written or damaged traces draw (whatever they say) instead of raising."""
     parse(figures.sequence_svg(trace, highlight=marked))
     parse(figures.timeline_svg(trace))
+
+
+@pytest.mark.parametrize("ms, text", [(0, "0ms"), (950, "950ms"), (2143, "2.143s"), (62_098, "1m 2.1s"),
+                                      (599_999, "10m"), (898_000, "14m 58s"), (3_599_600, "1h"),
+                                      (30_600_000, "8h 30m"), (-7_200_000, "-2h")])
+def test_durations_read_as_people_say_them(ms, text):
+    from reports.figures._style import duration
+
+    assert duration(ms) == text

@@ -128,23 +128,24 @@ def digest(trace) -> str:
 
 def duration(ms: float) -> str:
     """``950ms``, ``2.143s``, ``1m 2.1s``, ``14m 58s``, ``8h 30m``: the unit that reads
-    best, never more than two parts."""
+    best, never more than two parts; rounding never writes ``60s`` or ``60m``."""
     ms = int(round(ms))
     sign = "-" if ms < 0 else ""
     ms = abs(ms)
     if ms < 1000:
         return f"{sign}{ms}ms"
-    if ms < 60_000:
+    if ms < 59_999:
         return f"{sign}{ms / 1000:.3f}".rstrip("0").rstrip(".") + "s"
-    if ms < 3_600_000:
-        m, rest = divmod(ms, 60_000)
-        s = rest / 1000
-        text = f"{s:.1f}".rstrip("0").rstrip(".") if m < 10 else f"{round(s)}"
-        return f"{sign}{m}m {text}s" if text != "0" else f"{sign}{m}m"
-    h, rest = divmod(ms, 3_600_000)
-    m = round(rest / 60_000)
-    if m == 60:
-        h, m = h + 1, 0
+    tenths = round(ms / 100)
+    if tenths < 6000:  # below 10 minutes: tenths of a second
+        m, t = divmod(tenths, 600)
+        text = f"{t / 10:.1f}".rstrip("0").rstrip(".")
+        return f"{sign}{m}m {text}s" if t else f"{sign}{m}m"
+    seconds = round(ms / 1000)
+    if seconds < 3600:
+        m, sec = divmod(seconds, 60)
+        return f"{sign}{m}m {sec}s" if sec else f"{sign}{m}m"
+    h, m = divmod(round(ms / 60_000), 60)
     return f"{sign}{h}h {m}m" if m else f"{sign}{h}h"
 
 

@@ -61,6 +61,15 @@ def _short(value) -> str:
     return text[:8] if len(text) == 36 and text.count("-") == 4 else text
 
 
+def _param(key: str, value, chat_names: dict) -> str:
+    """A fault's parameter as a reader wants it: durations in units, chats by name."""
+    if key in ("duration", "downtime", "pause", "by", "offset") and isinstance(value, int) and not isinstance(value, bool):
+        return _style.duration(value)
+    if isinstance(value, list):
+        return "|".join(":".join(map(str, v)) if isinstance(v, list) else _short(v) for v in value)
+    return _short(chat_names.get(value, value) if isinstance(value, str) else value)
+
+
 def _lanes(nodes: list[str], has_probe: bool, proc_cols: int) -> tuple[dict[str, float], list[float], float]:
     x: dict[str, float] = {}
     pos = LEFT_IN + 0.55
@@ -172,8 +181,8 @@ class _Drawer:
             self.text(self.x[n], top - 0.08, name, ha="center", fontsize=_style.FONT_SIZE_PT, fontweight="bold",
                       gid=f"lane-{n}")
             lo, hi = self.rd.skew_ms.get(n, (0, 0))
-            if (lo, hi) != (0, 0):
-                skew = _style.duration(hi) if lo == hi else f"{_style.duration(lo)}..{_style.duration(hi)}"
+            if (lo, hi) != (0, 0):  # drift: from where it started to where it ended
+                skew = _style.duration(lo) if hi - lo < 1000 else f"{_style.duration(lo)}..{_style.duration(hi)}"
                 self.text(self.x[n], top + 0.08, f"clock {'+' if lo >= 0 else ''}{skew}", ha="center",
                           color=_style.SKEW, gid=f"skew-{n}")
         self.text(LEFT_IN - 0.1, top, "true time", ha="right", color=_style.GREY)
@@ -207,7 +216,8 @@ class _Drawer:
                               edgecolor="none", alpha=0.8, zorder=0, hatch="///" if s.kind.endswith("down") else None)
             patch.set_gid(f"span-{s.kind}-{s.start}")
             self.ax.add_patch(patch)
-            self.text(left + 0.03, y0 + 0.06, s.label, ha="left", color="#7a4a00", fontstyle="italic")
+            if s.kind not in ("agent_down", "db_down"):  # those start with a mark that says so
+                self.text(left + 0.03, y0 + 0.06, s.label, ha="left", color="#7a4a00", fontstyle="italic")
 
     def items(self, items, width):
         for it in items:
@@ -305,8 +315,8 @@ class _Drawer:
             text = NOTE_TEXT.get(note, lambda r: note.replace("_", " "))(rec) + self.chat_of(rec.get("chat_id"))
             self.mark(node, y, ".", _style.GREY, text, i)
         elif kind in ("fault", "fault_skipped"):
-            params = ", ".join(f"{k}={_short(self.chat_names.get(v, v) if isinstance(v, str) else v)}"
-                               for k, v in sorted(rec.items()) if k not in ("kind", "node", "t_ms", "clock_ms", "fault"))
+            params = ", ".join(f"{k}={_param(k, v, self.chat_names)}" for k, v in sorted(rec.items())
+                               if k not in ("kind", "node", "t_ms", "clock_ms", "fault"))
             what = ("skipped " if kind == "fault_skipped" else "") + str(rec.get("fault"))
             self.mark(WORLD, y, "*", _style.LOST if kind == "fault_skipped" else "#b35900", f"{what} {params}".strip(), i, size=6)
         elif kind == "agent_up":
@@ -316,6 +326,10 @@ class _Drawer:
         elif kind in ("db_down", "db_up", "healed"):
             label = {"db_down": "database down", "db_up": "database up"}.get(kind, f"healed {' | '.join(map(str, rec.get('between') or ()))}")
             self.mark(node, y, "s", "#7a4a00", label, i)
+        elif kind == "timer":
+            name = str(rec.get("name", ""))
+            what = f"{name.partition(':')[2]} heartbeats resume" if name.startswith("resume_heartbeats:") else f"timer {name}"
+            self.mark(node, y, ".", _style.GREY, what, i)
         elif kind == "probe_answer":
             self.mark(PROBE, y, "<", _style.ANSWER, f"{rec.get('name', '?')}: {rec.get('status') or 'error'}", i)
         else:
