@@ -193,6 +193,8 @@ def test_depth_chart_names_each_violation_at_its_depth():
     assert {"violation-depth-4", "violation-depth-2", "depth-0", "depth-5"} <= ids(root)
     words = texts(root)
     assert " at_most_once, truthful_result (depth 4) " in words and "46 states, depth 5, 3 violation(s)" in words
+    for empty in (figures.depth_svg([]), figures.depth_svg([], [("p", 3)])):
+        parse(empty)
     with pytest.raises(ValueError, match=r"states_per_depth\[1\]"):
         figures.depth_svg([1, -2])
     with pytest.raises(ValueError, match=r"violations\[0\]"):
@@ -205,6 +207,8 @@ def test_swarm_chart_counts_kinds_and_unknown_share():
     assert {"kind-at_most_once-today", "kind-age_check_best_effort-contract", "unknown-share-contract"} <= ids(root)
     words = texts(root)
     assert "12.5%" in words and "0.0%" in words and "12" in words
+    assert "none" in texts(parse(figures.swarm_svg({"contract": {}}, {})))
+    parse(figures.swarm_svg({}))
     with pytest.raises(ValueError, match="unknown_share"):
         figures.swarm_svg({}, {"today": 1.5})
     with pytest.raises(ValueError, match="per_variant"):

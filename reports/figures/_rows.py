@@ -27,6 +27,9 @@ Three folds keep the page bounded, in this order:
    ones and from every highlighted record are replaced by one marker per run
    ("N events not drawn"), so the figure never grows past its height budget.
 
+``process_columns`` gives each drawn process a column beside the agent lane (the first
+one free at its start); a process started inside a fold gets none (the fold counts it).
+
 ``layout`` returns the items top to bottom and the row (y, in inches) of every trace
 index it drew or folded: a folded record's y is its marker's, so an arrow from a drawn
 row into a fold ends on the marker.
@@ -222,3 +225,26 @@ def agent_incarnations(trace: list[dict]) -> list[tuple[int, int]]:
     """(index, incarnation) of every agent boot."""
     return [(i, r.get("incarnation")) for i, r in enumerate(trace)
             if r.get("kind") == "agent_up" and r.get("node", AGENT) == AGENT]
+
+
+def process_columns(processes, ys: dict[int, float], bottom: float, on_rows: set[int], max_cols: int) -> dict[int, int]:
+    """Process index -> column: the first column free at its start (greedy interval
+    colouring). A process started inside a fold gets no bar: the fold counts it."""
+    ends: list[float] = []
+    out: dict[int, int] = {}
+    for n, p in enumerate(processes):
+        if p.start not in on_rows:
+            continue
+        y0 = ys[p.start]
+        y1 = ys.get(p.end, bottom) if p.end is not None else bottom
+        free = [c for c, e in enumerate(ends) if e < y0]
+        if free:
+            c = free[0]
+        elif len(ends) < max_cols:
+            c = len(ends)
+            ends.append(0.0)
+        else:
+            c = min(range(len(ends)), key=lambda k: ends[k])
+        ends[c] = y1
+        out[n] = c
+    return out

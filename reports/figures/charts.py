@@ -142,7 +142,7 @@ def _shares(fig, variants, shares, left_w, width, height):
         ax.text(min(v, 100) + 2, y, f"{v:.1f}%" if name in shares else "n/a", va="center", fontsize=6)
     ax.set_yticks(ys)
     ax.set_yticklabels(variants, fontsize=6)
-    ax.set_ylim(len(variants) - 0.5, -0.5)
+    ax.set_ylim(max(len(variants), 1) - 0.5, -0.5)
     ax.set_xlim(0, 125)
     ax.set_xticks([0, 50, 100])
     ax.set_xticklabels(["0", "50%", "100%"])

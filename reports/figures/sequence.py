@@ -112,7 +112,7 @@ def sequence_figure(trace: list[dict], *, title: str = "", highlight: Iterable[i
     if True:
         items, ys, bottom = _rows.layout(trace, marked, span_ends, gap_ms, MAX_HEIGHT_IN - 0.5, TOP_IN + (0.25 if title else 0))
         on_rows = {i for it in items if it.kind == "row" for i in it.indexes}
-        cols = _process_columns(rd.processes, ys, bottom, on_rows)
+        cols = _rows.process_columns(rd.processes, ys, bottom, on_rows, MAX_PROC_COLS)
         x, col_x, width = _lanes(nodes, PROBE in nodes, min(MAX_PROC_COLS, max(cols.values(), default=-1) + 1))
         height = bottom + 0.55
         fig = _style.new_figure(width, height)
@@ -130,29 +130,6 @@ def sequence_figure(trace: list[dict], *, title: str = "", highlight: Iterable[i
         draw.records(items)
         draw.legend(height - 0.3)
         return fig
-
-
-def _process_columns(processes, ys: dict[int, float], bottom: float, on_rows: set[int]) -> dict[int, int]:
-    """Process index -> column: the first column free at its start (greedy interval
-    colouring). A process started inside a fold gets no bar: the fold counts it."""
-    ends: list[float] = []
-    out: dict[int, int] = {}
-    for n, p in enumerate(processes):
-        if p.start not in on_rows:
-            continue
-        y0 = ys[p.start]
-        y1 = ys.get(p.end, bottom) if p.end is not None else bottom
-        free = [c for c, e in enumerate(ends) if e < y0]
-        if free:
-            c = free[0]
-        elif len(ends) < MAX_PROC_COLS:
-            c = len(ends)
-            ends.append(0.0)
-        else:
-            c = min(range(len(ends)), key=lambda k: ends[k])
-        ends[c] = y1
-        out[n] = c
-    return out
 
 
 class _Drawer:
