@@ -7,20 +7,23 @@ One row per tool call (chat, provider ID), in the order the trace first names th
 in three sub-rows so that marks at the same instant never cover each other:
 
 - requests (top): each start, edit or write request (an attempt: a blue triangle,
-  labelled ``a1``, ``a2``... from its request ID while there are few), each cancel (a red
+  labelled ``r2.a1``, replica 2's first attempt, from its request ID while there are at
+  most 12), each cancel (a red
   cross), each output poll (a grey tick), each message of the call that was lost (an
   orange x);
 - processes (middle): one bar per process the call started, from its start to its exit
-  or kill (labelled ``exit 0``, ``killed (cancel)``); a bar that reaches the right edge
-  was still running;
+  or kill (labelled ``exit 0``, ``killed (cancel)`` while there are at most 3; more
+  are counted, ``36 processes``); a bar that reaches the right edge
+  was still running; each edit the agent applied for the call is a green plus there;
 - results (bottom): each committed result, a diamond coloured by its kind and labelled
   with it (``unknown``, ``canceled``...).
 
 Which call a record belongs to comes from ``_read`` (a request's chat is its task's; a
 process's request is its ``cause``). The axis is true time, to scale (a timeline is for
 durations: a 15-minute attempt and a 12-hour process must look like what they are), with
-ticks at round durations. A trace whose records all happen at one or two instants (the
-explorer's counterexamples) is drawn in trace order instead, and the axis says so.
+ticks at round durations. A trace whose calls' records all happen at three instants or
+fewer (the explorer's counterexamples) is drawn in trace order instead, and the axis says
+so. At most ``MAX_CALLS`` rows are drawn; the figure says how many more there were.
 """
 
 from __future__ import annotations
@@ -113,7 +116,7 @@ def timeline_figure(trace: list[dict], *, title: str = "", chat_names: dict | No
     height = 0.5 + ROW_IN * max(len(shown), 1) + 0.8
     fig = _style.new_figure(10.5, height)
     ax = fig.add_axes((2.0 / 10.5, 0.8 / height, 7.7 / 10.5, (height - 1.3) / height))
-    ax.set_xlim(-0.01 * span, span * 1.06)
+    ax.set_xlim(-0.01 * span, span * 1.1)
     ax.set_ylim(len(shown) - 0.5 + 0.001, -0.5)
     ax.set_yticks(range(len(shown)))
     ax.set_yticklabels([f"{_style_chat(names, chat)}  {tc}" for (chat, tc), _ in shown], fontsize=_style.FONT_SIZE_PT)
@@ -188,7 +191,7 @@ def _draw_call(ax, trace, row, c, xof, span, by_order):
         label = str(kind) + (" (error)" if rec.get("is_error") else "")
         ax.text(xof(i) + span * 0.006, y_res, label, fontsize=6, va="center", color=colour, fontweight="bold")
     if not c["results"]:
-        ax.text(span * 1.05, y_res, "no result", fontsize=5.5, va="center", ha="right", color=_style.GREY)
+        ax.text(span * 1.09, y_res, "no result", fontsize=5.5, va="center", ha="right", color=_style.GREY)
 
 
 def _legend(ax):
@@ -198,7 +201,8 @@ def _legend(ax):
         Line2D([], [], marker="|", ls="", color=_style.GREY, label="output poll"),
         Line2D([], [], marker="x", ls="", color=_style.LOST, label="lost message"),
         Line2D([], [], lw=4, color=_style.PROCESS, label="process lifetime"),
+        Line2D([], [], marker="P", ls="", color=_style.ANSWER, label="edit applied"),
         Line2D([], [], marker="D", ls="", color=_style.INK, label="committed result"),
     ]
-    ax.figure.legend(handles=handles, loc="lower center", bbox_to_anchor=(0.5, 0.0), ncols=6, frameon=False,
+    ax.figure.legend(handles=handles, loc="lower center", bbox_to_anchor=(0.5, 0.0), ncols=7, frameon=False,
                      fontsize=6.5)
