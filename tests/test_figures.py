@@ -153,11 +153,12 @@ def test_the_incident_under_today_counts_the_evidence_it_folds(incident_today):
 
 def test_a_long_trace_without_repeats_is_elided_not_grown():
     """Rows that neither repeat nor idle are cut in the middle once past the budget."""
-    trace = [{"kind": "note", "node": "replica-1", "note": f"step_{n}", "t_ms": n} for n in range(900)]
-    root = parse(figures.sequence_svg(trace, highlight=[450]))
-    assert height_in(root) <= 40
-    assert any(re.fullmatch(r"\u22ef \d+ records not drawn \(.*\)", w) for w in texts(root))
-    assert "evidence-450" in ids(root)
+    for gap_ms in (1, 60_000):  # rows close together, or each after an idle gap
+        trace = [{"kind": "note", "node": "replica-1", "note": f"step_{n}", "t_ms": n * gap_ms} for n in range(900)]
+        root = parse(figures.sequence_svg(trace, highlight=[450, 451, 899]))
+        assert height_in(root) <= 40
+        assert any(re.fullmatch(r"\u22ef \d+ records not drawn \(.*\)", w) for w in texts(root))
+        assert {"evidence-450", "evidence-451", "evidence-899"} <= ids(root)
     short = parse(figures.sequence_svg(trace[:30]))
     assert not any("not drawn" in w or "identical cycles" in w for w in texts(short))
 

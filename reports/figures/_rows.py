@@ -21,11 +21,12 @@ Three folds keep the page bounded, in this order:
    ``MAX_UNIT`` consecutive segments repeated at least 3 times in a row, identically
    (``signature``: kinds, nodes, routes, statuses and outcomes, not times nor IDs), is
    drawn once at its start and once at its end, with one marker between them saying
-   ``x 36`` and how long the folded repetitions lasted. Of the candidate units at a
+   ``× 36`` and how long the folded repetitions lasted. Of the candidate units at a
    position, the one that covers the most segments wins (ties: the shorter unit).
-3. Elision: if more than ``max_rows`` rows remain, the rows far from the first and last
-   ones and from every highlighted record are replaced by one marker per run
-   ("N events not drawn"), so the figure never grows past its height budget.
+3. Elision: if the figure is still taller than its budget, the rows far from the first
+   and last ones and from every highlighted record, with the gaps and folds between
+   them, are replaced by one marker per run ("N records not drawn"), fewer rows kept
+   until it fits, so the figure never grows past its height budget.
 
 ``process_columns`` gives each drawn process a column beside the agent lane (the first
 one free at its start); a process started inside a fold gets none (the fold counts it).
@@ -155,36 +156,56 @@ def _with_gaps(trace: list[dict], items: list[Item], gap_ms: int) -> list[Item]:
     return out
 
 
-def _elide(trace: list[dict], items: list[Item], highlight: set[int], max_rows: int) -> list[Item]:
-    """Keep the first and last rows and the rows around each highlighted record within
-    ``max_rows``; each run of the others becomes one marker."""
+def _elide_once(trace: list[dict], items: list[Item], highlight: set[int], max_rows: int) -> list[Item]:
+    """Keep the first and last rows and the rows around each highlighted record, about
+    ``max_rows`` in all; each run of the others, with the gaps and folds between them,
+    becomes one marker."""
     rows = [n for n, it in enumerate(items) if it.kind == "row"]
-    if len(rows) <= max_rows:
-        return items
     keep: set[int] = set()
     marked = [n for n in rows if any(i in highlight for i in items[n].indexes)]
     if len(marked) > max_rows // 2:  # too many to keep them all: the first and last ones
         marked = marked[:max_rows // 4] + marked[-(max_rows // 4):]
     budget = max_rows - len(marked)
     radius = max(1, budget // (2 * (len(marked) + 2))) if budget > 0 else 0
-    for pos, n in enumerate(rows):
-        if pos < max(radius, 2) * 2 or pos >= len(rows) - max(radius, 2) * 2:
-            keep.add(n)
+    ends = max(radius, 2) * 2
+    keep.update(rows[:ends] + rows[-ends:])
     for m in marked:
         p = rows.index(m)
         keep.update(rows[max(0, p - radius):p + radius + 1])
+    # A gap or fold stays only between two kept rows; elsewhere the marker swallows it.
+    prev_kept, kept_after = False, [False] * len(items)
+    nxt = False
+    for n in range(len(items) - 1, -1, -1):
+        if items[n].kind == "row":
+            nxt = n in keep
+        kept_after[n] = nxt
     out: list[Item] = []
     for n, it in enumerate(items):
-        if it.kind != "row" or n in keep:
+        if it.kind == "row":
+            prev_kept = n in keep
+        stays = n in keep if it.kind == "row" else (prev_kept and kept_after[n])
+        if stays:
             out.append(it)
         elif out and out[-1].kind == "elided":
             out[-1].indexes += it.indexes
         else:
             out.append(Item("elided", list(it.indexes), height=FOLD_IN))
     for it in out:
-        if it.kind == "elided":
+        if it.kind == "elided" and it.indexes:
             it.duration_ms = t_of(trace[it.indexes[-1]]) - t_of(trace[it.indexes[0]])
     return out
+
+
+def _elide(trace: list[dict], items: list[Item], highlight: set[int], budget_in: float) -> list[Item]:
+    """``_elide_once`` with fewer rows until the items fit ``budget_in`` inches."""
+    if sum(it.height for it in items) <= budget_in:
+        return items
+    max_rows = int(budget_in / ROW_IN)
+    while True:
+        out = _elide_once(trace, items, highlight, max_rows)
+        if sum(it.height for it in out) <= budget_in or max_rows <= 12:
+            return out
+        max_rows = int(max_rows * 0.85)
 
 
 def layout(trace: list[dict], highlight: set[int], span_ends: set[int], gap_ms: int, max_height_in: float,
@@ -206,11 +227,7 @@ def layout(trace: list[dict], highlight: set[int], span_ends: set[int], gap_ms: 
         items.append(Item("fold", folded, height=FOLD_IN, repeats=repeats, duration_ms=span_ms,
                           label=f"{cycle_ms}"))
     items = _with_gaps(trace, items, gap_ms)
-    fixed = sum(it.height for it in items if it.kind != "row")
-    max_rows = max(20, int((max_height_in - top_in - 0.6 - fixed) / ROW_IN))
-    if sum(it.height for it in items if it.kind == "row") <= max_rows * ROW_IN:
-        max_rows = len(items)  # half-height rows: the budget is in inches
-    items = _elide(trace, items, highlight, max_rows)
+    items = _elide(trace, items, highlight, max_height_in - top_in - 0.6)
     ys: dict[int, float] = {}
     y = top_in
     for it in items:

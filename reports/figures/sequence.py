@@ -105,31 +105,32 @@ def sequence_figure(trace: list[dict], *, title: str = "", highlight: Iterable[i
     """The matplotlib ``Figure`` behind ``sequence_svg`` (call it inside
     ``_style.context()``), for a PNG preview."""
     trace = _style.in_real_ms(trace, time_unit_ms)
+    if isinstance(gap_ms, bool) or not isinstance(gap_ms, int) or gap_ms < 0:
+        raise ValueError(f"gap_ms: expected a whole number of ms >= 0, got {gap_ms!r}")
     marked = {i for i in highlight if isinstance(i, int) and 0 <= i < len(trace)}
     rd = read(trace)
     span_ends = {s.end for s in rd.spans if s.end is not None}
     nodes = [n for n in rd.nodes if n != PROBE or any(m.src == PROBE or m.dst == PROBE for m in rd.messages)]
-    if True:
-        items, ys, bottom = _rows.layout(trace, marked, span_ends, gap_ms, MAX_HEIGHT_IN - 0.5, TOP_IN + (0.25 if title else 0))
-        on_rows = {i for it in items if it.kind == "row" for i in it.indexes}
-        cols = _rows.process_columns(rd.processes, ys, bottom, on_rows, MAX_PROC_COLS)
-        x, col_x, width = _lanes(nodes, PROBE in nodes, min(MAX_PROC_COLS, max(cols.values(), default=-1) + 1))
-        height = bottom + 0.55
-        fig = _style.new_figure(width, height)
-        ax = fig.add_axes((0, 0, 1, 1))
-        ax.set_xlim(0, width)
-        ax.set_ylim(height, 0)
-        ax.axis("off")
-        draw = _Drawer(ax, trace, rd, x, ys, marked, bottom, chat_names or {})
-        draw.col_x = col_x
-        draw.header(title, nodes, width)
-        draw.lanes(items, nodes, col_x)
-        draw.spans()
-        draw.items(items, width)
-        draw.processes(cols, col_x)
-        draw.records(items)
-        draw.legend(height - 0.3)
-        return fig
+    items, ys, bottom = _rows.layout(trace, marked, span_ends, gap_ms, MAX_HEIGHT_IN - 0.5, TOP_IN + (0.25 if title else 0))
+    on_rows = {i for it in items if it.kind == "row" for i in it.indexes}
+    cols = _rows.process_columns(rd.processes, ys, bottom, on_rows, MAX_PROC_COLS)
+    x, col_x, width = _lanes(nodes, PROBE in nodes, min(MAX_PROC_COLS, max(cols.values(), default=-1) + 1))
+    height = bottom + 0.55
+    fig = _style.new_figure(width, height)
+    ax = fig.add_axes((0, 0, 1, 1))
+    ax.set_xlim(0, width)
+    ax.set_ylim(height, 0)
+    ax.axis("off")
+    draw = _Drawer(ax, trace, rd, x, ys, marked, bottom, chat_names or {})
+    draw.col_x = col_x
+    draw.header(title, nodes, width)
+    draw.lanes(items, nodes, col_x)
+    draw.spans()
+    draw.items(items, width)
+    draw.processes(cols, col_x)
+    draw.records(items)
+    draw.legend(height - 0.3)
+    return fig
 
 
 class _Drawer:
@@ -137,6 +138,10 @@ class _Drawer:
         self.ax, self.trace, self.rd, self.x, self.ys = ax, trace, rd, x, ys
         self.marked, self.bottom, self.chat_names = marked, bottom, chat_names
         self.proc_no = {p.start: n + 1 for n, p in enumerate(rd.processes)}
+        self.by_start = {m.start: m for m in rd.messages if m.start is not None}
+        self.by_end = {m.end: m for m in rd.messages if m.end is not None}
+        self.proc_by_start = {p.start: p for p in rd.processes}
+        self.proc_by_end = {p.end: p for p in rd.processes if p.end is not None}
         chats = sorted({str(r["chat_id"]) for r in trace if r.get("chat_id")})
         # With several chats, marks name theirs (same provider IDs may live in both).
         self.chat_of = (lambda c: f" [{_short(chat_names.get(c, c))}]" if c else "") if len(chats) > 1 else (lambda c: "")
@@ -227,10 +232,10 @@ class _Drawer:
             if starts:
                 words += f"; {starts} process start{'s' if starts != 1 else ''} inside"
             self.text(LEFT_IN + 0.2, it.y, words, ha="left", fontsize=_style.FONT_SIZE_PT, color="#234",
-                      gid=f"{it.kind}-{it.indexes[0]}")
+                      gid=f"{it.kind}-{it.indexes[0] if it.indexes else round(it.y * 100)}")
             if hidden:
                 self.text(0.1, it.y, f"{hidden} evidence", ha="left", color=_style.EVIDENCE, fontweight="bold",
-                          gid=f"evidence-folded-{it.indexes[0]}")
+                          gid=f"evidence-folded-{it.indexes[0] if it.indexes else round(it.y * 100)}")
 
     def processes(self, cols, col_x):
         for n, p in enumerate(self.rd.processes):
@@ -276,11 +281,11 @@ class _Drawer:
         rec = self.trace[i]
         kind, node = rec.get("kind"), str(rec.get("node", WORLD))
         if kind in ("send", "reply"):
-            m = next((m for m in self.rd.messages if m.start == i), None)
+            m = self.by_start.get(i)
             if m is not None:
                 self.arrow(m, i)
         elif kind in ("deliver", "lost"):
-            m = next((m for m in self.rd.messages if m.end == i), None)
+            m = self.by_end.get(i)
             if m is not None and m.start is None:
                 self.arrow(m, i)
             elif m is not None and i in self.marked:
@@ -315,11 +320,11 @@ class _Drawer:
     def truth(self, rec, i, y):
         what = rec.get("truth")
         if what == "process_started":
-            p = next(p for p in self.rd.processes if p.start == i)
+            p = self.proc_by_start[i]
             self.mark(AGENT, y, ">", _style.PROCESS, f"process {self.proc_no[i]} started: {p.tool_call or p.command}"
                       + self.chat_of(p.chat_id), i)
         elif what in ("process_exited", "process_killed"):
-            p = next((p for p in self.rd.processes if p.end == i), None)
+            p = self.proc_by_end.get(i)
             n = self.proc_no.get(p.start, "?") if p else "?"
             self.mark(AGENT, y, "s", _style.PROCESS, f"process {n} {p.how if p else what}", i)
         elif what == "result_committed":
