@@ -253,15 +253,15 @@ class _Drawer:
                 self.text(cx, self.bottom + 0.07, "\u2193", ha="center", color=colour)
 
     def records(self, items):
-        shown = None
+        shown, last_y = None, -1.0
         for it in items:
             if it.kind != "row":
                 shown = None  # after a break the time is written again
                 continue
             t = _style.at(t_of(self.trace[it.indexes[0]]))
-            if t != shown:
+            if t != shown and it.y - last_y >= _rows.ROW_IN * 0.9:  # never two labels on one line
                 self.text(LEFT_IN - 0.1, it.y, t, ha="right", color=_style.GREY)
-                shown = t
+                shown, last_y = t, it.y
             for i in it.indexes:
                 self.record(i, it.y)
 
