@@ -226,6 +226,7 @@ print(" ".join(hashlib.sha256(s.encode()).hexdigest() for s in svgs))
 """
 
 
+@pytest.mark.slow
 def test_same_bytes_in_process_and_under_another_hash_seed(lost_answer, tmp_path):
     path = tmp_path / "trace.jsonl"
     path.write_text("".join(json.dumps(r) + "\n" for r in lost_answer.world.trace))
