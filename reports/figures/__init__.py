@@ -16,6 +16,12 @@ pictures:
 - ``swarm_svg(per_variant, unknown_share, title=)``: per variant, the count of each
   residual risk or finding and the share of unknown results (``charts``).
 
+Extra keyword arguments of the trace pictures: ``chat_names`` (chat UUID -> the
+scenario's name, for labels; a trace names chats by UUID only), ``time_unit_ms`` (the
+real ms one trace ms stands for: an explorer counterexample's clock counts
+``model.explore.Bounds().scale``), and for ``sequence_svg`` ``gap_ms`` (idle gaps longer
+than this are folded, default 5 s).
+
 Every function draws inside ``_style.context()`` and saves through ``_style.to_svg``, so
 the same input gives the same bytes in any process under any ``PYTHONHASHSEED``
 (tests/test_figures.py). ``python -m reports.figures TRACE.jsonl OUT.svg [--timeline]``
