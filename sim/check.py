@@ -389,15 +389,17 @@ def _checked_properties() -> list[str]:
 
 
 def run_check(suite: suites.Suite, *, quick: bool = False, workers: int = 1, baseline: list[dict] | None = None,
-              baseline_file: str | None = None,
+              baseline_file: str | None = None, update_baseline: bool = False,
               on_progress: Callable[[int, int, str], None] | None = None) -> CheckResult:
     """Run ``suite`` (its quick part with ``quick``) and judge it against ``baseline``."""
     part = suite.part(quick)
     outputs = run_jobs(_jobs(part), workers, on_progress)
-    return fold(suite, part, quick, outputs, baseline or [], baseline_file)
+    return fold(suite, part, quick, outputs, baseline or [], baseline_file, update_baseline)
 
 
-def fold(suite, part, quick, outputs, baseline, baseline_file) -> CheckResult:
+def fold(suite, part, quick, outputs, baseline, baseline_file, accept_all: bool = False) -> CheckResult:
+    """The report of the jobs' ``outputs`` (in job order) against ``baseline``; with
+    ``accept_all`` (``--update-baseline``) every finding this run sees is accepted."""
     result = CheckResult(report={})
     accepted = {_entry_id(e): e for e in baseline}
     findings: list[dict] = []
@@ -496,7 +498,7 @@ def fold(suite, part, quick, outputs, baseline, baseline_file) -> CheckResult:
         elif f.get("expected"):
             f["status"] = "expected"
         else:
-            f["status"] = "accepted" if f["id"] in accepted else "new"
+            f["status"] = "accepted" if f["id"] in accepted or accept_all else "new"
         f.pop("expected", None)
         f["counterexample"] = f["sequence"] = None
         if "_world" in f:
@@ -569,7 +571,7 @@ def fold(suite, part, quick, outputs, baseline, baseline_file) -> CheckResult:
         "explore": explores,
         "swarm": swarms,
         "planted": sweep,
-        "baseline": {"file": baseline_file, "accepted": len(baseline), "fixed": [dict(e) for e in fixed],
+        "baseline": {"file": baseline_file, "accepted": len(baseline), "updated": accept_all, "fixed": [dict(e) for e in fixed],
                      "not_run": len(not_run)},
         "residual_risks": {name: text for name, text in sorted(props.RESIDUAL_RISKS.items())},
         "known_findings": {name: text for name, text in sorted(props.KNOWN_FINDINGS.items())},
