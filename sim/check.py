@@ -571,7 +571,7 @@ def fold(suite, part, quick, outputs, baseline, baseline_file, accept_all: bool 
         "explore": explores,
         "swarm": swarms,
         "planted": sweep,
-        "baseline": {"file": baseline_file, "accepted": len(baseline), "updated": accept_all, "fixed": [dict(e) for e in fixed],
+        "baseline": {"file": Path(baseline_file).name if baseline_file else None, "accepted": len(baseline), "updated": accept_all, "fixed": [dict(e) for e in fixed],
                      "not_run": len(not_run)},
         "residual_risks": {name: text for name, text in sorted(props.RESIDUAL_RISKS.items())},
         "known_findings": {name: text for name, text in sorted(props.KNOWN_FINDINGS.items())},
