@@ -30,7 +30,7 @@ th { background: #f3f3f3; text-align: left; }
 .verdict { font-size: 1.2em; padding: .5em 1em; display: inline-block; border-radius: 4px; }
 .pass { background: #dff5df; } .fail { background: #fbdcdc; }
 .holds { background: #eef8ee; } .holds-exhaustively { background: #cdebcd; } .residual-risk { background: #fff2cc; }
-.violated { background: #f8caca; font-weight: bold; } .not-checked { color: #999; }
+.violated { background: #f8caca; font-weight: bold; } .expected-violation { background: #fde3d0; } .not-checked { color: #999; }
 .new { color: #b00; font-weight: bold; } code { background: #f5f5f5; padding: 0 .2em; }
 section { margin: 1em 0 2em 0; } img { max-width: 100%; border: 1px solid #eee; }
 pre { background: #f7f7f7; padding: .5em; overflow-x: auto; }

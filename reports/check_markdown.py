@@ -5,7 +5,7 @@ Theory of operation
 sim/check.py hands over the report as data (``report.json``'s document); this module
 writes it as GitHub-flavoured Markdown that fits a CI job summary: the verdict and why,
 the counts, a table of properties x variants (one cell per pair: holds, holds
-exhaustively, residual risk, violated, not checked), what is new against the baseline,
+exhaustively, residual risk, violated, violated as a scenario expects, not checked), what is new against the baseline,
 every finding with the commands that reproduce it, what the baseline lists that is gone,
 and the planted-bug sweep with its mutation score per driver. Commands name files
 relative to the report folder (``toolcall-sim replay counterexamples/X.json`` run from
@@ -19,6 +19,7 @@ CELL = {
     "holds exhaustively": "holds exhaustively",
     "residual risk": "residual risk",
     "violated": "**violated**",
+    "expected violation": "violated (expected)",
     "not checked": "-",
 }
 STATUS = {"new": "NEW", "accepted": "accepted (baseline)", "expected": "expected (scenario)",

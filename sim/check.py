@@ -54,7 +54,11 @@ SCHEMA = "toolcall-sim/check/1"
 BASELINE_SCHEMA = "toolcall-sim/baseline/1"
 SWARM_CHUNK_SEEDS = 25  # seeds per swarm job: small enough to share between workers
 STATUSES = ("new", "accepted", "expected", "residual_risk")
-CELL_ORDER = ("violated", "residual risk", "holds exhaustively", "holds", "not checked")
+# A table cell's levels, the first that applies wins: a violation that is new or accepted,
+# one a scenario expects (an old agent's world, a known finding), a residual risk, or a
+# property every run of the variant checked and found holding (exhaustively: in an
+# explorer run that was exhausted).
+CELL_ORDER = ("violated", "expected violation", "residual risk", "holds exhaustively", "holds", "not checked")
 
 
 class BadBaseline(suites.SuiteError):
@@ -527,7 +531,7 @@ def fold(suite, part, quick, outputs, baseline, baseline_file, accept_all: bool 
         for p in _checked_properties():
             row[p] = checked.get((variant, p), "not checked")
     for f in findings:
-        level = "residual risk" if f["status"] == "residual_risk" else "violated"
+        level = {"residual_risk": "residual risk", "expected": "expected violation"}.get(f["status"], "violated")
         row = table.setdefault(f["variant"], {p: "not checked" for p in _checked_properties()})
         if f["property"] in row:
             row[f["property"]] = min(row[f["property"]], level, key=CELL_ORDER.index)
