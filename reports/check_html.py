@@ -42,26 +42,36 @@ def _img(svg: str, alt: str) -> str:
     return f'<img alt="{escape(alt)}" src="data:image/svg+xml;base64,{data}">'
 
 
-def figures_of(report: dict, traces: dict) -> dict[str, str]:
-    """Every picture of the report: figures/<name>.svg -> SVG text."""
-    out: dict[str, str] = {}
+def _draw(task: tuple) -> str:
+    """One picture: (figure function name, positional arguments, keyword arguments).
+    Module level, so a process pool can draw it."""
+    name, args, kwargs = task
+    return getattr(figures, name)(*args, **kwargs)
+
+
+def figure_tasks(report: dict, traces: dict) -> dict[str, tuple]:
+    """What each picture of the report is drawn from: figures/<name>.svg -> a ``_draw`` task."""
+    def key(path: str) -> str:
+        return path[len("figures/"):-len(".svg")]
+
+    out: dict[str, tuple] = {}
     for f in report["findings"]:
         if f.get("sequence"):
-            trace, evidence = traces[f["sequence"][len("figures/"):-len(".svg")]]
-            out[f["sequence"]] = figures.sequence_svg(
-                trace, title=f"{f['property']} under {f['variant']} ({f['driver']} {f['where']})", highlight=evidence)
+            trace, evidence = traces[key(f["sequence"])]
+            out[f["sequence"]] = ("sequence_svg", (trace,), {
+                "title": f"{f['property']} under {f['variant']} ({f['driver']} {f['where']})", "highlight": evidence})
     for x in report["scenarios"]:
-        trace, evidence = traces[x["timeline"][len("figures/"):-len(".svg")]]
-        out[x["timeline"]] = figures.timeline_svg(trace, title=f"{x['scenario']} under {x['variant']}")
+        trace, _ = traces[key(x["timeline"])]
+        out[x["timeline"]] = ("timeline_svg", (trace,), {"title": f"{x['scenario']} under {x['variant']}"})
         if x["sequence"]:
-            out[x["sequence"]] = figures.sequence_svg(
-                trace, title=f"{x['scenario']} under {x['variant']}: expectation not met",
-                highlight=traces[x["sequence"][len("figures/"):-len(".svg")]][1])
+            out[x["sequence"]] = ("sequence_svg", (trace,), {
+                "title": f"{x['scenario']} under {x['variant']}: expectation not met",
+                "highlight": traces[key(x["sequence"])][1]})
     for x in report["explore"]:
         marks = [(v["property"] + (f" ({v['residual_risk']})" if v["residual_risk"] else ""), v["depth"])
                  for v in x["violations"] if v["depth"] is not None]
-        out[x["depth_chart"]] = figures.depth_svg(x["states_per_depth"], marks,
-                                                  title=f"explore {x['name']} under {x['variant']}")
+        out[x["depth_chart"]] = ("depth_svg", (x["states_per_depth"], marks),
+                                 {"title": f"explore {x['name']} under {x['variant']}"})
     if report["swarm"]:
         per_variant: dict[str, dict[str, int]] = {}
         results: dict[str, list[int]] = {}
@@ -73,8 +83,16 @@ def figures_of(report: dict, traces: dict) -> dict[str, str]:
             r[0] += x["unknown_results"]
             r[1] += x["results"]
         share = {v: (u / n if n else 0.0) for v, (u, n) in results.items()}
-        out["figures/swarm.svg"] = figures.swarm_svg(per_variant, share, title="swarm: residual risks and unknown results")
+        out["figures/swarm.svg"] = ("swarm_svg", (per_variant, share),
+                                    {"title": "swarm: residual risks and unknown results"})
     return out
+
+
+def figures_of(report: dict, traces: dict, mapper=map) -> dict[str, str]:
+    """Every picture of the report: figures/<name>.svg -> SVG text. ``mapper`` draws the
+    tasks (``map``; a process pool's ``map`` draws them on several cores, in order)."""
+    tasks = figure_tasks(report, traces)
+    return dict(zip(tasks, mapper(_draw, list(tasks.values()))))
 
 
 def _table(report: dict) -> str:

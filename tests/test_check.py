@@ -462,3 +462,29 @@ def test_interrupted_write_keeps_the_old_report(tiny, tmp_path, monkeypatch):
     assert _check(str(tiny / "tiny.toml"), "--quick", "--out", str(out)) == 130
     assert (out / "report.json").read_bytes() == before
     assert sorted(p.name for p in tmp_path.iterdir()) == ["out"]
+
+
+def test_pictures_are_the_same_drawn_by_a_pool(tiny):
+    """The command draws the pictures on ``--workers`` processes; they come back in order
+    and are the same bytes as drawn in this process."""
+    from sim.commands import check as command
+
+    suite = suites.load(tiny / "tiny.toml")
+    result = check.run_check(suite, quick=True)
+    assert command.draw(result.report, result.traces, 2) == command.draw(result.report, result.traces, 1)
+
+
+def test_explorer_depths_are_the_same_with_workers():
+    """The depth chart's data (model/explore.py): states per breadth-first depth and the
+    depth each violation was found at, the same for the parallel driver."""
+    from model import explore as ex
+    from model import worlds
+    from sim import explore_parallel as xp
+
+    config = worlds.build("two-messages", "today")
+    one = ex.explore(config, ex.Bounds())
+    two = xp.explore(config, ex.Bounds(), workers=2, head_start=2)
+    assert one.exhausted and sum(one.states_per_depth) == one.states and len(one.states_per_depth) == one.depth + 1
+    assert two.states_per_depth == one.states_per_depth
+    assert [(v.property, v.depth) for v in two.violations] == [(v.property, v.depth) for v in one.violations]
+    assert all(1 <= v.depth <= one.depth and v.depth <= len(v.path) for v in one.violations)

@@ -111,21 +111,38 @@ def main(args, out) -> int:
                              baseline_file=str(baseline_path) if entries or args.update_baseline else None,
                              update_baseline=args.update_baseline, on_progress=progress)
     with sigint_deferred():
-        write_report(result, out_dir, cx)
+        write_report(result, out_dir, cx, args.workers)
         if args.update_baseline:
             write_atomic(baseline_path, json_text(result.baseline))
     out.write(check_markdown.closing(result.report, out_dir, str(baseline_path) if args.update_baseline else None))
     return EXIT_OK if result.exit_code == 0 else EXIT_VIOLATION
 
 
-def write_report(result, out_dir: Path, cx) -> None:
-    """Rule 1: every file into a temporary folder beside ``out_dir``, then renamed over it."""
+def draw(report: dict, traces: dict, workers: int) -> dict[str, str]:
+    """``reports.check_html.figures_of`` on a pool of ``workers`` processes (forked where
+    safe, as the suite's jobs are: sim/swarm.py ``_pool_context``); the pictures come
+    back in order, so they are the same bytes for any ``workers``."""
+    from concurrent.futures import ProcessPoolExecutor
+
+    from ..check import _worker_init
+    from ..swarm import _pool_context
+
+    if workers <= 1:
+        return check_html.figures_of(report, traces)
+    with ProcessPoolExecutor(max_workers=workers, mp_context=_pool_context(), initializer=_worker_init) as pool:
+        return check_html.figures_of(report, traces, lambda fn, tasks: pool.map(fn, tasks, chunksize=4))
+
+
+def write_report(result, out_dir: Path, cx, workers: int = 1) -> None:
+    """Rule 1: every file into a temporary folder beside ``out_dir``, then renamed over it.
+    The pictures are drawn by ``workers`` processes (matplotlib costs a fraction of a
+    second a picture, and a suite has one per scenario run)."""
     out_dir = Path(out_dir)
     out_dir.parent.mkdir(parents=True, exist_ok=True)
     tmp = Path(tempfile.mkdtemp(prefix=f".{out_dir.name}.tmp-", dir=out_dir.parent))
     try:
         report = result.report
-        pictures = check_html.figures_of(report, result.traces)
+        pictures = draw(report, result.traces, workers)
         (tmp / "counterexamples").mkdir()
         (tmp / "figures").mkdir()
         for c in result.counterexamples:
