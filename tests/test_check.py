@@ -488,3 +488,20 @@ def test_explorer_depths_are_the_same_with_workers():
     assert two.states_per_depth == one.states_per_depth
     assert [(v.property, v.depth) for v in two.violations] == [(v.property, v.depth) for v in one.violations]
     assert all(1 <= v.depth <= one.depth and v.depth <= len(v.path) for v in one.violations)
+
+
+def test_suite_by_name_and_bad_files_it_names(tmp_path, capsys):
+    """A shipped suite is named without its folder; a scenario file the suite names that
+    is not a valid scenario, or a suite that is not UTF-8, is one line and exit 2."""
+    from sim.commands.check import resolve_suite
+
+    assert resolve_suite("ci") == resolve_suite("ci.toml") == str(suites.DEFAULT_SUITE)
+    assert resolve_suite(None) == str(suites.DEFAULT_SUITE)
+    (tmp_path / "broken.toml").write_text('name = "broken"\nuntil = "0s"\n')
+    (tmp_path / "s.toml").write_text('name = "s"\n[[scenarios]]\nfiles = ["broken.toml"]\n')
+    assert _check(str(tmp_path / "s.toml"), "--out", str(tmp_path / "out")) == 2
+    err = capsys.readouterr().err.strip()
+    assert len(err.splitlines()) == 1 and "s.toml: scenarios[0].files: " in err and "broken.toml: turns: missing" in err
+    (tmp_path / "latin.toml").write_bytes('name = "caf\xe9"\n'.encode("latin-1"))
+    assert _check(str(tmp_path / "latin.toml")) == 2
+    assert "not UTF-8" in capsys.readouterr().err
