@@ -20,7 +20,7 @@ import base64
 from html import escape
 
 from . import figures
-from .check_markdown import STATUS
+from .check_markdown import LEGEND, STATUS
 
 CSS = """
 body { font-family: system-ui, sans-serif; margin: 2em; color: #222; max-width: 1200px; }
@@ -33,7 +33,7 @@ th { background: #f3f3f3; text-align: left; }
 .violated { background: #f8caca; font-weight: bold; } .expected-violation { background: #fde3d0; } .not-checked { color: #999; }
 .new { color: #b00; font-weight: bold; } code { background: #f5f5f5; padding: 0 .2em; }
 section { margin: 1em 0 2em 0; } img { max-width: 100%; border: 1px solid #eee; }
-pre { background: #f7f7f7; padding: .5em; overflow-x: auto; }
+pre { background: #f7f7f7; padding: .5em; white-space: pre-wrap; }
 """
 
 
@@ -124,7 +124,7 @@ def page(report: dict, pictures: dict[str, str]) -> str:
                 f"runs ({c['explore_states']} states), {c['swarm_seeds']} swarm seeds. Findings: {f['new']} new, "
                 f"{f['accepted']} accepted, {f['expected']} expected, {f['residual_risk']} residual risks; "
                 f"{c['fixed']} fixed.</p>")
-    body += ["<h2>Properties by variant</h2>", _table(report)]
+    body += ["<h2>Properties by variant</h2>", _table(report), f"<p>{escape(LEGEND)}</p>"]
     body.append("<h2>Findings</h2>")
     if not report["findings"]:
         body.append("<p>None.</p>")

@@ -22,6 +22,10 @@ CELL = {
     "expected violation": "violated (expected)",
     "not checked": "-",
 }
+LEGEND = ("holds: no run of the variant violated it; holds exhaustively: and an explorer search that checked it "
+          "ended exhausted; residual risk: only documented residual risks (docs/contract.md D7); violated (expected): "
+          "a scenario expects it (an old agent's world, a known finding); violated: a finding accepted in the "
+          "baseline or new.")
 STATUS = {"new": "NEW", "accepted": "accepted (baseline)", "expected": "expected (scenario)",
           "residual_risk": "residual risk"}
 
@@ -70,7 +74,7 @@ def summary(report: dict) -> str:
     if "planted_caught" in c:
         out.append("Planted bugs caught: " + ", ".join(f"{d} {c['planted_caught'][d]}" for d in report["planted"]["drivers"])
                    + ".")
-    out += ["", "## Properties by variant", ""] + table(report)
+    out += ["", "## Properties by variant", ""] + table(report) + ["", LEGEND]
     new = [x for x in report["findings"] if x["status"] == "new"]
     out += ["", "## New against the baseline", ""]
     out += [line for x in new for line in _finding(x)] or ["Nothing new."]
