@@ -505,3 +505,103 @@ def test_suite_by_name_and_bad_files_it_names(tmp_path, capsys):
     (tmp_path / "latin.toml").write_bytes('name = "caf\xe9"\n'.encode("latin-1"))
     assert _check(str(tmp_path / "latin.toml")) == 2
     assert "not UTF-8" in capsys.readouterr().err
+
+
+# -- every key of the suite vocabulary is live ---------------------------------------------
+
+VOCAB_BASE = {
+    "name": "base",
+    "scenarios": [{"files": ["smoke_retry"]}],
+    "explore": [{"world": "default", "variants": ["contract"]}],
+    "swarm": [{"variants": ["contract"], "seeds": 2}],
+    "planted": {"bugs": ["no-age-margin"], "drivers": ["scenario", "explore", "swarm"],
+                "bug": {"no-age-margin": {"explore": {"world": "two-messages"}, "swarm": {"seeds": 1}}}},
+}
+
+
+def _set(*path, value):
+    def edit(d):
+        for key in path[:-1]:
+            d = d[key]
+        d[path[-1]] = value
+    return edit
+
+
+def _drop(*path):
+    def edit(d):
+        for key in path[:-1]:
+            d = d[key]
+        del d[path[-1]]
+    return edit
+
+
+def _bugs_two(d):
+    d["planted"]["bugs"].append("run-before-record")
+    d["planted"]["bug"]["run-before-record"] = {"explore": {"world": "default"}, "swarm": {"seeds": 1}}
+
+
+def _no_swarm_driver(d):
+    d["planted"]["drivers"].remove("swarm")
+    del d["planted"]["bug"]["no-age-margin"]["swarm"]
+
+
+NM = ("planted", "bug", "no-age-margin")
+# (table, key) -> an edit of VOCAB_BASE that sets the key to something else.
+VOCAB_EDITS = {
+    ("", "name"): _set("name", value="other"),
+    ("", "summary"): _set("summary", value="what it is for"),
+    ("", "scenarios"): _drop("scenarios"),
+    ("", "explore"): _drop("explore"),
+    ("", "swarm"): _drop("swarm"),
+    ("", "planted"): _drop("planted"),
+    ("scenarios", "files"): _set("scenarios", 0, "files", value=["us02_interrupt_stops_foreground"]),
+    ("scenarios", "variants"): _set("scenarios", 0, "variants", value=["contract"]),
+    ("scenarios", "quick"): _set("scenarios", 0, "quick", value=True),
+    ("explore", "name"): _set("explore", 0, "name", value="mine"),
+    ("explore", "world"): _set("explore", 0, "world", value="two-messages"),
+    ("explore", "variants"): _set("explore", 0, "variants", value=["today"]),
+    ("explore", "second"): _set("explore", 0, "second", value="edit"),
+    ("explore", "max_in_flight"): _set("explore", 0, "max_in_flight", value="1s"),
+    ("explore", "horizon"): _set("explore", 0, "horizon", value="20s"),
+    ("explore", "max_states"): _set("explore", 0, "max_states", value=5),
+    **{("explore", b): _set("explore", 0, b, value=0) for b in suites.BUDGETS},
+    ("explore", "quick"): _set("explore", 0, "quick", value=True),
+    ("swarm", "variants"): _set("swarm", 0, "variants", value=["today"]),
+    ("swarm", "first_seed"): _set("swarm", 0, "first_seed", value=5),
+    ("swarm", "seeds"): _set("swarm", 0, "seeds", value=3),
+    ("swarm", "quick"): _set("swarm", 0, "quick", value=True),
+    ("planted", "bugs"): _bugs_two,
+    ("planted", "drivers"): _no_swarm_driver,
+    ("planted", "quick_drivers"): _set("planted", "quick_drivers", value=["scenario"]),
+    ("planted", "max_in_flight"): _set("planted", "max_in_flight", value="2s"),
+    ("planted", "max_states"): _set("planted", "max_states", value=7),
+    ("planted", "bug"): _set(*NM, "explore", "world", value="default"),
+    ("bug", "explore"): _set(*NM, "explore", value={"world": "two-chats"}),
+    ("bug", "swarm"): _set(*NM, "swarm", value={"seeds": 2}),
+    ("bug.explore", "world"): _set(*NM, "explore", "world", value="late-pubsub"),
+    **{("bug.explore", b): _set(*NM, "explore", b, value=1) for b in suites.BUDGETS},
+    ("bug.swarm", "first_seed"): _set(*NM, "swarm", "first_seed", value=9),
+    ("bug.swarm", "seeds"): _set(*NM, "swarm", "seeds", value=4),
+}
+
+
+def test_the_walk_covers_every_key_of_the_suite_vocabulary():
+    tables = {"": suites.TOP_KEYS, "scenarios": suites.SCENARIO_KEYS, "explore": suites.EXPLORE_KEYS,
+              "swarm": suites.SWARM_KEYS, "planted": suites.PLANTED_KEYS, "bug": suites.BUG_KEYS,
+              "bug.explore": suites.BUG_EXPLORE_KEYS, "bug.swarm": suites.BUG_SWARM_KEYS}
+    assert set(VOCAB_EDITS) == {(t, k) for t, keys in tables.items() for k in keys}
+
+
+@pytest.mark.parametrize("where", list(VOCAB_EDITS), ids=lambda w: ".".join(x for x in w if x))
+def test_every_suite_key_is_accepted_and_changes_what_runs(where):
+    """Each key, set to another valid value, is accepted and changes the jobs the suite
+    runs, whole or quick (or, for the name and the summary, the report's header)."""
+    import copy
+
+    changed = copy.deepcopy(VOCAB_BASE)
+    VOCAB_EDITS[where](changed)
+
+    def runs(data):
+        s = suites.from_dict(copy.deepcopy(data), "<vocab>")
+        return (s.name, s.summary, check._jobs(s), check._jobs(s.part(True)) if not s.part(True).empty else None)
+    assert runs(changed) != runs(VOCAB_BASE)
