@@ -269,7 +269,9 @@ def job_planted(driver: str, bug: suites.PlantedBug, planted: suites.Planted) ->
         for seed in range(bug.swarm_first_seed, bug.swarm_first_seed + bug.swarm_seeds):
             failure = swarm.run_seed(seed, variant, minimize_failures=False)["failure"]
             if failure is not None and mutant.caught_by in {failure["property"], *failure["other_properties"]}:
-                caught, detail = True, f"seed {seed}: {failure['detail'] if failure['property'] == mutant.caught_by else failure['property']}"
+                # The seed's first failure is its detail; the bug's property may be among the others.
+                said = failure["detail"] if failure["property"] == mutant.caught_by else f"also {mutant.caught_by}"
+                caught, detail = True, f"seed {seed}: {said}"
                 break
     return {"kind": "planted", "driver": driver, "bug": bug.name, "caught_by": mutant.caught_by, "caught": caught,
             "where": where, "detail": detail}
@@ -575,8 +577,8 @@ def fold(suite, part, quick, outputs, baseline, baseline_file, accept_all: bool 
         "explore": explores,
         "swarm": swarms,
         "planted": sweep,
-        "baseline": {"file": Path(baseline_file).name if baseline_file else None, "accepted": len(baseline), "updated": accept_all, "fixed": [dict(e) for e in fixed],
-                     "not_run": len(not_run)},
+        "baseline": {"file": Path(baseline_file).name if baseline_file else None, "accepted": len(baseline),
+                     "updated": accept_all, "fixed": [dict(e) for e in fixed], "not_run": len(not_run)},
         "residual_risks": {name: text for name, text in sorted(props.RESIDUAL_RISKS.items())},
         "known_findings": {name: text for name, text in sorted(props.KNOWN_FINDINGS.items())},
     }
