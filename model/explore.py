@@ -249,6 +249,7 @@ class Found:
     residual_risk: str | None
     path: list  # actions from the initial state
     detail: str
+    depth: int | None = None  # the breadth-first depth of the state it was found in (a report's depth chart)
 
 
 @dataclass
@@ -261,6 +262,7 @@ class Result:
     edges: list = field(default_factory=list)  # (parent name, child name, label) when asked for
     memo_hits: int = 0  # steps taken from the transition memo (Rule 7)
     memo_misses: int = 0  # steps run through system.apply
+    states_per_depth: tuple = ()  # numbered states at each breadth-first depth, from 0 (a report's depth chart)
 
 
 def explore(config: msys.WorldConfig, bounds: Bounds = Bounds(), max_states: int = 200_000,
@@ -346,11 +348,11 @@ class Search:
             steps.extend(taken)
         return steps
 
-    def report(self, violations: list, path: Callable[[], list]) -> None:
+    def report(self, violations: list, path: Callable[[], list], depth: int | None = None) -> None:
         for v in violations:
             key = v.property if v.residual_risk is None else f"{v.property}:{v.residual_risk}"
             if key not in self.found:
-                self.found[key] = Found(v.property, v.residual_risk, path(), v.detail)
+                self.found[key] = Found(v.property, v.residual_risk, path(), v.detail, depth)
                 self.stopped = self.stopped or (self.stop_on is not None and self.stop_on(self.found[key]))
 
     def offer(self, parent: int, move: int, key, label: str = "", dup_violations=None) -> int | None:
@@ -365,7 +367,7 @@ class Search:
             if self.reorder:
                 # Rule 5: this path's own order of the history is checked too, at the
                 # depth the exact search would check it.
-                self.report(dup_violations(), lambda: self.path_to(parent, move))
+                self.report(dup_violations(), lambda: self.path_to(parent, move), self.depths[parent] + 1)
             return None
         if len(self.parents) >= self.max_states + 1:
             self.full = True
@@ -384,13 +386,13 @@ class Search:
         """``offer`` for a child the driver already knows to be a numbered state."""
         self.result.transitions += 1
         if self.reorder:
-            self.report(dup_violations(), lambda: self.path_to(parent, move))
+            self.report(dup_violations(), lambda: self.path_to(parent, move), self.depths[parent] + 1)
         return None
 
     def expand(self, number: int, node: Node) -> None:
         ctx = self.ctx
         actions = enabled(node, self.bounds)
-        self.report(ctx.verdict(node, self.kinds(node, actions)), lambda: self.path_to(number))
+        self.report(ctx.verdict(node, self.kinds(node, actions)), lambda: self.path_to(number), self.depths[number])
         if self.stopped:
             return
         for move, action in enumerate(actions):
@@ -421,4 +423,8 @@ class Search:
         result.exhausted = not left and not self.full and not self.stopped
         result.violations = list(self.found.values())
         result.memo_hits, result.memo_misses = self.ctx.hits, self.ctx.misses
+        per_depth = [0] * (max(self.depths) + 1)
+        for d in self.depths:
+            per_depth[d] += 1
+        result.states_per_depth = tuple(per_depth)
         return result

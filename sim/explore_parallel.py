@@ -101,7 +101,7 @@ def _explore(config, bounds, max_states, stop_on, on_progress, workers, head_sta
             new_states = 0
             index = search.index
             for (number, own, children), w in merged:
-                search.report(own, lambda number=number: search.path_to(number))
+                search.report(own, lambda number=number: search.path_to(number), search.depths[number])
                 if search.stopped:
                     break
                 answer = answers[w]

@@ -1,0 +1,184 @@
+"""``index.html`` of ``toolcall-sim check``: one self-contained page with the pictures.
+
+Theory of operation
+-------------------
+sim/check.py hands over the report (``report.json``'s document) and, beside it, the
+traces the pictures are drawn from (a counterexample's replayed trace with the indexes
+of the records that prove its violation; a scenario run's trace). This module draws each
+picture with ``reports.figures`` and writes the page: inline CSS, every picture embedded
+as a ``data:`` URI of its SVG (an ``<img>``: inlined ``<svg>`` elements would share their
+element ids), no script and no network. The page holds the verdict, the properties x
+variants table, one section per finding (its sequence diagram), per failed scenario (its
+sequence diagram), per explorer run (its depth chart), the swarm chart, the planted-bug
+sweep, and every scenario run with its timeline. The same SVGs are returned by name, so
+the report folder holds them as files too (``figures/*.svg``), byte-identical between runs.
+"""
+
+from __future__ import annotations
+
+import base64
+from html import escape
+
+from . import figures
+from .check_markdown import LEGEND, STATUS
+
+CSS = """
+body { font-family: system-ui, sans-serif; margin: 2em; color: #222; max-width: 1200px; }
+h1 { font-size: 1.6em; } h2 { border-bottom: 1px solid #ccc; padding-bottom: .2em; margin-top: 2em; }
+table { border-collapse: collapse; margin: .5em 0; } td, th { border: 1px solid #ccc; padding: .25em .6em; }
+th { background: #f3f3f3; text-align: left; }
+.verdict { font-size: 1.2em; padding: .5em 1em; display: inline-block; border-radius: 4px; }
+.pass { background: #dff5df; } .fail { background: #fbdcdc; }
+.holds { background: #eef8ee; } .holds-exhaustively { background: #cdebcd; } .residual-risk { background: #fff2cc; }
+.violated { background: #f8caca; font-weight: bold; } .expected-violation { background: #fde3d0; } .not-checked { color: #999; }
+.new { color: #b00; font-weight: bold; } code { background: #f5f5f5; padding: 0 .2em; }
+section { margin: 1em 0 2em 0; } img { max-width: 100%; border: 1px solid #eee; }
+pre { background: #f7f7f7; padding: .5em; white-space: pre-wrap; }
+"""
+
+
+def _img(svg: str, alt: str) -> str:
+    data = base64.b64encode(svg.encode("utf-8")).decode("ascii")
+    return f'<img alt="{escape(alt)}" src="data:image/svg+xml;base64,{data}">'
+
+
+def _draw(task: tuple) -> str:
+    """One picture: (figure function name, positional arguments, keyword arguments).
+    Module level, so a process pool can draw it."""
+    name, args, kwargs = task
+    return getattr(figures, name)(*args, **kwargs)
+
+
+def figure_tasks(report: dict, traces: dict) -> dict[str, tuple]:
+    """What each picture of the report is drawn from: figures/<name>.svg -> a ``_draw`` task."""
+    def key(path: str) -> str:
+        return path[len("figures/"):-len(".svg")]
+
+    out: dict[str, tuple] = {}
+    for f in report["findings"]:
+        if f.get("sequence"):
+            trace, evidence = traces[key(f["sequence"])]
+            out[f["sequence"]] = ("sequence_svg", (trace,), {
+                "title": f"{f['property']} under {f['variant']} ({f['driver']} {f['where']})", "highlight": evidence})
+    for x in report["scenarios"]:
+        trace, _ = traces[key(x["timeline"])]
+        out[x["timeline"]] = ("timeline_svg", (trace,), {"title": f"{x['scenario']} under {x['variant']}"})
+        if x["sequence"]:
+            out[x["sequence"]] = ("sequence_svg", (trace,), {
+                "title": f"{x['scenario']} under {x['variant']}: expectation not met",
+                "highlight": traces[key(x["sequence"])][1]})
+    for x in report["explore"]:
+        marks = [(v["property"] + (f" ({v['residual_risk']})" if v["residual_risk"] else ""), v["depth"])
+                 for v in x["violations"] if v["depth"] is not None]
+        out[x["depth_chart"]] = ("depth_svg", (x["states_per_depth"], marks),
+                                 {"title": f"explore {x['name']} under {x['variant']}"})
+    if report["swarm"]:
+        per_variant: dict[str, dict[str, int]] = {}
+        results: dict[str, list[int]] = {}
+        for x in report["swarm"]:
+            counts = per_variant.setdefault(x["variant"], {})
+            for name, n in {**x["residual_risks"], **x["known_findings"]}.items():
+                counts[name] = counts.get(name, 0) + n
+            r = results.setdefault(x["variant"], [0, 0])
+            r[0] += x["unknown_results"]
+            r[1] += x["results"]
+        share = {v: (u / n if n else 0.0) for v, (u, n) in results.items()}
+        out["figures/swarm.svg"] = ("swarm_svg", (per_variant, share),
+                                    {"title": "swarm: residual risks and unknown results"})
+    return out
+
+
+def figures_of(report: dict, traces: dict, mapper=map) -> dict[str, str]:
+    """Every picture of the report: figures/<name>.svg -> SVG text. ``mapper`` draws the
+    tasks (``map``; a process pool's ``map`` draws them on several cores, in order)."""
+    tasks = figure_tasks(report, traces)
+    return dict(zip(tasks, mapper(_draw, list(tasks.values()))))
+
+
+def _table(report: dict) -> str:
+    head = "".join(f"<th>{escape(v)}</th>" for v in report["variants"])
+    rows = []
+    for p in report["properties"]:
+        cells = "".join(f'<td class="{report["table"][v][p].replace(" ", "-")}">{escape(report["table"][v][p])}</td>'
+                        for v in report["variants"])
+        rows.append(f"<tr><th><code>{escape(p)}</code></th>{cells}</tr>")
+    return f"<table><tr><th>property</th>{head}</tr>{''.join(rows)}</table>"
+
+
+def _commands(cmds: list[str]) -> str:
+    return "<pre>" + "\n".join(escape(c) for c in cmds) + "</pre>"
+
+
+def page(report: dict, pictures: dict[str, str]) -> str:
+    """The whole of index.html."""
+    s, v, c = report["suite"], report["verdict"], report["counts"]
+    title = f"toolcall-sim check: {s['name']}" + (" (quick)" if s["quick"] else "")
+    body = [f"<h1>{escape(title)}</h1>", f"<p>{escape(s['summary'])}</p>" if s["summary"] else ""]
+    if v["ok"]:
+        body.append('<p class="verdict pass">PASS: nothing new against the baseline</p>')
+    else:
+        body.append(f'<p class="verdict fail">FAIL (exit {v["exit_code"]})</p><ul>'
+                    + "".join(f"<li>{escape(r)}</li>" for r in v["reasons"]) + "</ul>")
+    f = c["findings"]
+    body.append(f"<p>{c['scenario_runs']} scenario runs ({c['scenarios_failed']} failed), {c['explore_runs']} explorer "
+                f"runs ({c['explore_states']} states), {c['swarm_seeds']} swarm seeds. Findings: {f['new']} new, "
+                f"{f['accepted']} accepted, {f['expected']} expected, {f['residual_risk']} residual risks; "
+                f"{c['fixed']} fixed.</p>")
+    body += ["<h2>Properties by variant</h2>", _table(report), f"<p>{escape(LEGEND)}</p>"]
+    body.append("<h2>Findings</h2>")
+    if not report["findings"]:
+        body.append("<p>None.</p>")
+    for x in report["findings"]:
+        cls = ' class="new"' if x["status"] == "new" else ""
+        risk = f" ({escape(x['residual_risk'])})" if x["residual_risk"] else ""
+        body.append(f'<section id="{escape(x["id"])}"><h3><span{cls}>{escape(STATUS[x["status"]])}</span> '
+                    f"<code>{escape(x['property'])}</code>{risk} under <code>{escape(x['variant'])}</code> in "
+                    f"{escape(x['driver'])} {escape(x['where'])}</h3><p>{escape(x['detail'])}</p>"
+                    + _commands(x["reproduce"])
+                    + (_img(pictures[x["sequence"]], f"sequence diagram: {x['property']}") if x.get("sequence") else "")
+                    + "</section>")
+    fixed = report["baseline"]["fixed"]
+    if fixed:
+        body.append("<h2>Fixed (in the baseline, not seen again)</h2><ul>" + "".join(
+            f"<li><code>{escape(e['property'])}</code> under <code>{escape(e['variant'])}</code> in "
+            f"{escape(e['driver'])} {escape(e['where'])}</li>" for e in fixed) + "</ul>")
+    if report["explore"]:
+        body.append("<h2>Explorer runs</h2>")
+        for x in report["explore"]:
+            state = "exhausted" if x["exhausted"] else "not exhausted"
+            body.append(f"<section><h3>{escape(x['name'])} under <code>{escape(x['variant'])}</code></h3>"
+                        f"<p>{x['states']} states, {x['transitions']} transitions, depth {x['depth']}, {state}; "
+                        f"{len(x['violations'])} violation(s).</p>" + _commands(x["reproduce"])
+                        + _img(pictures[x["depth_chart"]], f"states per depth: {x['name']}") + "</section>")
+    if report["swarm"]:
+        body.append("<h2>Swarm</h2><table><tr><th>variant</th><th>seeds</th><th>failures</th><th>residual risks</th>"
+                    "<th>unknown results</th></tr>")
+        for x in report["swarm"]:
+            risks = ", ".join(f"{k} {n}" for k, n in {**x["residual_risks"], **x["known_findings"]}.items()) or "none"
+            body.append(f"<tr><td>{escape(x['variant'])}</td><td>{x['first_seed']}..{x['first_seed'] + x['seeds'] - 1}"
+                        f"</td><td>{len(x['failures'])}</td><td>{escape(risks)}</td>"
+                        f"<td>{x['unknown_results']}/{x['results']}</td></tr>")
+        body.append("</table>" + _img(pictures["figures/swarm.svg"], "swarm chart"))
+    sweep = report["planted"]
+    if sweep is not None:
+        head = "".join(f"<th>{escape(d)}</th>" for d in sweep["drivers"])
+        rows = "".join(
+            f"<tr><td><code>{escape(b['bug'])}</code></td><td><code>{escape(b['caught_by'])}</code></td>"
+            + "".join(f'<td class="{"holds" if b["drivers"][d]["caught"] else "violated"}" '
+                      f'title="{escape(b["drivers"][d]["detail"])}">'
+                      f'{"caught" if b["drivers"][d]["caught"] else "missed"}</td>' for d in sweep["drivers"])
+            + "</tr>" for b in sweep["bugs"])
+        score = "".join(f"<td>{sweep['score'][d]['caught']}/{sweep['score'][d]['swept']}</td>" for d in sweep["drivers"])
+        body.append(f"<h2>Planted bugs</h2><table><tr><th>bug</th><th>caught by</th>{head}</tr>{rows}"
+                    f"<tr><th>mutation score</th><td></td>{score}</tr></table>")
+    body.append("<h2>Scenarios</h2>")
+    for x in report["scenarios"]:
+        verdict = "expectation met" if x["ok"] else "expectation NOT met: " + "; ".join(x["failures"])
+        seq = _img(pictures[x["sequence"]], f"sequence diagram: {x['scenario']}") if x["sequence"] else ""
+        body.append(f'<section id="scenario-{escape(x["id"])}"><h3>{escape(x["scenario"])} under '
+                    f"<code>{escape(x['variant'])}</code></h3><p>{escape(verdict)}</p>" + _commands(x["reproduce"])
+                    + seq + _img(pictures[x["timeline"]], f"timeline: {x['scenario']}") + "</section>")
+    body.append("<p>Commands run from the report folder; report.json holds all of it as data.</p>")
+    return ("<!DOCTYPE html>\n<html lang=\"en\"><head><meta charset=\"utf-8\">"
+            f"<title>{escape(title)}</title><style>{CSS}</style></head><body>\n"
+            + "\n".join(b for b in body if b) + "\n</body></html>\n")

@@ -1,0 +1,142 @@
+"""``summary.md`` of ``toolcall-sim check``, and the few lines it prints on a terminal.
+
+Theory of operation
+-------------------
+sim/check.py hands over the report as data (``report.json``'s document); this module
+writes it as GitHub-flavoured Markdown that fits a CI job summary: the verdict and why,
+the counts, a table of properties x variants (one cell per pair: holds, holds
+exhaustively, residual risk, violated, violated as a scenario expects, not checked), what is new against the baseline,
+every finding with the commands that reproduce it, what the baseline lists that is gone,
+and the planted-bug sweep with its mutation score per driver. Commands name files
+relative to the report folder (``toolcall-sim replay counterexamples/X.json`` run from
+it), so the text is the same wherever the report was written.
+"""
+
+from __future__ import annotations
+
+CELL = {
+    "holds": "holds",
+    "holds exhaustively": "holds exhaustively",
+    "residual risk": "residual risk",
+    "violated": "**violated**",
+    "expected violation": "violated (expected)",
+    "not checked": "-",
+}
+LEGEND = ("holds: no run of the variant violated it; holds exhaustively: and an explorer search that checked it "
+          "ended exhausted; residual risk: only documented residual risks (docs/contract.md D7); violated (expected): "
+          "a scenario expects it (an old agent's world, a known finding); violated: a finding accepted in the "
+          "baseline or new.")
+STATUS = {"new": "NEW", "accepted": "accepted (baseline)", "expected": "expected (scenario)",
+          "residual_risk": "residual risk"}
+
+
+def _cell(text: str) -> str:
+    """A value in a table cell: pipes escaped, on one line."""
+    return " ".join(str(text).split()).replace("|", "\\|")
+
+
+def table(report: dict) -> list[str]:
+    """The properties x variants table (GFM)."""
+    variants = report["variants"]
+    lines = ["| property | " + " | ".join(f"`{v}`" for v in variants) + " |",
+             "|---|" + "---|" * len(variants)]
+    for p in report["properties"]:
+        lines.append(f"| `{p}` | " + " | ".join(CELL[report["table"][v][p]] for v in variants) + " |")
+    return lines
+
+
+def _finding(f: dict) -> list[str]:
+    where = f"{f['driver']} {f['where']}"
+    cls = f" ({f['residual_risk']})" if f["residual_risk"] else ""
+    lines = [f"- **{STATUS[f['status']]}** `{f['property']}`{cls} under `{f['variant']}` in {where}: "
+             f"{_cell(f['detail'])}"]
+    lines += [f"  - reproduce: `{cmd}`" for cmd in f["reproduce"]]
+    return lines
+
+
+def summary(report: dict) -> str:
+    """The whole of summary.md."""
+    s, v, c = report["suite"], report["verdict"], report["counts"]
+    quick = " (quick)" if s["quick"] else ""
+    out = [f"# toolcall-sim check: {s['name']}{quick}", ""]
+    if s["summary"]:
+        out += [s["summary"], ""]
+    if v["ok"]:
+        out.append("**PASS**: nothing new against the baseline, every expectation met, every planted bug caught.")
+    else:
+        out.append(f"**FAIL** (exit {v['exit_code']}):")
+        out += [""] + [f"- {_cell(r)}" for r in v["reasons"]]
+    f = c["findings"]
+    out += ["", f"{c['scenario_runs']} scenario runs ({c['scenarios_failed']} failed), {c['explore_runs']} explorer "
+                f"runs ({c['explore_states']} states), {c['swarm_seeds']} swarm seeds. Findings: {f['new']} new, "
+                f"{f['accepted']} accepted in the baseline, {f['expected']} expected by their scenario, "
+                f"{f['residual_risk']} residual risks; {c['fixed']} fixed since the baseline."]
+    if "planted_caught" in c:
+        out.append("Planted bugs caught: " + ", ".join(f"{d} {c['planted_caught'][d]}" for d in report["planted"]["drivers"])
+                   + ".")
+    out += ["", "## Properties by variant", ""] + table(report) + ["", LEGEND]
+    new = [x for x in report["findings"] if x["status"] == "new"]
+    out += ["", "## New against the baseline", ""]
+    out += [line for x in new for line in _finding(x)] or ["Nothing new."]
+    fixed = report["baseline"]["fixed"]
+    if fixed:
+        out += ["", "## Fixed (in the baseline, not seen again)", ""]
+        out += [f"- `{e['property']}` under `{e['variant']}` in {e['driver']} {e['where']} ({e['fingerprint']})"
+                for e in fixed]
+    rest = [x for x in report["findings"] if x["status"] != "new"]
+    if rest:
+        # Folded (GFM renders <details>): what is accepted, expected or a documented risk
+        # is listed in full but does not push the sweep and the failures off the page.
+        out += ["", "## Accepted findings, expected violations and residual risks", "",
+                f"<details><summary>{len(rest)} finding(s), none of them failing the run</summary>", ""]
+        out += [line for x in rest for line in _finding(x)]
+        out += ["", "</details>"]
+    failed = [x for x in report["scenarios"] if not x["ok"]]
+    if failed:
+        out += ["", "## Failed scenarios", ""]
+        for x in failed:
+            out.append(f"- `{x['scenario']}` under `{x['variant']}`: " + _cell("; ".join(x["failures"])))
+            out += [f"  - reproduce: `{cmd}`" for cmd in x["reproduce"]]
+    sweep = report["planted"]
+    if sweep is not None:
+        drivers = sweep["drivers"]
+        out += ["", "## Planted bugs", "", "| bug | caught by | " + " | ".join(drivers) + " |",
+                "|---|---|" + "---|" * len(drivers)]
+        for b in sweep["bugs"]:
+            cells = ["caught" if b["drivers"][d]["caught"] else "**missed**" for d in drivers]
+            out.append(f"| `{b['bug']}` | `{b['caught_by']}` | " + " | ".join(cells) + " |")
+        out.append("| mutation score | | " + " | ".join(
+            f"{sweep['score'][d]['caught']}/{sweep['score'][d]['swept']}" for d in drivers) + " |")
+    risks = sorted({x["residual_risk"] for x in report["findings"] if x["status"] == "residual_risk"})
+    if risks:
+        out += ["", "## Residual risks seen (never fail the run)", ""]
+        out += [f"- `{r}`: {report['residual_risks'][r]}" for r in risks]
+    out += ["", "Commands run from the report folder; `report.json` holds all of it as data."]
+    return "\n".join(out) + "\n"
+
+
+def first_line(suite: str, quick: bool, jobs: int, out_dir) -> str:
+    """Printed before the suite runs (stderr, on a terminal only)."""
+    return f"check {suite}{' (quick)' if quick else ''}: {jobs} jobs; the report goes to {out_dir}\n"
+
+
+def progress_line(done: int, total: int, what: str) -> str:
+    """One line per finished job (stderr, on a terminal only)."""
+    return f"  ... {done}/{total} {what}\n"
+
+
+def closing(report: dict, out_dir, baseline_written: str | None) -> str:
+    """The verdict on a terminal: the reasons, the counts and where the report is."""
+    v, c = report["verdict"], report["counts"]
+    lines = [f"  {'PASS' if v['ok'] else 'FAIL'}: " + (
+        "nothing new against the baseline" if v["ok"] else f"{len(v['reasons'])} reason(s)")]
+    lines += [f"    {r}" for r in v["reasons"]]
+    f = c["findings"]
+    lines.append(f"  findings: {f['new']} new, {f['accepted']} accepted, {f['expected']} expected, "
+                 f"{f['residual_risk']} residual risks; {c['fixed']} fixed")
+    if "planted_caught" in c:
+        lines.append("  planted bugs caught: " + ", ".join(f"{d} {c['planted_caught'][d]}" for d in report["planted"]["drivers"]))
+    lines.append(f"  report: {out_dir}/index.html, summary.md, junit.xml, report.json")
+    if baseline_written:
+        lines.append(f"  baseline written: {baseline_written}")
+    return "\n".join(lines) + "\n"

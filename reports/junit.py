@@ -1,0 +1,130 @@
+"""``junit.xml`` of ``toolcall-sim check``: the report as the JUnit XML that CI tools read.
+
+Theory of operation
+-------------------
+The common JUnit schema CI tools expect (Jenkins, GitLab, GitHub test reporters):
+``<testsuites>`` holding one ``<testsuite name tests failures errors skipped time>`` per
+driver, each holding ``<testcase classname name time>``s; a failing case holds one
+``<failure message type>`` whose text is the violation, its evidence (the finding's
+detail and counterexample) and the commands that reproduce it. The cases:
+
+- ``scenarios``: one per scenario x variant; fails when its expectation is not met, or
+  when it shows a new finding;
+- ``explore``: one per property x explorer run (world entry x variant); fails on a new
+  finding of that property there;
+- ``swarm``: one per property x swarm window x variant; fails on a new finding;
+- ``planted``: one per planted bug x driver; fails when the driver no longer catches it.
+
+An accepted finding, an expected violation and a residual risk pass, and say so in the
+case's ``<system-out>``. Times are 0: the report holds no clock reading, so two runs
+write the same bytes.
+"""
+
+from __future__ import annotations
+
+from xml.etree import ElementTree as ET
+
+FAILURE_TYPE = {"scenario": "ExpectationNotMet", "finding": "NewFinding", "planted": "PlantedBugMissed"}
+
+
+def _case(suite: ET.Element, classname: str, name: str, failure: tuple[str, str, str] | None = None,
+          out: list[str] = ()) -> None:
+    case = ET.SubElement(suite, "testcase", classname=classname, name=name, time="0")
+    if failure is not None:
+        message, kind, text = failure
+        ET.SubElement(case, "failure", message=message, type=kind).text = text
+    if out:
+        ET.SubElement(case, "system-out").text = "\n".join(out)
+
+
+def _finding_text(f: dict) -> str:
+    lines = [f"{f['property']} under {f['variant']} in {f['driver']} {f['where']}: {f['detail']}",
+             f"finding {f['id']} ({f['steps']} steps)"]
+    if f.get("counterexample"):
+        lines.append(f"counterexample: {f['counterexample']}")
+    lines += [f"reproduce: {cmd}" for cmd in f["reproduce"]]
+    return "\n".join(lines)
+
+
+def _note(f: dict) -> str:
+    what = {"accepted": "accepted in the baseline", "expected": "expected by the scenario",
+            "residual_risk": f"residual risk {f['residual_risk']}"}[f["status"]]
+    return f"{f['property']}: {what}: {f['detail']}"
+
+
+def junit(report: dict) -> str:
+    """The whole of junit.xml."""
+    root = ET.Element("testsuites", name=f"toolcall-sim check {report['suite']['name']}")
+    findings = report["findings"]
+
+    def of(driver: str, where: str, variant: str) -> list[dict]:
+        return [f for f in findings if (f["driver"], f["where"], f["variant"]) == (driver, where, variant)]
+
+    suites = []
+    s = ET.Element("testsuite", name="scenarios")
+    for x in report["scenarios"]:
+        mine = of("scenario", x["scenario"], x["variant"])
+        new = [f for f in mine if f["status"] == "new"]
+        failure = None
+        if x["failures"] or new:
+            text = [f"expectation not met: {r}" for r in x["failures"]] + [_finding_text(f) for f in new]
+            text += [f"reproduce: {cmd}" for cmd in x["reproduce"]]
+            msg = x["failures"][0] if x["failures"] else f"new finding: {new[0]['property']}"
+            failure = (msg, FAILURE_TYPE["scenario"], "\n".join(text))
+        _case(s, f"scenarios.{x['scenario']}", x["variant"], failure,
+              [_note(f) for f in mine if f["status"] != "new"])
+    suites.append(s)
+
+    s = ET.Element("testsuite", name="explore")
+    for x in report["explore"]:
+        mine = of("explore", x["name"], x["variant"])
+        for p in report["properties"]:
+            _property_case(s, f"explore.{x['name']}.{x['variant']}", p, [f for f in mine if f["property"] == p])
+    suites.append(s)
+
+    s = ET.Element("testsuite", name="swarm")
+    for x in report["swarm"]:
+        last = x["first_seed"] + x["seeds"] - 1
+        mine = [f for f in findings if f["driver"] == "swarm" and f["variant"] == x["variant"]
+                and x["first_seed"] <= f["seed"] <= last]
+        for p in report["properties"]:
+            _property_case(s, f"swarm.{x['variant']}.seeds-{x['first_seed']}-{last}", p,
+                           [f for f in mine if f["property"] == p])
+    suites.append(s)
+
+    if report["planted"] is not None:
+        s = ET.Element("testsuite", name="planted")
+        for b in report["planted"]["bugs"]:
+            for d in report["planted"]["drivers"]:
+                r = b["drivers"][d]
+                failure = None
+                if not r["caught"]:
+                    failure = (f"{b['bug']} no longer caught by {d}", FAILURE_TYPE["planted"],
+                               f"{b['caught_by']} should catch {b['variant']} in {d} {r['where']}: {r['detail']}")
+                _case(s, f"planted.{d}", b["bug"], failure,
+                      [f"caught: {b['caught_by']} in {r['where']}: {r['detail']}"] if r["caught"] else [])
+        suites.append(s)
+
+    for s in suites:
+        cases = s.findall("testcase")
+        s.set("tests", str(len(cases)))
+        s.set("failures", str(sum(1 for c in cases if c.find("failure") is not None)))
+        s.set("errors", "0")
+        s.set("skipped", "0")
+        s.set("time", "0")
+        root.append(s)
+    root.set("tests", str(sum(int(s.get("tests")) for s in suites)))
+    root.set("failures", str(sum(int(s.get("failures")) for s in suites)))
+    root.set("errors", "0")
+    root.set("time", "0")
+    ET.indent(root)
+    return '<?xml version="1.0" encoding="UTF-8"?>\n' + ET.tostring(root, encoding="unicode") + "\n"
+
+
+def _property_case(s: ET.Element, classname: str, prop: str, mine: list[dict]) -> None:
+    new = [f for f in mine if f["status"] == "new"]
+    failure = None
+    if new:
+        failure = (f"new finding: {prop}: {new[0]['detail']}", FAILURE_TYPE["finding"],
+                   "\n\n".join(_finding_text(f) for f in new))
+    _case(s, classname, prop, failure, [_note(f) for f in mine if f["status"] != "new"])

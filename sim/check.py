@@ -1,0 +1,587 @@
+"""``toolcall-sim check``'s driver: run a suite with the existing drivers, judge it
+against a baseline, and hand back plain data (no rendering: that is ``reports.check_*``).
+
+Theory of operation
+-------------------
+A suite (sim/suite.py) becomes a list of jobs, one per scenario run, explorer run, swarm
+chunk and planted-bug check. Each job calls the driver that exists for it
+(``sim.run.run_scenario``, ``model.explore.explore``, ``sim.swarm.iter_outcomes`` and
+``run_seed``) and returns plain values; this module only folds them into a report.
+
+Rule 1. Jobs run in a pool of ``workers`` processes (forked where safe, as sim/swarm.py
+        does: ``swarm._pool_context``) and are folded in job order, whatever order they
+        finish in, so the report is the same bytes for any ``workers``. Nothing in the
+        report reads a clock: no time, no path outside the report folder, no worker
+        count (``report.json`` and the pictures of two runs are identical).
+Rule 2. A finding is a violation with its identity: driver, where (scenario, explorer
+        entry, swarm seed), variant, property, residual risk or known finding, and a
+        fingerprint of its counterexample (``fingerprint``: the property and the
+        counterexample's action labels without message sequence numbers, so it does not
+        depend on machine, path, time or worker count). Each finding has one status:
+        ``residual_risk`` (a documented residual risk, docs/contract.md D7: listed, never
+        fails), ``expected`` (a scenario's own ``[expect.<variant>]`` names it: the
+        scenario's verdict covers it), ``accepted`` (in the baseline) or ``new`` (fails).
+Rule 3. The run fails (exit 1) on a new finding, a scenario expectation that is not met,
+        or a planted bug a named driver no longer catches; else it passes (exit 0).
+        A baseline entry of a run that ran and was not seen again is ``fixed``; one of a
+        run this suite (or ``--quick``) did not run is kept as it is (``not_run``), and
+        ``--update-baseline`` keeps it too.
+Rule 4. Every finding but an expected or a scenario's residual risk gets a counterexample
+        in the replay format (sim/counterexample.py ``save``; its trace is replayed
+        through the pure model here, so the file replays to the hash it records) and a
+        sequence diagram of that trace with the records proving it; a failed scenario
+        gets one of its run. Traces travel beside the report (``CheckResult.traces``),
+        never in it: they are the counterexample files' business.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import re
+import tomllib
+from concurrent.futures import ProcessPoolExecutor
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Callable
+
+from model import planted_bugs
+from model import properties as props
+
+from . import suite as suites
+
+SCHEMA = "toolcall-sim/check/1"
+BASELINE_SCHEMA = "toolcall-sim/baseline/1"
+SWARM_CHUNK_SEEDS = 25  # seeds per swarm job: small enough to share between workers
+STATUSES = ("new", "accepted", "expected", "residual_risk")
+# A table cell's levels, the first that applies wins: a violation that is new or accepted,
+# one a scenario expects (an old agent's world, a known finding), a residual risk, or a
+# property every run of the variant checked and found holding (exhaustively: in an
+# explorer run that was exhausted).
+CELL_ORDER = ("violated", "expected violation", "residual risk", "holds exhaustively", "holds", "not checked")
+
+
+class BadBaseline(suites.SuiteError):
+    """One line: what is wrong with the baseline file (bad input, exit 2)."""
+
+
+@dataclass
+class Counterexample:
+    """A finding's counterexample as ``sim.counterexample.save`` writes it."""
+
+    file: str  # relative to the report folder: counterexamples/<name>.json
+    world: dict
+    property: str
+    residual_risk: str | None
+    actions: list
+    trace_sha256: str
+    driver: str
+    detail: str
+
+
+@dataclass
+class CheckResult:
+    report: dict  # everything as data: report.json
+    counterexamples: list[Counterexample] = field(default_factory=list)
+    traces: dict = field(default_factory=dict)  # figure name -> (trace, evidence indexes) for the pictures
+    baseline: dict = field(default_factory=dict)  # the baseline --update-baseline writes
+
+    @property
+    def exit_code(self) -> int:
+        return 0 if self.report["verdict"]["ok"] else 1
+
+
+# ---------------------------------------------------------------------------
+# Identity
+# ---------------------------------------------------------------------------
+
+
+_SEQ = re.compile(r"#\d+ ?")
+
+
+def fingerprint(prop: str, residual_risk: str | None, labels: list[str]) -> str:
+    """Rule 2: 16 hex digits of the SHA-256 of the property, its class and the action
+    labels without message sequence numbers (which only count what was sent before)."""
+    text = "\n".join([prop, residual_risk or "", *(_SEQ.sub("", label) for label in labels)])
+    return hashlib.sha256(text.encode()).hexdigest()[:16]
+
+
+def finding_id(driver: str, where: str, variant: str, prop: str, residual_risk: str | None, fp: str) -> str:
+    return ":".join([driver, where, variant, prop, *([residual_risk] if residual_risk else []), fp])
+
+
+def _file_stem(*parts: str) -> str:
+    return re.sub(r"[^A-Za-z0-9_.-]+", "_", "-".join(p for p in parts if p))
+
+
+def _kind_of(residual_risk: str | None) -> str:
+    if residual_risk is None:
+        return "finding"
+    return "known_finding" if residual_risk in props.KNOWN_FINDINGS else "residual_risk"
+
+
+# ---------------------------------------------------------------------------
+# Jobs (module level: what a worker runs; each returns plain values)
+# ---------------------------------------------------------------------------
+
+
+def _replayed(world: dict, actions: list, prop: str, residual_risk: str | None) -> dict:
+    """Rule 4: the counterexample's trace through the pure model, its hash, and the
+    indexes of the records that prove the violation."""
+    from .counterexample import explore_trace, world_of
+    from .replay import trace_sha256
+
+    trace, final = explore_trace(world_of(world), actions)
+    evidence: list[int] = []
+    for v in props.evaluate(trace, final, ("always", "eventually")).violations:
+        if v.property == prop and v.residual_risk == residual_risk:
+            evidence = sorted(v.evidence)
+            break
+    return {"trace": trace, "trace_sha256": trace_sha256(trace), "evidence": evidence}
+
+
+def _scenario_world(path: str, variant: str) -> dict:
+    """The scenario itself embedded (as swarm's counterexamples do): replays anywhere."""
+    return {"kind": "scenario", "scenario": tomllib.loads(Path(path).read_text(encoding="utf-8")),
+            "variant": variant}
+
+
+def _finding(driver: str, where: str, variant: str, v_prop: str, risk: str | None, detail: str, world: dict | None,
+             actions: list, extra: dict | None = None) -> dict:
+    labels = [a.label() for a in actions]
+    fp = fingerprint(v_prop, risk, labels)
+    out = {"driver": driver, "where": where, "variant": variant, "property": v_prop, "residual_risk": risk,
+           "class": _kind_of(risk), "detail": detail, "fingerprint": fp, "steps": len(actions),
+           "id": finding_id(driver, where, variant, v_prop, risk, fp), **(extra or {})}
+    if world is not None:
+        out["_world"], out["_actions"] = world, actions
+    return out
+
+
+def job_scenario(run: suites.ScenarioRun) -> dict:
+    from .commands.common import load_scenario
+    from .run import run_scenario
+
+    scenario = load_scenario(run.path)
+    result = run_scenario(scenario, run.variant)
+    exp = scenario.expectation(run.variant)
+    expected = set(exp.violations or ()) if exp is not None else set()
+    failures = result.expectation_failures()
+    seen: dict[tuple, object] = {}
+    for v in list(result.violations) + list(result.report.informational):
+        seen.setdefault((v.property, v.residual_risk), v)
+    findings = []
+    world = None
+    evidence: list[int] = []
+    for (prop, risk), v in sorted(seen.items(), key=lambda kv: (kv[0][0], kv[0][1] or "")):
+        evidence += list(v.evidence)
+        kind = _kind_of(risk)
+        covered = kind == "residual_risk" or prop in expected
+        if not covered and world is None:
+            world = _scenario_world(run.path, run.variant)
+        f = _finding("scenario", run.scenario, run.variant, prop, risk, v.detail, None if covered else world,
+                     result.world.actions, {"expected": prop in expected})
+        if not covered:
+            f.update(_replayed(world, result.world.actions, prop, risk))
+        findings.append(f)
+    trace = [r for r in result.world.trace]
+    return {"kind": "scenario", "run": run, "failures": failures, "findings": findings,
+            "trace_sha256": result.trace_sha256, "trace": trace, "evidence": sorted(set(evidence)),
+            "results": result.report.results, "unknown_results": result.report.unknown_results}
+
+
+def explore_bounds(run: suites.ExploreRun):
+    from model import explore as ex
+
+    return ex.Bounds(max_in_flight_ms=run.max_in_flight_ms, horizon_ms=run.horizon_ms, **dict(run.budgets))
+
+
+def job_explore(run: suites.ExploreRun) -> dict:
+    from model import explore as ex
+    from model import worlds
+
+    from .counterexample import explore_world
+
+    bounds = explore_bounds(run)
+    result = ex.explore(worlds.build(run.world, run.variant, run.second), bounds, max_states=run.max_states)
+    world = explore_world(run.world, run.variant, bounds, run.second)
+    findings = []
+    for v in sorted(result.violations, key=lambda v: (v.property, v.residual_risk or "")):
+        f = _finding("explore", run.name, run.variant, v.property, v.residual_risk, v.detail, world, v.path,
+                     {"depth": v.depth})
+        f.update(_replayed(world, v.path, v.property, v.residual_risk))
+        findings.append(f)
+    return {"kind": "explore", "run": run, "states": result.states, "transitions": result.transitions,
+            "depth": result.depth, "exhausted": result.exhausted, "states_per_depth": list(result.states_per_depth),
+            "findings": findings}
+
+
+def job_swarm(run: suites.SwarmRun, first_seed: int, seeds: int) -> dict:
+    from . import swarm
+    from .run import run_scenario
+    from .scenario import from_dict
+
+    outcomes = list(swarm.iter_outcomes(first_seed, seeds, run.variant, 1))
+    findings = []
+    for o in outcomes:
+        failure = o["failure"]
+        if failure is None:
+            continue
+        scenario = {**failure["scenario"], "variant": run.variant,
+                    "summary": f"swarm seed {failure['seed']} under {run.variant}, minimized: {failure['property']}"}
+        result = run_scenario(from_dict(scenario, "world.scenario"), run.variant)
+        world = {"kind": "scenario", "scenario": scenario, "variant": run.variant}
+        f = _finding("swarm", f"seed-{failure['seed']}", run.variant, failure["property"], None, failure["detail"],
+                     world, result.world.actions, {"seed": failure["seed"],
+                                                   "other_properties": failure["other_properties"]})
+        f.update(_replayed(world, result.world.actions, failure["property"], None))
+        findings.append(f)
+        o["failure"] = {"seed": failure["seed"], "property": failure["property"]}
+    return {"kind": "swarm", "run": run, "outcomes": outcomes, "findings": findings}
+
+
+def job_planted(driver: str, bug: suites.PlantedBug, planted: suites.Planted) -> dict:
+    mutant = planted_bugs.by_name()[bug.name]
+    variant = f"contract+{bug.name}"
+    caught, where, detail = False, "", ""
+    if driver == "scenario":
+        from .commands.common import SCENARIO_DIR, load_scenario
+        from .run import run_scenario
+
+        result = run_scenario(load_scenario(str(SCENARIO_DIR / f"{mutant.scenario}.toml")), variant)
+        hit = [v for v in result.violations if v.residual_risk is None and v.property == mutant.caught_by]
+        caught, where = bool(hit), mutant.scenario
+        detail = hit[0].detail if hit else ""
+    elif driver == "explore":
+        from model import explore as ex
+        from model import worlds
+
+        bounds = ex.Bounds(max_in_flight_ms=planted.max_in_flight_ms, **dict(bug.explore_budgets))
+        result = ex.explore(worlds.build(bug.explore_world, variant), bounds, max_states=planted.max_states,
+                            stop_on=lambda f: f.property == mutant.caught_by and f.residual_risk is None)
+        hit = [v for v in result.violations if v.residual_risk is None and v.property == mutant.caught_by]
+        caught, where = bool(hit), bug.explore_world
+        detail = f"{hit[0].detail} ({len(hit[0].path)} steps)" if hit else f"{result.states} states, none caught it"
+    else:
+        from . import swarm
+
+        where = f"seeds {bug.swarm_first_seed}..{bug.swarm_first_seed + bug.swarm_seeds - 1}"
+        for seed in range(bug.swarm_first_seed, bug.swarm_first_seed + bug.swarm_seeds):
+            failure = swarm.run_seed(seed, variant, minimize_failures=False)["failure"]
+            if failure is not None and mutant.caught_by in {failure["property"], *failure["other_properties"]}:
+                # The seed's first failure is its detail; the bug's property may be among the others.
+                said = failure["detail"] if failure["property"] == mutant.caught_by else f"also {mutant.caught_by}"
+                caught, detail = True, f"seed {seed}: {said}"
+                break
+    return {"kind": "planted", "driver": driver, "bug": bug.name, "caught_by": mutant.caught_by, "caught": caught,
+            "where": where, "detail": detail}
+
+
+def _jobs(suite: suites.Suite) -> list[tuple[Callable, tuple]]:
+    """Every job of the suite, the long ones first (a pool finishes sooner when the
+    longest job does not start last); the fold reads them back in this order."""
+    jobs: list[tuple[Callable, tuple]] = [(job_explore, (r,)) for r in suite.explore]
+    planted = suite.planted
+    if planted is not None:
+        for driver in ("explore", "swarm", "scenario"):
+            if driver in planted.drivers:
+                jobs += [(job_planted, (driver, bug, planted)) for bug in planted.bugs]
+    for r in suite.swarm:
+        for first in range(r.first_seed, r.first_seed + r.seeds, SWARM_CHUNK_SEEDS):
+            jobs.append((job_swarm, (r, first, min(SWARM_CHUNK_SEEDS, r.first_seed + r.seeds - first))))
+    jobs += [(job_scenario, (r,)) for r in suite.scenarios]
+    return jobs
+
+
+def _call(fn, args):  # module level: what a pool worker runs
+    return fn(*args)
+
+
+def _worker_init() -> None:
+    import signal
+
+    signal.signal(signal.SIGINT, signal.SIG_IGN)  # Ctrl-C is the parent's to handle
+
+
+def run_jobs(jobs, workers: int, on_progress: Callable[[int, int, str], None] | None = None) -> list:
+    """Rule 1: the outputs of ``jobs`` in job order, computed by ``workers`` processes."""
+    from . import swarm
+
+    total = len(jobs)
+    outputs = []
+    if workers <= 1 or total <= 1:
+        for i, (fn, args) in enumerate(jobs):
+            outputs.append(fn(*args))
+            if on_progress is not None:
+                on_progress(i + 1, total, _what(outputs[-1]))
+        return outputs
+    context = swarm._pool_context()
+    if context.get_start_method() == "fork":
+        from . import run  # noqa: F401 - imported once before the fork, not in each worker
+    with ProcessPoolExecutor(max_workers=min(workers, total), mp_context=context, initializer=_worker_init) as pool:
+        futures = [pool.submit(_call, fn, args) for fn, args in jobs]
+        try:
+            for i, future in enumerate(futures):
+                outputs.append(future.result())
+                if on_progress is not None:
+                    on_progress(i + 1, total, _what(outputs[-1]))
+        except BaseException:
+            for f in futures:
+                f.cancel()
+            raise
+    return outputs
+
+
+def _what(out: dict) -> str:
+    kind = out["kind"]
+    if kind == "planted":
+        return f"planted {out['bug']} ({out['driver']})"
+    run = out["run"]
+    if kind == "scenario":
+        return f"scenario {run.scenario} ({run.variant})"
+    if kind == "explore":
+        return f"explore {run.name} ({run.variant})"
+    return f"swarm {run.variant}"
+
+
+# ---------------------------------------------------------------------------
+# Baseline
+# ---------------------------------------------------------------------------
+
+
+IDENTITY = ("driver", "where", "variant", "property", "residual_risk", "fingerprint")
+
+
+def load_baseline(path: str | Path | None) -> list[dict]:
+    """The accepted findings of a baseline file (Rule 2's identity each); None: none."""
+    if path is None:
+        return []
+    p = Path(path)
+    try:
+        doc = json.loads(p.read_text(encoding="utf-8"))
+    except OSError as err:
+        raise BadBaseline(f"{p}: cannot read: {err.strerror or err}") from None
+    except (UnicodeDecodeError, ValueError) as err:
+        raise BadBaseline(f"{p}: not a JSON baseline file: {err}") from None
+    if not isinstance(doc, dict) or doc.get("schema") != BASELINE_SCHEMA:
+        raise BadBaseline(f"{p}: schema: expected {BASELINE_SCHEMA!r}")
+    entries = doc.get("accepted")
+    if not isinstance(entries, list):
+        raise BadBaseline(f"{p}: accepted: expected a list of findings")
+    for i, e in enumerate(entries):
+        if not isinstance(e, dict) or any(k not in e for k in IDENTITY):
+            raise BadBaseline(f"{p}: accepted[{i}]: expected an object with {', '.join(IDENTITY)}")
+        for k in IDENTITY:
+            if not (isinstance(e[k], str) or (k == "residual_risk" and e[k] is None)):
+                raise BadBaseline(f"{p}: accepted[{i}].{k}: expected a string, got {e[k]!r}")
+    return entries
+
+
+def _entry_id(e: dict) -> str:
+    return finding_id(e["driver"], e["where"], e["variant"], e["property"], e["residual_risk"], e["fingerprint"])
+
+
+def baseline_doc(entries: list[dict]) -> dict:
+    return {"schema": BASELINE_SCHEMA, "accepted": sorted(entries, key=_entry_id)}
+
+
+# ---------------------------------------------------------------------------
+# The fold
+# ---------------------------------------------------------------------------
+
+
+def _checked_properties() -> list[str]:
+    return [p.name for p in props.PROPERTIES if p.kind in ("always", "eventually")]
+
+
+def run_check(suite: suites.Suite, *, quick: bool = False, workers: int = 1, baseline: list[dict] | None = None,
+              baseline_file: str | None = None, update_baseline: bool = False,
+              on_progress: Callable[[int, int, str], None] | None = None) -> CheckResult:
+    """Run ``suite`` (its quick part with ``quick``) and judge it against ``baseline``."""
+    part = suite.part(quick)
+    outputs = run_jobs(_jobs(part), workers, on_progress)
+    return fold(suite, part, quick, outputs, baseline or [], baseline_file, update_baseline)
+
+
+def fold(suite, part, quick, outputs, baseline, baseline_file, accept_all: bool = False) -> CheckResult:
+    """The report of the jobs' ``outputs`` (in job order) against ``baseline``; with
+    ``accept_all`` (``--update-baseline``) every finding this run sees is accepted."""
+    result = CheckResult(report={})
+    accepted = {_entry_id(e): e for e in baseline}
+    findings: list[dict] = []
+    reasons: list[str] = []
+    ran: set[tuple[str, str, str]] = set()  # (driver, where, variant) of every run: which entries could be seen
+    checked: dict[tuple[str, str], str] = {}  # (variant, property) -> best "holds" level
+
+    def holds(variant: str, level: str) -> None:
+        for p in _checked_properties():
+            old = checked.get((variant, p), "not checked")
+            checked[(variant, p)] = min(old, level, key=CELL_ORDER.index)
+
+    scenarios, explores, swarm_runs, planted = [], [], {}, []
+    for out in outputs:
+        kind = out["kind"]
+        if kind == "scenario":
+            run = out["run"]
+            ran.add(("scenario", run.scenario, run.variant))
+            holds(run.variant, "holds")
+            sid = _file_stem(run.scenario, run.variant)
+            failed = bool(out["failures"])
+            entry = {"id": sid, "scenario": run.scenario, "file": run.shown, "variant": run.variant,
+                     "ok": not failed, "failures": out["failures"], "trace_sha256": out["trace_sha256"],
+                     "results": out["results"], "unknown_results": out["unknown_results"],
+                     "violations": [{"property": f["property"], "residual_risk": f["residual_risk"],
+                                     "expected": f["expected"]} for f in out["findings"]],
+                     "timeline": f"figures/timeline-{sid}.svg",
+                     "sequence": f"figures/sequence-{sid}.svg" if failed else None,
+                     "reproduce": [f"toolcall-sim run {run.shown} --variant {run.variant}"]}
+            result.traces[f"timeline-{sid}"] = (out["trace"], [])
+            if failed:
+                result.traces[f"sequence-{sid}"] = (out["trace"], out["evidence"])
+                reasons.append(f"scenario {run.scenario} under {run.variant}: expectation not met: "
+                               + "; ".join(out["failures"]))
+            scenarios.append(entry)
+            for f in out["findings"]:
+                f["reproduce"] = list(entry["reproduce"])
+                findings.append(f)
+        elif kind == "explore":
+            run = out["run"]
+            ran.add(("explore", run.name, run.variant))
+            holds(run.variant, "holds exhaustively" if out["exhausted"] else "holds")
+            eid = _file_stem(run.name, run.variant)
+            budgets = dict(run.budgets)
+            flags = [f"--world {run.world}", f"--variant {run.variant}", f"--max-in-flight {run.max_in_flight}",
+                     f"--horizon {run.horizon}", f"--max-states {run.max_states}",
+                     *(f"--{b.replace('_', '-')} {n}" for b, n in run.budgets)]
+            if run.second != "background":
+                flags.insert(1, f"--second {run.second}")
+            entry = {"id": eid, "name": run.name, "world": run.world, "variant": run.variant, "second": run.second,
+                     "bounds": {"max_in_flight": run.max_in_flight, "horizon": run.horizon,
+                                "max_states": run.max_states, **budgets},
+                     "states": out["states"], "transitions": out["transitions"], "depth": out["depth"],
+                     "exhausted": out["exhausted"], "states_per_depth": out["states_per_depth"],
+                     "violations": [], "depth_chart": f"figures/depth-{eid}.svg",
+                     "reproduce": ["toolcall-sim explore " + " ".join(flags)]}
+            for f in out["findings"]:
+                entry["violations"].append({"property": f["property"], "residual_risk": f["residual_risk"],
+                                            "depth": f["depth"], "finding": f["id"]})
+                f["reproduce"] = list(entry["reproduce"])
+                findings.append(f)
+            explores.append(entry)
+        elif kind == "swarm":
+            run = out["run"]
+            key = (run.variant, run.first_seed, run.seeds)
+            agg = swarm_runs.setdefault(key, {"run": run, "outcomes": [], "findings": []})
+            agg["outcomes"] += out["outcomes"]
+            for f in out["findings"]:
+                f["reproduce"] = [f"toolcall-sim swarm --seeds 1 --first-seed {f['seed']} --variant {run.variant}"]
+                agg["findings"].append(f)
+        else:
+            planted.append(out)
+
+    swarms = []
+    from . import swarm as swarm_driver
+
+    for (variant, first, seeds), agg in swarm_runs.items():
+        for seed in range(first, first + seeds):
+            ran.add(("swarm", f"seed-{seed}", variant))
+        holds(variant, "holds")
+        summary = swarm_driver.summarize(agg["outcomes"], first, variant)
+        wid = _file_stem("swarm", variant, f"{first}-{first + seeds - 1}")
+        swarms.append({"id": wid, "variant": variant, "first_seed": first, "seeds": seeds,
+                       "residual_risks": summary["residual_risks"], "known_findings": summary["known_findings"],
+                       "results": summary["results"], "unknown_results": summary["unknown_results"],
+                       "unknown_rate": summary["unknown_rate"], "sim_hours": summary["sim_hours"],
+                       "failures": [f["id"] for f in agg["findings"]],
+                       "reproduce": [f"toolcall-sim swarm --seeds {seeds} --first-seed {first} --variant {variant}"]})
+        findings += agg["findings"]
+
+    # Rule 2: each finding's status; Rule 4: its counterexample and picture.
+    names: set[str] = set()
+    for f in findings:
+        if f["class"] == "residual_risk":
+            f["status"] = "residual_risk"
+        elif f.get("expected"):
+            f["status"] = "expected"
+        else:
+            f["status"] = "accepted" if f["id"] in accepted or accept_all else "new"
+        f.pop("expected", None)
+        f["counterexample"] = f["sequence"] = None
+        if "_world" in f:
+            stem = _file_stem(f["driver"], f["where"], f["variant"], f["property"], f["residual_risk"] or "")
+            while stem in names:
+                stem += "_"
+            names.add(stem)
+            f["counterexample"] = f"counterexamples/{stem}.json"
+            f["sequence"] = f"figures/sequence-{stem}.svg"
+            f["reproduce"].append(f"toolcall-sim replay {f['counterexample']}")
+            result.counterexamples.append(Counterexample(f["counterexample"], f.pop("_world"), f["property"],
+                                                         f["residual_risk"], f.pop("_actions"),
+                                                         f.pop("trace_sha256"), f["driver"], f["detail"]))
+            result.traces[f"sequence-{stem}"] = (f.pop("trace"), f.pop("evidence"))
+        if f["status"] == "new":
+            reasons.append(f"new finding: {f['property']} under {f['variant']} ({f['driver']} {f['where']}): "
+                           f"{f['detail']}")
+    findings.sort(key=lambda f: (STATUSES.index(f["status"]), f["driver"], f["where"], f["variant"], f["property"],
+                                 f["residual_risk"] or ""))
+
+    # The table: variants x properties (Rule 2's statuses decide a cell).
+    table: dict[str, dict[str, str]] = {}
+    variants = sorted({v for v, _ in checked}, key=lambda v: (v != "contract", v != "today", v))
+    for variant in variants:
+        row = table.setdefault(variant, {})
+        for p in _checked_properties():
+            row[p] = checked.get((variant, p), "not checked")
+    for f in findings:
+        level = {"residual_risk": "residual risk", "expected": "expected violation"}.get(f["status"], "violated")
+        row = table.setdefault(f["variant"], {p: "not checked" for p in _checked_properties()})
+        if f["property"] in row:
+            row[f["property"]] = min(row[f["property"]], level, key=CELL_ORDER.index)
+
+    # The planted-bug sweep: each bug by each named driver, and a mutation score per driver.
+    sweep = None
+    if part.planted is not None:
+        bugs: dict[str, dict] = {}
+        for out in planted:
+            b = bugs.setdefault(out["bug"], {"bug": out["bug"], "variant": f"contract+{out['bug']}",
+                                             "caught_by": out["caught_by"], "drivers": {}})
+            b["drivers"][out["driver"]] = {"caught": out["caught"], "where": out["where"], "detail": out["detail"]}
+            if not out["caught"]:
+                reasons.append(f"planted bug {out['bug']} is no longer caught by {out['driver']} ({out['where']})")
+        score = {d: {"caught": sum(1 for b in bugs.values() if b["drivers"][d]["caught"]), "swept": len(bugs)}
+                 for d in part.planted.drivers}
+        sweep = {"drivers": list(part.planted.drivers), "bugs": [bugs[b.name] for b in part.planted.bugs],
+                 "score": score}
+
+    seen = {f["id"] for f in findings if f["status"] in ("accepted", "new")}
+    fixed = [e for e in baseline if _entry_id(e) not in seen and (e["driver"], e["where"], e["variant"]) in ran]
+    not_run = [e for e in baseline if (e["driver"], e["where"], e["variant"]) not in ran]
+    fixed.sort(key=_entry_id)
+    counts = {"scenario_runs": len(scenarios), "scenarios_failed": sum(1 for s in scenarios if not s["ok"]),
+              "explore_runs": len(explores), "explore_states": sum(e["states"] for e in explores),
+              "swarm_seeds": sum(s["seeds"] for s in swarms),
+              "findings": {s: sum(1 for f in findings if f["status"] == s) for s in STATUSES},
+              "fixed": len(fixed)}
+    if sweep is not None:
+        counts["planted_caught"] = {d: f"{s['caught']}/{s['swept']}" for d, s in sweep["score"].items()}
+    result.report = {
+        "schema": SCHEMA,
+        "suite": {"name": suite.name, "summary": suite.summary, "file": Path(suite.path).name, "quick": quick},
+        "verdict": {"ok": not reasons, "exit_code": 1 if reasons else 0, "reasons": reasons},
+        "counts": counts,
+        "properties": _checked_properties(),
+        "variants": list(table),
+        "table": table,
+        "findings": findings,
+        "scenarios": scenarios,
+        "explore": explores,
+        "swarm": swarms,
+        "planted": sweep,
+        "baseline": {"file": Path(baseline_file).name if baseline_file else None, "accepted": len(baseline),
+                     "updated": accept_all, "fixed": [dict(e) for e in fixed], "not_run": len(not_run)},
+        "residual_risks": {name: text for name, text in sorted(props.RESIDUAL_RISKS.items())},
+        "known_findings": {name: text for name, text in sorted(props.KNOWN_FINDINGS.items())},
+    }
+    keep = [{k: f[k] for k in (*IDENTITY, "detail")} for f in findings if f["status"] in ("accepted", "new")]
+    result.baseline = baseline_doc(keep + [dict(e) for e in not_run])
+    return result

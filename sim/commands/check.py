@@ -1,0 +1,166 @@
+"""``toolcall-sim check [SUITE]``: run a suite and write the invariant report for CI.
+
+Theory of operation
+-------------------
+Every flag and the suite file are checked before anything runs (bad input: one line,
+exit 2). sim/check.py runs the suite (``--quick``: the part the suite marks quick) on
+``--workers`` processes and judges it against the baseline; the ``reports`` package
+renders what it hands back: ``summary.md`` (reports.check_markdown), ``index.html`` with
+the pictures (reports.check_html, reports.figures), ``junit.xml`` (reports.junit),
+``report.json`` and ``counterexamples/*.json`` (sim/counterexample.py ``save``).
+
+Rule 1. The report is written whole or not at all: into a temporary folder beside
+        ``--out``, which replaces ``--out`` by renames at the end. An interrupted run
+        leaves the old report as it was (and at worst a ``.<name>.tmp-*`` folder).
+Rule 2. The baseline (``--baseline``, default ``reports/baseline.json`` under the current
+        directory) lists accepted findings. A missing default file is an empty baseline;
+        a missing file named by the flag is bad input, unless ``--update-baseline`` is
+        to create it. ``--update-baseline`` accepts every finding of this run (so none
+        is new), drops what is fixed, keeps entries of runs this suite did not run, and
+        rewrites the file.
+Rule 3. Exit 0 when nothing is new (sim/check.py Rule 3), 1 otherwise, 2 on bad input,
+        130 on Ctrl-C (the old report stays).
+"""
+
+from __future__ import annotations
+
+import os
+import shutil
+import sys
+import tempfile
+from pathlib import Path
+
+from reports import check_html, check_markdown, junit
+from reports.json_text import json_text
+
+from ..output import DEFAULT_OUT, check_out_dir, check_out_file, write_atomic
+from .common import EXIT_OK, EXIT_VIOLATION, BadFlag
+
+NAME = "check"
+HELP = "run a check suite and write the invariant report (summary.md, index.html, junit.xml, report.json)"
+DEFAULT_BASELINE = Path("reports") / "baseline.json"  # relative: under the current directory
+
+
+def add_arguments(parser) -> None:
+    parser.add_argument("suite", nargs="?", default=None,
+                        help="a suite file, or the name of a shipped suite (default: ci, scenarios/suites/ci.toml)")
+    parser.add_argument("--out", metavar="DIR",
+                        help="the report folder (default ./reports/out/check/<suite name>, under the current "
+                             "directory); replaced whole at the end")
+    parser.add_argument("--baseline", metavar="FILE",
+                        help=f"accepted findings (default ./{DEFAULT_BASELINE}; missing: none accepted)")
+    parser.add_argument("--update-baseline", action="store_true",
+                        help="accept every finding of this run and rewrite the baseline file")
+    parser.add_argument("--workers", type=int, default=1,
+                        help="processes to run the suite's jobs with (default 1); the report is the same for any")
+    parser.add_argument("--quick", action="store_true", help="run only the part of the suite marked quick")
+    parser.add_argument("--quiet", action="store_true", help="no progress lines on a terminal")
+
+
+def resolve_suite(name: str | None) -> str:
+    """A suite argument: a file, or a shipped suite's name (with or without ``.toml``)."""
+    from ..suite import DEFAULT_SUITE, SUITE_DIR
+
+    if name is None:
+        return str(DEFAULT_SUITE)
+    p = Path(name)
+    try:
+        if not p.exists():
+            for candidate in (SUITE_DIR / name, SUITE_DIR / f"{name}.toml"):
+                if candidate.is_file():
+                    return str(candidate)
+    except (ValueError, OSError):
+        pass  # a path the file system cannot look up: load() says why
+    return name
+
+
+def main(args, out) -> int:
+    from .. import check
+    from .. import counterexample as cx
+    from .. import suite as suites
+    from ..output import sigint_deferred
+
+    if args.workers < 1:
+        raise BadFlag(f"--workers: must be at least 1, got {args.workers}")
+    suite = suites.load(resolve_suite(args.suite))
+    part = suite.part(args.quick)
+    if part.empty:
+        raise BadFlag(f"--quick: {suite.path} marks nothing quick (quick = true on an entry, or planted.quick_drivers)")
+    out_dir = check_out_dir(args.out if args.out is not None else DEFAULT_OUT / "check" / suite.name)
+    baseline_path = args.baseline
+    if baseline_path is None:
+        baseline_path = str(DEFAULT_BASELINE)
+        entries = check.load_baseline(baseline_path) if DEFAULT_BASELINE.is_file() else []
+    elif not Path(baseline_path).exists() and args.update_baseline:
+        entries = []
+    else:
+        entries = check.load_baseline(baseline_path)
+    if args.update_baseline:
+        check_out_file(baseline_path, "--baseline")
+    show = sys.stderr.isatty() and not args.quiet
+    jobs = len(check._jobs(part))
+    if show:
+        sys.stderr.write(check_markdown.first_line(suite.name, args.quick, jobs, out_dir))
+
+    def progress(done: int, total: int, what: str) -> None:
+        if show:
+            sys.stderr.write(check_markdown.progress_line(done, total, what))
+            sys.stderr.flush()
+
+    result = check.run_check(suite, quick=args.quick, workers=args.workers, baseline=entries,
+                             baseline_file=str(baseline_path) if entries or args.update_baseline else None,
+                             update_baseline=args.update_baseline, on_progress=progress)
+    with sigint_deferred():
+        write_report(result, out_dir, cx, args.workers)
+        if args.update_baseline:
+            write_atomic(baseline_path, json_text(result.baseline))
+    out.write(check_markdown.closing(result.report, out_dir, str(baseline_path) if args.update_baseline else None))
+    return EXIT_OK if result.exit_code == 0 else EXIT_VIOLATION
+
+
+def draw(report: dict, traces: dict, workers: int) -> dict[str, str]:
+    """``reports.check_html.figures_of`` on a pool of ``workers`` processes (forked where
+    safe, as the suite's jobs are: sim/swarm.py ``_pool_context``); the pictures come
+    back in order, so they are the same bytes for any ``workers``."""
+    from concurrent.futures import ProcessPoolExecutor
+
+    from ..check import _worker_init
+    from ..swarm import _pool_context
+
+    if workers <= 1:
+        return check_html.figures_of(report, traces)
+    with ProcessPoolExecutor(max_workers=workers, mp_context=_pool_context(), initializer=_worker_init) as pool:
+        return check_html.figures_of(report, traces, lambda fn, tasks: pool.map(fn, tasks, chunksize=4))
+
+
+def write_report(result, out_dir: Path, cx, workers: int = 1) -> None:
+    """Rule 1: every file into a temporary folder beside ``out_dir``, then renamed over it.
+    The pictures are drawn by ``workers`` processes (matplotlib costs a fraction of a
+    second a picture, and a suite has one per scenario run)."""
+    out_dir = Path(out_dir)
+    out_dir.parent.mkdir(parents=True, exist_ok=True)
+    tmp = Path(tempfile.mkdtemp(prefix=f".{out_dir.name}.tmp-", dir=out_dir.parent))
+    try:
+        report = result.report
+        pictures = draw(report, result.traces, workers)
+        (tmp / "counterexamples").mkdir()
+        (tmp / "figures").mkdir()
+        for c in result.counterexamples:
+            cx.save(tmp / c.file, c.world, c.property, c.residual_risk, c.actions, c.trace_sha256, c.driver, c.detail)
+        for name, svg in sorted(pictures.items()):
+            (tmp / name).write_text(svg, encoding="utf-8")
+        (tmp / "report.json").write_text(json_text(report), encoding="utf-8")
+        (tmp / "summary.md").write_text(check_markdown.summary(report), encoding="utf-8")
+        (tmp / "junit.xml").write_text(junit.junit(report), encoding="utf-8")
+        (tmp / "index.html").write_text(check_html.page(report, pictures), encoding="utf-8")
+        old = None
+        if out_dir.exists():
+            old = Path(tempfile.mkdtemp(prefix=f".{out_dir.name}.old-", dir=out_dir.parent))
+            os.rmdir(old)
+            os.replace(out_dir, old)
+        os.replace(tmp, out_dir)
+        if old is not None:
+            shutil.rmtree(old, ignore_errors=True)
+    except BaseException:
+        shutil.rmtree(tmp, ignore_errors=True)
+        raise
