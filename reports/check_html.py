@@ -19,6 +19,8 @@ from __future__ import annotations
 import base64
 from html import escape
 
+from model.explore import Bounds
+
 from . import figures
 from .check_markdown import LEGEND, STATUS
 
@@ -35,6 +37,9 @@ th { background: #f3f3f3; text-align: left; }
 section { margin: 1em 0 2em 0; } img { max-width: 100%; border: 1px solid #eee; }
 pre { background: #f7f7f7; padding: .5em; white-space: pre-wrap; }
 """
+
+
+EXPLORER_SCALE = Bounds().scale  # real ms per explorer ms
 
 
 def _img(svg: str, alt: str) -> str:
@@ -59,7 +64,9 @@ def figure_tasks(report: dict, traces: dict) -> dict[str, tuple]:
         if f.get("sequence"):
             trace, evidence = traces[key(f["sequence"])]
             out[f["sequence"]] = ("sequence_svg", (trace,), {
-                "title": f"{f['property']} under {f['variant']} ({f['driver']} {f['where']})", "highlight": evidence})
+                "title": f"{f['property']} under {f['variant']} ({f['driver']} {f['where']})", "highlight": evidence,
+                # An explorer trace counts small ms (model/explore.py Rule 1): label real time.
+                **({"time_unit_ms": EXPLORER_SCALE} if f["driver"] == "explore" else {})})
     for x in report["scenarios"]:
         trace, _ = traces[key(x["timeline"])]
         out[x["timeline"]] = ("timeline_svg", (trace,), {"title": f"{x['scenario']} under {x['variant']}"})
