@@ -151,6 +151,9 @@ class Db(CachedRepr):
     # chatstate's HeartbeatStaleSeconds: a transition publishes an ownership hint when the
     # current runner's heartbeat is older (rule 5). The world sets chatd's timing value.
     heartbeat_stale_ms: int = DEFAULT_TIMING.heartbeat_stale_ms
+    # The design variants' durable rows per tool call UUID (model/chatd/designs.py): a
+    # ledger's process IDs or the incarnation tokens. Design B writes none (section 3 item 1).
+    execution_rows: FMap = EMPTY
 
 
 def db_empty(heartbeat_stale_ms: int = DEFAULT_TIMING.heartbeat_stale_ms) -> Db:
