@@ -154,6 +154,9 @@ class Db(CachedRepr):
     # The design variants' durable rows per tool call UUID (model/chatd/designs.py): a
     # ledger's process IDs or the incarnation tokens. Design B writes none (section 3 item 1).
     execution_rows: FMap = EMPTY
+    # The incarnation of the agent as it last reported its start (the world writes it at
+    # every boot, model/system.py Rule 4); only the incarnation-token design reads it.
+    agent_incarnation: int = 0
 
 
 def db_empty(heartbeat_stale_ms: int = DEFAULT_TIMING.heartbeat_stale_ms) -> Db:

@@ -52,9 +52,6 @@ RUN_AGE_MS_HEADER = "Coder-Tool-Call-Run-Age-Ms"
 # Only the incarnation-token design variant (model/designs.py) sends it: the agent
 # incarnation chatd stored for the tool call before its first request. No real build has it.
 AGENT_INCARNATION_HEADER = "Coder-Tool-Call-Agent-Incarnation"
-# The world's answer to a dial names the agent incarnation it reached (model/system.py
-# Rule 4); only the incarnation-token design reads it.
-AGENT_DIAL_INCARNATION_HEADER = "Coder-Agent-Incarnation"
 
 # MaxInt64 nanoseconds in whole milliseconds: the bound for ages, run ages and thresholds.
 MAX_MS = 9_223_372_036_854

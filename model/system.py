@@ -21,9 +21,10 @@ Rule 2. Actions are labelled, not positional: a delivery names the message's seq
 Rule 3. Faults are actions too. Faults with a duration (agent downtime, replica downtime,
         a partition, a database outage) arm a timer on the node ``world`` that ends them,
         so every driver ends them the same way.
-Rule 4. The world, not the agent, answers a dial: 200 once the agent is up (with the
-        incarnation it reached in a header), nothing while it is down (the dialer's own
-        timer ends the wait). A request that reaches a down
+Rule 4. The world, not the agent, answers a dial: 200 once the agent is up, nothing while
+        it is down (the dialer's own timer ends the wait). A booting agent reports its
+        incarnation to the database (``Db.agent_incarnation``, as the real agent reports
+        its start to coderd), which only the incarnation-token design reads. A request that reaches a down
         agent is refused (a transport error); a message across a partition is lost.
 Rule 5. Ground truth (``truth(...)`` effects) becomes ``truth`` records, kept apart from what
         chatd believes and commits, which is what the checkers compare.
@@ -87,7 +88,7 @@ from .core import (
     header_value,
 )
 from .timing import Timing
-from .identity import AGE_MS_HEADER, AGENT_DIAL_INCARNATION_HEADER, TOOL_CALL_ID_HEADER, path_unescape
+from .identity import AGE_MS_HEADER, TOOL_CALL_ID_HEADER, path_unescape
 
 AGENT = "agent"
 WORLD = "world"
@@ -501,18 +502,12 @@ def _agent_api(s: System):
 def _boot_agent(b: _Builder):
     inc = b.s.agent_incarnation + 1
     state = _agent_api(b.s).boot(b.s.config.agent_config, b.clock(AGENT), b.s.agent_files, inc)
-    b.set(agent=state, agent_incarnation=inc)
+    b.set(agent=state, agent_incarnation=inc, db=replace(b.s.db, agent_incarnation=inc))
     b.record(AGENT, "agent_up", incarnation=inc)
     waiting = b.s.dials_waiting
     b.set(dials_waiting=())
     for env in waiting:
-        b.reply(AGENT, env.src, _dial_answer(b.s, env.payload))
-
-
-def _dial_answer(s: System, req: Request) -> Response:
-    """Rule 4's answer to a dial: 200, naming the agent incarnation reached (which only
-    the incarnation-token design variant reads, model/chatd/designs.py)."""
-    return Response(req.req_id, 200, headers=((AGENT_DIAL_INCARNATION_HEADER, str(s.agent_incarnation)),))
+        b.reply(AGENT, env.src, Response(env.payload.req_id, 200))
 
 
 def _agent_down(b: _Builder, why: str):
@@ -629,7 +624,7 @@ def _deliver(b: _Builder, env: Envelope):
                 b.reply(AGENT, env.src, TransportError(payload.req_id, "connection refused: the agent is down"))
             return
         if env.route == "dial":
-            b.reply(AGENT, env.src, _dial_answer(b.s, payload))
+            b.reply(AGENT, env.src, Response(payload.req_id, 200))
             return
         b.agent_step(_agent_api(b.s).on_request, payload, b.clock(AGENT), cause=payload)
         return

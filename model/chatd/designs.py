@@ -29,12 +29,14 @@ equally key them by chat, message and provider ID).
   (``generation_attempt == 1``: the counter restarts at every inserted message, chatd
   2.1) starts an execute; a later one looks the call's process up by its tool call UUID
   (``chattool.begin_lookup``) and reports unknown on a 404 (the design's stated flaw).
-- ``IncarnationTokens`` (section 7's fix, rejected for its cost): before the first request
-  for a call, chatd stores the agent incarnation its dial reached (``Db.execution_rows``,
-  insert if absent, one write per call); every request for the call, cancels included,
-  carries the stored token (``Identity.incarnation``), which the agent checks
-  (model/agent/designs.py ``IncarnationToken``). The world answers a dial with the
-  incarnation (model/system.py Rule 4), as an agent connection could report its boot ID.
+- ``IncarnationTokens`` (section 7's fix, rejected for its cost): once the dial answered
+  and before the first request for a call, chatd stores the agent incarnation the
+  database last heard of (``Db.agent_incarnation``: a booting agent reports its start,
+  model/system.py Rule 4) as the call's token (``Db.execution_rows``, insert if absent,
+  one write per call); every request for the call, cancels included, carries the stored
+  token (``Identity.incarnation``), which the agent checks (model/agent/designs.py
+  ``IncarnationToken``). An agent that restarted after the token was stored refuses the
+  call (unknown): the token can only err towards unknown, never towards a second run.
 """
 
 from __future__ import annotations
@@ -43,8 +45,8 @@ from dataclasses import dataclass, replace
 from typing import Any
 
 from .. import chattool
-from ..core import CachedRepr, header_value, note
-from ..identity import AGENT_DIAL_INCARNATION_HEADER, tool_call_uuid
+from ..core import CachedRepr, note
+from ..identity import tool_call_uuid
 
 # state.RETRY, which this module cannot import (state.py imports the rules, which import
 # this): a DB error's outcome, retried by the retry wrapper.
@@ -165,9 +167,9 @@ class IncarnationTokens(Bookkeeping):
     name: str = "incarnation-token"
 
     def before_calls(self, rep, db, task, att, dial):
-        dialed = header_value(dial.headers, AGENT_DIAL_INCARNATION_HEADER) if dial is not None else None
+        reported = db.agent_incarnation  # as the agent last reported its start (0: never)
         uuids = [_uuid(task, att, call) for call, _ in att.targets]
-        missing = {u: int(dialed) for u in uuids if u not in db.execution_rows} if dialed is not None else {}
+        missing = {u: reported for u in uuids if u not in db.execution_rows} if reported else {}
         effects: list = []
         if missing:
             if not db.db_up:
