@@ -1,10 +1,11 @@
-"""The designs codagt-757-design.md rejected, as variants over the same model: each a small
-named object that says which chatd build it starts from and which hooks it changes.
+"""The designs the CODAGT-757 design rejected (docs/contract.md D3, D7), as variants over
+the same model: each a small named object that says which chatd build it starts from and
+which hooks it changes.
 
 Theory of operation
 -------------------
-Section 3 ("Rejected") and section 7 (residual risks) of the design argue in prose why
-the contract (design B) beats its alternatives. Here each alternative is a ``Design``: a
+The design's D3 ("Rejected") and D7 (residual risks) argue in prose why the contract
+(design B) beats its alternatives. Here each alternative is a ``Design``: a
 base chatd variant (``today`` or ``contract``, model/chatd/rules.py), the bookkeeping
 chatd keeps per tool call (model/chatd/designs.py) and the agent hooks it overrides
 (model/agent/designs.py). ``planted_bugs.resolve`` builds a design by name like any
@@ -18,7 +19,7 @@ What each models, and how it differs from the code facts it stands beside:
 
 - ``ledger``: the Postgres execution table of #27100 and #27317-#27325 on today's chatd
   (no tool call headers; the agent picks process IDs). The start's answer writes the
-  process ID; a later attempt that finds it waits on it. The flaw (section 3): a crash or
+  process ID; a later attempt that finds it waits on it. The flaw (D3): a crash or
   a lost answer between the start and the write runs the command again; the cost: one
   durable write per start. Claims, sweeps and reconciliation are left out. Interrupts are
   today's (the generic result, no cancel): #27100 did not change them.
@@ -34,7 +35,7 @@ What each models, and how it differs from the code facts it stands beside:
 - ``first-attempt-only`` (the previous revision): a later generation attempt only looks
   up. The flaw: attempts that never reached the agent make a later one report unknown
   for a command that never ran (property ``unknown_only_when_unknowable``).
-- ``incarnation-token`` (section 7's fix): a durable write of the dialed agent
+- ``incarnation-token`` (D7's fix): a durable write of the dialed agent
   incarnation per tool call before its first request; the agent refuses other
   incarnations and needs no clock. At-most-once holds with messages in flight past the
   2 s margin, for a durable write per tool call.
@@ -66,23 +67,23 @@ class Design:
 DESIGNS: tuple[Design, ...] = (
     Design("ledger",
            "chatd records the agent-picked process ID after each start; later attempts look it up.",
-           "design section 3 (rejected: Postgres execution table), #27100, #27317-#27325", "today",
+           "docs/contract.md D3 (rejected: Postgres execution table), #27100, #27317-#27325", "today",
            bookkeeping=chatd_designs.Ledger(), flaw="at_most_once", flaw_world="default"),
     Design("fresh-start",
            "The agent keeps a reservation per tool call and starts afresh whenever it has none.",
-           "design section 3 (rejected: key beside agent-picked process IDs), #27369-#27372", "contract",
+           "docs/contract.md D3 (rejected: key beside agent-picked process IDs), #27369-#27372", "contract",
            agent_hooks=(agent_designs.FreshStart,), flaw="at_most_once", flaw_world="default"),
     Design("remember-all",
            "The agent remembers every tool call it ever received.",
-           "design section 3 (rejected: the agent remembering every tool call, an earlier revision)", "contract",
+           "docs/contract.md D3 (rejected: the agent remembering every tool call, an earlier revision)", "contract",
            agent_hooks=(agent_designs.RememberAll,)),
     Design("first-attempt-only",
            "Only a batch's first attempt may start; later attempts only look the process up.",
-           "design section 3 (rejected: only the first attempt may start, previous revision)", "contract",
+           "docs/contract.md D3 (rejected: only the first attempt may start, previous revision)", "contract",
            bookkeeping=chatd_designs.FirstAttemptOnly(), flaw="unknown_only_when_unknowable", flaw_world="default"),
     Design("incarnation-token",
            "chatd durably stores the agent incarnation per tool call before its first request; the agent refuses others.",
-           "design section 7 (the age check's residual risk and the fix it rejects for its cost)", "contract",
+           "docs/contract.md D7 (the age check's residual risk and the fix it rejects for its cost)", "contract",
            bookkeeping=chatd_designs.IncarnationTokens(), agent_hooks=(agent_designs.IncarnationToken,)),
 )
 

@@ -6,7 +6,7 @@ Theory of operation
 -------------------
 Rev C decides a call it has no record of with the age rule (``AgentRules.proven_new``)
 and keeps records only for each chat's latest message (``records_kept_on_insert``). The
-alternatives of codagt-757-design.md section 3 ("Rejected") and section 7 change exactly
+alternatives of docs/contract.md D3 ("Rejected") and D7 change exactly
 one of those two rules:
 
 - ``FreshStart`` (#27369-#27372, "key beside agent-picked process IDs"): no record means
@@ -17,7 +17,7 @@ one of those two rules:
   messages' records stay in the chat under ``\0<message id>/<provider ID>`` keys, which no
   current call can look up (a request for an older message is still ``stale_tool_call``
   first, as in Rev C); they are only held.
-- ``IncarnationToken`` (section 7, the fix of the age check's residual risk, rejected
+- ``IncarnationToken`` (D7, the fix of the age check's residual risk, rejected
   for its cost): chatd stores the agent incarnation it dialed, durably and per tool call,
   before the first request, and sends it on every request (``INCARNATION_HEADER``); the
   agent runs an unrecorded call only when the token names itself and refuses every other

@@ -3,7 +3,7 @@ besides the committed tool call, as one bookkeeping object on ``ChatdRules``.
 
 Theory of operation
 -------------------
-Design B keeps nothing (codagt-757-design.md section 3 item 1: "chatd adds no execution
+Design B keeps nothing (docs/contract.md D3 item 1: "chatd adds no execution
 table"): ``Bookkeeping`` is that, and every hook of it is a no-op. The batch (batch.py)
 asks its rules' bookkeeping three things, in this order, and never branches on a design:
 
@@ -21,7 +21,7 @@ equally key them by chat, message and provider ID).
 - ``Ledger`` (#27100, #27317-#27325, "Postgres execution table"): after a start answers,
   the process ID the agent picked goes into the ledger; a later attempt that finds a row
   waits on that process (``chattool.begin_attach``) instead of starting. No row (the
-  answer was lost, or the attempt ended before it arrived: design section 3's "crash
+  answer was lost, or the attempt ended before it arrived: D3's "crash
   between starting a process and recording its ID") starts again. One durable write per
   start. The PRs also had claims, sweeps and reconciliation, which are left out: they
   do not close that window.
@@ -29,7 +29,7 @@ equally key them by chat, message and provider ID).
   (``generation_attempt == 1``: the counter restarts at every inserted message, chatd
   2.1) starts an execute; a later one looks the call's process up by its tool call UUID
   (``chattool.begin_lookup``) and reports unknown on a 404 (the design's stated flaw).
-- ``IncarnationTokens`` (section 7's fix, rejected for its cost): once the dial answered
+- ``IncarnationTokens`` (D7's fix, rejected for its cost): once the dial answered
   and before the first request for a call, chatd stores the agent incarnation the
   database last heard of (``Db.agent_incarnation``: a booting agent reports its start,
   model/system.py Rule 4) as the call's token (``Db.execution_rows``, insert if absent,
@@ -83,7 +83,7 @@ def _write(db: Any, rows: dict, table: str, replica: str) -> tuple[Any, list]:
 
 @dataclass(frozen=True, repr=False)
 class Bookkeeping(CachedRepr):
-    """Design B: nothing per tool call (section 3 item 1)."""
+    """Design B: nothing per tool call (docs/contract.md D3 item 1)."""
 
     name: str = "none"
 
