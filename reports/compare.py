@@ -56,6 +56,11 @@ def _number(value) -> str:
     return str(value)
 
 
+def progress(design: str) -> str:
+    """The stderr line when a design begins."""
+    return f"... {design}"
+
+
 def first_line(out_dir) -> str:
     return f"compare: counterexamples go to {out_dir}\n"
 

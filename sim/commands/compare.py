@@ -70,7 +70,7 @@ def main(args, out) -> int:
         out.flush()
     data = compare.compare(designs, worlds, args.seeds, Path(out_dir), workers=args.workers,
                            first_seed=args.first_seed,
-                           on_design=lambda name: print(f"... {name}", file=sys.stderr, flush=True))
+                           on_design=lambda name: print(report.progress(name), file=sys.stderr, flush=True))
     if report_dir is not None:
         write_atomic(Path(report_dir) / "compare.md", report.markdown(data))
     out.write(report.json_doc(data, str(out_dir)) if args.json else report.text(data))
