@@ -296,7 +296,7 @@ def verdicts(explored: list[dict], swarm: list[dict], scenarios: list[dict]) -> 
         elif scen is not None:
             cell = {"verdict": "violated", "where": f"scenario {scen}"}
         elif known:
-            cell = {"verdict": "known_finding", "names": known}
+            cell = {"verdict": "known_finding", "names": named}  # the residual risks beside it too
         elif named:
             cell = {"verdict": "residual_risk", "names": named}
         elif any(w["exhausted"] for w in explored):
