@@ -76,6 +76,16 @@ def _worlds_text(data: dict) -> list[str]:
     return lines
 
 
+def _named(cell: dict) -> str:
+    """A cell's known findings and residual risks, by name."""
+    parts = []
+    if cell["known"]:
+        parts.append("known finding " + ", ".join(cell["known"]))
+    if cell["risks"]:
+        parts.append("residual risk " + ", ".join(cell["risks"]))
+    return "; ".join(parts)
+
+
 def _details(data: dict) -> list[str]:
     lines = []
     for row in data["rows"]:
@@ -87,7 +97,7 @@ def _details(data: dict) -> list[str]:
                 else:
                     lines.append(f"  {row['design']} {prop}: {cell['where']}")
             elif cell["verdict"] in ("residual_risk", "known_finding"):
-                lines.append(f"  {row['design']} {prop}: {', '.join(cell['names'])}")
+                lines.append(f"  {row['design']} {prop}: {_named(cell)}")
     return lines
 
 
@@ -134,7 +144,7 @@ def _md_cell(cell: dict) -> str:
             return f"**violated**: {cell['steps']} steps ({cell['where']})"
         return f"**violated** ({cell['where']})"
     if verdict in ("residual_risk", "known_finding"):
-        return ("residual risk " if verdict == "residual_risk" else "known finding ") + ", ".join(cell["names"])
+        return _named(cell)
     if verdict == "holds_exhaustively":
         return f"holds exhaustively ({', '.join(cell['where'])}) and in {cell['runs']} runs"
     return f"holds in {cell['runs']} runs"

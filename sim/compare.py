@@ -287,6 +287,7 @@ def verdicts(explored: list[dict], swarm: list[dict], scenarios: list[dict]) -> 
         named = sorted({v["residual_risk"] for _, _, v in found if v["residual_risk"] is not None}
                        | {risk for r in swarm + scenarios for p, risk in r["known"] + r["risks"] if p == prop})
         known = [n for n in named if n in props.KNOWN_FINDINGS]
+        risks = [n for n in named if n not in props.KNOWN_FINDINGS]
         if new:
             steps, world, v = new[0]
             cell = {"verdict": "violated", "where": f"explorer {world}", "steps": steps, "file": v["file"],
@@ -296,9 +297,9 @@ def verdicts(explored: list[dict], swarm: list[dict], scenarios: list[dict]) -> 
         elif scen is not None:
             cell = {"verdict": "violated", "where": f"scenario {scen}"}
         elif known:
-            cell = {"verdict": "known_finding", "names": named}  # the residual risks beside it too
-        elif named:
-            cell = {"verdict": "residual_risk", "names": named}
+            cell = {"verdict": "known_finding", "known": known, "risks": risks}
+        elif risks:
+            cell = {"verdict": "residual_risk", "known": [], "risks": risks}
         elif any(w["exhausted"] for w in explored):
             cell = {"verdict": "holds_exhaustively", "where": [w["world"] for w in explored if w["exhausted"]],
                     "runs": sampled}

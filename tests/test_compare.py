@@ -53,7 +53,8 @@ def test_json_shape_and_the_designs_verdicts(capsys, tmp_path):
         "durable_writes_per_call", "records_held_max", "records_held_long_run", "long_run_calls",
         "starts_per_execute", "unknown_share", "interrupt_latency_median_s", "interrupt_latency_p99_s",
         "interrupts", "requests_per_call"}
-    assert contract["matrix"]["at_most_once"] == {"verdict": "residual_risk", "names": ["age_check_best_effort"]}
+    assert contract["matrix"]["at_most_once"] == {"verdict": "residual_risk", "known": [],
+                                                  "risks": ["age_check_best_effort"]}
     assert all(c["verdict"] != "violated" for c in contract["matrix"].values())
     # Only the scenario suite shows first-attempt-only's flaw outside the explorer's
     # default world: the first attempt never reached the agent.
@@ -67,3 +68,19 @@ def test_deterministic_for_any_worker_count(capsys, tmp_path):
     one = _json(capsys, tmp_path)
     two = _json(capsys, tmp_path, "--workers", "2")
     assert one == two
+
+
+def test_cost_columns_in_the_long_run():
+    """The memory column grows with the tool calls for remember-all only; the ledger pays
+    a durable write per start and the incarnation token one per tool call, the others
+    none; every design starts each command once when nothing goes wrong."""
+    from sim import compare
+
+    runs = {d: compare.long_run(d, 12) for d in compare.DEFAULT_DESIGNS}
+    assert {d: r["records_at_end"] for d, r in runs.items()} == {
+        "today": 0, "contract": 1, "ledger": 0, "fresh-start": 1, "remember-all": 12, "first-attempt-only": 1,
+        "incarnation-token": 1}
+    assert {d: r["durable_writes"] for d, r in runs.items()} == {
+        "today": 0, "contract": 0, "ledger": 12, "fresh-start": 0, "remember-all": 0, "first-attempt-only": 0,
+        "incarnation-token": 12}
+    assert all(r["starts"] == 12 and r["tool_calls"] == 12 and not r["findings"] for r in runs.values())
