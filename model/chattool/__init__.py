@@ -160,7 +160,9 @@ from .cancel import (  # noqa: F401 (re-exported)
     CancelAnswer, HTTP_STATUS_TEXT, ToolCallProcess, begin_cancel, recorded_error_text,
     _read_cancel_answer,
 )
-from .lookup import LOOKUP_NOT_FOUND, begin_attach, begin_lookup  # noqa: F401 (design variants)
+from .lookup import (  # noqa: F401 (design variants, lookup.py)
+    LOOKUP_NOT_FOUND, begin_attach, begin_lookup, lookup_failed, on_lookup_answer,
+)
 from .calls import (  # noqa: F401 (re-exported)
     begin_call, new_call_state, on_answer, on_timer,
 )
