@@ -24,9 +24,9 @@ CODES = {
     "holds_exhaustively": "exh",
     "holds": "ok",
 }
-LEGEND = ("FAIL n: violated, shortest counterexample n steps (FAIL swarm / FAIL scen: found by the swarm or a "
-          "scenario); risk: only documented residual risks; known: a known finding; exh: holds exhaustively in "
-          "the explorer worlds and in every sampled run; ok: holds in every sampled run")
+LEGEND = ("FAIL n: violated, shortest counterexample n steps (FAIL swarm / FAIL scen: found by the swarm",
+          "  or a scenario); risk: only documented residual risks; known: a known finding (and maybe risks);",
+          "  exh: holds exhaustively in the explorer worlds and in every sampled run; ok: holds in every sampled run")
 
 COST_COLUMNS = (
     ("durable_writes_per_call", "durable writes/call"),
@@ -119,7 +119,7 @@ def text(data: dict) -> str:
     for prop in data["properties"]:
         cells = [_code(row["matrix"][prop]) for row in data["rows"]]
         lines.append(f"{prop:{prop_w}}  " + "  ".join(f"{c:{w}}" for c, w in zip(cells, widths)))
-    lines.append(LEGEND)
+    lines += LEGEND
     lines.append("worlds:")
     lines += _worlds_text(data)
     lines.append(f"runs ({data['seeds']} swarm seeds from {data['first_seed']}, the scenario suite, a long run of "
