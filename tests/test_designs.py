@@ -172,3 +172,30 @@ def test_each_design_flaw_counterexample_replays(tmp_path):
 @pytest.mark.parametrize("design", [d for d in designs.DESIGNS], ids=lambda d: d.name)
 def test_design_docstrings_name_their_section_and_prs(design):
     assert "docs/contract.md D" in design.models
+
+
+def test_a_durable_write_is_a_database_step_that_fails_while_it_is_down():
+    """The token is written (and the ledger read) in the database before the first
+    request: with the database down at that moment the attempt is retried, as any
+    database error, and nothing reaches the agent until it is back; the contract, which
+    writes nothing, sends its start at once."""
+    from model.chatd import designs as chatd_designs
+    from model.chatd.state import RETRY
+    from sim.scenario import from_dict
+
+    assert chatd_designs._RETRY_DB_DOWN == f"{RETRY}:db_down"
+    data = {"name": "db-down-before-first-request", "summary": "The database goes down as the first dial leaves.",
+            "seed": 3, "until": "5m",
+            "turns": [{"chat": "chat-1", "tool_calls": [
+                {"id": "toolu_01", "tool": "execute", "command": "make x", "runs_for": "5s", "timeout": "1m"}]}],
+            "faults": [{"when": {"event": "request_sent", "route": "dial"}, "kind": "db_outage", "duration": "5s"}]}
+    first_start = {}
+    for design, op in (("incarnation-token", "store_incarnation"), ("ledger", "read_ledger"), ("contract", None)):
+        run = run_scenario(from_dict(data, "<test>"), design)
+        trace = run.world.trace
+        refused = [r["t_ms"] for r in trace if r.get("note") == "db_down" and r.get("op") == op]
+        first_start[design] = min(r["t_ms"] for r in trace if r.get("kind") == "send" and r.get("route") == "start")
+        assert (len(refused) == 1) == (op is not None)
+        assert run.expectation_failures() == [] and run.tool_call_rows()[0]["process_starts"] == 1
+        outage_end_ms = next(r["t_ms"] for r in trace if r.get("fault") == "db_outage") + 5_000
+    assert first_start["contract"] < outage_end_ms < first_start["incarnation-token"] == first_start["ledger"]
