@@ -4,7 +4,7 @@ which hooks it changes.
 
 Theory of operation
 -------------------
-The design's D3 ("Rejected") and D7 (residual risks) argue in prose why the contract
+The design's D3 (the rejected designs) and D7 (residual risks) argue in prose why the contract
 (design B) beats its alternatives. Here each alternative is a ``Design``: a
 base chatd variant (``today`` or ``contract``, model/chatd/rules.py), the bookkeeping
 chatd keeps per tool call (model/chatd/designs.py) and the agent hooks it overrides

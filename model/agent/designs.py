@@ -6,10 +6,10 @@ Theory of operation
 -------------------
 Rev C decides a call it has no record of with the age rule (``AgentRules.proven_new``)
 and keeps records only for each chat's latest message (``records_kept_on_insert``). The
-alternatives of docs/contract.md D3 ("Rejected") and D7 change exactly
+alternatives of docs/contract.md D3 (the rejected designs) and D7 change exactly
 one of those two rules:
 
-- ``FreshStart`` (#27369-#27372, "key beside agent-picked process IDs"): no record means
+- ``FreshStart`` (#27369-#27372, a key kept beside agent-picked process IDs): no record means
   run, whatever the agent's uptime, so after an agent restart (or an eviction, which A7
   says must count as one) a later attempt starts the command again.
 - ``RememberAll`` (an earlier revision): nothing is dropped when a newer message arrives,

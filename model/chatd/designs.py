@@ -3,8 +3,8 @@ besides the committed tool call, as one bookkeeping object on ``ChatdRules``.
 
 Theory of operation
 -------------------
-Design B keeps nothing (docs/contract.md D3 item 1: "chatd adds no execution
-table"): ``Bookkeeping`` is that, and every hook of it is a no-op. The batch (batch.py)
+Design B keeps nothing (docs/contract.md D3 item 1: chatd owns the conversation and
+adds no table of executions): ``Bookkeeping`` is that, and every hook of it is a no-op. The batch (batch.py)
 asks its rules' bookkeeping three things, in this order, and never branches on a design:
 
 1. ``before_calls`` once the dial answered: read or write the design's durable rows and
@@ -18,16 +18,16 @@ fails while the database is down, and leaves a ``durable_write`` note (the cost 
 ``toolcall-sim compare``). The rows are keyed by the tool call UUID (the database could
 equally key them by chat, message and provider ID).
 
-- ``Ledger`` (#27100, #27317-#27325, "Postgres execution table"): after a start answers,
+- ``Ledger`` (#27100, #27317-#27325, an execution table in Postgres): after a start answers,
   the process ID the agent picked goes into the ledger; a later attempt that finds a row
   waits on that process (``chattool.begin_attach``) instead of starting. No row (the
-  answer was lost, or the attempt ended before it arrived: D3's "crash
-  between starting a process and recording its ID") starts again. One durable write per
+  answer was lost, or the attempt ended before it arrived: the window D3 names between
+  starting a process and recording its ID) starts again. One durable write per
   start. The PRs also had claims, sweeps and reconciliation, which are left out: they
   do not close that window.
-- ``FirstAttemptOnly`` ("previous revision"): only the batch's first generation attempt
-  (``generation_attempt == 1``: the counter restarts at every inserted message, chatd
-  2.1) starts an execute; a later one looks the call's process up by its tool call UUID
+- ``FirstAttemptOnly`` (the design's previous revision): only the batch's first generation
+  attempt (``generation_attempt == 1``: the counter restarts at every inserted message,
+  chatd_db rule 2, docs/contract.md C1.1) starts an execute; a later one looks the call's process up by its tool call UUID
   (``chattool.begin_lookup``) and reports unknown on a 404 (the design's stated flaw).
 - ``IncarnationTokens`` (D7's fix, rejected for its cost): once the dial answered
   and before the first request for a call, chatd stores the agent incarnation the

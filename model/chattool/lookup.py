@@ -12,7 +12,7 @@ them through its rules' bookkeeping (model/chatd/designs.py). Neither sends a st
   foreground call waits on it as chatd waits on an old agent's process (the legacy wait:
   blocking output reads until the execute timeout counted from this attempt's start,
   execute.py Rule 5), which is the wait #27100 had: it had no run age to continue from.
-- ``begin_lookup``: first-attempt-only (the "previous revision" of docs/contract.md D3):
+- ``begin_lookup``: first-attempt-only (the previous revision named in docs/contract.md D3):
   the later attempt reads the output of the process named by the tool call UUID (the
   one route that can tell whether the process exists). An answer is a process: a
   background call reports its background start, a foreground call waits on it as above.
