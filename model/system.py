@@ -24,8 +24,9 @@ Rule 3. Faults are actions too. Faults with a duration (agent downtime, replica 
 Rule 4. The world, not the agent, answers a dial: 200 once the agent is up, nothing while
         it is down (the dialer's own timer ends the wait). A booting agent reports its
         incarnation to the database (``Db.agent_incarnation``, as the real agent reports
-        its start to coderd), which only the incarnation-token design reads. A request that reaches a down
-        agent is refused (a transport error); a message across a partition is lost.
+        its start to coderd), which only the incarnation-token design reads. A request
+        that reaches a down agent is refused (a transport error); a message across a
+        partition is lost.
 Rule 5. Ground truth (``truth(...)`` effects) becomes ``truth`` records, kept apart from what
         chatd believes and commits, which is what the checkers compare.
 Rule 6. Fault kinds are the vocabulary's (model/vocabulary.py): one handler per kind in
