@@ -151,6 +151,12 @@ class Db(CachedRepr):
     # chatstate's HeartbeatStaleSeconds: a transition publishes an ownership hint when the
     # current runner's heartbeat is older (rule 5). The world sets chatd's timing value.
     heartbeat_stale_ms: int = DEFAULT_TIMING.heartbeat_stale_ms
+    # The design variants' durable rows per tool call UUID (model/chatd/designs.py): a
+    # ledger's process IDs or the incarnation tokens. Design B writes none (docs/contract.md D3).
+    execution_rows: FMap = EMPTY
+    # The incarnation of the agent as it last reported its start (the world writes it at
+    # every boot, model/system.py Rule 4); only the incarnation-token design reads it.
+    agent_incarnation: int = 0
 
 
 def db_empty(heartbeat_stale_ms: int = DEFAULT_TIMING.heartbeat_stale_ms) -> Db:

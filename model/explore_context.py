@@ -106,6 +106,7 @@ _WHOLE = ("agent", "agent_incarnation", "agent_files", "replicas", "replica_boot
 _AGENT_SIDE = frozenset({"agent"})
 _CHATD_SIDE = frozenset({"replicas", "db"})
 _AGENT_LIFE = frozenset({"agent", "agent_incarnation", "agent_files"})
+_AGENT_LIFE_AND_DB = _AGENT_LIFE | {"db"}
 _NOTHING = frozenset()
 _ANY_BUT_DIALS = frozenset(_WHOLE) - {"dials_waiting"}
 
@@ -349,11 +350,12 @@ class Context:
         if s.dials_waiting:
             return None, _NOTHING  # they hold messages by sequence number: not worth it
         if t is msys.Fault:
-            # The explorer's faults read one side each: a restart the agent's life, an
-            # interrupt or a takeover chatd's rows and replicas (model/faults.py).
+            # The explorer's faults read one side each: a restart the agent's life (and the
+            # database row its boot reports the new incarnation to, model/system.py Rule 4),
+            # an interrupt or a takeover chatd's rows and replicas (model/faults.py).
             if action.kind == "agent_restart":
                 return (("restart", action.params, action.at_ms, iid(s.agent), s.agent_incarnation,
-                         iid(s.agent_files)), _AGENT_LIFE)
+                         iid(s.agent_files), iid(s.db)), _AGENT_LIFE_AND_DB)
             if action.kind in ("interrupt", "takeover"):
                 return (("chatd-fault", action.kind, action.params, action.at_ms, iid(s.replicas), iid(s.db)),
                         _CHATD_SIDE)

@@ -49,6 +49,9 @@ MESSAGE_ID_HEADER = "Coder-Tool-Call-Message-Id"
 TOOL_CALL_ID_HEADER = "Coder-Tool-Call-Id"
 AGE_MS_HEADER = "Coder-Tool-Call-Age-Ms"
 RUN_AGE_MS_HEADER = "Coder-Tool-Call-Run-Age-Ms"
+# Only the incarnation-token design variant (model/designs.py) sends it: the agent
+# incarnation chatd stored for the tool call before its first request. No real build has it.
+AGENT_INCARNATION_HEADER = "Coder-Tool-Call-Agent-Incarnation"
 
 # MaxInt64 nanoseconds in whole milliseconds: the bound for ages, run ages and thresholds.
 MAX_MS = 9_223_372_036_854

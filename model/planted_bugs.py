@@ -14,7 +14,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass, replace
 
-from . import agent, chatd
+from . import agent, chatd, designs
 
 
 @dataclass(frozen=True)
@@ -92,17 +92,26 @@ class UnknownVariant(ValueError):
 
 def resolve(variant: str, agent_rules: "agent.AgentRules | None" = None, timing=None):
     """``"contract+no-age-margin"`` -> (ChatdRules, AgentRules). The base must be a chatd
-    variant; each ``+bug`` applies one planted bug's knobs on top, also on top of
-    ``timing`` when a world runs on a clock of its own (the explorer's)."""
+    variant or a design (model/designs.py: its base chatd variant with its bookkeeping,
+    and its agent hooks on ``agent_rules``); each ``+bug`` applies one planted bug's knobs
+    on top, also on top of ``timing`` when a world runs on a clock of its own (the
+    explorer's)."""
     base, *bugs = variant.split("+")
-    rules = chatd.VARIANTS.get(base)
+    design = designs.by_name().get(base)
+    rules = chatd.VARIANTS.get(design.base if design is not None else base)
     if rules is None:
-        raise UnknownVariant(f"unknown variant {base!r} (known: {', '.join(sorted(chatd.VARIANTS))})")
+        known_bases = sorted(chatd.VARIANTS) + [d.name for d in designs.DESIGNS]
+        raise UnknownVariant(f"unknown variant {base!r} (known: {', '.join(known_bases)})")
     if timing is not None:
         rules = replace(rules, timing=timing)
     agent_rules = agent_rules or agent.AgentRules()
-    known = by_name()
     agent_bugs = []
+    if design is not None:
+        rules = replace(rules, name=design.name, bookkeeping=design.bookkeeping)
+        if design.agent_hooks:
+            agent_rules = agent.with_bugs(agent_rules, design.agent_hooks)
+            agent_bugs.append(design.name)
+    known = by_name()
     for bug in bugs:
         mutant = known.get(bug)
         if mutant is None:
@@ -121,4 +130,4 @@ def resolve(variant: str, agent_rules: "agent.AgentRules | None" = None, timing=
 
 
 def variant_names() -> list[str]:
-    return sorted(chatd.VARIANTS) + [f"contract+{m.name}" for m in PLANTED_BUGS]
+    return sorted(chatd.VARIANTS) + [d.name for d in designs.DESIGNS] + [f"contract+{m.name}" for m in PLANTED_BUGS]

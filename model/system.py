@@ -22,8 +22,11 @@ Rule 3. Faults are actions too. Faults with a duration (agent downtime, replica 
         a partition, a database outage) arm a timer on the node ``world`` that ends them,
         so every driver ends them the same way.
 Rule 4. The world, not the agent, answers a dial: 200 once the agent is up, nothing while
-        it is down (the dialer's own timer ends the wait). A request that reaches a down
-        agent is refused (a transport error); a message across a partition is lost.
+        it is down (the dialer's own timer ends the wait). A booting agent reports its
+        incarnation to the database (``Db.agent_incarnation``, as the real agent reports
+        its start to coderd), which only the incarnation-token design reads. A request
+        that reaches a down agent is refused (a transport error); a message across a
+        partition is lost.
 Rule 5. Ground truth (``truth(...)`` effects) becomes ``truth`` records, kept apart from what
         chatd believes and commits, which is what the checkers compare.
 Rule 6. Fault kinds are the vocabulary's (model/vocabulary.py): one handler per kind in
@@ -500,7 +503,7 @@ def _agent_api(s: System):
 def _boot_agent(b: _Builder):
     inc = b.s.agent_incarnation + 1
     state = _agent_api(b.s).boot(b.s.config.agent_config, b.clock(AGENT), b.s.agent_files, inc)
-    b.set(agent=state, agent_incarnation=inc)
+    b.set(agent=state, agent_incarnation=inc, db=replace(b.s.db, agent_incarnation=inc))
     b.record(AGENT, "agent_up", incarnation=inc)
     waiting = b.s.dials_waiting
     b.set(dials_waiting=())

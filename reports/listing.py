@@ -15,7 +15,7 @@ from __future__ import annotations
 def listing(scenarios: list[tuple[str, str | None, str | None]]) -> str:
     """The text of ``toolcall-sim list``; ``scenarios`` is (file stem, summary, or None
     and the error that kept it from loading), in the order to print."""
-    from model import chatd, planted_bugs, vocabulary
+    from model import chatd, designs, planted_bugs, vocabulary
     from model import properties as props
 
     lines = ["scenarios:"]
@@ -23,6 +23,8 @@ def listing(scenarios: list[tuple[str, str | None, str | None]]) -> str:
         lines.append(f"  {stem:32} {summary}" if error is None else f"  {stem:32} (invalid: {error})")
     lines.append("variants:")
     lines.extend(f"  {name}" for name in sorted(chatd.VARIANTS))
+    lines.append("design variants (rejected designs and fixes, model/designs.py; toolcall-sim compare):")
+    lines.extend(f"  {d.name:20} {d.summary}" for d in designs.DESIGNS)
     lines.append("[world] keys:")
     for key in vocabulary.WORLD_KEYS.values():
         lines.append(f"  {key.name:22} {key.type:9} default {key.default:9} {key.meaning}")

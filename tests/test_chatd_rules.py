@@ -24,7 +24,9 @@ CHAT = "6f1c0b9e-2d4a-4c1e-9a57-0b8e2f6d3c11"
 MODEL = pathlib.Path(chatd.__file__).resolve().parent.parent
 
 # The planted-bug knobs: every field of ChatdRules that no real variant sets differently.
-REAL_DIFFERENCES = {"name", "send_identity", "interrupt_cancels", "tool_layer", "serial_tools", "timing"}
+# ``bookkeeping`` is a design variant's (model/designs.py), read only through its own hooks.
+REAL_DIFFERENCES = {"name", "send_identity", "interrupt_cancels", "tool_layer", "serial_tools", "timing",
+                    "bookkeeping"}
 BUG_KNOBS = {f.name for f in fields(chatd.ChatdRules)} - REAL_DIFFERENCES
 
 

@@ -58,6 +58,19 @@ def note(t_ms, node, name, **fields):
     return r(t_ms, node, "note", note=name, **fields)
 
 
+def unknown(t_ms, reason, uuid=U, provider="toolu_01"):
+    return dict(result(t_ms, "unknown", uuid=uuid, provider=provider), reason=reason)
+
+
+def sent(t_ms, route="start", tool_call="toolu_01"):
+    return r(t_ms, "replica-1", "send", req=f"replica-1-w1/t3/a1/c0:r{t_ms}", route=route, tool_call=tool_call,
+             dst="agent")
+
+
+def down(t_ms, inc=1):
+    return r(t_ms, "agent", "agent_down", why="restart", incarnation=inc)
+
+
 def resolved():
     """Both calls of the message have one committed result (the liveness properties)."""
     return [result(9_000, "background_started", uuid=UB, provider="toolu_02")]
@@ -100,6 +113,15 @@ CASES = {
         [start(0), note(1_000, "agent", "cancel_never_received", uuid=U)],
         [[note(1_000, "agent", "cancel_never_received", uuid=U), start(2_000)],
          [result(1_000, "not_run", task="interrupt"), start(2_000)]],
+    ),
+    "unknown_only_when_unknowable": (
+        # a start sent before the agent went down may have run there; an unreachable agent
+        [sent(100), down(200), unknown(1_000, "agent_restarted"),
+         unknown(2_000, "unreachable", uuid=UB, provider="toolu_02")],
+        [[unknown(1_000, "not_found")],  # the agent answered "no such process" (first-attempt-only)
+         [down(50), sent(100), unknown(1_000, "agent_restarted")],  # only the new agent got a request
+         [sent(100, tool_call="toolu_02"), down(200), unknown(1_000, "agent_restarted")],  # another call's
+         [sent(100, route="output"), down(200), unknown(1_000, "not_found")]],  # a read cannot act
     ),
     "fenced_commits": (
         [note(0, "replica-1", "acquired", chat_id=CHAT, worker_id="replica-1-w1"),
@@ -202,3 +224,16 @@ def test_commit_without_attempt_fence_is_caught_by_fenced_commits_alone():
     assert outcomes == ["exit:fenced:attempt"]
     assert props.evaluate(world.trace, world.system).violations == []
     assert "fenced_commits" == planted_bugs.by_name()["commit-without-attempt-fence"].caught_by
+
+
+def test_unknown_only_when_unknowable_classifies_the_contracts_false_unknown():
+    """An agent_started_after_tool_call unknown for a call no gone agent can have received
+    is the contract's documented false unknown (design section 7), reported once (not
+    again as informational); a lookup's not_found is a new finding."""
+    report = props.evaluate([down(50), sent(100), unknown(1_000, "agent_restarted")] + resolved(), final())
+    (v,) = [v for v in report.violations if v.property == "unknown_only_when_unknowable"]
+    assert v.residual_risk == "false_unknown_after_agent_start"
+    assert report.informational == []
+    report = props.evaluate([unknown(1_000, "not_found")] + resolved(), final())
+    (v,) = [v for v in report.violations if v.property == "unknown_only_when_unknowable"]
+    assert v.residual_risk is None and "it never ran" in v.detail

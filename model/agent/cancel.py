@@ -61,7 +61,7 @@ def _cancel(state: AgentState, req: Request, path_id: str, now_ms: int) -> tuple
     except GoJSONError as err:
         return state, [_message(req, 400, MSG_BAD_JSON, str(err))]
     threshold_ms = clamp_ms(raw)
-    verdict, record = lookup(state, key, headers.age_ms, now_ms)
+    verdict, record = lookup(state, key, headers.age_ms, now_ms, req)
     if verdict in REFUSAL_FOR_VERDICT:
         return state, _refused(req, REFUSAL_FOR_VERDICT[verdict], key)
     if verdict == "new":

@@ -54,7 +54,7 @@ def _middleware(state: AgentState, req: Request, kind: str, now_ms: int) -> tupl
         return state, [_message(req, 400, MSG_NO_CHAT)]
     key = Key(chat_id, headers.message_id, headers.tool_call_id)
     digest = input_hash(req)
-    verdict, record = lookup(state, key, headers.age_ms, now_ms)
+    verdict, record = lookup(state, key, headers.age_ms, now_ms, req)
     if verdict in REFUSAL_FOR_VERDICT:
         return state, _refused(req, REFUSAL_FOR_VERDICT[verdict], key)
     if verdict == "found":

@@ -19,10 +19,10 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from ..core import EMPTY, CachedRepr, FMap, note
+from ..core import EMPTY, CachedRepr, FMap, Request, note
 from ..identity import Key
 from .state import AgentState, ChatRecords, Effects, Record, Recorded
-from .store import _insert, _set_record
+from .store import _insert, _set_record, uptime_ms
 
 
 @dataclass(frozen=True, repr=False)
@@ -56,6 +56,13 @@ class AgentRules(CachedRepr):
         if chat is None or message_id > chat.latest_message_id:
             return ChatRecords(latest_message_id=message_id)
         return chat
+
+    def proven_new(self, state: AgentState, req: Request | None, age_ms: int, now_ms: int) -> bool:
+        """Rule 1's age rule (A3): with no record of the call, it is proven never received
+        only when the agent has been up longer than the call's age plus the margin
+        (``uptime - margin > age``, a negative age counted as 0). ``req`` is the request
+        being decided (a design variant reads more of it, model/agent/designs.py)."""
+        return uptime_ms(state, now_ms) - self.age_margin_ms > max(age_ms, 0)
 
     # -- Cancel (rule 5, section 3; US10) ------------------------------------------------
 

@@ -48,21 +48,20 @@ def uptime_ms(state: AgentState, now_ms: int) -> int:
     return now_ms - state.started_at_ms
 
 
-def lookup(state: AgentState, key: Key, age_ms: int, now_ms: int) -> tuple[str, Record | None]:
+def lookup(state: AgentState, key: Key, age_ms: int, now_ms: int, req: Request | None = None) -> tuple[str, Record | None]:
     """Returns (verdict, record): verdict is ``stale``, ``found``, ``not_provable`` or
-    ``new``. Stale comes first; a found record ignores the age; the age rule refuses
-    iff ``uptime - margin <= age`` with a negative age counted as 0."""
+    ``new``. Stale comes first; a found record ignores the age; with no record the rules'
+    ``proven_new`` decides (Rev C: refused iff ``uptime - margin <= age`` with a negative
+    age counted as 0; the no-age-margin bug sets the margin to 0, and the design variants
+    of model/agent/designs.py decide otherwise)."""
     chat = state.chats.get(key.chat_id)
     if chat is not None:
         if key.message_id < chat.latest_message_id:
             return "stale", None
         if key.message_id == chat.latest_message_id and key.tool_call_id in chat.records:
             return "found", chat.records[key.tool_call_id]
-    age_ms = max(age_ms, 0)
-    margin_ms = state.config.rules.age_margin_ms  # ageMargin (the no-age-margin bug sets 0)
-    if uptime_ms(state, now_ms) - margin_ms <= age_ms:
-        return "not_provable", None
-    return "new", None
+    proven = state.config.rules.proven_new(state, req, age_ms, now_ms)  # a hook, not a branch on a knob
+    return ("new" if proven else "not_provable"), None
 
 
 def _insert(state: AgentState, key: Key, record: Record) -> AgentState:

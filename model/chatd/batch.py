@@ -20,6 +20,7 @@ from ..core import CancelTimer, Response, TransportError, note, replace
 from ..chatd_db import tx_commit_assistant
 from .interrupt import _interrupt_commit
 from .retry import _end_task
+from .designs import NO_PLAN, with_incarnation
 from .rules import ChatdRules
 from .state import DONE, PENDING, Attempt, Out
 from .tasks import _execute_commit, _fenced, _identity
@@ -57,8 +58,15 @@ def _on_dial(rep, db, runner, task, answer, now_ms, db_now_ms) -> Out:
     results = list(att.results)
     if kind is None:
         effects.append(note("dialed", task=task.task_id))
+        # What the design keeps per tool call (designs.py; nothing in design B).
+        book = rep.rules.bookkeeping
+        db, outcome, plans, eff = book.before_calls(rep, db, task, att, answer)
+        effects += eff
+        if outcome is not None:
+            return _end_task(rep, db, runner, task, outcome, effects)
+        att = replace(att, plans=plans)
         for i, (call, plan) in enumerate(att.targets):
-            ident = _identity(task, att, call)
+            ident = with_incarnation(_identity(task, att, call), plans[i])
             prefix = f"{att.key}/c{i}"
             if att.action == "interrupt":
                 cs, eff = chattool.begin_cancel(call, plan, ident, rep.name, prefix, task.chat_id, now_ms,
@@ -66,9 +74,7 @@ def _on_dial(rep, db, runner, task, answer, now_ms, db_now_ms) -> Out:
             else:
                 if _waits_for_serial(rep.rules, att.targets, states, results, i):
                     continue  # Rule 9: begun when the serial call before it has its result
-                cs, eff = chattool.begin_call(call, ident, rep.name, prefix, task.chat_id, now_ms,
-                                              rep.rules.send_identity, timing=rep.rules.timing,
-                                              layer=rep.rules.tool_layer)
+                cs, eff = book.begin(plans[i], call, ident, rep, prefix, task.chat_id, now_ms)
             states[i], results[i] = cs, cs.result
             effects += list(eff)
     else:
@@ -101,9 +107,9 @@ def _begin_next_serial(rep, task, att, now_ms) -> tuple[Attempt, list]:
             continue
         if _waits_for_serial(rep.rules, att.targets, states, results, i):
             break
-        cs, eff = chattool.begin_call(call, _identity(task, att, call), rep.name, f"{att.key}/c{i}", task.chat_id,
-                                      now_ms, rep.rules.send_identity, timing=rep.rules.timing,
-                                      layer=rep.rules.tool_layer)
+        plan = att.plans[i] if att.plans else NO_PLAN
+        ident = with_incarnation(_identity(task, att, call), plan)
+        cs, eff = rep.rules.bookkeeping.begin(plan, call, ident, rep, f"{att.key}/c{i}", task.chat_id, now_ms)
         states[i], results[i] = cs, cs.result
         effects += list(eff)
     return replace(att, states=tuple(states), results=tuple(results)), effects
@@ -111,6 +117,9 @@ def _begin_next_serial(rep, task, att, now_ms) -> tuple[Attempt, list]:
 
 def _call_progress(rep, db, runner, task, i, cs, eff, now_ms, db_now_ms) -> Out:
     att = task.attempt
+    # A row the design writes from what the step learnt (designs.py; none in design B).
+    db, booked = rep.rules.bookkeeping.after_step(rep, db, task, att, i, att.states[i], cs)
+    eff = tuple(eff) + tuple(booked)
     states = att.states[:i] + (cs,) + att.states[i + 1 :]
     results = att.results[:i] + (cs.result,) + att.results[i + 1 :]
     att = replace(att, states=states, results=results)

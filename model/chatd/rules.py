@@ -27,6 +27,7 @@ from ..chatd_db import FENCES, FenceRule, last_assistant, unresolved_calls
 from ..core import CachedRepr, replace
 from ..identity import MAX_MS
 from ..timing import DEFAULT_TIMING, Timing
+from .designs import NONE as NO_BOOKKEEPING, Bookkeeping
 
 # ---------------------------------------------------------------------------
 # Constants (docs/contract.md C-appendix)
@@ -101,6 +102,10 @@ class ChatdRules(CachedRepr):
     # Tools marked serial (Go's SerialToolCalls): box_* and find_tools in Go; none of the
     # three tools with an agent side is, so a test marks one to see the order (Rule 9).
     serial_tools: tuple[str, ...] = chattool.SERIAL_TOOLS
+    # What chatd keeps per tool call besides the committed call: nothing in design B; a
+    # ledger, first-attempt-only lookups or incarnation tokens in the design variants
+    # (model/chatd/designs.py, model/designs.py). Read only through its hooks (batch.py).
+    bookkeeping: Bookkeeping = NO_BOOKKEEPING
     # Planted-bug knobs, read only by the hooks below (True is the contract).
     history_fence: bool = True  # 2.4 requireHistory
     attempt_fence: bool = True  # 2.4 requireGenerationAttempt

@@ -55,6 +55,7 @@ class Attempt(CachedRepr):
     results: tuple = ()
     age: Any = None  # chattool.ToolCallAge, None when no identity is sent
     turn: tuple = ()  # generate_assistant: the scripted calls to commit
+    plans: tuple = ()  # the bookkeeping's Plan per target (designs.py); () before the dial
 
 
 @dataclass(frozen=True, repr=False)

@@ -112,7 +112,8 @@ so ``from model import chattool; chattool.begin_call(...)`` is the one way in):
 - state.py: ``CallState``, ``CallStep`` and the request/timer helpers (Rules 2, 6);
 - calls.py: ``begin_call``, ``on_answer``, ``on_timer`` (routing only);
 - execute.py, files.py, cancel.py: the steps of each operation (Rules 3, 5, 7);
-- dial.py: results for a call whose dial failed.
+- dial.py: results for a call whose dial failed;
+- lookup.py: the design variants' attach and lookup (model/designs.py), never design B.
 Go compatibility the tool layer shares with the loader (durations, Go's JSON text) lives
 in model/gocompat/, re-exported here under its old names.
 """
@@ -159,8 +160,11 @@ from .cancel import (  # noqa: F401 (re-exported)
     CancelAnswer, HTTP_STATUS_TEXT, ToolCallProcess, begin_cancel, recorded_error_text,
     _read_cancel_answer,
 )
+from .lookup import (  # noqa: F401 (design variants, lookup.py)
+    LOOKUP_NOT_FOUND, begin_attach, begin_lookup, lookup_failed, on_lookup_answer,
+)
 from .calls import (  # noqa: F401 (re-exported)
-    begin_call, on_answer, on_timer,
+    begin_call, new_call_state, on_answer, on_timer,
 )
 from .dial import (  # noqa: F401 (re-exported)
     dial_failed_result, unreachable_result,

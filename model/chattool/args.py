@@ -57,6 +57,9 @@ class Identity:
     message_id: int
     tool_call_id: str
     age: ToolCallAge = ToolCallAge()
+    # The incarnation-token design only (model/designs.py): the agent incarnation stored
+    # for this call before its first request, sent on every request. None: not sent.
+    incarnation: int | None = None
 
     @property
     def uuid(self) -> str:

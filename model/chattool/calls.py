@@ -26,6 +26,7 @@ from .execute import (
     _read_failed, _snapshot_failed, _start_failed,
 )
 from .files import _begin_file, _file_failed, _on_file_answer
+from .lookup import lookup_failed, on_lookup_answer
 from .results import Result
 from .state import CallState, CallStep, Phase, _finish
 
@@ -47,8 +48,7 @@ def begin_call(
 ) -> CallStep:
     """Run ``call`` in a generation attempt whose connection to the agent is live, with
     the durations of ``timing`` (the replica's) and the behaviours of ``layer``."""
-    cs = CallState(call=call, src=src, req_prefix=req_prefix, chat_id=chat_id, identity=identity,
-                   send_identity=send_identity, timing=timing, layer=layer, started_at_ms=now_ms)
+    cs = new_call_state(call, identity, src, req_prefix, chat_id, now_ms, send_identity, timing=timing, layer=layer)
     if call.tool == EXECUTE:
         return _begin_execute(cs, now_ms)
     if call.tool in FILE_TOOLS:
@@ -56,6 +56,24 @@ def begin_call(
     # Tools without tool call headers still run at least once (section 8 item 10); the
     # model gives them no agent contact.
     return _finish(cs, Result("completed", False, "{}"))
+
+
+def new_call_state(
+    call: ToolCall,
+    identity: Identity | None,
+    src: str,
+    req_prefix: str,
+    chat_id: str,
+    now_ms: int,
+    send_identity: bool = True,
+    *,
+    timing: Timing = DEFAULT_TIMING,
+    layer: ToolLayer = DESIGN_B,
+) -> CallState:
+    """The state of a call before its first step (``begin_call``, or a design variant's
+    ``begin_attach`` / ``begin_lookup``)."""
+    return CallState(call=call, src=src, req_prefix=req_prefix, chat_id=chat_id, identity=identity,
+                     send_identity=send_identity, timing=timing, layer=layer, started_at_ms=now_ms)
 
 
 # --- events ------------------------------------------------------------------
@@ -109,6 +127,7 @@ _ANSWER_HANDLERS: dict[str, Callable[[CallState, Response, int], CallStep]] = {
     "edit": _on_file_answer,
     "write": _on_file_answer,
     "cancel": _on_cancel_answer,
+    "lookup": on_lookup_answer,  # design variants only (lookup.py)
 }
 _FAILURE_HANDLERS: dict[str, Callable[[CallState, AgentError, int], CallStep]] = {
     "start": lambda cs, err, now_ms: _start_failed(cs, err),
@@ -117,4 +136,5 @@ _FAILURE_HANDLERS: dict[str, Callable[[CallState, AgentError, int], CallStep]] =
     "edit": lambda cs, err, now_ms: _file_failed(cs, err),
     "write": lambda cs, err, now_ms: _file_failed(cs, err),
     "cancel": lambda cs, err, now_ms: _cancel_failed(cs, err),
+    "lookup": lookup_failed,
 }

@@ -25,7 +25,9 @@ EXECUTE_KINDS = (
     "interrupted_generic", "failed",
 )
 FILE_KINDS = ("applied", "not_applied", "unknown", "failed", "interrupted_generic")
-UNKNOWN_REASONS = ("agent_restarted", "unreachable", "no_answer", "unreadable", "not_received", "no_process")
+# ``not_found`` only in the first-attempt-only design variant (model/chattool/lookup.py).
+UNKNOWN_REASONS = ("agent_restarted", "unreachable", "no_answer", "unreadable", "not_received", "no_process",
+                   "not_found")
 
 
 @dataclass(frozen=True)

@@ -101,6 +101,8 @@ def _headers(cs: CallState, now_ms: int, tool_call: bool) -> Headers:
     if tool_call and cs.identity is not None and cs.send_identity:
         id_ = cs.identity
         headers = ident.set_tool_call_headers(headers, id_.message_id, id_.tool_call_id, id_.age.now(now_ms))
+        if id_.incarnation is not None:
+            headers = headers + ((ident.AGENT_INCARNATION_HEADER, str(id_.incarnation)),)
     return headers
 
 

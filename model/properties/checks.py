@@ -225,6 +225,55 @@ def _canceled_before_received(ev: Evidence) -> list[Violation]:
     return out
 
 
+# Unknown reasons that say chatd could not learn the outcome from the agent: no answer,
+# no agent, an unreadable answer, an output that could not be read past the deadline
+# (model/chattool/ UNKNOWN_REASONS), or a recorded start whose process the agent did not
+# report (``no_process``: the agent itself says a request for the call reached it).
+UNREACHABLE_REASONS = ("unreachable", "no_answer", "unreadable", "not_received", "no_process")
+# The requests that can make a tool call act, whose sending the explorer keeps on paths.
+_ACTING_ROUTES = ("start", "edit", "write", "cancel")
+
+
+def reached_gone_incarnation(ev: Evidence, call: CallInfo, before_idx: int) -> bool:
+    """Whether a request for ``call`` that could act (start, edit, write, cancel) was sent
+    before an agent went down, both before trace record ``before_idx``: that request may
+    have reached an incarnation that is gone. Sends name the provider tool call ID, not
+    the chat, so a same-named call of another chat also counts (the check errs towards
+    allowing an unknown, never towards a false alarm)."""
+    downs = [d for d in ev.agent_downs if d < before_idx]
+    if not downs:
+        return False
+    last_down = downs[-1]
+    trace = ev.trace
+    return any(trace[i].get("kind") == "send" and trace[i].get("route") in _ACTING_ROUTES
+               and trace[i].get("tool_call") == call.provider_id for i in range(last_down))
+
+
+def _unknown_only_when_unknowable(ev: Evidence) -> list[Violation]:
+    """Issue 16 item 4 (US5's other half): an ``unknown`` result is committed only when
+    chatd could not learn the outcome: the agent was unreachable or did not answer
+    (``UNREACHABLE_REASONS``), or a request for the call may have reached an agent
+    incarnation that is gone (``reached_gone_incarnation``). An agent that answered
+    "no such call" for a call that no gone incarnation can have received makes it an
+    unknown chatd could have known. The contract's documented false unknown (a restart
+    between the commit and the first request) is such a case, classified as its
+    residual risk (model/properties/classify.py)."""
+    out = []
+    for call in ev.calls:
+        for ri in ev.results[call.uuid]:
+            rec = ev.trace[ri]
+            if rec.get("result_kind") != "unknown" or rec.get("reason") in UNREACHABLE_REASONS:
+                continue
+            if reached_gone_incarnation(ev, call, ri):
+                continue
+            effects = ev.starts[call.uuid] if call.tool == "execute" else ev.edits[call.uuid]
+            ran = f"it ran {len(effects)} time(s)" if effects else "it never ran"
+            out.append(violation("unknown_only_when_unknowable", call, rec["t_ms"],
+                                 f"{call.provider_id}: unknown ({rec.get('reason') or 'no reason'}) although no request "
+                                 f"for it can have reached a gone agent and the agent answered; {ran}", (ri,)))
+    return out
+
+
 def _fenced_commits(ev: Evidence) -> list[Violation]:
     """No commit from a non-owner or a replaced attempt: every result commit comes from
     the chat's owner at that time, and from the newest generation attempt it began.
@@ -390,6 +439,9 @@ PROPERTIES: tuple[Property, ...] = (
              "A request carrying one chat's ID never kills another chat's process.", _chat_isolation),
     Property("canceled_before_received_never_runs", "always", "US10",
              "A tool call the agent recorded as canceled before receiving it never runs.", _canceled_before_received),
+    Property("unknown_only_when_unknowable", "always", "US5, issue 16",
+             "An unknown result only when the agent was unreachable or a request for the call may have reached a gone agent incarnation.",
+             _unknown_only_when_unknowable),
     Property("fenced_commits", "always", "C7, chatd 2.4",
              "Results are committed only by the chat's owner and by its newest generation attempt.", _fenced_commits),
     Property("one_result_eventually", "eventually", "US1, C7",

@@ -176,6 +176,14 @@ def _is_run_age_from_record(v: Violation, ev: Evidence) -> bool:
     return False
 
 
+def _is_false_unknown_after_start(v: Violation, ev: Evidence) -> bool:
+    """false_unknown_after_agent_start: the unknown is the agent's
+    ``agent_started_after_tool_call`` (reason ``agent_restarted``) for a call no gone
+    incarnation can have received: the agent started after the call was committed, or a
+    request landed within the margin right after it started (design section 7)."""
+    return bool(v.evidence) and ev.trace[v.evidence[-1]].get("reason") == "agent_restarted"
+
+
 # Rule 4, as a table: (class, properties it may explain, recognizer), tried in order. A
 # class is a documented residual risk (``RESIDUAL_RISKS``) or a known finding
 # (``KNOWN_FINDINGS``); each recognizer reads only the records that prove it.
@@ -189,6 +197,7 @@ CLASSIFIERS: tuple[tuple[str, tuple[str, ...], Callable[[Violation, Evidence], b
     ("mixed_coderd_versions", ("truthful_result", "canceled_before_received_never_runs",
                                "interrupt_stops_foreground"), _is_header_less_old_coderd),
     ("run_age_counts_from_record", ("truthful_result", "interrupt_stops_foreground"), _is_run_age_from_record),
+    ("false_unknown_after_agent_start", ("unknown_only_when_unknowable",), _is_false_unknown_after_start),
 )
 
 
@@ -203,13 +212,19 @@ def classify(v: Violation, ev: Evidence) -> Violation:
 
 def informational(ev: Evidence) -> list[Violation]:
     """Findings that are not violations but that the design names as residual risks: a
-    false unknown after an agent start."""
+    false unknown after an agent start, where an earlier request may have reached a gone
+    agent (so ``unknown_only_when_unknowable`` allows it) and yet nothing ever ran. The
+    false unknowns that property reports (no such request) are its classified
+    violations, not repeated here."""
+    from .checks import reached_gone_incarnation
+
     out = []
     for call in ev.calls:
         effects = ev.starts[call.uuid] if call.tool == "execute" else ev.edits[call.uuid]
         for ri in ev.results[call.uuid]:
             rec = ev.trace[ri]
-            if rec.get("result_kind") == "unknown" and rec.get("reason") == "agent_restarted" and not effects:
+            if rec.get("result_kind") == "unknown" and rec.get("reason") == "agent_restarted" and not effects \
+                    and reached_gone_incarnation(ev, call, ri):
                 out.append(replace(violation("truthful_result", call, rec["t_ms"],
                                       f"{call.provider_id}: unknown (agent restarted) although nothing ever ran", (ri,)),
                                    residual_risk="false_unknown_after_agent_start"))

@@ -1,0 +1,79 @@
+"""``toolcall-sim compare``: the design variants side by side, each flaw found by the
+tools (issue 16).
+
+Theory of operation
+-------------------
+The flags are checked first (a bad design or world name, a seed count below 1, an
+output path that is a file: one line, exit 2). ``sim.compare.compare`` then runs every
+design through the explorer worlds, the swarm seeds, the scenario suite and the long run
+and returns plain data; reports/compare.py renders it as text, JSON (``--json``) or a
+Markdown table in ``--report DIR``. Counterexamples go under ``--out``. Progress (the
+design being run) goes to stderr. Exit code: 0 when the contract, if compared, shows
+nothing but documented residual risks and known findings (every other design's flaws are
+what the comparison is for, not failures); 1 when the contract has a new finding.
+"""
+
+from __future__ import annotations
+
+import sys
+from pathlib import Path
+
+from reports import compare as report
+
+from .. import compare
+from ..output import check_out_dir, default_out_dir, write_atomic
+from .common import EXIT_OK, EXIT_VIOLATION, BadFlag
+
+NAME = "compare"
+HELP = "compare the rejected designs with the contract: a design x property matrix and costs"
+DEFAULT_OUT_DIR = default_out_dir("compare")
+
+
+def _names(value: str, flag: str) -> list[str]:
+    names = [n.strip() for n in value.split(",")]
+    if not value.strip() or any(not n for n in names):
+        raise BadFlag(f"{flag}: a comma-separated list of names, got {value!r}")
+    return names
+
+
+def add_arguments(parser) -> None:
+    parser.add_argument("--designs", default=",".join(compare.DEFAULT_DESIGNS), metavar="A,B,...",
+                        help="variants to compare (default: today, contract and the five design variants)")
+    parser.add_argument("--worlds", default=",".join(w.name for w in compare.COMPARE_WORLDS), metavar="W,...",
+                        help="explorer worlds (default: below-margin,above-margin)")
+    parser.add_argument("--seeds", type=int, default=compare.DEFAULT_SEEDS,
+                        help=f"swarm seeds per design (default {compare.DEFAULT_SEEDS})")
+    parser.add_argument("--first-seed", type=int, default=1, help="first swarm seed (default 1)")
+    parser.add_argument("--workers", type=int, default=1, help="processes for the swarm seeds (default 1)")
+    parser.add_argument("--json", action="store_true", help="print the matrix and costs as one JSON object")
+    parser.add_argument("--report", metavar="DIR", help="also write DIR/compare.md, the matrix as a Markdown table")
+    parser.add_argument("--out", default=DEFAULT_OUT_DIR, metavar="DIR",
+                        help=f"where counterexamples go (default {DEFAULT_OUT_DIR})")
+
+
+def main(args, out) -> int:
+    try:
+        designs = compare.check_designs(_names(args.designs, "--designs"))
+        worlds = compare.check_worlds(_names(args.worlds, "--worlds"))
+    except compare.CompareError as err:
+        raise BadFlag(str(err)) from None
+    if args.seeds < 1:
+        raise BadFlag(f"--seeds: must be at least 1, got {args.seeds}")
+    if args.first_seed < 0:
+        raise BadFlag(f"--first-seed: must be at least 0, got {args.first_seed}")
+    if args.workers < 1:
+        raise BadFlag(f"--workers: must be at least 1, got {args.workers}")
+    out_dir = check_out_dir(args.out)
+    report_dir = check_out_dir(args.report, "--report") if args.report is not None else None
+    if not args.json:
+        out.write(report.first_line(out_dir))
+        out.flush()
+    data = compare.compare(designs, worlds, args.seeds, Path(out_dir), workers=args.workers,
+                           first_seed=args.first_seed,
+                           on_design=lambda name: print(report.progress(name), file=sys.stderr, flush=True))
+    if report_dir is not None:
+        write_atomic(Path(report_dir) / "compare.md", report.markdown(data))
+    out.write(report.json_doc(data, str(out_dir)) if args.json else report.text(data))
+    contract = next((row for row in data["rows"] if row["design"] == "contract"), None)
+    broken = contract is not None and any(c["verdict"] == "violated" for c in contract["matrix"].values())
+    return EXIT_VIOLATION if broken else EXIT_OK
