@@ -45,13 +45,13 @@ Rule 4 (determinism). Hypothesis runs from a fixed seed (``hypothesis.seed``), s
 from __future__ import annotations
 
 import json
+import tempfile
 import time
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Callable
 
 from hypothesis import HealthCheck, Phase, given, settings, target
-from hypothesis import seed as hypothesis_seed
 from hypothesis import strategies as st
 
 from .minimize import size
@@ -255,10 +255,14 @@ def search(variant: str, max_examples: int, shrink_runs: int = SHRINK_RUNS, data
         suppress_health_check=list(HealthCheck),
         phases=(Phase.explicit, Phase.reuse, Phase.generate, Phase.target, Phase.shrink),
     )
-    test = hypothesis_seed(seed)(chosen(given(st.data())(program)))
-    home = (database_dir.parent if database_dir is not None else None)
-    if home is not None:
-        set_hypothesis_home_dir(home / ".hypothesis")
+    # The seed as ``hypothesis.seed`` sets it, without its side effect of switching the
+    # example database off (Rule 4): ``given`` copies the attribute from the function.
+    program._hypothesis_internal_use_seed = seed
+    test = chosen(given(st.data())(program))
+    scratch = tempfile.TemporaryDirectory()
+    # Hypothesis's own folder (.hypothesis) is ours too, never the current directory's.
+    home = database_dir.parent / ".hypothesis" if database_dir is not None else Path(scratch.name)
+    set_hypothesis_home_dir(home)
     try:
         test()
     except (StoryFailed, ShrinkSpent):
@@ -266,8 +270,8 @@ def search(variant: str, max_examples: int, shrink_runs: int = SHRINK_RUNS, data
     except KeyboardInterrupt:
         outcome.interrupted = True
     finally:
-        if home is not None:
-            set_hypothesis_home_dir(None)
+        set_hypothesis_home_dir(None)
+        scratch.cleanup()
         outcome.seconds = time.perf_counter() - started
     if best:
         key, scenario = best
