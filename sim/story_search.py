@@ -24,13 +24,13 @@ Rule 2 (aiming). After each run, ``approach`` reads three quantities off the tra
         ``hypothesis.target``, which then mutates the programs that scored highest:
         ``age_slack_ms``, a request sent before an agent restart and delivered after it,
         its uptime at arrival minus the age it carries, capped at the age margin (the
-        agent's refusal rests on that difference, agent-contract.md section 3, the age
-        rule; the no-age-margin bug runs it anywhere above 0); ``cancel_vs_threshold_ms``,
-        minus the distance between a cancel's arrival run age and the
-        ``stop_if_run_age_below`` threshold chatd sent with it (the stop rule, chatd-contract
-        section 4); ``owner_change_vs_exit_ms``, minus the distance between a takeover
-        and a command's exit (the commit fences, chatd-contract section 2.4). They guide
-        the search only; no verdict reads them.
+        agent's refusal rests on that difference, docs/contract.md A2.3; the
+        no-age-margin bug runs it anywhere above 0); ``cancel_vs_threshold_ms``, minus
+        the distance between a cancel's arrival run age and the
+        ``stop_if_run_age_below`` threshold chatd sent with it (the stop rule,
+        docs/contract.md A4.2); ``owner_change_vs_exit_ms``, minus the distance between
+        a takeover and a command's exit (the commit fences, docs/contract.md C2.4).
+        They guide the search only; no verdict reads them.
 Rule 3 (budgets). Every budget counts programs (runs), never seconds: ``max_examples``
         bounds the search, ``shrink_runs`` bounds what shrinking may run after the first
         failure. A story already seen to fail fails again from memory (no run); once the

@@ -54,7 +54,7 @@ def add_arguments(parser) -> None:
                              "any order, no delay; 1s still stays below the 2s age margin, 5s goes past it); "
                              "the tour tries 0s and 1s")
     parser.add_argument("--max-states", type=int, default=None,
-                        help="stop after this many states (at least 1; default 200000 with --world, 600000 for "
+                        help="stop after this many states (at least 1; default 200000 with --world and for "
                              "the tour)")
     parser.add_argument("--horizon", default="30s", help="explore no further than this (real units, above 0)")
     for budget in BUDGET_FLAGS:
