@@ -39,7 +39,7 @@ from . import explore_tour
 
 DRIVERS = ("explore", "search", "swarm")
 UNITS = {"explore": "states", "search": "programs", "swarm": "seeds"}
-DEFAULT_BUDGETS = {"explore": explore_tour.TOUR_STATES, "search": 300, "swarm": 100}
+DEFAULT_BUDGETS = {"explore": explore_tour.TOUR_STATES, "search": 500, "swarm": 100}
 SWARM_STARTS = (1, 1001, 2001)
 SEARCH_SHRINK_RUNS = 30  # the table's shrinking: enough to show a shorter story, bounded in runs
 CONTROL = "contract"  # the row that must show no new finding

@@ -19,6 +19,9 @@ Rule 1 (shrinking direction). ``randint`` and ``choice`` shrink towards the low 
         the first option; ``random()`` is ``1 - u`` with ``u`` shrinking to 0, so every
         ``rng.random() < p`` of the drawing (a story told, a fault kind on, an explicit
         timeout) shrinks to *off*: a shrunk story tells only what its failure needs.
+        (``u`` is spread evenly over [0, 1), so a story is told about as often as in
+        the swarm; measured: with ``u`` as drawn, 14 % instead of 25 %, and one bug
+        of fifteen went unfound in 300 programs.)
 Rule 2 (aiming). After each run, ``approach`` reads three quantities off the trace that
         grow as a run nears a race the contract must win, and hands each to
         ``hypothesis.target``, which then mutates the programs that scored highest:
@@ -59,6 +62,7 @@ from .stories import draw_scenario
 
 SHRINK_RUNS = 200  # runs shrinking may spend after the first failure (Rule 3)
 _UNIT = 1_000  # resolution of DrawnRandom.random()
+_SPREAD = 383  # coprime with _UNIT: n -> n * 383 mod 1000 is a permutation of 0..999
 
 
 class DrawnRandom:
@@ -72,7 +76,11 @@ class DrawnRandom:
         return self._data.draw(st.integers(a, b))
 
     def random(self) -> float:
-        return 1 - self._data.draw(st.integers(0, _UNIT - 1)) / _UNIT
+        """``1 - u``; the draw shrinks to ``u`` = 0 (every option off, Rule 1), and is
+        spread over [0, 1) by a step coprime with ``_UNIT``: hypothesis draws small
+        integers far more often than large ones, which would leave nearly every story
+        and fault kind off."""
+        return 1 - (self._data.draw(st.integers(0, _UNIT - 1)) * _SPREAD % _UNIT) / _UNIT
 
     def uniform(self, a: float, b: float) -> float:
         return a + (b - a) * self._data.draw(st.integers(0, _UNIT)) / _UNIT
@@ -113,8 +121,9 @@ def draw_story(data) -> dict:
 def approach(trace: list[dict], margin_ms: int, scenario: dict) -> dict[str, int]:
     """The Rule 2 quantities a run of ``scenario`` reached (a label is missing when its
     race never began: no request across a restart, no cancel, no takeover)."""
-    sends = {r["seq"]: r for r in trace if r.get("kind") == "send" and "seq" in r}
-    ups = [r["t_ms"] for r in trace if r.get("kind") == "agent_up"]
+    # Indices, not times: a restart in the same millisecond as a send still comes after it.
+    sends = {r["seq"]: i for i, r in enumerate(trace) if r.get("kind") == "send" and "seq" in r}
+    ups = [i for i, r in enumerate(trace) if r.get("kind") == "agent_up"]
     exits = [r["t_ms"] for r in trace if r.get("truth") == "process_exited"]
     takeovers = [r["t_ms"] for r in trace if r.get("note") == "acquired" and r.get("previous")]
     thresholds: dict[str, int] = {}  # provider ID -> the stop threshold of its latest cancel
@@ -126,7 +135,7 @@ def approach(trace: list[dict], margin_ms: int, scenario: dict) -> dict[str, int
     def keep(label: str, value: int) -> None:
         out[label] = max(out.get(label, value), value)
 
-    for r in trace:
+    for i, r in enumerate(trace):
         kind = r.get("kind")
         if r.get("truth") == "process_started":
             started[r.get("command")] = r["clock_ms"]
@@ -134,10 +143,11 @@ def approach(trace: list[dict], margin_ms: int, scenario: dict) -> dict[str, int
             thresholds[r.get("provider_id")] = r.get("stop_if_run_age_below_ms")
         elif kind == "deliver" and r.get("node") == "agent":
             route, sent = r.get("route"), sends.get(r.get("seq"))
-            if route in ("start", "edit", "write") and sent is not None and "age_ms" in sent:
-                crossed = [t for t in ups if sent["t_ms"] < t <= r["t_ms"]]
+            if route in ("start", "edit", "write") and sent is not None and "age_ms" in trace[sent]:
+                crossed = [u for u in ups if sent < u < i]
                 if crossed:
-                    keep("age_slack_ms", min(r["t_ms"] - crossed[-1] - sent["age_ms"], margin_ms))
+                    uptime_ms = r["t_ms"] - trace[crossed[-1]]["t_ms"]
+                    keep("age_slack_ms", min(uptime_ms - trace[sent]["age_ms"], margin_ms))
             elif route == "cancel" and thresholds.get(r.get("tool_call")) is not None:
                 run_start_ms = started.get(commands.get(r["tool_call"]))
                 if run_start_ms is not None:
