@@ -22,9 +22,11 @@ Rule 1 (shrinking direction). ``randint`` and ``choice`` shrink towards the low 
         (``u`` is spread evenly over [0, 1), so a story is told about as often as in
         the swarm; measured: with ``u`` as drawn, 14 % instead of 25 %, and one bug
         of fifteen went unfound in 300 programs.)
-Rule 2 (aiming). After each run, ``approach`` reads three quantities off the trace that
+Rule 2 (aiming). After each run, ``approach`` reads four quantities off the trace that
         grow as a run nears a race the contract must win, and hands each to
         ``hypothesis.target``, which then mutates the programs that scored highest:
+        ``restart_vs_request_in_flight_ms``, minus how far an agent restart fell from
+        a start, edit or write request's flight (0 once one crosses it), and then
         ``age_slack_ms``, a request sent before an agent restart and delivered after it,
         its uptime at arrival minus the age it carries, capped at the age margin (the
         agent's refusal rests on that difference, docs/contract.md A2.3; the
@@ -144,6 +146,11 @@ def approach(trace: list[dict], margin_ms: int, scenario: dict) -> dict[str, int
         elif kind == "deliver" and r.get("node") == "agent":
             route, sent = r.get("route"), sends.get(r.get("seq"))
             if route in ("start", "edit", "write") and sent is not None and "age_ms" in trace[sent]:
+                # How near an agent restart came to this request's flight (0: it crossed).
+                sent_ms = trace[sent]["t_ms"]
+                near = [max(sent_ms - trace[u]["t_ms"], trace[u]["t_ms"] - r["t_ms"], 0) for u in ups[1:]]
+                if near:
+                    keep("restart_vs_request_in_flight_ms", -min(near))
                 crossed = [u for u in ups if sent < u < i]
                 if crossed:
                     uptime_ms = r["t_ms"] - trace[crossed[-1]]["t_ms"]
