@@ -61,3 +61,7 @@ def format_table(doc: dict) -> str:
 
 def format_json(doc: dict) -> str:
     return json_text(doc)
+
+
+def format_interrupted() -> str:
+    return "  interrupted (Ctrl-C): the rows finished so far are above (stderr)\n"

@@ -83,7 +83,7 @@ def main(args, out) -> int:
     try:
         doc = bugs.table(drivers, chosen, budgets, control=chosen is None, on_detection=show)
     except KeyboardInterrupt:
-        out.write("  interrupted (Ctrl-C)\n")
+        out.write(report.format_interrupted())
         return EXIT_INTERRUPTED
     out.write(report.format_json(doc) if args.json else report.format_table(doc))
     return EXIT_OK if bugs.goal_met(doc) else EXIT_VIOLATION
