@@ -13,6 +13,7 @@ from __future__ import annotations
 
 from .json_text import json_text
 
+_WHERE_WIDTH = 72  # the text table cuts "where" (a story's summary can be long); the JSON keeps it whole
 _COLUMNS = ("bug", "driver", "found", "budget used", "time", "length", "property", "where")
 
 
@@ -33,7 +34,8 @@ def _cells(d: dict) -> list[str]:
         used = "seeds " + ", ".join("-" if s["seeds"] is None else str(s["seeds"]) for s in d["starts"]) \
                + f" (of {d['budget']} each)"
     prop = (d["violated"] or "") + (" (its own)" if d["caught_by"] else "")
-    return [d["bug"], d["driver"], found, used, f"{d['seconds']:.1f}s", d["length"], prop, d["where"]]
+    where = d["where"] if len(d["where"]) <= _WHERE_WIDTH else d["where"][:_WHERE_WIDTH - 3] + "..."
+    return [d["bug"], d["driver"], found, used, f"{d['seconds']:.1f}s", d["length"], prop, where]
 
 
 def format_row(d: dict) -> str:

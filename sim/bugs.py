@@ -20,7 +20,7 @@ Rule 1 (what counts). A detection is the first new finding (a violation that is 
 Rule 2 (budgets). Each driver's budget counts its own deterministic unit: the explorer
         states (``sim.explore_tour``: every small world in rounds of growing caps), the
         search programs (``sim.story_search``: drawn race stories, hypothesis seed 0,
-        no example database), the swarm seeds per starting point. Time is measured
+        a fresh example database, as a first ``toolcall-sim search``), the swarm seeds per starting point. Time is measured
         with ``time.perf_counter`` and only reported: no verdict depends on it.
 Rule 3 (the swarm from any first seed). The swarm runs seeds from each of ``SWARM_STARTS``
         (1, 1001, 2001) until the first failing seed, unminimized, within the budget of
@@ -35,11 +35,11 @@ from dataclasses import asdict, dataclass, field
 
 from model import planted_bugs
 
-from . import explore_tour
+from . import explore_tour, story_search
 
 DRIVERS = ("explore", "search", "swarm")
 UNITS = {"explore": "states", "search": "programs", "swarm": "seeds"}
-DEFAULT_BUDGETS = {"explore": explore_tour.TOUR_STATES, "search": 500, "swarm": 100}
+DEFAULT_BUDGETS = {"explore": explore_tour.TOUR_STATES, "search": story_search.EXAMPLES, "swarm": 100}
 SWARM_STARTS = (1, 1001, 2001)
 SEARCH_SHRINK_RUNS = 30  # the table's shrinking: enough to show a shorter story, bounded in runs
 CONTROL = "contract"  # the row that must show no new finding
@@ -93,9 +93,16 @@ def detect_explore(bug: str, budget: int = DEFAULT_BUDGETS["explore"]) -> Detect
 def detect_search(bug: str, budget: int = DEFAULT_BUDGETS["search"]) -> Detection:
     """Hypothesis over drawn race stories (the search's default) within ``budget``
     programs; shrinking is bounded by ``SEARCH_SHRINK_RUNS`` runs and not counted."""
+    import tempfile
+    from pathlib import Path
+
     from .story_search import search
 
-    o = search(variant_of(bug), budget, shrink_runs=SEARCH_SHRINK_RUNS)
+    # A fresh example database, as a first `toolcall-sim search` has (hypothesis plans
+    # its runs differently with a database than with none).
+    with tempfile.TemporaryDirectory() as scratch:
+        o = search(variant_of(bug), budget, shrink_runs=SEARCH_SHRINK_RUNS,
+                   database_dir=Path(scratch) / "hypothesis-db")
     d = Detection(bug, "search", o.found, budget, "programs", o.programs_to_failure or o.programs,
                   o.seconds_to_failure if o.found else o.seconds)
     if o.found:

@@ -148,7 +148,9 @@ def add_arguments(parser) -> None:
     from .output import default_out_dir
 
     parser.add_argument("--variant", default="contract", help="variant, e.g. today or contract+no-age-margin")
-    parser.add_argument("--examples", type=int, default=200, help="programs hypothesis tries (default 200)")
+    parser.add_argument("--examples", type=int, default=None,
+                        help="programs hypothesis tries (default 500 drawn stories, the budget of toolcall-sim "
+                             "bugs; 200 with --world)")
     parser.add_argument("--world", choices=small_worlds.names(), default=None,
                         help="search this small world of the explorer step by step (the rule-based state "
                              "machine) instead of drawing race stories (the default)")
@@ -180,6 +182,7 @@ def main(args, out) -> int:
     if args.shrink_runs is not None:
         raise ScenarioError("search: --shrink-runs bounds the shrinking of drawn stories; not with --world")
     args.steps = 40 if args.steps is None else args.steps
+    args.examples = 200 if args.examples is None else args.examples
     args.out = str(OUT) if args.out is None else args.out
     if args.examples < 1 or args.steps < 1:
         raise ScenarioError("search: --examples and --steps must be at least 1")
@@ -243,6 +246,7 @@ def story_main(args, out) -> int:
     from .scenario import ScenarioError
 
     shrink_runs = story_search.SHRINK_RUNS if args.shrink_runs is None else args.shrink_runs
+    args.examples = story_search.EXAMPLES if args.examples is None else args.examples
     if args.examples < 1 or shrink_runs < 0:
         raise ScenarioError("search: --examples must be at least 1 and --shrink-runs not negative")
     if args.seed < 0:
