@@ -159,7 +159,7 @@ def add_arguments(parser) -> None:
     parser.add_argument("--shrink-runs", type=int, default=None,
                         help="without --world: runs shrinking may spend after the first failure (default "
                              "200)")
-    parser.add_argument("--seed", type=int, default=0, help="without --world: hypothesis's seed (default 0)")
+    parser.add_argument("--seed", type=int, default=None, help="without --world: hypothesis's seed (default 0)")
     parser.add_argument("--out", default=None, metavar="DIR",
                         help=f"where the shrunk counterexample (and, for stories, hypothesis's example "
                              f"database) is written (default ./{default_out_dir('search')} for stories, "
@@ -179,8 +179,9 @@ def main(args, out) -> int:
         if args.steps is not None:
             raise ScenarioError("search: --steps counts the actions of a --world program; drawn stories have none")
         return story_main(args, out)
-    if args.shrink_runs is not None:
-        raise ScenarioError("search: --shrink-runs bounds the shrinking of drawn stories; not with --world")
+    if args.shrink_runs is not None or args.seed is not None:
+        raise ScenarioError("search: --shrink-runs and --seed are for drawn stories; --world programs are "
+                            "derandomized")
     args.steps = 40 if args.steps is None else args.steps
     args.examples = 200 if args.examples is None else args.examples
     args.out = str(OUT) if args.out is None else args.out
@@ -247,6 +248,7 @@ def story_main(args, out) -> int:
 
     shrink_runs = story_search.SHRINK_RUNS if args.shrink_runs is None else args.shrink_runs
     args.examples = story_search.EXAMPLES if args.examples is None else args.examples
+    args.seed = 0 if args.seed is None else args.seed
     if args.examples < 1 or shrink_runs < 0:
         raise ScenarioError("search: --examples must be at least 1 and --shrink-runs not negative")
     if args.seed < 0:

@@ -245,3 +245,23 @@ def test_bugs_command_refuses_bad_flags(argv, capsys):
 
 def test_every_planted_bug_is_in_the_table():
     assert bugs.bug_names() == [m.name for m in planted_bugs.PLANTED_BUGS]
+
+
+@pytest.mark.parametrize("argv", [
+    ["search", "--steps", "5"],  # steps count a --world program's actions
+    ["search", "--world", "default", "--shrink-runs", "5"],
+    ["search", "--world", "default", "--seed", "3"],
+    ["search", "--seed", "-1"],
+    ["search", "--shrink-runs", "-1"],
+    ["explore", "--max-in-flight", "1s"],  # the tour sets each stage's time in flight
+    ["explore", "--second", "edit"],
+    ["explore", "--graph", "g.dot"],
+    ["explore", "--world", "two-chats", "--second", "edit"],
+    ["explore", "--agent-restarts", "0", "--ownership-changes", "0", "--interrupts", "0", "--lost-responses", "0",
+     "--task-retries", "0"],  # a tour with no fault at all
+])
+def test_default_modes_refuse_flags_of_the_other_mode(argv, tmp_path, capsys):
+    """The story search and the tour refuse the flags of the single-world modes (and the
+    other way round) instead of ignoring them."""
+    assert main(argv + ["--out", str(tmp_path)]) == 2
+    assert "Traceback" not in capsys.readouterr().err
