@@ -103,6 +103,8 @@ def detect_search(bug: str, budget: int = DEFAULT_BUDGETS["search"]) -> Detectio
     with tempfile.TemporaryDirectory() as scratch:
         o = search(variant_of(bug), budget, shrink_runs=SEARCH_SHRINK_RUNS,
                    database_dir=Path(scratch) / "hypothesis-db")
+    if o.interrupted:
+        raise KeyboardInterrupt  # the search keeps a Ctrl-C to itself; the table stops on it
     d = Detection(bug, "search", o.found, budget, "programs", o.programs_to_failure or o.programs,
                   o.seconds_to_failure if o.found else o.seconds)
     if o.found:
