@@ -82,7 +82,7 @@ def detect_explore(bug: str, budget: int = DEFAULT_BUDGETS["explore"]) -> Detect
     seconds = time.perf_counter() - started
     last = done.runs[-1] if done.runs else None
     new = [v for v in last.result.violations if v.residual_risk is None] if last else []
-    d = Detection(bug, "explore", bool(new), budget, "states", done.states, seconds)
+    d = Detection(bug, "explore", bool(new), budget, "states", done.states, round(seconds, 3))
     if new:
         v = min(new, key=lambda v: (len(v.path), v.property))
         d.violated, d.caught_by = v.property, _caught_by(bug, v.property)
@@ -106,7 +106,7 @@ def detect_search(bug: str, budget: int = DEFAULT_BUDGETS["search"]) -> Detectio
     if o.interrupted:
         raise KeyboardInterrupt  # the search keeps a Ctrl-C to itself; the table stops on it
     d = Detection(bug, "search", o.found, budget, "programs", o.programs_to_failure or o.programs,
-                  o.seconds_to_failure if o.found else o.seconds)
+                  round(o.seconds_to_failure if o.found else o.seconds, 3))
     if o.found:
         faults, calls, turns = o.length
         d.violated, d.caught_by = o.violated, _caught_by(bug, o.violated)
@@ -145,7 +145,7 @@ def detect_swarm(bug: str, budget: int = DEFAULT_BUDGETS["swarm"], starts=SWARM_
                               "seconds": round(seconds, 2)})
     found = all(s["seeds"] is not None for s in per_start)
     used = max((s["seeds"] or budget) for s in per_start) if per_start else 0
-    d = Detection(bug, "swarm", found, budget, "seeds per start", used, total_s, starts=per_start)
+    d = Detection(bug, "swarm", found, budget, "seeds per start", used, round(total_s, 3), starts=per_start)
     hits = [s for s in per_start if s["seeds"] is not None]
     if hits:
         d.violated = hits[0]["property"]
