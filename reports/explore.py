@@ -78,3 +78,46 @@ def summary(doc: dict, *, max_in_flight: str, horizon: str, budgets: dict[str, i
 def progress_line(states: int) -> str:
     """The line on stderr every so many states (long searches should show they move)."""
     return f"  ... {states} states\n"
+
+
+# ---------------------------------------------------------------------------
+# The tour (explore without --world: sim/explore_tour.py)
+# ---------------------------------------------------------------------------
+
+
+def tour_first_line(variant: str, stages: int, max_states: int, out_dir) -> str:
+    return (f"explore {variant}: the tour of every small world ({stages} stages of world, time in flight and "
+            f"fault kinds, in rounds of growing caps; {max_states} states at most; --world NAME explores one); "
+            f"counterexamples go to {out_dir}\n")
+
+
+def tour_json(variant: str, done, elapsed_s: float, violations: list[dict], out_dir, interrupted: bool,
+              max_states: int) -> dict:
+    """The JSON shape of a tour: totals, each stage run (its label, round cap, states,
+    whether exhausted) and each property's first counterexample."""
+    runs = [{"stage": r.stage.label(), "round_cap": r.round_cap, "states": r.result.states,
+             "exhausted": r.result.exhausted} for r in done.runs]
+    return {"tour": True, "variant": variant, "states": done.states, "max_states": max_states,
+            "states_per_s": round(done.states / elapsed_s), "stages_run": len(runs),
+            "stages_exhausted": len({r["stage"] for r in runs if r["exhausted"]}),
+            "stopped": done.stopped, "runs": runs, "violations": violations, "out": str(out_dir),
+            "interrupted": interrupted}
+
+
+def tour_summary(doc: dict, known_findings) -> str:
+    lines = []
+    if doc["interrupted"]:
+        lines.append(f"  interrupted (Ctrl-C) at {doc['states']} states: the summary so far")
+    lines.append(f"  {doc['stages_run']} stage runs, {doc['stages_exhausted']} stages exhausted, "
+                 f"{doc['states']} states in all, {doc['states_per_s']} states/s")
+    for v in doc["violations"]:
+        risk = v["residual_risk"]
+        tag = ("known finding " if risk in known_findings else "residual risk ") + risk if risk else "VIOLATION"
+        lines.append(f"  {tag}: {v['property']} in {v['steps']} steps ({v['stage']}): {v['detail']}")
+        lines.extend(f"    {i:3}. {label}" for i, label in enumerate(v["actions"], 1))
+        lines.append(f"    counterexample: {v['counterexample']} (toolcall-sim replay {v['counterexample']})")
+    new = sum(1 for v in doc["violations"] if v["residual_risk"] is None)
+    end = ("stopped as asked" if doc["stopped"] and not doc["interrupted"] else
+           f"ended at {doc['max_states']} states" if doc["states"] >= doc["max_states"] else "every stage run")
+    lines.append(f"  tour {end}: {new} new finding(s), {len(doc['violations']) - new} residual risk(s)")
+    return "".join(line + "\n" for line in lines)

@@ -1,7 +1,13 @@
-"""Hypothesis as the third driver: a rule-based state machine over the explorer's world.
+"""Hypothesis as the third driver: drawn race stories by default (sim/story_search.py),
+or a rule-based state machine over one of the explorer's worlds (``--world``).
 
 Theory of operation
 -------------------
+``toolcall-sim search`` with no ``--world`` draws the swarm's race stories through
+hypothesis (sim/story_search.py: bigger worlds than the explorer exhausts, aimed with
+``hypothesis.target``, shrunk to a smaller story). With ``--world NAME`` it runs the
+state machine below over that small world, as it always did.
+
 Hypothesis chooses the actions and shrinks a failure to the shortest program it can find.
 There is one rule per action kind (deliver, lose, fire a timer, let time pass, restart the
 agent, interrupt, change ownership) with a small readable argument (which message, which
@@ -44,12 +50,12 @@ PROGRESS_PROGRAMS = 25  # programs between progress lines (TOOLCALL_SIM_PROGRESS
 
 
 def machine_for(variant: str = "contract", bounds: ex.Bounds | None = None, out: Path | None = OUT,
-                on_program: Callable[[], None] | None = None,
+                world: str = "default", on_program: Callable[[], None] | None = None,
                 on_violation: Callable[[str], None] | None = None):
-    """A RuleBasedStateMachine class over the default world of ``variant``.
+    """A RuleBasedStateMachine class over the small world ``world`` of ``variant``.
     ``on_program()`` is called as each program starts (shrinking's included) and
     ``on_violation(property)`` as a program fails: what ``search`` counts on its bar."""
-    config = worlds.default(variant)
+    config = worlds.build(world, variant)
     # Random search can afford latency within the margin (messages 1 s in flight, so
     # `let_time_pass` has something to do); the exhaustive default keeps them instant.
     bounds = bounds or ex.Bounds(max_in_flight_ms=1)
@@ -124,7 +130,7 @@ def machine_for(variant: str = "contract", bounds: ex.Bounds | None = None, out:
             if new:
                 v = new[0]
                 if out is not None:
-                    save_counterexample(out, variant, bounds, v, self.path)
+                    save_counterexample(out, variant, bounds, v, self.path, world)
                 if on_violation is not None:
                     on_violation(v.property)
                 raise AssertionError(f"{v.property}: {v.detail}")
@@ -137,9 +143,9 @@ def _file_name(variant: str, prop: str) -> str:
     return f"{variant.replace('+', '_')}-{prop}.json"
 
 
-def save_counterexample(out: Path, variant: str, bounds: ex.Bounds, v, path: list) -> Path:
+def save_counterexample(out: Path, variant: str, bounds: ex.Bounds, v, path: list, world: str = "default") -> Path:
     """Write the failing path in the one replay format (the latest, i.e. most shrunk, wins)."""
-    return cx.save_actions(out / _file_name(variant, v.property), cx.explore_world("default", variant, bounds),
+    return cx.save_actions(out / _file_name(variant, v.property), cx.explore_world(world, variant, bounds),
                            v.property, v.residual_risk, path, "hypothesis", v.detail)
 
 
@@ -149,23 +155,49 @@ def save_counterexample(out: Path, variant: str, bounds: ex.Bounds, v, path: lis
 
 
 def add_arguments(parser) -> None:
+    from model import worlds as small_worlds
+
+    from .output import default_out_dir
+
     parser.add_argument("--variant", default="contract", help="variant, e.g. today or contract+no-age-margin")
-    parser.add_argument("--examples", type=int, default=200, help="programs hypothesis tries (default 200)")
-    parser.add_argument("--steps", type=int, default=40, help="actions per program at most (default 40)")
-    parser.add_argument("--out", default=str(OUT), metavar="DIR",
-                        help=f"where the shrunk counterexample is written (default ./{OUT}, under the current "
-                             "directory)")
+    parser.add_argument("--examples", type=int, default=None,
+                        help="programs hypothesis tries (default 500 drawn stories, the budget of toolcall-sim "
+                             "bugs; 200 with --world)")
+    parser.add_argument("--world", choices=small_worlds.names(), default=None,
+                        help="search this small world of the explorer step by step (the rule-based state "
+                             "machine) instead of drawing race stories (the default)")
+    parser.add_argument("--steps", type=int, default=None,
+                        help="with --world: actions per program at most (default 40)")
+    parser.add_argument("--shrink-runs", type=int, default=None,
+                        help="without --world: runs shrinking may spend after the first failure (default "
+                             "200)")
+    parser.add_argument("--seed", type=int, default=None, help="without --world: hypothesis's seed (default 0)")
+    parser.add_argument("--out", default=None, metavar="DIR",
+                        help=f"where the shrunk counterexample (and, for stories, hypothesis's example "
+                             f"database) is written (default ./{default_out_dir('search')} for stories, "
+                             f"./{OUT} with --world, under the current directory)")
     add_quiet_flag(parser)
 
 
 def main(args, out) -> int:
-    """``toolcall-sim search``: hypothesis over the explorer's default world; a shrunk
-    failure prints as its story of action labels and is written in the replay format.
-    Derandomized, so the same arguments find the same failure. 0 no new finding, 1 one."""
+    """``toolcall-sim search``: drawn race stories (``story_main``) or, with ``--world``,
+    hypothesis over that small world; a shrunk failure prints as its story of action
+    labels and is written in the replay format. Derandomized, so the same arguments find
+    the same failure. 0 no new finding, 1 one."""
     from hypothesis.stateful import run_state_machine_as_test
 
     from .scenario import ScenarioError
 
+    if args.world is None:
+        if args.steps is not None:
+            raise ScenarioError("search: --steps counts the actions of a --world program; drawn stories have none")
+        return story_main(args, out)
+    if args.shrink_runs is not None or args.seed is not None:
+        raise ScenarioError("search: --shrink-runs and --seed are for drawn stories; --world programs are "
+                            "derandomized")
+    args.steps = 40 if args.steps is None else args.steps
+    args.examples = 200 if args.examples is None else args.examples
+    args.out = str(OUT) if args.out is None else args.out
     if args.examples < 1 or args.steps < 1:
         raise ScenarioError("search: --examples and --steps must be at least 1")
     from .cli import check_variant
@@ -177,7 +209,8 @@ def main(args, out) -> int:
                                     every=PROGRESS_PROGRAMS)
     chosen = settings(max_examples=args.examples, stateful_step_count=args.steps, deadline=None, database=None,
                       derandomize=True, suppress_health_check=[HealthCheck.too_slow])
-    out.write(f"search {args.variant}: up to {args.examples} programs of up to {args.steps} actions (hypothesis); "
+    out.write(f"search {args.variant} in world {args.world}: up to {args.examples} programs of up to {args.steps} "
+              "actions (hypothesis); "
               f"a counterexample goes to {out_dir}\n")
     out.flush()
     # Every failing program hypothesis meets writes its file; only the last, shrunk one
@@ -190,8 +223,9 @@ def main(args, out) -> int:
         set_hypothesis_home_dir(Path(scratch) / ".hypothesis")
         try:
             try:
-                run_state_machine_as_test(machine_for(args.variant, out=Path(scratch), on_program=count.program,
-                                                      on_violation=count.violation), settings=chosen)
+                run_state_machine_as_test(machine_for(args.variant, out=Path(scratch), world=args.world,
+                                                      on_program=count.program, on_violation=count.violation),
+                                          settings=chosen)
             except AssertionError:
                 progress.finish()  # shrunk: the failure is what follows
                 raise
@@ -222,6 +256,65 @@ def main(args, out) -> int:
     out.write("  no new finding\n")
     return 0
 
+
+# ---------------------------------------------------------------------------
+# toolcall-sim search without --world: drawn race stories
+# ---------------------------------------------------------------------------
+
+
+def story_main(args, out) -> int:
+    """Drawn race stories (sim/story_search.py): the shrunk failure is written as a
+    scenario file and a counterexample; hypothesis's example database lives in
+    ``<out>/hypothesis-db`` (its failures are tried first next time)."""
+    from . import story_search
+    from .cli import check_variant
+    from .output import check_out_dir, default_out_dir
+    from .scenario import ScenarioError
+
+    shrink_runs = story_search.SHRINK_RUNS if args.shrink_runs is None else args.shrink_runs
+    args.examples = story_search.EXAMPLES if args.examples is None else args.examples
+    args.seed = 0 if args.seed is None else args.seed
+    if args.examples < 1 or shrink_runs < 0:
+        raise ScenarioError("search: --examples must be at least 1 and --shrink-runs not negative")
+    if args.seed < 0:
+        raise ScenarioError(f"search: --seed: must not be negative, got {args.seed}")
+    check_variant(args.variant, "search: --variant")
+    out_dir = check_out_dir(default_out_dir("search") if args.out is None else args.out)
+    out.write(f"search {args.variant}: up to {args.examples} drawn race stories (hypothesis, seed {args.seed}), "
+              f"shrinking with up to {shrink_runs} runs; a counterexample goes to {out_dir}\n")
+    out.flush()
+    progress = Progress.for_command(args, f"search {args.variant}", args.examples, unit="programs",
+                                    every=PROGRESS_PROGRAMS)
+    shown = {"shrinking": False}
+
+    def on_program(outcome) -> None:
+        if outcome.programs_to_failure is None:
+            progress(min(outcome.programs, args.examples), args.examples)
+            return
+        if not shown["shrinking"]:
+            shown["shrinking"] = True
+            progress.set_description("shrinking", unknown_total=True)
+        progress(outcome.shrink_runs, None, outcome.violated or "")
+    with progress:
+        outcome = story_search.search(args.variant, args.examples, shrink_runs,
+                                      database_dir=out_dir / "hypothesis-db", seed=args.seed, on_program=on_program)
+        progress.finish()
+    out.write(f"  {outcome.programs} programs run in {outcome.seconds:.1f}s\n")
+    if outcome.found:
+        faults, calls, turns = outcome.length
+        toml_path, json_path = story_search.write_failure(outcome, out_dir)
+        out.write(f"  VIOLATION {outcome.violated}: {outcome.detail}\n"
+                  f"  first failure after {outcome.programs_to_failure} programs; shrunk with "
+                  f"{outcome.shrink_runs} runs to {faults} faults, {calls} tool calls, {turns} turns:\n"
+                  f"    {outcome.scenario['summary']}\n"
+                  f"  scenario: {toml_path} (toolcall-sim run {toml_path} --variant {args.variant})\n"
+                  f"  counterexample: {json_path} (toolcall-sim replay {json_path})\n")
+        return 1
+    if outcome.interrupted:
+        out.write("  interrupted (Ctrl-C): no new finding so far\n")
+        return 130
+    out.write("  no new finding\n")
+    return 0
 
 class _ProgramCount:
     """What ``search`` shows while hypothesis runs: programs tried out of ``--examples``,

@@ -70,9 +70,13 @@ assert set(_TRIGGER_EVENTS) <= set(vocabulary.TRIGGER_EVENTS)
 # ---------------------------------------------------------------------------
 
 
-def draw_scenario(seed: int) -> dict:
-    """The scenario dict of swarm seed ``seed``: same seed, same dict, in any process."""
-    rng = random.Random(f"swarm:{seed}")
+def draw_scenario(seed: int, rng=None) -> dict:
+    """The scenario dict of swarm seed ``seed``: same seed, same dict, in any process.
+    ``rng`` replaces the seed's own generator: anything with ``random.Random``'s
+    ``randint``, ``random``, ``uniform``, ``choice`` and ``choices`` (the hypothesis
+    search, sim/story_search.py, answers each call with a draw it can shrink); the
+    draws are the same calls in the same order either way."""
+    rng = rng if rng is not None else random.Random(f"swarm:{seed}")
     replicas = rng.randint(1, 3)
     latency_min_ms = rng.randint(1, 20)
     # Latency stays well below the agent's 2 s age margin: a longer transit is the

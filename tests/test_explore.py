@@ -40,7 +40,7 @@ def test_default_world_is_exhausted_without_violation_and_its_size_is_pinned(tmp
     `toolcall-sim explore` visits every reachable state and finds only the documented
     false unknown (an agent restart between the commit and the first request; design
     section 7), which unknown_only_when_unknowable reports as that residual risk."""
-    code = main(["explore", "--json", "--out", str(tmp_path)])
+    code = main(["explore", "--world", "default", "--json", "--out", str(tmp_path)])
     doc = json.loads(capsys.readouterr().out)
     assert code == 0
     assert doc["exhausted"]
@@ -80,7 +80,7 @@ def test_in_flight_above_the_margin_finds_the_documented_residual_risk(tmp_path,
     start that travels across an agent restart runs a second time, reported as the
     design's residual risk; nothing found on the way is a new finding, and the
     counterexample replays to the same trace hash."""
-    code = main(["explore", "--max-in-flight", "5s", "--property", "at_most_once", "--json", "--out", str(tmp_path)])
+    code = main(["explore", "--world", "default", "--max-in-flight", "5s", "--property", "at_most_once", "--json", "--out", str(tmp_path)])
     doc = json.loads(capsys.readouterr().out)
     assert code == 0 and all(v["residual_risk"] is not None for v in doc["violations"])
     (found,) = [v for v in doc["violations"] if v["property"] == "at_most_once"]
@@ -93,7 +93,8 @@ def test_today_double_start_is_found_within_a_few_actions(tmp_path, capsys):
     """Under today the explorer finds the incident's double start in the default world (a
     new owner starts the command again) in at most a dozen actions, and `toolcall-sim
     replay` reproduces it."""
-    code = main(["explore", "--variant", "today", "--property", "at_most_once", "--json", "--out", str(tmp_path)])
+    code = main(["explore", "--world", "default", "--variant", "today", "--property", "at_most_once", "--json",
+                 "--out", str(tmp_path)])
     doc = json.loads(capsys.readouterr().out)
     assert code == 1
     (v,) = [v for v in doc["violations"] if v["property"] == "at_most_once"]
@@ -137,7 +138,7 @@ def test_graph_output(tmp_path, capsys):
     import networkx as nx
 
     out = tmp_path / "g.graphml"
-    main(["explore", "--agent-restarts", "0", "--interrupts", "0", "--lost-responses", "0",
+    main(["explore", "--world", "default", "--agent-restarts", "0", "--interrupts", "0", "--lost-responses", "0",
           "--ownership-changes", "0", "--task-retries", "0", "--graph", str(out), "--out", str(tmp_path)])
     assert "exhausted, no violation" in capsys.readouterr().out
     graph = nx.read_graphml(out)
@@ -148,7 +149,7 @@ def test_stopping_rules(tmp_path, capsys):
     """By default every violated property gets its shortest counterexample; --stop-at-first
     stops at the first violating state (every property it violates is reported, not
     exhausted); an unknown --property is bad input (exit 2)."""
-    argv = ["explore", "--variant", "today", "--agent-restarts", "0", "--interrupts", "0", "--lost-responses", "0",
+    argv = ["explore", "--world", "default", "--variant", "today", "--agent-restarts", "0", "--interrupts", "0", "--lost-responses", "0",
             "--task-retries", "0", "--json", "--out", str(tmp_path)]
     assert main(argv) == 1
     every = json.loads(capsys.readouterr().out)

@@ -119,7 +119,7 @@ def test_parallel_search_stops_where_the_one_process_search_stops():
 
 
 def test_explore_cli_runs_with_workers(tmp_path, capsys):
-    args = ["explore", "--variant", "today", "--json", "--out", str(tmp_path), "--agent-restarts", "0",
+    args = ["explore", "--world", "default", "--variant", "today", "--json", "--out", str(tmp_path), "--agent-restarts", "0",
             "--ownership-changes", "0", "--lost-responses", "0", "--task-retries", "0"]
     assert main(args) == 1
     one = capsys.readouterr().out
@@ -138,5 +138,5 @@ def test_explore_cli_runs_with_workers(tmp_path, capsys):
     (["--workers", "2", "--graph", "g.graphml"], "--graph: the state graph is drawn by one process"),
 ])
 def test_explore_refuses_bad_worker_flags(flags, message, tmp_path, capsys):
-    assert main(["explore", "--out", str(tmp_path)] + flags) == 2
+    assert main(["explore", "--world", "default", "--out", str(tmp_path)] + flags) == 2
     assert message in capsys.readouterr().err

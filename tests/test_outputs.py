@@ -154,9 +154,18 @@ def test_swarm_writes_under_the_current_folder_and_its_files_replay_anywhere(tmp
 
 def test_search_leaves_no_hypothesis_folder_behind(tmp_path, monkeypatch, capsys):
     monkeypatch.chdir(tmp_path)
-    assert main(["search", "--examples", "2", "--steps", "5"]) == 0
+    assert main(["search", "--examples", "2", "--steps", "5", "--world", "default"]) == 0
     assert "a counterexample goes to reports/out/hypothesis" in capsys.readouterr().out.splitlines()[0]
     assert not (tmp_path / ".hypothesis").exists()
+    # Drawn stories (the default): hypothesis's folder and its example database live
+    # under the output folder.
+    assert main(["search", "--examples", "2"]) == 0
+    assert "a counterexample goes to reports/out/search" in capsys.readouterr().out.splitlines()[0]
+    assert not (tmp_path / ".hypothesis").exists()
+    # (hypothesis writes there only what it has not written before in this process)
+    assert {p.name for p in tmp_path.iterdir()} <= {"reports"}
+    assert {str(p.relative_to(tmp_path)) for p in tmp_path.rglob("*") if p.parent == tmp_path / "reports" / "out"} \
+        <= {"reports/out/search"}
 
 
 def test_help_names_the_default_folders(capsys):
@@ -197,7 +206,7 @@ def test_check_determinism_with_trace_and_json_does_both(tmp_path, capsys):
 
 def test_a_replay_that_stops_fitting_has_its_own_exit_code(tmp_path, capsys):
     """Exit 3, not the 0 of "no longer reproduces"."""
-    assert main(["explore", "--variant", "today", "--property", "at_most_once", "--json",
+    assert main(["explore", "--world", "default", "--variant", "today", "--property", "at_most_once", "--json",
                  "--out", str(tmp_path)]) == 1
     path = json.loads(capsys.readouterr().out)["violations"][0]["counterexample"]
     doc = json.loads(Path(path).read_text())
@@ -257,7 +266,7 @@ def test_ctrl_c_on_swarm_keeps_every_finished_counterexample(tmp_path, workers):
 
 @pytest.mark.slow
 def test_ctrl_c_on_explore_prints_the_summary_so_far(tmp_path):
-    code, out, err = _interrupt_after(["explore", "--max-states", "100000000", "--max-in-flight", "5s",
+    code, out, err = _interrupt_after(["explore", "--world", "default", "--max-states", "100000000", "--max-in-flight", "5s",
                                        "--agent-restarts", "2", "--out", "o"], tmp_path,
                                       lambda line: "states" in line,
                                       # a log gets no progress unless asked (sim/progress.py Rule 1)

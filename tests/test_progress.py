@@ -183,7 +183,7 @@ def test_quiet_is_a_flag_of_every_long_command(command):
 
 
 def _explore(tmp_path: Path, name: str, capsys, *extra: str) -> tuple[int, dict, str, dict]:
-    code = main(["explore", "--variant", "today", "--property", "at_most_once", "--json",
+    code = main(["explore", "--world", "default", "--variant", "today", "--property", "at_most_once", "--json",
                  "--out", str(tmp_path / name), *extra])
     captured = capsys.readouterr()
     doc = json.loads(captured.out)
@@ -236,7 +236,7 @@ def test_search_with_the_bar_prints_what_it_does_without(tmp_path, capsys, monke
     runs = {}
     for mode in ("off", "bar"):
         monkeypatch.setenv(pg.ENV, mode)
-        code = main(["search", "--examples", "10", "--steps", "10", "--out", str(tmp_path / "o")])
+        code = main(["search", "--world", "default", "--examples", "10", "--steps", "10", "--out", str(tmp_path / "o")])
         captured = capsys.readouterr()
         runs[mode] = (code, captured.out, captured.err)
     assert runs["bar"][:2] == runs["off"][:2]
@@ -260,8 +260,8 @@ def test_a_real_terminal_gets_the_bar_and_a_pipe_does_not(tmp_path):
     root = Path(__file__).resolve().parent.parent
     env = {k: v for k, v in os.environ.items() if k != pg.ENV}
     env.update(PYTHONPATH=str(root), TERM="xterm")
-    argv = [sys.executable, "-m", "sim", "explore", "--variant", "today", "--property", "at_most_once",
-            "--out", str(tmp_path / "o")]
+    argv = [sys.executable, "-m", "sim", "explore", "--world", "default", "--variant", "today", "--property",
+            "at_most_once", "--out", str(tmp_path / "o")]
     primary, secondary = os.openpty()
     try:
         proc = subprocess.Popen(argv, cwd=tmp_path, env=env, stdout=subprocess.PIPE, stderr=secondary)

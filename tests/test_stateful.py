@@ -29,7 +29,8 @@ def test_today_fails_and_the_shrunk_failure_replays(tmp_path, capsys):
     # Programs of up to 15 actions, not the default 40: the failure shrinks to 8 or 9
     # actions, so 15 still holds it with room, and hypothesis (derandomized) finds and
     # shrinks it in about 13 s instead of 30-48 s (the longer programs cost the shrinker).
-    assert main(["search", "--variant", "today", "--examples", "200", "--steps", "15", "--out", str(tmp_path)]) == 1
+    assert main(["search", "--world", "default", "--variant", "today", "--examples", "200", "--steps", "15",
+                 "--out", str(tmp_path)]) == 1
     out = capsys.readouterr().out
     assert "VIOLATION" in out and "shrunk to" in out and "  1. " in out
     (file,) = sorted(tmp_path.glob("*.json"))

@@ -14,6 +14,12 @@ log, nothing with ``--quiet``.
 
 Breadth-first order makes every counterexample found so far a shortest one, so the
 stopping rules (``--stop-at-first``, ``--property``) lose none of them.
+
+Without ``--world`` the command runs the tour (``sim.explore_tour``: every small world in
+rounds of growing state caps, few fault kinds first), so a user need not know which
+world fits which race; ``--world NAME`` explores that one world as before. The tour
+sets each stage's time in flight and world, so ``--max-in-flight``, ``--second`` and
+``--graph`` need ``--world``.
 """
 
 from __future__ import annotations
@@ -39,15 +45,19 @@ def add_arguments(parser) -> None:
     from model import worlds
 
     parser.add_argument("--variant", default="contract")
-    parser.add_argument("--world", choices=worlds.names(), default="default",
-                        help="the small world to explore (model/worlds.py): "
-                        + "; ".join(f"{w.name}: {w.summary}" for w in worlds.WORLDS))
-    parser.add_argument("--second", choices=("background", "edit"), default="background",
-                        help="the second parallel tool call of the default world")
-    parser.add_argument("--max-in-flight", default="0s",
-                        help="how long a message may stay in flight, in real units (default 0s: any order, no "
-                             "delay; 1s still stays below the 2s age margin, 5s goes past it)")
-    parser.add_argument("--max-states", type=int, default=200_000, help="stop after this many states (at least 1)")
+    parser.add_argument("--world", choices=worlds.names(), default=None,
+                        help="the one small world to explore (model/worlds.py): "
+                        + "; ".join(f"{w.name}: {w.summary}" for w in worlds.WORLDS)
+                        + ". Without it: the tour of every world, few faults first (sim/explore_tour.py)")
+    parser.add_argument("--second", choices=("background", "edit"), default=None,
+                        help="with --world default: the second parallel tool call (default background)")
+    parser.add_argument("--max-in-flight", default=None,
+                        help="with --world: how long a message may stay in flight, in real units (default 0s: "
+                             "any order, no delay; 1s still stays below the 2s age margin, 5s goes past it); "
+                             "the tour tries 0s and 1s")
+    parser.add_argument("--max-states", type=int, default=None,
+                        help="stop after this many states (at least 1; default 200000 with --world and for "
+                             "the tour)")
     parser.add_argument("--horizon", default="30s", help="explore no further than this (real units, above 0)")
     for budget in BUDGET_FLAGS:
         parser.add_argument(f"--{budget}", type=int, default=1, help="at least 0 (default 1)")
@@ -77,6 +87,13 @@ def main(args, out) -> int:
     from .. import counterexample as cx
 
     check_variant(args.variant)
+    if args.world is None:
+        return tour_main(args, out)
+    args.second = args.second or "background"
+    args.max_in_flight = "0s" if args.max_in_flight is None else args.max_in_flight
+    args.max_states = 200_000 if args.max_states is None else args.max_states
+    if args.second != "background" and args.world != "default":
+        raise BadFlag(f"--second: shapes only the default world, not {args.world}")
     if args.max_states < 1:
         raise BadFlag(f"--max-states: must be at least 1, got {args.max_states}")
     for budget in ex.BUDGETS:
@@ -183,3 +200,70 @@ def write_graph(edges, path: str) -> None:
     else:
         write_atomic(path, "".join(line + "\n" for line in nx.generate_graphml(graph)))
 
+
+
+def tour_main(args, out) -> int:
+    """``explore`` without ``--world``: the tour of every small world (sim/explore_tour.py).
+    Each property's first counterexample (the one of the earliest stage: fewest faults,
+    smallest world) is saved and reported; exit codes as for one world."""
+    from model import explore as ex
+    from model.properties import KNOWN_FINDINGS
+
+    from .. import counterexample as cx
+    from .. import explore_tour
+
+    for flag, value in (("--max-in-flight", args.max_in_flight), ("--second", args.second),
+                        ("--graph", args.graph)):
+        if value is not None:
+            raise BadFlag(f"{flag}: the tour sets each stage's world and time in flight; use it with --world NAME")
+    max_states = explore_tour.TOUR_STATES if args.max_states is None else args.max_states
+    if max_states < 1:
+        raise BadFlag(f"--max-states: must be at least 1, got {max_states}")
+    for budget in ex.BUDGETS:
+        if getattr(args, budget) < 0:
+            raise BadFlag(f"--{budget.replace('_', '-')}: must not be negative, got {getattr(args, budget)}")
+    scale = ex.Bounds().scale
+    horizon_ms = parse_duration(args.horizon, "--horizon") // scale
+    if horizon_ms < 1:
+        raise BadFlag(f"--horizon: must be above 0 (at least {scale} ms on the explorer's clock), got {args.horizon}")
+    if args.workers < 1:
+        raise BadFlag(f"--workers: must be at least 1, got {args.workers}")
+    out_dir = check_out_dir(args.out)
+    stop_on = stop_rule(args.stop_at_first, args.stop_properties)
+    budgets = ex.Bounds(horizon_ms=horizon_ms, **{b: getattr(args, b) for b in ex.BUDGETS})
+    if not any(getattr(budgets, b) for b in ex.BUDGETS):
+        raise BadFlag("the tour needs at least one fault budget above 0 (or explore one world with --world)")
+    if not args.json:
+        out.write(report.tour_first_line(args.variant, len(explore_tour.stages(budgets)), max_states, out_dir))
+        out.flush()
+    bar = Progress.for_command(args, f"explore {args.variant} (tour)", max_states, unit="states",
+                               every=PROGRESS_STATES, line=lambda states, _total, _what: report.progress_line(states))
+    started = time.perf_counter()  # reported only, never enters a run
+    with sigint_flag() as interrupted, bar as show:
+
+        def progress(states: int) -> bool:
+            show(states)
+            return interrupted()
+        done = explore_tour.tour(args.variant, budgets, max_states, stop_on=stop_on, on_progress=progress,
+                                 workers=args.workers)
+        was_interrupted = interrupted()
+        if not was_interrupted:
+            show.finish()
+    elapsed_s = max(time.perf_counter() - started, 1e-9)
+    violations, seen = [], set()
+    for run in done.runs:
+        for v in sorted(run.result.violations, key=lambda v: (v.property, v.residual_risk or "")):
+            name = v.property + (f"-{v.residual_risk}" if v.residual_risk else "")
+            if name in seen:
+                continue
+            seen.add(name)
+            world = cx.explore_world(run.stage.world, args.variant, run.bounds)
+            path = out_dir / f"{run.stage.world}-{args.variant.replace('+', '_')}-{name}.json"
+            cx.save_actions(path, world, v.property, v.residual_risk, v.path, "explore", v.detail)
+            violations.append({**report.violation_json(v, str(path)), "stage": run.stage.label(),
+                               "bounds": world["bounds"]})
+    doc = report.tour_json(args.variant, done, elapsed_s, violations, out_dir, was_interrupted, max_states)
+    out.write(json_text(doc) if args.json else report.tour_summary(doc, KNOWN_FINDINGS))
+    if was_interrupted:
+        return EXIT_INTERRUPTED
+    return EXIT_VIOLATION if any(v["residual_risk"] is None for v in violations) else EXIT_OK
