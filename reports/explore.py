@@ -78,3 +78,8 @@ def summary(doc: dict, *, max_in_flight: str, horizon: str, budgets: dict[str, i
 def progress_line(states: int) -> str:
     """The line on stderr every so many states (long searches should show they move)."""
     return f"  ... {states} states\n"
+
+
+def report_written(report_dir) -> str:
+    """The line after the summary when ``--report DIR`` wrote the search's page."""
+    return f"report: {report_dir}/index.html (summary.md, report.json, junit.xml, figures/)\n"

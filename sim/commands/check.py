@@ -20,6 +20,13 @@ Rule 2. The baseline (``--baseline``, default ``reports/baseline.json`` under th
         rewrites the file.
 Rule 3. Exit 0 when nothing is new (sim/check.py Rule 3), 1 otherwise, 2 on bad input,
         130 on Ctrl-C (the old report stays).
+Rule 4. ``run``, ``explore`` and ``replay`` take ``--report DIR`` (``add_report_flag``)
+        and write one run's report with the same ``write_report`` (sim/check.py Rule 6):
+        the page with its pictures, ``summary.md``, ``report.json``, ``figures/``,
+        ``counterexamples/``, and ``junit.xml`` for ``run`` and ``explore`` (test cases
+        of a replay would only repeat its exit code). ``DIR`` is checked before anything
+        runs (``check_report_dir``): a file, a folder below a file, or a place where no
+        folder can be made is one line, exit 2. The command's exit code is its own.
 """
 
 from __future__ import annotations
@@ -33,7 +40,7 @@ from pathlib import Path
 from reports import check_html, check_markdown, junit
 from reports.json_text import json_text
 
-from ..output import DEFAULT_OUT, check_out_dir, check_out_file, write_atomic
+from ..output import DEFAULT_OUT, OutputError, check_out_dir, check_out_file, write_atomic
 from .common import EXIT_OK, EXIT_VIOLATION, BadFlag
 
 NAME = "check"
@@ -133,7 +140,36 @@ def draw(report: dict, traces: dict, workers: int) -> dict[str, str]:
         return check_html.figures_of(report, traces, lambda fn, tasks: pool.map(fn, tasks, chunksize=4))
 
 
-def write_report(result, out_dir: Path, cx, workers: int = 1) -> None:
+def add_report_flag(parser) -> None:
+    """``--report DIR`` of ``run``, ``explore`` and ``replay`` (Rule 4)."""
+    parser.add_argument("--report", metavar="DIR",
+                        help="also write the report page of this run (index.html with its pictures, summary.md, "
+                             "report.json, figures/), as toolcall-sim check writes it; DIR is replaced whole")
+
+
+def check_report_dir(path: str, flag: str = "--report") -> Path:
+    """Rule 4: ``path`` can become the report folder, found before the run starts: not a
+    file nor below one (``check_out_dir``), and its nearest existing folder takes a new
+    folder (tried, then removed: permission bits do not bind root, a read-only mount does)."""
+    p = check_out_dir(path, flag)
+    base = next((q for q in (p, *p.parents) if q.exists()), Path("."))
+    try:
+        os.rmdir(tempfile.mkdtemp(prefix=f".{p.name or 'report'}.probe-", dir=base))
+    except OSError as err:
+        raise OutputError(f"{flag}: {p}: cannot make a folder in {base}: {err.strerror or err}") from None
+    return p
+
+
+def write_one_run(result, out_dir: Path, junit_xml: bool = True) -> None:
+    """Rule 4: one run's report, written as a suite's is (Ctrl-C waits for the rename)."""
+    from .. import counterexample as cx
+    from ..output import sigint_deferred
+
+    with sigint_deferred():
+        write_report(result, out_dir, cx, 1, junit_xml=junit_xml)
+
+
+def write_report(result, out_dir: Path, cx, workers: int = 1, junit_xml: bool = True) -> None:
     """Rule 1: every file into a temporary folder beside ``out_dir``, then renamed over it.
     The pictures are drawn by ``workers`` processes (matplotlib costs a fraction of a
     second a picture, and a suite has one per scenario run)."""
@@ -151,7 +187,8 @@ def write_report(result, out_dir: Path, cx, workers: int = 1) -> None:
             (tmp / name).write_text(svg, encoding="utf-8")
         (tmp / "report.json").write_text(json_text(report), encoding="utf-8")
         (tmp / "summary.md").write_text(check_markdown.summary(report), encoding="utf-8")
-        (tmp / "junit.xml").write_text(junit.junit(report), encoding="utf-8")
+        if junit_xml:
+            (tmp / "junit.xml").write_text(junit.junit(report), encoding="utf-8")
         (tmp / "index.html").write_text(check_html.page(report, pictures), encoding="utf-8")
         old = None
         if out_dir.exists():
