@@ -168,8 +168,14 @@ def first_line(suite: str, quick: bool, jobs: int, out_dir) -> str:
     return f"check {suite}{' (quick)' if quick else ''}: {jobs} jobs; the report goes to {out_dir}\n"
 
 
+def no_baseline(path) -> str:
+    """Said on stderr when the default baseline file is not where the command looks."""
+    return (f"check: no baseline at {path} under this folder: every finding counts as new; pass --baseline FILE "
+            "or run from the project root\n")
+
+
 def progress_line(done: int, total: int, what: str) -> str:
-    """One line per finished job (stderr, on a terminal only)."""
+    """A finished job, for sim/progress.py's lines display (TOOLCALL_SIM_PROGRESS=lines)."""
     return f"  ... {done}/{total} {what}\n"
 
 

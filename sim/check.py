@@ -521,8 +521,10 @@ def fold(suite, part, quick, outputs, baseline, baseline_file, accept_all: bool 
             result.traces[f"timeline-{rid}"] = (out["trace"], [], out["chats"])
             if not out["findings"]:
                 result.traces[f"sequence-{rid}"] = (out["trace"], [], out["chats"])
+            if out["findings"]:  # the finding's copy in counterexamples/ is the command that replays it
+                replay["reproduce"] = []
             for f in out["findings"]:
-                f["reproduce"] = []  # the copy in counterexamples/ is its reproduce command
+                f["reproduce"] = []
                 findings.append(f)
         else:
             planted.append(out)

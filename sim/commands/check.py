@@ -13,13 +13,17 @@ Rule 1. The report is written whole or not at all: into a temporary folder besid
         ``--out``, which replaces ``--out`` by renames at the end. An interrupted run
         leaves the old report as it was (and at worst a ``.<name>.tmp-*`` folder).
 Rule 2. The baseline (``--baseline``, default ``reports/baseline.json`` under the current
-        directory) lists accepted findings. A missing default file is an empty baseline;
-        a missing file named by the flag is bad input, unless ``--update-baseline`` is
-        to create it. ``--update-baseline`` accepts every finding of this run (so none
+        directory) lists accepted findings. A missing default file is an empty baseline,
+        said in one line on stderr (``check_markdown.no_baseline``: run from another
+        folder, every accepted finding would otherwise fail the run as new with no word
+        why); the exit code stays the verdict's. A missing file named by the flag is bad
+        input, unless ``--update-baseline`` is to create it. ``--update-baseline`` accepts every finding of this run (so none
         is new), drops what is fixed, keeps entries of runs this suite did not run, and
         rewrites the file.
 Rule 3. Exit 0 when nothing is new (sim/check.py Rule 3), 1 otherwise, 2 on bad input,
-        130 on Ctrl-C (the old report stays).
+        130 on Ctrl-C (the old report stays). While the jobs run, ``sim.progress`` draws
+        the jobs done on stderr: a bar on a terminal, nothing in a log, nothing with
+        ``--quiet`` (``TOOLCALL_SIM_PROGRESS=lines``: a line per job).
 Rule 4. ``run``, ``explore`` and ``replay`` take ``--report DIR`` (``add_report_flag``)
         and write one run's report with the same ``write_report`` (sim/check.py Rule 6):
         the page with its pictures, ``summary.md``, ``report.json``, ``figures/``,
@@ -41,6 +45,7 @@ from reports import check_html, check_markdown, junit
 from reports.json_text import json_text
 
 from ..output import DEFAULT_OUT, OutputError, check_out_dir, check_out_file, write_atomic
+from ..progress import Progress, add_quiet_flag
 from .common import EXIT_OK, EXIT_VIOLATION, BadFlag
 
 NAME = "check"
@@ -61,7 +66,7 @@ def add_arguments(parser) -> None:
     parser.add_argument("--workers", type=int, default=1,
                         help="processes to run the suite's jobs with (default 1); the report is the same for any")
     parser.add_argument("--quick", action="store_true", help="run only the part of the suite marked quick")
-    parser.add_argument("--quiet", action="store_true", help="no progress lines on a terminal")
+    add_quiet_flag(parser)
 
 
 def resolve_suite(name: str | None) -> str:
@@ -98,25 +103,25 @@ def main(args, out) -> int:
     if baseline_path is None:
         baseline_path = str(DEFAULT_BASELINE)
         entries = check.load_baseline(baseline_path) if DEFAULT_BASELINE.is_file() else []
+        if not DEFAULT_BASELINE.is_file() and not args.update_baseline:
+            sys.stderr.write(check_markdown.no_baseline(DEFAULT_BASELINE))
     elif not Path(baseline_path).exists() and args.update_baseline:
         entries = []
     else:
         entries = check.load_baseline(baseline_path)
     if args.update_baseline:
         check_out_file(baseline_path, "--baseline")
-    show = sys.stderr.isatty() and not args.quiet
     jobs = len(check._jobs(part))
-    if show:
+    bar = Progress.for_command(args, f"check {suite.name}" + (" (quick)" if args.quick else ""), jobs, unit="jobs",
+                               line=check_markdown.progress_line)
+    if bar.mode != "off":  # a terminal (or TOOLCALL_SIM_PROGRESS asks): where the report goes
         sys.stderr.write(check_markdown.first_line(suite.name, args.quick, jobs, out_dir))
-
-    def progress(done: int, total: int, what: str) -> None:
-        if show:
-            sys.stderr.write(check_markdown.progress_line(done, total, what))
-            sys.stderr.flush()
-
-    result = check.run_check(suite, quick=args.quick, workers=args.workers, baseline=entries,
-                             baseline_file=str(baseline_path) if entries or args.update_baseline else None,
-                             update_baseline=args.update_baseline, on_progress=progress)
+        sys.stderr.flush()
+    with bar as progress:
+        result = check.run_check(suite, quick=args.quick, workers=args.workers, baseline=entries,
+                                 baseline_file=str(baseline_path) if entries or args.update_baseline else None,
+                                 update_baseline=args.update_baseline, on_progress=progress)
+        progress.finish()
     with sigint_deferred():
         write_report(result, out_dir, cx, args.workers)
         if args.update_baseline:
