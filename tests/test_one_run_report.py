@@ -304,3 +304,43 @@ def test_check_labels_chats_by_the_scenarios_names(tmp_path, capsys):
     words = _texts(files[x["timeline"]].decode())
     assert "chat-a  toolu_01" in words and "chat-b  toolu_01b" in words
     assert not any(chat_uuid("chat-a")[:8] in w for w in words)
+
+
+# ---------------------------------------------------------------------------
+# The real pages in a browser (tests/browser.py): drawn, pictures included
+# ---------------------------------------------------------------------------
+
+TALL = (1280, 4000)  # tall enough to reach the first sequence diagram below the table
+EVIDENCE_BG = (255, 227, 234)  # reports/figures/_style.py EVIDENCE_BG: the band behind a violation's records
+
+
+def _drawn(page: Path):
+    import browser
+
+    browser.require_browser()
+    picture = browser.measure(browser.screenshot(page, window=TALL))
+    assert not picture.blank, picture
+    return picture
+
+
+def test_the_check_page_is_drawn_with_its_sequence_diagram(tmp_path, capsys):
+    """check on a tiny suite whose scenario fails under a planted bug: the page a browser
+    draws is not blank, and the failed scenario's sequence diagram (an embedded SVG) is
+    drawn with its evidence band."""
+    suite = tmp_path / "tiny.toml"
+    suite.write_text('name = "tiny"\n[[scenarios]]\nfiles = ["us09_chat_isolation"]\n'
+                     'variants = ["contract+pid-from-command"]\n')
+    (tmp_path / "b.json").write_text('{"schema": "toolcall-sim/baseline/1", "accepted": []}')
+    assert main(["check", str(suite), "--out", str(tmp_path / "r"), "--baseline", str(tmp_path / "b.json"),
+                 "--quiet"]) == 1
+    capsys.readouterr()
+    picture = _drawn(tmp_path / "r" / "index.html")
+    assert picture.has_colour(EVIDENCE_BG, 1_000)
+
+
+def test_a_report_page_is_drawn_with_its_evidence(tmp_path, capsys):
+    assert main(["run", "us09_chat_isolation", "--variant", "contract+pid-from-command",
+                 "--report", str(tmp_path / "r")]) == 1
+    capsys.readouterr()
+    picture = _drawn(tmp_path / "r" / "index.html")
+    assert picture.has_colour(EVIDENCE_BG, 1_000)
