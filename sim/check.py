@@ -644,10 +644,11 @@ def fold(suite, part, quick, outputs, baseline, baseline_file, accept_all: bool 
 # ---------------------------------------------------------------------------
 
 
-def replay_output(file: str, world: dict, actions: list, config, replayed) -> dict:
+def replay_output(file: str, world: dict, actions: list, config, replayed, every: bool = False) -> dict:
     """The output of one replayed counterexample or trace (``sim.counterexample.replay``'s
     ``Replayed``), shaped as the jobs' outputs are: a finding when it reproduced (with
-    the records that prove it), and the trace it replays to either way."""
+    the records that prove it), and the trace it replays to either way. ``every``: a
+    finding per violation (a recorded trace names no property), else the file's own."""
     from .counterexample import explore_trace
     from .replay import trace_sha256
 
@@ -655,13 +656,16 @@ def replay_output(file: str, world: dict, actions: list, config, replayed) -> di
     explorer_clock = world.get("kind") == "explore"
     findings = []
     if replayed.outcome == "reproduced":
-        hit = next((v for v in replayed.violations if v.property == replayed.property
-                    and v.residual_risk == replayed.residual_risk), None)
-        detail = hit.detail if hit is not None else ""
-        f = _finding("replay", Path(file).stem, variant, replayed.property, replayed.residual_risk, detail, world,
-                     actions, {"explorer_clock": explorer_clock})
-        f.update(_replayed(world, actions, replayed.property, replayed.residual_risk, config))
-        findings.append(f)
+        wanted = (replayed.property, replayed.residual_risk)
+        seen: dict[tuple, object] = {}
+        for v in replayed.violations:
+            if every or (v.property, v.residual_risk) == wanted:
+                seen.setdefault((v.property, v.residual_risk), v)
+        for (prop, risk), v in sorted(seen.items(), key=lambda kv: (kv[0][0], kv[0][1] or "")):
+            f = _finding("replay", Path(file).stem, variant, prop, risk, v.detail, world, actions,
+                         {"explorer_clock": explorer_clock})
+            f.update(_replayed(world, actions, prop, risk, config))
+            findings.append(f)
     trace, _ = explore_trace(config, actions)
     return {"kind": "replay", "file": file, "variant": variant, "outcome": replayed.outcome,
             "applied": replayed.applied, "steps": replayed.steps, "mismatch": replayed.mismatch,

@@ -344,3 +344,15 @@ def test_a_report_page_is_drawn_with_its_evidence(tmp_path, capsys):
     capsys.readouterr()
     picture = _drawn(tmp_path / "r" / "index.html")
     assert picture.has_colour(EVIDENCE_BG, 1_000)
+
+
+def test_replay_report_of_a_recorded_trace_has_a_finding_per_violation(tmp_path, capsys):
+    """A trace names no property: every violation it replays to gets its picture."""
+    variant = "contract+pid-from-command"
+    assert main(["run", "us09_chat_isolation", "--variant", variant, "--trace", str(tmp_path / "t.jsonl")]) == 1
+    assert main(["replay", str(tmp_path / "t.jsonl"), "--report", str(tmp_path / "r")]) == 1
+    capsys.readouterr()
+    doc = _check_folder(tmp_path / "r", junit=False)
+    assert {f["property"] for f in doc["findings"]} == {"chat_isolation", "interrupt_stops_foreground",
+                                                        "truthful_result"}
+    assert all(_evidence((tmp_path / "r" / f["sequence"]).read_text()) for f in doc["findings"])

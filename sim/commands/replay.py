@@ -66,10 +66,11 @@ def one_run_report(args, r, code: int):
     from .. import check
     from .. import counterexample as cx
 
-    world, actions, _ = cx.load_any(args.file)
+    world, actions, doc = cx.load_any(args.file)
     config = cx.world_of(world, Path(args.file).parent, args.scenario)
     name = Path(args.file).name
     reasons = {"reproduced": [f"reproduced: {r.property}" + (f" ({r.residual_risk})" if r.residual_risk else "")],
                "does_not_fit": [f"does not fit: {r.mismatch}"]}.get(r.outcome, [])
-    return check.one_run("replay", name, Path(name).stem, check.replay_output(name, world, actions, config, r), code,
-                         reasons)
+    # A recorded trace names no property: each violation it replays to is a finding.
+    output = check.replay_output(name, world, actions, config, r, every=doc.get("property") is None)
+    return check.one_run("replay", name, Path(name).stem, output, code, reasons)
