@@ -143,10 +143,11 @@ def page(report: dict, pictures: dict[str, str]) -> str:
         body.append(f'<p class="verdict fail">FAIL (exit {v["exit_code"]})</p><ul>'
                     + "".join(f"<li>{escape(r)}</li>" for r in v["reasons"]) + "</ul>")
     f = c["findings"]
-    body.append("" if "one_run" in report else f"<p>{c['scenario_runs']} scenario runs ({c['scenarios_failed']} failed), {c['explore_runs']} explorer "
-                f"runs ({c['explore_states']} states), {c['swarm_seeds']} swarm seeds. Findings: {f['new']} new, "
-                f"{f['accepted']} accepted, {f['expected']} expected, {f['residual_risk']} residual risks; "
-                f"{c['fixed']} fixed.</p>")
+    if "one_run" not in report:  # one run's counts are its one section
+        body.append(f"<p>{c['scenario_runs']} scenario runs ({c['scenarios_failed']} failed), {c['explore_runs']} "
+                    f"explorer runs ({c['explore_states']} states), {c['swarm_seeds']} swarm seeds. Findings: "
+                    f"{f['new']} new, {f['accepted']} accepted, {f['expected']} expected, {f['residual_risk']} "
+                    f"residual risks; {c['fixed']} fixed.</p>")
     body += ["<h2>Properties by variant</h2>", _table(report), f"<p>{escape(LEGEND)}</p>"]
     replay = report.get("replay")
     if replay is not None:

@@ -14,7 +14,6 @@ they write, not by a second copy of them.
 from __future__ import annotations
 
 import base64
-import io
 import json
 import re
 import xml.etree.ElementTree as ET
@@ -24,7 +23,6 @@ from pathlib import Path
 import junitparser
 import pytest
 
-from model import properties as props
 from sim import counterexample as cx
 from sim import progress as pg
 from sim.cli import main
