@@ -62,7 +62,7 @@ def _pictures(doc: dict) -> list[str]:
 
 def _check_folder(folder: Path, junit: bool = True) -> dict:
     """The report folder holds what check writes, each picture on disk and in the page."""
-    names = {"index.html", "summary.md", "report.json", "figures", "counterexamples"} | ({"junit.xml"} if junit else set())
+    names = {"index.html", "summary.md", "report.json", "figures", "counterexamples", *(["junit.xml"] if junit else [])}
     assert {p.name for p in folder.iterdir()} == names
     doc = json.loads((folder / "report.json").read_text())
     pictures = _pictures(doc)

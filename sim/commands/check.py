@@ -17,9 +17,9 @@ Rule 2. The baseline (``--baseline``, default ``reports/baseline.json`` under th
         said in one line on stderr (``check_markdown.no_baseline``: run from another
         folder, every accepted finding would otherwise fail the run as new with no word
         why); the exit code stays the verdict's. A missing file named by the flag is bad
-        input, unless ``--update-baseline`` is to create it. ``--update-baseline`` accepts every finding of this run (so none
-        is new), drops what is fixed, keeps entries of runs this suite did not run, and
-        rewrites the file.
+        input, unless ``--update-baseline`` is to create it. ``--update-baseline``
+        accepts every finding of this run (so none is new), drops what is fixed, keeps
+        entries of runs this suite did not run, and rewrites the file.
 Rule 3. Exit 0 when nothing is new (sim/check.py Rule 3), 1 otherwise, 2 on bad input,
         130 on Ctrl-C (the old report stays). While the jobs run, ``sim.progress`` draws
         the jobs done on stderr: a bar on a terminal, nothing in a log, nothing with
