@@ -22,7 +22,7 @@ from html import escape
 from model.explore import Bounds
 
 from . import figures
-from .check_markdown import LEGEND, STATUS
+from .check_markdown import LEGEND, pass_text, replay_lines, status_label, title as title_of
 
 CSS = """
 body { font-family: system-ui, sans-serif; margin: 2em; color: #222; max-width: 1200px; }
@@ -55,25 +55,40 @@ def _draw(task: tuple) -> str:
 
 
 def figure_tasks(report: dict, traces: dict) -> dict[str, tuple]:
-    """What each picture of the report is drawn from: figures/<name>.svg -> a ``_draw`` task."""
-    def key(path: str) -> str:
-        return path[len("figures/"):-len(".svg")]
+    """What each picture of the report is drawn from: figures/<name>.svg -> a ``_draw`` task.
+    ``traces``: figure name -> (trace, evidence indexes[, chat UUID -> name]); with the
+    names, the pictures label chats as the scenario or world names them, not by UUID."""
+    def of(path: str) -> tuple[list, list, dict]:
+        trace, evidence, *names = traces[path[len("figures/"):-len(".svg")]]
+        return trace, evidence, (names[0] if names else {})
 
     out: dict[str, tuple] = {}
     for f in report["findings"]:
         if f.get("sequence"):
-            trace, evidence = traces[key(f["sequence"])]
+            trace, evidence, names = of(f["sequence"])
             out[f["sequence"]] = ("sequence_svg", (trace,), {
                 "title": f"{f['property']} under {f['variant']} ({f['driver']} {f['where']})", "highlight": evidence,
+                "chat_names": names,
                 # An explorer trace counts small ms (model/explore.py Rule 1): label real time.
-                **({"time_unit_ms": EXPLORER_SCALE} if f["driver"] == "explore" else {})})
+                **({"time_unit_ms": EXPLORER_SCALE} if f.get("explorer_clock", f["driver"] == "explore") else {})})
     for x in report["scenarios"]:
-        trace, _ = traces[key(x["timeline"])]
-        out[x["timeline"]] = ("timeline_svg", (trace,), {"title": f"{x['scenario']} under {x['variant']}"})
+        trace, _, names = of(x["timeline"])
+        out[x["timeline"]] = ("timeline_svg", (trace,), {"title": f"{x['scenario']} under {x['variant']}",
+                                                         "chat_names": names})
         if x["sequence"]:
             out[x["sequence"]] = ("sequence_svg", (trace,), {
-                "title": f"{x['scenario']} under {x['variant']}: expectation not met",
-                "highlight": traces[key(x["sequence"])][1]})
+                "title": f"{x['scenario']} under {x['variant']}" + ("" if x["ok"] else ": expectation not met"),
+                "highlight": of(x["sequence"])[1], "chat_names": names})
+    replay = report.get("replay")
+    if replay is not None:
+        unit = {"time_unit_ms": EXPLORER_SCALE} if replay["explorer_clock"] else {}
+        trace, _, names = of(replay["timeline"])
+        out[replay["timeline"]] = ("timeline_svg", (trace,), {"title": f"replay of {replay['file']}",
+                                                              "chat_names": names, **unit})
+        if replay["sequence"]:
+            out[replay["sequence"]] = ("sequence_svg", (trace,), {
+                "title": f"replay of {replay['file']}: {replay['outcome'].replace('_', ' ')}", "chat_names": names,
+                **unit})
     for x in report["explore"]:
         marks = [(v["property"] + (f" ({v['residual_risk']})" if v["residual_risk"] else ""), v["depth"])
                  for v in x["violations"] if v["depth"] is not None]
@@ -119,26 +134,36 @@ def _commands(cmds: list[str]) -> str:
 def page(report: dict, pictures: dict[str, str]) -> str:
     """The whole of index.html."""
     s, v, c = report["suite"], report["verdict"], report["counts"]
-    title = f"toolcall-sim check: {s['name']}" + (" (quick)" if s["quick"] else "")
+    title = title_of(report)
     body = [f"<h1>{escape(title)}</h1>", f"<p>{escape(s['summary'])}</p>" if s["summary"] else ""]
     if v["ok"]:
-        body.append('<p class="verdict pass">PASS: nothing new against the baseline</p>')
+        text = "nothing new against the baseline" if "one_run" not in report else pass_text(report)
+        body.append(f'<p class="verdict pass">PASS: {escape(text)}</p>')
     else:
         body.append(f'<p class="verdict fail">FAIL (exit {v["exit_code"]})</p><ul>'
                     + "".join(f"<li>{escape(r)}</li>" for r in v["reasons"]) + "</ul>")
     f = c["findings"]
-    body.append(f"<p>{c['scenario_runs']} scenario runs ({c['scenarios_failed']} failed), {c['explore_runs']} explorer "
-                f"runs ({c['explore_states']} states), {c['swarm_seeds']} swarm seeds. Findings: {f['new']} new, "
-                f"{f['accepted']} accepted, {f['expected']} expected, {f['residual_risk']} residual risks; "
-                f"{c['fixed']} fixed.</p>")
+    if "one_run" not in report:  # one run's counts are its one section
+        body.append(f"<p>{c['scenario_runs']} scenario runs ({c['scenarios_failed']} failed), {c['explore_runs']} "
+                    f"explorer runs ({c['explore_states']} states), {c['swarm_seeds']} swarm seeds. Findings: "
+                    f"{f['new']} new, {f['accepted']} accepted, {f['expected']} expected, {f['residual_risk']} "
+                    f"residual risks; {c['fixed']} fixed.</p>")
     body += ["<h2>Properties by variant</h2>", _table(report), f"<p>{escape(LEGEND)}</p>"]
+    replay = report.get("replay")
+    if replay is not None:
+        pictures_of_replay = "".join(
+            _img(pictures[replay[k]], f"{k}: replay of {replay['file']}") for k in ("sequence", "timeline")
+            if replay[k])
+        body.append("<h2>Replay</h2><section>" + "".join(f"<p>{escape(line.replace('`', ''))}</p>"
+                                                           for line in replay_lines(report))
+                    + _commands(replay["reproduce"]) + pictures_of_replay + "</section>")
     body.append("<h2>Findings</h2>")
     if not report["findings"]:
         body.append("<p>None.</p>")
     for x in report["findings"]:
         cls = ' class="new"' if x["status"] == "new" else ""
         risk = f" ({escape(x['residual_risk'])})" if x["residual_risk"] else ""
-        body.append(f'<section id="{escape(x["id"])}"><h3><span{cls}>{escape(STATUS[x["status"]])}</span> '
+        body.append(f'<section id="{escape(x["id"])}"><h3><span{cls}>{escape(status_label(report, x))}</span> '
                     f"<code>{escape(x['property'])}</code>{risk} under <code>{escape(x['variant'])}</code> in "
                     f"{escape(x['driver'])} {escape(x['where'])}</h3><p>{escape(x['detail'])}</p>"
                     + _commands(x["reproduce"])
@@ -178,7 +203,8 @@ def page(report: dict, pictures: dict[str, str]) -> str:
         score = "".join(f"<td>{sweep['score'][d]['caught']}/{sweep['score'][d]['swept']}</td>" for d in sweep["drivers"])
         body.append(f"<h2>Planted bugs</h2><table><tr><th>bug</th><th>caught by</th>{head}</tr>{rows}"
                     f"<tr><th>mutation score</th><td></td>{score}</tr></table>")
-    body.append("<h2>Scenarios</h2>")
+    if report["scenarios"]:
+        body.append("<h2>Scenarios</h2>")
     for x in report["scenarios"]:
         verdict = "expectation met" if x["ok"] else "expectation NOT met: " + "; ".join(x["failures"])
         seq = _img(pictures[x["sequence"]], f"sequence diagram: {x['scenario']}") if x["sequence"] else ""

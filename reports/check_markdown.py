@@ -10,6 +10,11 @@ every finding with the commands that reproduce it, what the baseline lists that 
 and the planted-bug sweep with its mutation score per driver. Commands name files
 relative to the report folder (``toolcall-sim replay counterexamples/X.json`` run from
 it), so the text is the same wherever the report was written.
+
+One run's report (``toolcall-sim run|explore|replay --report DIR``, sim/check.py Rule 6)
+is the same document with ``one_run`` (which command, about what) and, for a replay,
+``replay``: ``title`` and ``pass_text`` name the command instead of the suite, and there
+is no baseline to be new against, so its findings are listed as found.
 """
 
 from __future__ import annotations
@@ -30,6 +35,40 @@ STATUS = {"new": "NEW", "accepted": "accepted (baseline)", "expected": "expected
           "residual_risk": "residual risk"}
 
 
+PASS_TEXT = {
+    "check": "nothing new against the baseline, every expectation met, every planted bug caught",
+    "run": "every expectation of the scenario met",
+    "explore": "no violation but documented residual risks and known findings",
+    "replay": "the violation no longer reproduces: every action applied and the trace is clean of it",
+}
+
+
+def title(report: dict) -> str:
+    """The page's title: the suite's, or the one run's (its command and what it ran)."""
+    one = report.get("one_run")
+    if one is not None:
+        return f"toolcall-sim {one['command']}: {one['title']}"
+    s = report["suite"]
+    return f"toolcall-sim check: {s['name']}" + (" (quick)" if s["quick"] else "")
+
+
+def pass_text(report: dict) -> str:
+    """What a passing verdict means for this report's command."""
+    return PASS_TEXT[report.get("one_run", {}).get("command", "check")]
+
+
+def replay_lines(report: dict) -> list[str]:
+    """A replay's outcome in words (a replay's one-run report only)."""
+    r = report["replay"]
+    out = [f"Replayed `{r['file']}` under `{r['variant']}`: {r['outcome'].replace('_', ' ')}; "
+           f"{r['applied']}/{r['steps']} actions applied."]
+    if r["mismatch"]:
+        out.append(f"It stopped fitting at {_cell(r['mismatch'])}, so it says nothing about the violation.")
+    same = "the same as" if r["expected_sha256"] == r["trace_sha256"] else "unlike"
+    out.append(f"Trace sha256 `{r['trace_sha256']}`, {same} the one the file records.")
+    return out
+
+
 def _cell(text: str) -> str:
     """A value in a table cell: pipes escaped, on one line."""
     return " ".join(str(text).split()).replace("|", "\\|")
@@ -45,10 +84,15 @@ def table(report: dict) -> list[str]:
     return lines
 
 
-def _finding(f: dict) -> list[str]:
+def status_label(report: dict, f: dict) -> str:
+    """A finding's status in words; one run has no baseline, so nothing is "new" there."""
+    return "FOUND" if f["status"] == "new" and "one_run" in report else STATUS[f["status"]]
+
+
+def _finding(f: dict, label: str) -> list[str]:
     where = f"{f['driver']} {f['where']}"
     cls = f" ({f['residual_risk']})" if f["residual_risk"] else ""
-    lines = [f"- **{STATUS[f['status']]}** `{f['property']}`{cls} under `{f['variant']}` in {where}: "
+    lines = [f"- **{label}** `{f['property']}`{cls} under `{f['variant']}` in {where}: "
              f"{_cell(f['detail'])}"]
     lines += [f"  - reproduce: `{cmd}`" for cmd in f["reproduce"]]
     return lines
@@ -57,27 +101,31 @@ def _finding(f: dict) -> list[str]:
 def summary(report: dict) -> str:
     """The whole of summary.md."""
     s, v, c = report["suite"], report["verdict"], report["counts"]
-    quick = " (quick)" if s["quick"] else ""
-    out = [f"# toolcall-sim check: {s['name']}{quick}", ""]
+    one = report.get("one_run") is not None
+    out = [f"# {title(report)}", ""]
     if s["summary"]:
         out += [s["summary"], ""]
+    if "replay" in report:
+        out += replay_lines(report) + [""]
     if v["ok"]:
-        out.append("**PASS**: nothing new against the baseline, every expectation met, every planted bug caught.")
+        out.append(f"**PASS**: {pass_text(report)}.")
     else:
         out.append(f"**FAIL** (exit {v['exit_code']}):")
         out += [""] + [f"- {_cell(r)}" for r in v["reasons"]]
     f = c["findings"]
-    out += ["", f"{c['scenario_runs']} scenario runs ({c['scenarios_failed']} failed), {c['explore_runs']} explorer "
-                f"runs ({c['explore_states']} states), {c['swarm_seeds']} swarm seeds. Findings: {f['new']} new, "
-                f"{f['accepted']} accepted in the baseline, {f['expected']} expected by their scenario, "
-                f"{f['residual_risk']} residual risks; {c['fixed']} fixed since the baseline."]
+    if not one:  # one run's counts are its one section
+        out += ["", f"{c['scenario_runs']} scenario runs ({c['scenarios_failed']} failed), {c['explore_runs']} "
+                    f"explorer runs ({c['explore_states']} states), {c['swarm_seeds']} swarm seeds. Findings: "
+                    f"{f['new']} new, {f['accepted']} accepted in the baseline, {f['expected']} expected by their "
+                    f"scenario, {f['residual_risk']} residual risks; {c['fixed']} fixed since the baseline."]
     if "planted_caught" in c:
         out.append("Planted bugs caught: " + ", ".join(f"{d} {c['planted_caught'][d]}" for d in report["planted"]["drivers"])
                    + ".")
     out += ["", "## Properties by variant", ""] + table(report) + ["", LEGEND]
     new = [x for x in report["findings"] if x["status"] == "new"]
-    out += ["", "## New against the baseline", ""]
-    out += [line for x in new for line in _finding(x)] or ["Nothing new."]
+    # One run has no baseline: what it found is listed under its own name.
+    out += ["", "## Findings (no baseline: one run)" if one else "## New against the baseline", ""]
+    out += [line for x in new for line in _finding(x, status_label(report, x))] or ["Nothing new."]
     fixed = report["baseline"]["fixed"]
     if fixed:
         out += ["", "## Fixed (in the baseline, not seen again)", ""]
@@ -89,7 +137,7 @@ def summary(report: dict) -> str:
         # is listed in full but does not push the sweep and the failures off the page.
         out += ["", "## Accepted findings, expected violations and residual risks", "",
                 f"<details><summary>{len(rest)} finding(s), none of them failing the run</summary>", ""]
-        out += [line for x in rest for line in _finding(x)]
+        out += [line for x in rest for line in _finding(x, status_label(report, x))]
         out += ["", "</details>"]
     failed = [x for x in report["scenarios"] if not x["ok"]]
     if failed:
@@ -120,8 +168,14 @@ def first_line(suite: str, quick: bool, jobs: int, out_dir) -> str:
     return f"check {suite}{' (quick)' if quick else ''}: {jobs} jobs; the report goes to {out_dir}\n"
 
 
+def no_baseline(path) -> str:
+    """Said on stderr when the default baseline file is not where the command looks."""
+    return (f"check: no baseline at {path} under this folder: every finding counts as new; pass --baseline FILE "
+            "or run from the project root\n")
+
+
 def progress_line(done: int, total: int, what: str) -> str:
-    """One line per finished job (stderr, on a terminal only)."""
+    """A finished job, for sim/progress.py's lines display (TOOLCALL_SIM_PROGRESS=lines)."""
     return f"  ... {done}/{total} {what}\n"
 
 

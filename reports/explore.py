@@ -121,3 +121,8 @@ def tour_summary(doc: dict, known_findings) -> str:
            f"ended at {doc['max_states']} states" if doc["states"] >= doc["max_states"] else "every stage run")
     lines.append(f"  tour {end}: {new} new finding(s), {len(doc['violations']) - new} residual risk(s)")
     return "".join(line + "\n" for line in lines)
+
+
+def report_written(report_dir) -> str:
+    """The line after the summary when ``--report DIR`` wrote the search's page."""
+    return f"report: {report_dir}/index.html (summary.md, report.json, junit.xml, figures/)\n"

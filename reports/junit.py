@@ -54,7 +54,9 @@ def _note(f: dict) -> str:
 
 def junit(report: dict) -> str:
     """The whole of junit.xml."""
-    root = ET.Element("testsuites", name=f"toolcall-sim check {report['suite']['name']}")
+    one = report.get("one_run")
+    name = f"toolcall-sim {one['command']} {one['title']}" if one else f"toolcall-sim check {report['suite']['name']}"
+    root = ET.Element("testsuites", name=name)
     findings = report["findings"]
 
     def of(driver: str, where: str, variant: str) -> list[dict]:

@@ -34,3 +34,8 @@ def replay_json(r) -> dict:
     out["violations"] = [v.to_json() for v in r.violations]
     out["outcome"] = r.outcome
     return out
+
+
+def replay_report_written(report_dir) -> str:
+    """The line after the verdict when ``--report DIR`` wrote the replay's page."""
+    return f"report: {report_dir}/index.html (summary.md, report.json, figures/)\n"

@@ -116,3 +116,8 @@ def traces_part_here(this_sha256: str, checked_sha256: str) -> str:
 def checked_run_failed(last_error_line: str) -> str:
     """A checked process did not finish its run (bad input or a harness error)."""
     return f"check-determinism: a checked run failed: {last_error_line}\n"
+
+
+def report_written(report_dir) -> str:
+    """The line after a run's story when ``--report DIR`` wrote its page."""
+    return f"report: {report_dir}/index.html (summary.md, report.json, junit.xml, figures/)\n"

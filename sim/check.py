@@ -32,6 +32,17 @@ Rule 4. Every finding but an expected or a scenario's residual risk gets a count
         sequence diagram of that trace with the records proving it; a failed scenario
         gets one of its run. Traces travel beside the report (``CheckResult.traces``),
         never in it: they are the counterexample files' business.
+Rule 5. Each trace travels with its world's chat names (``chat_names``: UUID -> the
+        scenario's or the explorer world's name), so the pictures read ``chat-1``, not
+        a UUID prefix; the names are the world's, so two runs still draw the same bytes.
+Rule 6. One run is a report too (``one_run``): ``toolcall-sim run``, ``explore`` and
+        ``replay`` with ``--report DIR`` fold the output of their one job
+        (``scenario_output``, ``explore_output``, ``replay_output``, the very shapes the
+        suite's jobs return) with no baseline, and the check writers render it
+        (sim/commands/check.py ``write_report``): one renderer for a suite and for one
+        race. The verdict is the command's own exit code, which the flag never changes;
+        the report says which command it is (``one_run``), and a replay's adds its
+        outcome (``replay``). A suite's report has neither key.
 """
 
 from __future__ import annotations
@@ -83,7 +94,8 @@ class Counterexample:
 class CheckResult:
     report: dict  # everything as data: report.json
     counterexamples: list[Counterexample] = field(default_factory=list)
-    traces: dict = field(default_factory=dict)  # figure name -> (trace, evidence indexes) for the pictures
+    # figure name -> (trace, evidence indexes, chat UUID -> name) for the pictures
+    traces: dict = field(default_factory=dict)
     baseline: dict = field(default_factory=dict)  # the baseline --update-baseline writes
 
     @property
@@ -125,19 +137,27 @@ def _kind_of(residual_risk: str | None) -> str:
 # ---------------------------------------------------------------------------
 
 
-def _replayed(world: dict, actions: list, prop: str, residual_risk: str | None) -> dict:
-    """Rule 4: the counterexample's trace through the pure model, its hash, and the
-    indexes of the records that prove the violation."""
+def chat_names(config) -> dict[str, str]:
+    """Chat UUID -> the world's name of the chat (``chat-1``, a scenario's chat name): a
+    trace names chats by UUID only, the pictures label them by name (Rule 5)."""
+    return {c.chat_id: c.name for c in config.chats}
+
+
+def _replayed(world: dict, actions: list, prop: str, residual_risk: str | None, config=None) -> dict:
+    """Rule 4: the counterexample's trace through the pure model, its hash, the indexes
+    of the records that prove the violation, and the world's chat names. ``config``: the
+    world already built (a replayed file's scenario is found beside the file)."""
     from .counterexample import explore_trace, world_of
     from .replay import trace_sha256
 
-    trace, final = explore_trace(world_of(world), actions)
+    config = world_of(world) if config is None else config
+    trace, final = explore_trace(config, actions)
     evidence: list[int] = []
     for v in props.evaluate(trace, final, ("always", "eventually")).violations:
         if v.property == prop and v.residual_risk == residual_risk:
             evidence = sorted(v.evidence)
             break
-    return {"trace": trace, "trace_sha256": trace_sha256(trace), "evidence": evidence}
+    return {"trace": trace, "trace_sha256": trace_sha256(trace), "evidence": evidence, "chats": chat_names(config)}
 
 
 def _scenario_world(path: str, variant: str) -> dict:
@@ -163,7 +183,12 @@ def job_scenario(run: suites.ScenarioRun) -> dict:
     from .run import run_scenario
 
     scenario = load_scenario(run.path)
-    result = run_scenario(scenario, run.variant)
+    return scenario_output(run, scenario, run_scenario(scenario, run.variant))
+
+
+def scenario_output(run: suites.ScenarioRun, scenario, result) -> dict:
+    """A scenario job's output from its run (``sim.run.RunResult``): what ``job_scenario``
+    returns, and what ``toolcall-sim run --report`` folds (Rule 6)."""
     exp = scenario.expectation(run.variant)
     expected = set(exp.violations or ()) if exp is not None else set()
     failures = result.expectation_failures()
@@ -187,6 +212,7 @@ def job_scenario(run: suites.ScenarioRun) -> dict:
     trace = [r for r in result.world.trace]
     return {"kind": "scenario", "run": run, "failures": failures, "findings": findings,
             "trace_sha256": result.trace_sha256, "trace": trace, "evidence": sorted(set(evidence)),
+            "chats": chat_names(result.world.system.config),
             "results": result.report.results, "unknown_results": result.report.unknown_results}
 
 
@@ -200,11 +226,17 @@ def job_explore(run: suites.ExploreRun) -> dict:
     from model import explore as ex
     from model import worlds
 
-    from .counterexample import explore_world
-
     bounds = explore_bounds(run)
     result = ex.explore(worlds.build(run.world, run.variant, run.second), bounds, max_states=run.max_states)
-    world = explore_world(run.world, run.variant, bounds, run.second)
+    return explore_output(run, result)
+
+
+def explore_output(run: suites.ExploreRun, result) -> dict:
+    """An explorer job's output from its search (``model.explore.Result``): what
+    ``job_explore`` returns, and what ``toolcall-sim explore --report`` folds (Rule 6)."""
+    from .counterexample import explore_world
+
+    world = explore_world(run.world, run.variant, explore_bounds(run), run.second)
     findings = []
     for v in sorted(result.violations, key=lambda v: (v.property, v.residual_risk or "")):
         f = _finding("explore", run.name, run.variant, v.property, v.residual_risk, v.detail, world, v.path,
@@ -418,7 +450,7 @@ def fold(suite, part, quick, outputs, baseline, baseline_file, accept_all: bool 
             old = checked.get((variant, p), "not checked")
             checked[(variant, p)] = min(old, level, key=CELL_ORDER.index)
 
-    scenarios, explores, swarm_runs, planted = [], [], {}, []
+    scenarios, explores, swarm_runs, planted, replay = [], [], {}, [], None
     for out in outputs:
         kind = out["kind"]
         if kind == "scenario":
@@ -435,9 +467,9 @@ def fold(suite, part, quick, outputs, baseline, baseline_file, accept_all: bool 
                      "timeline": f"figures/timeline-{sid}.svg",
                      "sequence": f"figures/sequence-{sid}.svg" if failed else None,
                      "reproduce": [f"toolcall-sim run {run.shown} --variant {run.variant}"]}
-            result.traces[f"timeline-{sid}"] = (out["trace"], [])
+            result.traces[f"timeline-{sid}"] = (out["trace"], [], out["chats"])
             if failed:
-                result.traces[f"sequence-{sid}"] = (out["trace"], out["evidence"])
+                result.traces[f"sequence-{sid}"] = (out["trace"], out["evidence"], out["chats"])
                 reasons.append(f"scenario {run.scenario} under {run.variant}: expectation not met: "
                                + "; ".join(out["failures"]))
             scenarios.append(entry)
@@ -476,6 +508,24 @@ def fold(suite, part, quick, outputs, baseline, baseline_file, accept_all: bool 
             for f in out["findings"]:
                 f["reproduce"] = [f"toolcall-sim swarm --seeds 1 --first-seed {f['seed']} --variant {run.variant}"]
                 agg["findings"].append(f)
+        elif kind == "replay":
+            rid = _file_stem("replay", Path(out["file"]).stem)
+            if out["outcome"] != "does_not_fit":  # a replay that stopped fitting judged nothing
+                holds(out["variant"], "holds")
+            replay = {"file": out["file"], "variant": out["variant"], "outcome": out["outcome"],
+                      "applied": out["applied"], "steps": out["steps"], "mismatch": out["mismatch"],
+                      "trace_sha256": out["trace_sha256"], "expected_sha256": out["expected_sha256"],
+                      "explorer_clock": out["explorer_clock"], "timeline": f"figures/timeline-{rid}.svg",
+                      "sequence": None if out["findings"] else f"figures/sequence-{rid}.svg",
+                      "reproduce": [f"toolcall-sim replay {out['file']}"]}
+            result.traces[f"timeline-{rid}"] = (out["trace"], [], out["chats"])
+            if not out["findings"]:
+                result.traces[f"sequence-{rid}"] = (out["trace"], [], out["chats"])
+            if out["findings"]:  # the finding's copy in counterexamples/ is the command that replays it
+                replay["reproduce"] = []
+            for f in out["findings"]:
+                f["reproduce"] = []
+                findings.append(f)
         else:
             planted.append(out)
 
@@ -518,7 +568,7 @@ def fold(suite, part, quick, outputs, baseline, baseline_file, accept_all: bool 
             result.counterexamples.append(Counterexample(f["counterexample"], f.pop("_world"), f["property"],
                                                          f["residual_risk"], f.pop("_actions"),
                                                          f.pop("trace_sha256"), f["driver"], f["detail"]))
-            result.traces[f"sequence-{stem}"] = (f.pop("trace"), f.pop("evidence"))
+            result.traces[f"sequence-{stem}"] = (f.pop("trace"), f.pop("evidence"), f.pop("chats"))
         if f["status"] == "new":
             reasons.append(f"new finding: {f['property']} under {f['variant']} ({f['driver']} {f['where']}): "
                            f"{f['detail']}")
@@ -582,6 +632,69 @@ def fold(suite, part, quick, outputs, baseline, baseline_file, accept_all: bool 
         "residual_risks": {name: text for name, text in sorted(props.RESIDUAL_RISKS.items())},
         "known_findings": {name: text for name, text in sorted(props.KNOWN_FINDINGS.items())},
     }
+    if replay is not None:  # only a replay's one-run report has it (Rule 6)
+        result.report["replay"] = replay
     keep = [{k: f[k] for k in (*IDENTITY, "detail")} for f in findings if f["status"] in ("accepted", "new")]
     result.baseline = baseline_doc(keep + [dict(e) for e in not_run])
+    return result
+
+
+# ---------------------------------------------------------------------------
+# One run (Rule 6): ``run``, ``explore`` and ``replay`` with ``--report DIR``
+# ---------------------------------------------------------------------------
+
+
+def replay_output(file: str, world: dict, actions: list, config, replayed, every: bool = False) -> dict:
+    """The output of one replayed counterexample or trace (``sim.counterexample.replay``'s
+    ``Replayed``), shaped as the jobs' outputs are: a finding when it reproduced (with
+    the records that prove it), and the trace it replays to either way. ``every``: a
+    finding per violation (a recorded trace names no property), else the file's own."""
+    from .counterexample import explore_trace
+    from .replay import trace_sha256
+
+    variant = str(world.get("variant") or "contract")
+    explorer_clock = world.get("kind") == "explore"
+    findings = []
+    if replayed.outcome == "reproduced":
+        wanted = (replayed.property, replayed.residual_risk)
+        seen: dict[tuple, object] = {}
+        for v in replayed.violations:
+            if every or (v.property, v.residual_risk) == wanted:
+                seen.setdefault((v.property, v.residual_risk), v)
+        for (prop, risk), v in sorted(seen.items(), key=lambda kv: (kv[0][0], kv[0][1] or "")):
+            f = _finding("replay", Path(file).stem, variant, prop, risk, v.detail, world, actions,
+                         {"explorer_clock": explorer_clock})
+            f.update(_replayed(world, actions, prop, risk, config))
+            findings.append(f)
+    trace, _ = explore_trace(config, actions)
+    return {"kind": "replay", "file": file, "variant": variant, "outcome": replayed.outcome,
+            "applied": replayed.applied, "steps": replayed.steps, "mismatch": replayed.mismatch,
+            "trace_sha256": trace_sha256(trace), "expected_sha256": replayed.expected_sha256,
+            "explorer_clock": explorer_clock, "trace": trace, "chats": chat_names(config), "findings": findings}
+
+
+def one_run(command: str, title: str, name: str, output: dict, exit_code: int, reasons: list[str] | None = None,
+            reproduce: tuple[str, str] | None = None) -> CheckResult:
+    """Rule 6: the report of one job ``output`` (``scenario_output``, ``explore_output``,
+    ``replay_output``), folded as a suite's are, so the same writers render it. There is
+    no baseline: the verdict is the command's own (its ``exit_code``, and ``reasons``, by
+    default the fold's), so the page never says other than the exit code.
+    ``reproduce``: (the command the fold writes, the one that ran) when they differ (a
+    ``--seed``, ``--stop-at-first``)."""
+    suite = suites.Suite(name, "", name, (), (), (), None)
+    result = fold(suite, suite, False, [output], [], None)
+    report = result.report
+    for x in report["scenarios"]:  # one run always gets its sequence diagram: the race is what it is about
+        if x["sequence"] is None:
+            trace, _, names = result.traces[f"timeline-{x['id']}"]
+            x["sequence"] = f"figures/sequence-{x['id']}.svg"
+            result.traces[f"sequence-{x['id']}"] = (trace, output["evidence"], names)
+    if reproduce is not None:
+        default, actual = reproduce
+        for entry in (*report["scenarios"], *report["explore"], *report["findings"]):
+            entry["reproduce"] = [actual if c == default else c for c in entry["reproduce"]]
+    if reasons is None:
+        reasons = report["verdict"]["reasons"] if exit_code else []
+    report["verdict"] = {"ok": exit_code == 0, "exit_code": exit_code, "reasons": list(reasons)}
+    report["one_run"] = {"command": command, "title": title}
     return result

@@ -2,7 +2,7 @@
 
 Theory of operation
 -------------------
-A long command (``explore``, ``swarm``, ``search``, and ``check`` once it is wired) shows
+A long command (``explore``, ``swarm``, ``search`` and ``check``) shows
 that it moves through one object, ``Progress``, which its driver sees only as a callback
 ``on_progress(done, total, what)``: the drivers (``model/explore.py``, ``sim/swarm.py``,
 ``sim/stateful.py``) count, this module draws. ``model/`` never imports it

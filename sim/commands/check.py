@@ -13,13 +13,24 @@ Rule 1. The report is written whole or not at all: into a temporary folder besid
         ``--out``, which replaces ``--out`` by renames at the end. An interrupted run
         leaves the old report as it was (and at worst a ``.<name>.tmp-*`` folder).
 Rule 2. The baseline (``--baseline``, default ``reports/baseline.json`` under the current
-        directory) lists accepted findings. A missing default file is an empty baseline;
-        a missing file named by the flag is bad input, unless ``--update-baseline`` is
-        to create it. ``--update-baseline`` accepts every finding of this run (so none
-        is new), drops what is fixed, keeps entries of runs this suite did not run, and
-        rewrites the file.
+        directory) lists accepted findings. A missing default file is an empty baseline,
+        said in one line on stderr (``check_markdown.no_baseline``: run from another
+        folder, every accepted finding would otherwise fail the run as new with no word
+        why); the exit code stays the verdict's. A missing file named by the flag is bad
+        input, unless ``--update-baseline`` is to create it. ``--update-baseline``
+        accepts every finding of this run (so none is new), drops what is fixed, keeps
+        entries of runs this suite did not run, and rewrites the file.
 Rule 3. Exit 0 when nothing is new (sim/check.py Rule 3), 1 otherwise, 2 on bad input,
-        130 on Ctrl-C (the old report stays).
+        130 on Ctrl-C (the old report stays). While the jobs run, ``sim.progress`` draws
+        the jobs done on stderr: a bar on a terminal, nothing in a log, nothing with
+        ``--quiet`` (``TOOLCALL_SIM_PROGRESS=lines``: a line per job).
+Rule 4. ``run``, ``explore`` and ``replay`` take ``--report DIR`` (``add_report_flag``)
+        and write one run's report with the same ``write_report`` (sim/check.py Rule 6):
+        the page with its pictures, ``summary.md``, ``report.json``, ``figures/``,
+        ``counterexamples/``, and ``junit.xml`` for ``run`` and ``explore`` (test cases
+        of a replay would only repeat its exit code). ``DIR`` is checked before anything
+        runs (``check_report_dir``): a file, a folder below a file, or a place where no
+        folder can be made is one line, exit 2. The command's exit code is its own.
 """
 
 from __future__ import annotations
@@ -33,7 +44,8 @@ from pathlib import Path
 from reports import check_html, check_markdown, junit
 from reports.json_text import json_text
 
-from ..output import DEFAULT_OUT, check_out_dir, check_out_file, write_atomic
+from ..output import DEFAULT_OUT, OutputError, check_out_dir, check_out_file, write_atomic
+from ..progress import Progress, add_quiet_flag
 from .common import EXIT_OK, EXIT_VIOLATION, BadFlag
 
 NAME = "check"
@@ -54,7 +66,7 @@ def add_arguments(parser) -> None:
     parser.add_argument("--workers", type=int, default=1,
                         help="processes to run the suite's jobs with (default 1); the report is the same for any")
     parser.add_argument("--quick", action="store_true", help="run only the part of the suite marked quick")
-    parser.add_argument("--quiet", action="store_true", help="no progress lines on a terminal")
+    add_quiet_flag(parser)
 
 
 def resolve_suite(name: str | None) -> str:
@@ -91,25 +103,25 @@ def main(args, out) -> int:
     if baseline_path is None:
         baseline_path = str(DEFAULT_BASELINE)
         entries = check.load_baseline(baseline_path) if DEFAULT_BASELINE.is_file() else []
+        if not DEFAULT_BASELINE.is_file() and not args.update_baseline:
+            sys.stderr.write(check_markdown.no_baseline(DEFAULT_BASELINE))
     elif not Path(baseline_path).exists() and args.update_baseline:
         entries = []
     else:
         entries = check.load_baseline(baseline_path)
     if args.update_baseline:
         check_out_file(baseline_path, "--baseline")
-    show = sys.stderr.isatty() and not args.quiet
     jobs = len(check._jobs(part))
-    if show:
+    bar = Progress.for_command(args, f"check {suite.name}" + (" (quick)" if args.quick else ""), jobs, unit="jobs",
+                               line=check_markdown.progress_line)
+    if bar.mode != "off":  # a terminal (or TOOLCALL_SIM_PROGRESS asks): where the report goes
         sys.stderr.write(check_markdown.first_line(suite.name, args.quick, jobs, out_dir))
-
-    def progress(done: int, total: int, what: str) -> None:
-        if show:
-            sys.stderr.write(check_markdown.progress_line(done, total, what))
-            sys.stderr.flush()
-
-    result = check.run_check(suite, quick=args.quick, workers=args.workers, baseline=entries,
-                             baseline_file=str(baseline_path) if entries or args.update_baseline else None,
-                             update_baseline=args.update_baseline, on_progress=progress)
+        sys.stderr.flush()
+    with bar as progress:
+        result = check.run_check(suite, quick=args.quick, workers=args.workers, baseline=entries,
+                                 baseline_file=str(baseline_path) if entries or args.update_baseline else None,
+                                 update_baseline=args.update_baseline, on_progress=progress)
+        progress.finish()
     with sigint_deferred():
         write_report(result, out_dir, cx, args.workers)
         if args.update_baseline:
@@ -133,7 +145,36 @@ def draw(report: dict, traces: dict, workers: int) -> dict[str, str]:
         return check_html.figures_of(report, traces, lambda fn, tasks: pool.map(fn, tasks, chunksize=4))
 
 
-def write_report(result, out_dir: Path, cx, workers: int = 1) -> None:
+def add_report_flag(parser) -> None:
+    """``--report DIR`` of ``run``, ``explore`` and ``replay`` (Rule 4)."""
+    parser.add_argument("--report", metavar="DIR",
+                        help="also write the report page of this run (index.html with its pictures, summary.md, "
+                             "report.json, figures/), as toolcall-sim check writes it; DIR is replaced whole")
+
+
+def check_report_dir(path: str, flag: str = "--report") -> Path:
+    """Rule 4: ``path`` can become the report folder, found before the run starts: not a
+    file nor below one (``check_out_dir``), and its nearest existing folder takes a new
+    folder (tried, then removed: permission bits do not bind root, a read-only mount does)."""
+    p = check_out_dir(path, flag)
+    base = next((q for q in (p, *p.parents) if q.exists()), Path("."))
+    try:
+        os.rmdir(tempfile.mkdtemp(prefix=f".{p.name or 'report'}.probe-", dir=base))
+    except OSError as err:
+        raise OutputError(f"{flag}: {p}: cannot make a folder in {base}: {err.strerror or err}") from None
+    return p
+
+
+def write_one_run(result, out_dir: Path, junit_xml: bool = True) -> None:
+    """Rule 4: one run's report, written as a suite's is (Ctrl-C waits for the rename)."""
+    from .. import counterexample as cx
+    from ..output import sigint_deferred
+
+    with sigint_deferred():
+        write_report(result, out_dir, cx, 1, junit_xml=junit_xml)
+
+
+def write_report(result, out_dir: Path, cx, workers: int = 1, junit_xml: bool = True) -> None:
     """Rule 1: every file into a temporary folder beside ``out_dir``, then renamed over it.
     The pictures are drawn by ``workers`` processes (matplotlib costs a fraction of a
     second a picture, and a suite has one per scenario run)."""
@@ -151,7 +192,8 @@ def write_report(result, out_dir: Path, cx, workers: int = 1) -> None:
             (tmp / name).write_text(svg, encoding="utf-8")
         (tmp / "report.json").write_text(json_text(report), encoding="utf-8")
         (tmp / "summary.md").write_text(check_markdown.summary(report), encoding="utf-8")
-        (tmp / "junit.xml").write_text(junit.junit(report), encoding="utf-8")
+        if junit_xml:
+            (tmp / "junit.xml").write_text(junit.junit(report), encoding="utf-8")
         (tmp / "index.html").write_text(check_html.page(report, pictures), encoding="utf-8")
         old = None
         if out_dir.exists():

@@ -20,6 +20,12 @@ rounds of growing state caps, few fault kinds first), so a user need not know wh
 world fits which race; ``--world NAME`` explores that one world as before. The tour
 sets each stage's time in flight and world, so ``--max-in-flight``, ``--second`` and
 ``--graph`` need ``--world``.
+
+``--report DIR`` writes the search's report page as ``toolcall-sim check`` writes a
+suite's (sim/check.py Rule 6): the states-per-depth chart with where each violation was
+found, and each counterexample's sequence diagram with the records that prove it (in
+real time: an explorer ms stands for ``Bounds.scale`` ms). The exit code stays the
+search's, an interrupted one's too (its report holds what it found).
 """
 
 from __future__ import annotations
@@ -33,6 +39,7 @@ from reports.json_text import json_text
 from ..output import check_out_dir, check_out_file, default_out_dir, sigint_flag, write_atomic
 from ..progress import Progress, add_quiet_flag
 from ..scenario import ScenarioError, parse_duration
+from .check import add_report_flag, check_report_dir, write_one_run
 from .common import EXIT_INTERRUPTED, EXIT_OK, EXIT_VIOLATION, BadFlag, check_variant
 
 NAME = "explore"
@@ -77,6 +84,7 @@ def add_arguments(parser) -> None:
                              "the speed differs (sim/explore_parallel.py)")
     parser.add_argument("--json", action="store_true")
     add_quiet_flag(parser)
+    add_report_flag(parser)
 
 
 def main(args, out) -> int:
@@ -111,6 +119,7 @@ def main(args, out) -> int:
     out_dir = check_out_dir(args.out)
     if args.graph:
         check_out_file(args.graph, "--graph")
+    report_dir = check_report_dir(args.report) if args.report is not None else None
     stop_on = stop_rule(args.stop_at_first, args.stop_properties)
     config = worlds.build(args.world, args.variant, args.second)
     bounds = ex.Bounds(max_in_flight_ms=max_in_flight_ms, horizon_ms=horizon_ms,
@@ -158,9 +167,39 @@ def main(args, out) -> int:
         out.write(report.summary(doc, max_in_flight=args.max_in_flight, horizon=args.horizon,
                                  budgets={b: getattr(bounds, b) for b in ex.BUDGETS}, max_states=args.max_states,
                                  wrote_graph=bool(args.graph), known_findings=KNOWN_FINDINGS))
+    code = EXIT_VIOLATION if any(v["residual_risk"] is None for v in violations) else EXIT_OK
     if was_interrupted:
-        return EXIT_INTERRUPTED
-    return EXIT_VIOLATION if any(v["residual_risk"] is None for v in violations) else EXIT_OK
+        code = EXIT_INTERRUPTED
+    if report_dir is not None:
+        write_one_run(one_run_report(args, bounds, max_in_flight_ms, horizon_ms, result, code), report_dir)
+        if not args.json:
+            out.write(report.report_written(report_dir))
+    return code
+
+
+def one_run_report(args, bounds, max_in_flight_ms: int, horizon_ms: int, result, code: int):
+    """This search as one-run report data (sim/check.py Rule 6): the suite's explorer job
+    output of it, with the command that reproduces it as it ran."""
+    from model import explore as ex
+
+    from .. import check
+    from ..suite import ExploreRun
+
+    run = ExploreRun(args.world, args.world, args.variant, args.second, args.max_in_flight, args.horizon,
+                     max_in_flight_ms, horizon_ms, args.max_states,
+                     tuple((b, getattr(bounds, b)) for b in ex.BUDGETS), False)
+    flags = [f"--world {run.world}", f"--variant {run.variant}", f"--max-in-flight {run.max_in_flight}",
+             f"--horizon {run.horizon}", f"--max-states {run.max_states}",
+             *(f"--{b.replace('_', '-')} {n}" for b, n in run.budgets)]
+    if run.second != "background":
+        flags.insert(1, f"--second {run.second}")
+    default = "toolcall-sim explore " + " ".join(flags)
+    actual = default + (" --stop-at-first" if args.stop_at_first else "") + "".join(
+        f" --property {p}" for p in args.stop_properties)
+    reasons = [f"interrupted at {result.states} states: the report holds what was found by then"] \
+        if code == EXIT_INTERRUPTED else None
+    return check.one_run("explore", f"{args.world} world under {args.variant}", args.world,
+                         check.explore_output(run, result), code, reasons, reproduce=(default, actual))
 
 
 def stop_rule(at_first: bool, wanted: list[str]):
@@ -212,10 +251,13 @@ def tour_main(args, out) -> int:
     from .. import counterexample as cx
     from .. import explore_tour
 
+    # --report draws one search (its depth chart, its counterexamples at their depths); a
+    # tour is many searches, so it is refused rather than drawn for one stage only.
     for flag, value in (("--max-in-flight", args.max_in_flight), ("--second", args.second),
-                        ("--graph", args.graph)):
+                        ("--graph", args.graph), ("--report", args.report)):
         if value is not None:
-            raise BadFlag(f"{flag}: the tour sets each stage's world and time in flight; use it with --world NAME")
+            why = "draws one world's search" if flag == "--report" else "the tour sets each stage's world and time in flight"
+            raise BadFlag(f"{flag}: {why}; use it with --world NAME")
     max_states = explore_tour.TOUR_STATES if args.max_states is None else args.max_states
     if max_states < 1:
         raise BadFlag(f"--max-states: must be at least 1, got {max_states}")

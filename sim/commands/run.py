@@ -11,6 +11,11 @@ the scenario is not met (a violation it does not expect is such an expectation),
 different hash seeds (PYTHONHASHSEED=1, 2), then in this one, and names the first trace
 record where any two part: the project's rule that the same seed gives a byte-identical
 trace in any process, checked from the command line.
+
+``--report DIR`` writes this run's report page as ``toolcall-sim check`` writes a suite's
+(sim/check.py Rule 6, sim/commands/check.py Rule 4): its timeline, the sequence diagram
+when an expectation is not met, every finding's counterexample and picture; chats are
+labelled by the scenario's names. The exit code stays the run's.
 """
 
 from __future__ import annotations
@@ -27,7 +32,9 @@ from reports.json_text import json_text
 
 from ..output import check_out_file, write_atomic
 from ..scenario import parse_duration
-from .common import EXIT_BAD_INPUT, EXIT_HARNESS, EXIT_OK, EXIT_VIOLATION, check_variant, load_scenario, resolve_scenario
+from .check import add_report_flag, check_report_dir, write_one_run
+from .common import (SCENARIO_DIR, EXIT_BAD_INPUT, EXIT_HARNESS, EXIT_OK, EXIT_VIOLATION, check_variant, load_scenario,
+                     resolve_scenario)
 
 NAME = "run"
 HELP = "run a scenario file"
@@ -43,6 +50,7 @@ def add_arguments(parser) -> None:
     parser.add_argument("--check-determinism", action="store_true",
                         help="run twice in separate processes and compare the traces; with --trace or --json "
                              "the checked run's trace and JSON are written too")
+    add_report_flag(parser)
 
 
 def main(args, out) -> int:
@@ -51,6 +59,7 @@ def main(args, out) -> int:
     check_variant(args.variant)
     if args.trace is not None:
         check_out_file(args.trace, "--trace")
+    report_dir = check_report_dir(args.report) if args.report is not None else None
     scenario = load_scenario(resolve_scenario(args.scenario))
     until_ms = parse_duration(args.until, "--until") if args.until else None
     determinism = None
@@ -66,13 +75,38 @@ def main(args, out) -> int:
         return EXIT_VIOLATION
     if args.trace:
         write_atomic(args.trace, result.trace_bytes)
+    code = EXIT_VIOLATION if result.expectation_failures() else EXIT_OK
+    if report_dir is not None:
+        write_one_run(one_run_report(args, scenario, result, code), report_dir)
     if args.json:
         out.write(json_text(report.run_json(result, deterministic=determinism is not None)))
     else:
         out.write(report.story(result))
         if determinism is not None:
             out.write(determinism[0])
-    return EXIT_VIOLATION if result.expectation_failures() else EXIT_OK
+        if report_dir is not None:
+            out.write(report.report_written(report_dir))
+    return code
+
+
+def one_run_report(args, scenario, result, code: int):
+    """This run as one-run report data (sim/check.py Rule 6): the suite's scenario job
+    output of it, with the command that reproduces it as it ran."""
+    from .. import check
+    from ..suite import ScenarioRun
+
+    path = resolve_scenario(args.scenario)
+    try:
+        shipped = Path(path).resolve().parent == SCENARIO_DIR.resolve()
+    except (OSError, ValueError):
+        shipped = False
+    shown = Path(path).stem if shipped else args.scenario
+    run = ScenarioRun(scenario.name, path, shown, result.variant, False)
+    default = f"toolcall-sim run {shown} --variant {result.variant}"
+    actual = default + "".join(f" --{flag} {getattr(args, flag)}" for flag in ("seed", "until")
+                               if getattr(args, flag) is not None)
+    return check.one_run("run", f"{scenario.name} under {result.variant}", scenario.name,
+                         check.scenario_output(run, scenario, result), code, reproduce=(default, actual))
 
 
 def check_determinism(args) -> tuple[int, str, str | None]:
