@@ -161,7 +161,7 @@ def test_run_report_is_the_same_bytes_twice(tmp_path, capsys):
 def explored(tmp_path_factory):
     """today's default world searched until at_most_once is found, with its report."""
     root = tmp_path_factory.mktemp("explore")
-    argv = ["explore", "--variant", "today", "--property", "at_most_once", "--out", str(root / "cx")]
+    argv = ["explore", "--world", "default", "--variant", "today", "--property", "at_most_once", "--out", str(root / "cx")]
     assert main([*argv, "--report", str(root / "r")]) == 1
     return root
 
@@ -224,7 +224,7 @@ def test_replay_report_of_a_fixed_counterexample_draws_its_trace_plain(explored,
 
 
 @pytest.mark.parametrize("command", [["run", "us02_interrupt_stops_foreground"],
-                                     ["explore", "--max-states", "5"],
+                                     ["explore", "--world", "default", "--max-states", "5"],
                                      ["replay", "NOFILE.json"]])
 @pytest.mark.parametrize("where", ["file", "below-file", "proc"])
 def test_a_bad_report_folder_is_one_line_exit_2(command, where, tmp_path, capsys):
