@@ -14,7 +14,7 @@ race does not go as expected, in the story's terms rather than as ``assert 2 == 
 expectation (the line CI summaries show), the scenario and its
 story, what happened to each tool call, the unmet expectations, each violation with the
 trace records it cites as evidence, the command that reproduces the run, and the path of
-its sequence diagram (none until reports draw them: ``sequence_diagram``). Times are
+its sequence diagram (drawn by ``reports.figures.sequence_svg``, written by the plugin). Times are
 true time from the start of the run, in seconds.
 """
 
@@ -126,16 +126,11 @@ def reproduce(file: str | None, variant: str, seed: int) -> str:
     return f"toolcall-sim run {file} --variant {variant} --seed {seed}"
 
 
-def sequence_diagram(doc: dict, file: str | None) -> str | None:
-    """The path of the run's sequence diagram. TODO: reports draw no sequence diagrams
-    yet; once one does, return where it wrote this run's (the plugin prints it)."""
-    return None
-
-
 def failure_report(doc: dict, summary: str, file: str | None, failures: list[str], trace: list[dict],
-                   calls: list[dict], hash_problem: str | None = None) -> str:
+                   calls: list[dict], hash_problem: str | None = None, diagram: str | None = None) -> str:
     """The text of a failed scenario item. ``calls`` are ``{"row", "starts"}`` per tool
-    call (its ``run --json`` row and its process starts as points)."""
+    call (its ``run --json`` row and its process starts as points); ``diagram``: where
+    the plugin wrote the run's sequence diagram (``sequence_svg``), if it could."""
     problems = failures + ([hash_problem] if hash_problem else [])
     # The first line is what CI summaries show (pytest's short summary, junit's message).
     lines = [problems[0] + (f" (and {len(problems) - 1} more)" if len(problems) > 1 else "") if problems
@@ -170,8 +165,7 @@ def failure_report(doc: dict, summary: str, file: str | None, failures: list[str
     if not doc["violations"]:
         lines.append("violations: none")
     lines.append(f"reproduce: {reproduce(file, doc['variant'], doc['seed'])}")
-    diagram = sequence_diagram(doc, file)
-    lines.append(f"sequence diagram: {diagram}" if diagram else "sequence diagram: none (reports draw none yet)")
+    lines.append(f"sequence diagram: {diagram}" if diagram else "sequence diagram: none (it could not be written)")
     lines.append(f"trace sha256 {doc['trace_sha256']}")
     return "\n".join(lines)
 

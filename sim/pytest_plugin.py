@@ -238,8 +238,31 @@ class ScenarioItem(pytest.Item):
         if failures or hash_problem:
             api = Result(result, shown)
             calls = [{"row": c.row, "starts": c.starts} for c in api.calls()]
-            raise ScenarioFailed(text.failure_report(api.json(), self.scenario.summary, shown, failures,
-                                                     result.world.trace, calls, hash_problem))
+            doc = api.json()
+            raise ScenarioFailed(text.failure_report(doc, self.scenario.summary, shown, failures,
+                                                     result.world.trace, calls, hash_problem,
+                                                     self._diagram(result, doc)))
+
+    def _diagram(self, result, doc: dict) -> str | None:
+        """Draw the failed run's sequence diagram, the records its violations cite
+        highlighted, under ``reports/out/pytest/`` of the rootdir (where the commands
+        write theirs); the path as the failure text shows it, or None when it cannot be
+        written (the failure is reported either way)."""
+        from reports import figures
+
+        from .check import chat_names
+        from .output import write_atomic
+
+        evidence = sorted({i for v in doc["violations"] + doc["residual_risks"] for i in v.get("evidence", ())})
+        seed = "" if self.seed is None else f"-seed{self.seed}"
+        path = self.config.rootpath / "reports" / "out" / "pytest" / f"{self.path.stem}-{self.variant}{seed}.svg"
+        try:
+            svg = figures.sequence_svg(result.world.trace, title=f"{self.scenario.name} under {self.variant}",
+                                       highlight=evidence, chat_names=chat_names(result.world.system.config))
+            write_atomic(path, svg)
+        except (OSError, ValueError):
+            return None
+        return _shown(path, self.config)
 
     def _check_hash(self, sha256: str) -> str | None:
         hashes = self.config.stash[_SETTINGS].hashes
