@@ -15,6 +15,11 @@ import xml.etree.ElementTree as ET
 
 import pytest
 
+# Imported here, before any in-process pytester run: such a run drops the modules it
+# imported when it ends, and numpy (under matplotlib, which draws a failed item's
+# sequence diagram) cannot be imported twice in one process.
+import reports.figures  # noqa: F401
+
 # Imported here, before any in-process pytester run: pytester restores sys.modules after
 # each run, so a module first imported inside one would be dropped while modules kept
 # from that run still hold its classes (an isinstance against a class of the second
