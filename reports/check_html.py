@@ -155,7 +155,7 @@ def _scale(value, low, high) -> str:
 
 def _compare(c: dict, pictures: dict[str, str]) -> str:
     """The design comparison: the heat map, the costs, the counterexamples' pictures."""
-    from .check_markdown import COMPARE_LEGEND, VERDICT_WORDS
+    from .check_markdown import VERDICT_WORDS, compare_legend
     from .compare import COST_COLUMNS, _md_cell, _number
 
     head = "".join(f"<th><code>{escape(d)}</code></th>" for d in c["designs"])
@@ -175,7 +175,7 @@ def _compare(c: dict, pictures: dict[str, str]) -> str:
             f"{c['first_seed']}; the scenario suite; a long run of {c['long_run_calls']} tool calls."
             + (f" {c['unexpected']} verdict(s) not as expected." if c["judged"] else "") + "</p>",
             f'<table class="heat"><tr><th>property</th>{head}</tr>{"".join(rows)}</table>',
-            f"<p>{escape(COMPARE_LEGEND.replace('`', ''))}</p>"]
+            f"<p>{escape(compare_legend(c).replace('`', ''))}</p>"]
     ranges = {}
     for key, _ in COST_COLUMNS:
         values = [r["costs"][key] for r in c["rows"] if r["costs"][key] is not None]

@@ -43,6 +43,7 @@ PASS_TEXT = {
     "run": "every expectation of the scenario met",
     "explore": "no violation but documented residual risks and known findings",
     "replay": "the violation no longer reproduces: every action applied and the trace is clean of it",
+    "compare": "the contract shows nothing but documented residual risks and known findings",
 }
 
 
@@ -181,6 +182,13 @@ VERDICT_WORDS = {"violated": "violated", "known_finding": "known finding", "resi
 COMPARE_LEGEND = ("Each cell is the design's verdict (reports/compare.py's words); a design's flaw is expected "
                   "(the suite's `compare.expect`), and only a verdict other than the expected one fails the run "
                   "(marked UNEXPECTED). Costs are measured in the same swarm runs and the long run.")
+COMPARE_LEGEND_ONE_RUN = ("Each cell is the design's verdict (reports/compare.py's words). Costs are measured in "
+                          "the same swarm runs and the long run.")
+
+
+def compare_legend(c: dict) -> str:
+    """The legend under the matrix: a suite's judges each cell, one comparison does not."""
+    return COMPARE_LEGEND if c["judged"] else COMPARE_LEGEND_ONE_RUN
 
 
 def compare_cell(cell: dict) -> str:
@@ -207,7 +215,7 @@ def compare_lines(c: dict) -> list[str]:
            "| property | " + " | ".join(f"`{d}`" for d in designs) + " |", "|---|" + "---|" * len(designs)]
     for p in c["properties"]:
         out.append(f"| `{p}` | " + " | ".join(compare_cell(r["matrix"][p]) for r in c["rows"]) + " |")
-    out += ["", COMPARE_LEGEND, "", "| design | " + " | ".join(h for _, h in COST_COLUMNS) + " |",
+    out += ["", compare_legend(c), "", "| design | " + " | ".join(h for _, h in COST_COLUMNS) + " |",
             "|---|" + "---|" * len(COST_COLUMNS)]
     for r in c["rows"]:
         out.append(f"| `{r['design']}` | " + " | ".join(_number(r["costs"][k]) for k, _ in COST_COLUMNS) + " |")
