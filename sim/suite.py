@@ -28,7 +28,8 @@ Rule 1. Every key is live: an unknown key, a value of the wrong type, a variant,
         bug or scenario that does not exist is an error, and so is a table that would be
         read and never used (a bug's explore world when the sweep runs no explorer).
 Rule 2. ``--quick`` runs a part of the same suite, declared in the file: each entry's
-        ``quick = true``, and the sweep's ``quick_drivers``. A suite with nothing quick
+        ``quick = true`` (the comparison's too), and the sweeps' ``quick_drivers`` (the
+        planted-bug sweep's, the detection table's). A suite with nothing quick
         is refused by ``--quick`` (it would check nothing), not run empty.
 Rule 3. Scenario files are shipped scenario names (``us02_interrupt_stops_foreground``,
         with or without ``.toml``), ``"*"`` for every shipped one, or paths relative to
