@@ -2,7 +2,7 @@
 the CI report): the suite sections, the judgment, and the four outputs.
 
 A tiny suite written here (two designs on the above-margin world with two swarm seeds,
-one planted bug through the explorer and the swarm with small budgets) runs in a few
+one planted bug through the explorer, the search and the swarm with small budgets) runs in a few
 seconds; ``test_default_suite_has_both_sections`` reads the default suite and does not
 run it (its compare section is checked by the CI run itself, against the verdicts
 tests/test_designs.py and tests/test_compare.py pin). Budgets are counted in states and
@@ -42,10 +42,10 @@ residual_risk = ["at_most_once", "truthful_result", "retry_changes_nothing", "in
                  "canceled_before_received_never_runs"]
 
 [detection]
-drivers = ["explore", "swarm"]
+drivers = ["explore", "search", "swarm"]
 quick_drivers = ["swarm"]
 bugs = ["interrupt-without-cancel"]
-budgets = { explore = 2000, swarm = 3 }
+budgets = { explore = 2000, search = 30, swarm = 3 }
 """
 
 
@@ -87,14 +87,16 @@ def test_report_json_carries_the_matrix_the_costs_and_the_detection_table(sectio
         assert x["file"].startswith("counterexamples/compare-") and (sections / "one" / x["file"]).is_file()
         assert (sections / "one" / row["sequence"]).is_file()
     d = r["detection"]
-    assert d["drivers"] == ["explore", "swarm"] and d["budgets"] == {"explore": 2000, "swarm": 3}
+    assert d["drivers"] == ["explore", "search", "swarm"]
+    assert d["budgets"] == {"explore": 2000, "search": 30, "swarm": 3}
     assert [(x["driver"], x["bug"], x["found"]) for x in d["rows"]] == [
         ("explore", "interrupt-without-cancel", True), ("explore", "contract", False),
+        ("search", "interrupt-without-cancel", True), ("search", "contract", False),
         ("swarm", "interrupt-without-cancel", True), ("swarm", "contract", False)]
     assert d["summary"]["explore"] == {"found": 1, "bugs": 1, "missed": [], "contract_clean": True}
     text = json.dumps(r)
     assert "seconds" not in text and "/tmp" not in text  # no clock, no path outside the report
-    assert r["counts"]["detection_found"] == {"explore": "1/1", "swarm": "1/1"}
+    assert r["counts"]["detection_found"] == {"explore": "1/1", "search": "1/1", "swarm": "1/1"}
     assert r["counts"]["compare_unexpected"] == 0
 
 
@@ -118,8 +120,8 @@ def test_summary_md_has_both_tables(sections):
     assert "## Design comparison" in md and "| property | `contract` | `first-attempt-only` |" in md
     assert "| `unknown_only_when_unknowable` | residual risk false_unknown_after_agent_start | **violated**" in md
     assert "| design | durable writes/call |" in md
-    assert "## Detection table" in md and "| bug | explore | swarm |" in md
-    assert "| `interrupt-without-cancel` | found: " in md and "| found | 1/1 | 1/1 |" in md
+    assert "## Detection table" in md and "| bug | explore | search | swarm |" in md
+    assert "| `interrupt-without-cancel` | found: " in md and "| found | 1/1 | 1/1 | 1/1 |" in md
     assert "## Properties by variant" not in md  # the suite checks no variant of its own
 
 
@@ -141,6 +143,7 @@ def test_junit_has_a_case_per_design_and_property_and_per_bug_and_driver(section
     assert all(c.is_passed for c in cases)
     assert {(c.classname, c.name) for c in suites_by_name["detection"]} == {
         ("detection.explore", "interrupt-without-cancel"), ("detection.explore", "contract"),
+        ("detection.search", "interrupt-without-cancel"), ("detection.search", "contract"),
         ("detection.swarm", "interrupt-without-cancel"), ("detection.swarm", "contract")}
 
 
