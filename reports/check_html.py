@@ -40,7 +40,8 @@ th { background: #f3f3f3; text-align: left; }
 section { margin: 1em 0 2em 0; } img { max-width: 100%; border: 1px solid #eee; }
 pre { background: #f7f7f7; padding: .5em; white-space: pre-wrap; }
 .known-finding { background: #fde3d0; } .unexpected { outline: 3px solid #b00; outline-offset: -3px; }
-.heat td { font-size: .9em; }
+.heat { table-layout: fixed; width: 100%; } .heat tr:first-child th:first-child { width: 17em; }
+.heat td { font-size: .85em; overflow-wrap: anywhere; } .heat th code { overflow-wrap: anywhere; }
 """
 # The heat map's verdict classes (sim/compare.py's verdicts -> the table's colours above).
 VERDICT_CLASS = {"violated": "violated", "known_finding": "known-finding", "residual_risk": "residual-risk",
@@ -153,6 +154,16 @@ def _scale(value, low, high) -> str:
     return f' style="background: rgb(255, {round(255 - 80 * share)}, {green_blue})"'
 
 
+def _heat_text(cell: dict) -> str:
+    """A heat map cell in few words (the colour says the verdict; the title the rest)."""
+    verdict = cell["verdict"]
+    if verdict == "violated":
+        return f"violated: {cell['steps']} steps" if "steps" in cell else f"violated ({cell['where']})"
+    if verdict in ("residual_risk", "known_finding"):
+        return ", ".join([*cell["known"], *cell["risks"]])
+    return "holds exhaustively" if verdict == "holds_exhaustively" else f"holds ({cell['runs']} runs)"
+
+
 def _compare(c: dict, pictures: dict[str, str]) -> str:
     """The design comparison: the heat map, the costs, the counterexamples' pictures."""
     from .check_markdown import VERDICT_WORDS, compare_legend
@@ -165,10 +176,11 @@ def _compare(c: dict, pictures: dict[str, str]) -> str:
         for r in c["rows"]:
             cell = r["matrix"][p]
             cls = VERDICT_CLASS[cell["verdict"]] + (" unexpected" if cell.get("as_expected") is False else "")
-            text = _md_cell(cell).replace("**", "")
+            text = _heat_text(cell)
             if cell.get("as_expected") is False:
                 text = f"UNEXPECTED (expected {VERDICT_WORDS[cell['expected']]}): {text}"
-            cells.append(f'<td class="{cls}">{escape(text)}</td>')
+            tip = _md_cell(cell).replace("**", "")  # the whole of it on hover: worlds, runs
+            cells.append(f'<td class="{cls}" title="{escape(tip)}">{escape(text)}</td>')
         rows.append(f"<tr><th><code>{escape(p)}</code></th>{''.join(cells)}</tr>")
     worlds = ", ".join(w["name"] for w in c["worlds"])
     body = [f"<h2>Design comparison</h2><p>Explorer worlds {escape(worlds)}; {c['seeds']} swarm seeds from "
