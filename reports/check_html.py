@@ -10,7 +10,10 @@ as a ``data:`` URI of its SVG (an ``<img>``: inlined ``<svg>`` elements would sh
 element ids), no script and no network. The page holds the verdict, the properties x
 variants table, one section per finding (its sequence diagram), per failed scenario (its
 sequence diagram), per explorer run (its depth chart), the swarm chart, the planted-bug
-sweep, and every scenario run with its timeline. The same SVGs are returned by name, so
+sweep, the design comparison (a heat map of design x property, cells coloured by
+verdict and outlined when not as the suite expects, the costs coloured by a scale per
+column, each design's shortest counterexample as a sequence diagram), the detection
+table, and every scenario run with its timeline. The same SVGs are returned by name, so
 the report folder holds them as files too (``figures/*.svg``), byte-identical between runs.
 """
 
@@ -36,7 +39,13 @@ th { background: #f3f3f3; text-align: left; }
 .new { color: #b00; font-weight: bold; } code { background: #f5f5f5; padding: 0 .2em; }
 section { margin: 1em 0 2em 0; } img { max-width: 100%; border: 1px solid #eee; }
 pre { background: #f7f7f7; padding: .5em; white-space: pre-wrap; }
+.known-finding { background: #fde3d0; } .unexpected { outline: 3px solid #b00; outline-offset: -3px; }
+.heat { table-layout: fixed; width: 100%; } .heat tr:first-child th:first-child { width: 17em; }
+.heat td { font-size: .85em; overflow-wrap: anywhere; } .heat th code { overflow-wrap: anywhere; }
 """
+# The heat map's verdict classes (sim/compare.py's verdicts -> the table's colours above).
+VERDICT_CLASS = {"violated": "violated", "known_finding": "known-finding", "residual_risk": "residual-risk",
+                 "holds_exhaustively": "holds-exhaustively", "holds": "holds"}
 
 
 EXPLORER_SCALE = Bounds().scale  # real ms per explorer ms
@@ -89,6 +98,14 @@ def figure_tasks(report: dict, traces: dict) -> dict[str, tuple]:
             out[replay["sequence"]] = ("sequence_svg", (trace,), {
                 "title": f"replay of {replay['file']}: {replay['outcome'].replace('_', ' ')}", "chat_names": names,
                 **unit})
+    for row in (report.get("compare") or {}).get("rows", []):
+        if row["sequence"]:
+            trace, evidence, names = of(row["sequence"])
+            x = row["counterexample"]
+            risk = f" ({x['residual_risk']})" if x["residual_risk"] else ""
+            out[row["sequence"]] = ("sequence_svg", (trace,), {
+                "title": f"{x['property']}{risk} under {row['design']} (compare {x['world']})",
+                "highlight": evidence, "chat_names": names, "time_unit_ms": EXPLORER_SCALE})
     for x in report["explore"]:
         marks = [(v["property"] + (f" ({v['residual_risk']})" if v["residual_risk"] else ""), v["depth"])
                  for v in x["violations"] if v["depth"] is not None]
@@ -127,6 +144,98 @@ def _table(report: dict) -> str:
     return f"<table><tr><th>property</th>{head}</tr>{''.join(rows)}</table>"
 
 
+def _scale(value, low, high) -> str:
+    """A cost cell's background: white at the column's lowest value, deeper orange
+    towards its highest (every cost column is better low)."""
+    if value is None or high == low:
+        return ""
+    share = (value - low) / (high - low)
+    green_blue = round(255 - 120 * share)
+    return f' style="background: rgb(255, {round(255 - 80 * share)}, {green_blue})"'
+
+
+def _heat_text(cell: dict) -> str:
+    """A heat map cell in few words (the colour says the verdict; the title the rest)."""
+    verdict = cell["verdict"]
+    if verdict == "violated":
+        return f"violated: {cell['steps']} steps" if "steps" in cell else f"violated ({cell['where']})"
+    if verdict in ("residual_risk", "known_finding"):
+        return ", ".join([*cell["known"], *cell["risks"]])
+    return "holds exhaustively" if verdict == "holds_exhaustively" else f"holds ({cell['runs']} runs)"
+
+
+def _compare(c: dict, pictures: dict[str, str]) -> str:
+    """The design comparison: the heat map, the costs, the counterexamples' pictures."""
+    from .check_markdown import VERDICT_WORDS, compare_legend
+    from .compare import COST_COLUMNS, _md_cell, _number
+
+    head = "".join(f"<th><code>{escape(d)}</code></th>" for d in c["designs"])
+    rows = []
+    for p in c["properties"]:
+        cells = []
+        for r in c["rows"]:
+            cell = r["matrix"][p]
+            cls = VERDICT_CLASS[cell["verdict"]] + (" unexpected" if cell.get("as_expected") is False else "")
+            text = _heat_text(cell)
+            if cell.get("as_expected") is False:
+                text = f"UNEXPECTED (expected {VERDICT_WORDS[cell['expected']]}): {text}"
+            tip = _md_cell(cell).replace("**", "")  # the whole of it on hover: worlds, runs
+            cells.append(f'<td class="{cls}" title="{escape(tip)}">{escape(text)}</td>')
+        rows.append(f"<tr><th><code>{escape(p)}</code></th>{''.join(cells)}</tr>")
+    worlds = ", ".join(w["name"] for w in c["worlds"])
+    body = [f"<h2>Design comparison</h2><p>Explorer worlds {escape(worlds)}; {c['seeds']} swarm seeds from "
+            f"{c['first_seed']}; the scenario suite; a long run of {c['long_run_calls']} tool calls."
+            + (f" {c['unexpected']} verdict(s) not as expected." if c["judged"] else "") + "</p>",
+            f'<table class="heat"><tr><th>property</th>{head}</tr>{"".join(rows)}</table>',
+            f"<p>{escape(compare_legend(c).replace('`', ''))}</p>"]
+    ranges = {}
+    for key, _ in COST_COLUMNS:
+        values = [r["costs"][key] for r in c["rows"] if r["costs"][key] is not None]
+        ranges[key] = (min(values), max(values)) if values else (None, None)
+    cost_rows = "".join(
+        f"<tr><th><code>{escape(r['design'])}</code></th>"
+        + "".join(f"<td{_scale(r['costs'][k], *ranges[k])}>{escape(_number(r['costs'][k]))}</td>"
+                  for k, _ in COST_COLUMNS) + "</tr>" for r in c["rows"])
+    body.append("<h3>Costs</h3><table><tr><th>design</th>" + "".join(f"<th>{escape(h)}</th>" for _, h in COST_COLUMNS)
+                + f"</tr>{cost_rows}</table>")
+    for r in c["rows"]:
+        x = r["counterexample"]
+        if x is None:
+            continue
+        risk = f" ({escape(x['residual_risk'])})" if x["residual_risk"] else ""
+        body.append(f'<section id="compare-{escape(r["design"])}"><h3><code>{escape(r["design"])}</code>: '
+                    f"<code>{escape(x['property'])}</code>{risk}, {x['steps']} steps in {escape(x['world'])}</h3>"
+                    f"<p>{escape(x['detail'])}</p>" + _commands(x["reproduce"])
+                    + _img(pictures[r["sequence"]], f"sequence diagram: {r['design']} {x['property']}")
+                    + "</section>")
+    return "".join(body)
+
+
+def _detection(d: dict) -> str:
+    """The detection table: a cell per bug and driver, found (green) or not (red)."""
+    from .check_markdown import detection_cell
+
+    by: dict[str, dict[str, dict]] = {}
+    for row in d["rows"]:
+        by.setdefault(row["bug"], {})[row["driver"]] = row
+    head = "".join(f"<th>{escape(x)} ({d['budgets'][x]} {escape(d['units'][x])})</th>" for x in d["drivers"])
+    rows = []
+    for bug, cells in by.items():
+        tds = []
+        for x in d["drivers"]:
+            row = cells[x]
+            bad = row["found"] == row["control"]
+            tip = f' title="{escape(row["where"])}"' if row["where"] else ""
+            tds.append(f'<td class="{"violated" if bad else "holds"}"{tip}>'
+                       f"{escape(detection_cell(row).replace('**', ''))}</td>")
+        rows.append(f"<tr><th><code>{escape(bug)}</code></th>{''.join(tds)}</tr>")
+    total = "".join(f"<td>{d['summary'][x]['found']}/{d['summary'][x]['bugs']}</td>" for x in d["drivers"])
+    return (f"<h2>Detection table (planted bugs from each driver's defaults)</h2><p>Swarm budgets are seeds from "
+            f"each of {', '.join(map(str, d['swarm_starts']))}; times are not in the report (toolcall-sim bugs "
+            f"prints them).</p><table><tr><th>bug</th>{head}</tr>{''.join(rows)}"
+            f"<tr><th>found</th>{total}</tr></table>")
+
+
 def _commands(cmds: list[str]) -> str:
     return "<pre>" + "\n".join(escape(c) for c in cmds) + "</pre>"
 
@@ -148,7 +257,8 @@ def page(report: dict, pictures: dict[str, str]) -> str:
                     f"explorer runs ({c['explore_states']} states), {c['swarm_seeds']} swarm seeds. Findings: "
                     f"{f['new']} new, {f['accepted']} accepted, {f['expected']} expected, {f['residual_risk']} "
                     f"residual risks; {c['fixed']} fixed.</p>")
-    body += ["<h2>Properties by variant</h2>", _table(report), f"<p>{escape(LEGEND)}</p>"]
+    if report["variants"]:
+        body += ["<h2>Properties by variant</h2>", _table(report), f"<p>{escape(LEGEND)}</p>"]
     replay = report.get("replay")
     if replay is not None:
         pictures_of_replay = "".join(
@@ -203,6 +313,10 @@ def page(report: dict, pictures: dict[str, str]) -> str:
         score = "".join(f"<td>{sweep['score'][d]['caught']}/{sweep['score'][d]['swept']}</td>" for d in sweep["drivers"])
         body.append(f"<h2>Planted bugs</h2><table><tr><th>bug</th><th>caught by</th>{head}</tr>{rows}"
                     f"<tr><th>mutation score</th><td></td>{score}</tr></table>")
+    if report.get("compare") is not None:
+        body.append(_compare(report["compare"], pictures))
+    if report.get("detection") is not None:
+        body.append(_detection(report["detection"]))
     if report["scenarios"]:
         body.append("<h2>Scenarios</h2>")
     for x in report["scenarios"]:

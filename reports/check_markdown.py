@@ -7,7 +7,10 @@ writes it as GitHub-flavoured Markdown that fits a CI job summary: the verdict a
 the counts, a table of properties x variants (one cell per pair: holds, holds
 exhaustively, residual risk, violated, violated as a scenario expects, not checked), what is new against the baseline,
 every finding with the commands that reproduce it, what the baseline lists that is gone,
-and the planted-bug sweep with its mutation score per driver. Commands name files
+the planted-bug sweep with its mutation score per driver, the design comparison (a
+design x property matrix, each cell judged against the suite's expected verdict, the
+costs, each design's shortest counterexample) and the detection table (every planted bug
+through each driver from its default settings). Commands name files
 relative to the report folder (``toolcall-sim replay counterexamples/X.json`` run from
 it), so the text is the same wherever the report was written.
 
@@ -40,6 +43,7 @@ PASS_TEXT = {
     "run": "every expectation of the scenario met",
     "explore": "no violation but documented residual risks and known findings",
     "replay": "the violation no longer reproduces: every action applied and the trace is clean of it",
+    "compare": "the contract shows nothing but documented residual risks and known findings",
 }
 
 
@@ -118,10 +122,16 @@ def summary(report: dict) -> str:
                     f"explorer runs ({c['explore_states']} states), {c['swarm_seeds']} swarm seeds. Findings: "
                     f"{f['new']} new, {f['accepted']} accepted in the baseline, {f['expected']} expected by their "
                     f"scenario, {f['residual_risk']} residual risks; {c['fixed']} fixed since the baseline."]
+    if "compare_unexpected" in c:
+        out.append(f"Design comparison: {c['compare_unexpected']} verdict(s) not as expected.")
+    if "detection_found" in c:
+        out.append("Planted bugs found from each driver's defaults: "
+                   + ", ".join(f"{d} {n}" for d, n in c["detection_found"].items()) + ".")
     if "planted_caught" in c:
         out.append("Planted bugs caught: " + ", ".join(f"{d} {c['planted_caught'][d]}" for d in report["planted"]["drivers"])
                    + ".")
-    out += ["", "## Properties by variant", ""] + table(report) + ["", LEGEND]
+    if report["variants"]:  # a suite of only a comparison or a detection table checks no variant itself
+        out += ["", "## Properties by variant", ""] + table(report) + ["", LEGEND]
     new = [x for x in report["findings"] if x["status"] == "new"]
     # One run has no baseline: what it found is listed under its own name.
     out += ["", "## Findings (no baseline: one run)" if one else "## New against the baseline", ""]
@@ -155,12 +165,101 @@ def summary(report: dict) -> str:
             out.append(f"| `{b['bug']}` | `{b['caught_by']}` | " + " | ".join(cells) + " |")
         out.append("| mutation score | | " + " | ".join(
             f"{sweep['score'][d]['caught']}/{sweep['score'][d]['swept']}" for d in drivers) + " |")
+    if report.get("compare") is not None:
+        out += [""] + compare_lines(report["compare"])
+    if report.get("detection") is not None:
+        out += [""] + detection_lines(report["detection"])
     risks = sorted({x["residual_risk"] for x in report["findings"] if x["status"] == "residual_risk"})
     if risks:
         out += ["", "## Residual risks seen (never fail the run)", ""]
         out += [f"- `{r}`: {report['residual_risks'][r]}" for r in risks]
     out += ["", "Commands run from the report folder; `report.json` holds all of it as data."]
     return "\n".join(out) + "\n"
+
+
+VERDICT_WORDS = {"violated": "violated", "known_finding": "known finding", "residual_risk": "residual risk",
+                 "holds_exhaustively": "holds exhaustively", "holds": "holds"}
+COMPARE_LEGEND = ("Each cell is the design's verdict (reports/compare.py's words); a design's flaw is expected "
+                  "(the suite's `compare.expect`), and only a verdict other than the expected one fails the run "
+                  "(marked UNEXPECTED). Costs are measured in the same swarm runs and the long run.")
+COMPARE_LEGEND_ONE_RUN = ("Each cell is the design's verdict (reports/compare.py's words). Costs are measured in "
+                          "the same swarm runs and the long run.")
+
+
+def compare_legend(c: dict) -> str:
+    """The legend under the matrix: a suite's judges each cell, one comparison does not."""
+    return COMPARE_LEGEND if c["judged"] else COMPARE_LEGEND_ONE_RUN
+
+
+def compare_cell(cell: dict) -> str:
+    """A matrix cell in Markdown: the verdict in words and, when judged against the
+    suite and not as expected, what was expected."""
+    from .compare import _md_cell
+
+    text = _md_cell(cell)
+    if cell.get("as_expected") is False:
+        text = f"**UNEXPECTED** (expected {VERDICT_WORDS[cell['expected']]}): {text}"
+    return _cell(text)
+
+
+def compare_lines(c: dict) -> list[str]:
+    """The design comparison (sim/check.py Rule 7) as Markdown."""
+    from .compare import COST_COLUMNS, _number
+
+    designs = c["designs"]
+    worlds = ", ".join(w["name"] for w in c["worlds"])
+    out = ["## Design comparison", "",
+           f"Explorer worlds {worlds}; {c['seeds']} swarm seeds from {c['first_seed']}; the scenario suite; a long "
+           f"run of {c['long_run_calls']} tool calls." + (f" {c['unexpected']} verdict(s) not as expected."
+                                                          if c["judged"] else ""), "",
+           "| property | " + " | ".join(f"`{d}`" for d in designs) + " |", "|---|" + "---|" * len(designs)]
+    for p in c["properties"]:
+        out.append(f"| `{p}` | " + " | ".join(compare_cell(r["matrix"][p]) for r in c["rows"]) + " |")
+    out += ["", compare_legend(c), "", "| design | " + " | ".join(h for _, h in COST_COLUMNS) + " |",
+            "|---|" + "---|" * len(COST_COLUMNS)]
+    for r in c["rows"]:
+        out.append(f"| `{r['design']}` | " + " | ".join(_number(r["costs"][k]) for k, _ in COST_COLUMNS) + " |")
+    shown = [r for r in c["rows"] if r["counterexample"] is not None]
+    if shown:
+        out += ["", "Each design's shortest counterexample (a new finding before a residual risk):", ""]
+        for r in shown:
+            x = r["counterexample"]
+            risk = f" ({x['residual_risk']})" if x["residual_risk"] else ""
+            out.append(f"- `{r['design']}`: `{x['property']}`{risk}, {x['steps']} steps in {x['world']}: "
+                       f"{_cell(x['detail'])}")
+            out += [f"  - reproduce: `{cmd}`" for cmd in x["reproduce"]]
+    return out
+
+
+def detection_cell(row: dict) -> str:
+    """A detection row's cell: found within how much of the budget, or not."""
+    if row["control"]:
+        return f"**new finding**: {row['violated']}" if row["found"] else f"clean ({row['used']} {row['unit']})"
+    if not row["found"]:
+        return f"**NOT FOUND** in {row['budget']} {row['unit']}"
+    if row["driver"] == "swarm" and row["starts"]:
+        used = "seeds " + ", ".join(str(s["seeds"]) for s in row["starts"])
+    else:
+        used = f"{row['used']} {row['unit']}"
+    return f"found: {used}" + (" (its own)" if row["caught_by"] else "")
+
+
+def detection_lines(d: dict) -> list[str]:
+    """The detection table (sim/check.py Rule 8) as Markdown."""
+    drivers = d["drivers"]
+    budgets = "; ".join(f"{x} {d['budgets'][x]} {d['units'][x]}" for x in drivers)
+    out = ["## Detection table (planted bugs from each driver's defaults)", "",
+           f"Budgets: {budgets} (the swarm: seeds from each of {', '.join(map(str, d['swarm_starts']))}). "
+           "Times are not in the report (it stays the same bytes); `toolcall-sim bugs` prints them.", "",
+           "| bug | " + " | ".join(drivers) + " |", "|---|" + "---|" * len(drivers)]
+    cells: dict[str, dict[str, str]] = {}
+    for row in d["rows"]:
+        cells.setdefault(row["bug"], {})[row["driver"]] = detection_cell(row)
+    for bug, by in cells.items():
+        out.append(f"| `{bug}` | " + " | ".join(_cell(by[x]) for x in drivers) + " |")
+    out.append("| found | " + " | ".join(f"{d['summary'][x]['found']}/{d['summary'][x]['bugs']}" for x in drivers)
+               + " |")
+    return out
 
 
 def first_line(suite: str, quick: bool, jobs: int, out_dir) -> str:
@@ -188,6 +287,10 @@ def closing(report: dict, out_dir, baseline_written: str | None) -> str:
     f = c["findings"]
     lines.append(f"  findings: {f['new']} new, {f['accepted']} accepted, {f['expected']} expected, "
                  f"{f['residual_risk']} residual risks; {c['fixed']} fixed")
+    if "compare_unexpected" in c:
+        lines.append(f"  design comparison: {c['compare_unexpected']} verdict(s) not as expected")
+    if "detection_found" in c:
+        lines.append("  detection (defaults): " + ", ".join(f"{d} {n}" for d, n in c["detection_found"].items()))
     if "planted_caught" in c:
         lines.append("  planted bugs caught: " + ", ".join(f"{d} {c['planted_caught'][d]}" for d in report["planted"]["drivers"]))
     lines.append(f"  report: {out_dir}/index.html, summary.md, junit.xml, report.json")

@@ -7,8 +7,10 @@ The data is a matrix (design x property, one cell each) and a cost row per desig
 module only renders it, in three forms: the terminal text (a compact matrix whose cells
 are codes, a legend, the details of every violated or residual cell, the costs), the JSON
 (the data itself, plus where the counterexamples went) and the Markdown table
-``--report DIR`` writes (the same matrix with whole words, the costs, the details), which
-the CI report of ``toolcall-sim check`` can take over once it exists. Nothing here reads
+``--report DIR`` writes beside the page (the same matrix with whole words, the costs, the
+details); the page itself and the CI report's section are ``toolcall-sim check``'s writers
+(reports/check_html.py, reports/check_markdown.py, which reuse the cell words and the cost
+columns defined here). Nothing here reads
 the wall clock: the same data renders to the same bytes.
 """
 

@@ -13,7 +13,12 @@ detail and counterexample) and the commands that reproduce it. The cases:
 - ``explore``: one per property x explorer run (world entry x variant); fails on a new
   finding of that property there;
 - ``swarm``: one per property x swarm window x variant; fails on a new finding;
-- ``planted``: one per planted bug x driver; fails when the driver no longer catches it.
+- ``planted``: one per planted bug x driver; fails when the driver no longer catches it;
+- ``compare``: one per design x property of a judged design comparison; fails when the
+  verdict is not the one the suite expects (a design's expected flaw passes);
+- ``detection``: one per planted bug x driver of the detection table (and the plain
+  contract per driver); fails when the driver no longer finds the bug from its defaults
+  within its budget, or finds something under the plain contract.
 
 An accepted finding, an expected violation and a residual risk pass, and say so in the
 case's ``<system-out>``. Times are 0: the report holds no clock reading, so two runs
@@ -24,7 +29,8 @@ from __future__ import annotations
 
 from xml.etree import ElementTree as ET
 
-FAILURE_TYPE = {"scenario": "ExpectationNotMet", "finding": "NewFinding", "planted": "PlantedBugMissed"}
+FAILURE_TYPE = {"scenario": "ExpectationNotMet", "finding": "NewFinding", "planted": "PlantedBugMissed",
+                "compare": "VerdictChanged", "detection": "PlantedBugMissed", "control": "NewFinding"}
 
 
 def _case(suite: ET.Element, classname: str, name: str, failure: tuple[str, str, str] | None = None,
@@ -105,6 +111,40 @@ def junit(report: dict) -> str:
                                f"{b['caught_by']} should catch {b['variant']} in {d} {r['where']}: {r['detail']}")
                 _case(s, f"planted.{d}", b["bug"], failure,
                       [f"caught: {b['caught_by']} in {r['where']}: {r['detail']}"] if r["caught"] else [])
+        suites.append(s)
+
+    compared = report.get("compare")
+    if compared is not None and compared["judged"]:
+        from .check_markdown import VERDICT_WORDS, compare_cell
+
+        s = ET.Element("testsuite", name="compare")
+        for row in compared["rows"]:
+            for p in compared["properties"]:
+                cell = row["matrix"][p]
+                failure = None
+                if not cell["as_expected"]:
+                    failure = (f"{row['design']} {p}: {VERDICT_WORDS[cell['verdict']]}, expected "
+                               f"{VERDICT_WORDS[cell['expected']]}", FAILURE_TYPE["compare"],
+                               f"{compare_cell(cell)}\nexpected by the suite's compare.expect.{row['design']}")
+                _case(s, f"compare.{row['design']}", p, failure, [f"{VERDICT_WORDS[cell['verdict']]}: "
+                                                                  f"{compare_cell(cell)}"])
+        suites.append(s)
+    detected = report.get("detection")
+    if detected is not None:
+        from .check_markdown import detection_cell
+
+        s = ET.Element("testsuite", name="detection")
+        for row in detected["rows"]:
+            failure = None
+            if row["control"] and row["found"]:
+                failure = (f"the plain contract has a new finding under {row['driver']}", FAILURE_TYPE["control"],
+                           f"{row['violated']} ({row['where']}, {row['length']})")
+            elif not row["control"] and not row["found"]:
+                failure = (f"{row['bug']} no longer found by {row['driver']} from its defaults",
+                           FAILURE_TYPE["detection"], f"not found within {row['budget']} {row['unit']}")
+            _case(s, f"detection.{row['driver']}", row["bug"], failure,
+                  [] if failure else [detection_cell(row).replace("**", "") + (f" ({row['where']})" if row["where"]
+                                                                               else "")])
         suites.append(s)
 
     for s in suites:

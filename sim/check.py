@@ -43,6 +43,19 @@ Rule 6. One run is a report too (``one_run``): ``toolcall-sim run``, ``explore``
         race. The verdict is the command's own exit code, which the flag never changes;
         the report says which command it is (``one_run``), and a replay's adds its
         outcome (``replay``). A suite's report has neither key.
+Rule 7. The design comparison (``[compare]``, sim/compare.py) runs as a job per design
+        and world (the explorer) and one per design (swarm seeds, scenarios, long run);
+        the fold builds each design's row with ``sim.compare.row``, judges each cell
+        against the suite's expected verdict (sim/suite.py Rule 4: a design's flaw is
+        expected, a verdict that changes fails the run) and keeps each design's shortest
+        explorer counterexample (a new finding before a residual risk) as a file and a
+        sequence diagram. ``toolcall-sim compare --report`` folds its own data the same
+        way (``compare_output``) with no expectations: its exit code is its own.
+Rule 8. The detection table (``[detection]``, sim/bugs.py) runs a job per bug x driver
+        (and the plain contract, the control row, per driver); the rows are folded in the
+        suite's order (drivers x bugs), without their times (report.json stays the same
+        bytes). A bug a driver no longer finds from its defaults within its budget fails
+        the run, and so does a new finding under the plain contract.
 """
 
 from __future__ import annotations
@@ -309,10 +322,49 @@ def job_planted(driver: str, bug: suites.PlantedBug, planted: suites.Planted) ->
             "where": where, "detail": detail}
 
 
+def job_compare_explore(design: str, world: str) -> dict:
+    """Rule 7: one design on one comparison world, with the counterexamples' actions."""
+    from . import compare as cmp
+
+    return {"kind": "compare_explore", "design": design,
+            "explored": cmp.explore_design(design, cmp.world_named(world), None, keep_paths=True)}
+
+
+def job_compare_runs(design: str, seeds: int, first_seed: int) -> dict:
+    """Rule 7: one design's sampled runs: the swarm seeds, the scenarios, the long run."""
+    from . import compare as cmp
+
+    return {"kind": "compare_runs", "design": design, "swarm": cmp.swarm_runs(design, seeds, first_seed),
+            "scenarios": cmp.scenario_runs(design), "long": cmp.long_run(design)}
+
+
+def job_detection(driver: str, bug: str, budget: int) -> dict:
+    """Rule 8: one row of the detection table, without its times."""
+    from dataclasses import asdict
+
+    from . import bugs
+
+    row = asdict(bugs.DETECT[driver](bug, budget))
+    del row["seconds"]
+    for start in row["starts"]:
+        start.pop("seconds", None)
+    return {"kind": "detection", **row}
+
+
 def _jobs(suite: suites.Suite) -> list[tuple[Callable, tuple]]:
     """Every job of the suite, the long ones first (a pool finishes sooner when the
     longest job does not start last); the fold reads them back in this order."""
-    jobs: list[tuple[Callable, tuple]] = [(job_explore, (r,)) for r in suite.explore]
+    jobs: list[tuple[Callable, tuple]] = []
+    detection = suite.detection
+    if detection is not None:  # the control rows of the explorer and the search are the longest jobs
+        from .bugs import CONTROL
+
+        rows = [*([CONTROL] if detection.control else []), *detection.bugs]
+        budgets = dict(detection.budgets)
+        jobs += [(job_detection, (d, b, budgets[d])) for d in detection.drivers if d != "swarm" for b in rows]
+    if suite.compare is not None:
+        jobs += [(job_compare_explore, (d, w)) for d in suite.compare.designs for w in suite.compare.worlds]
+    jobs += [(job_explore, (r,)) for r in suite.explore]
     planted = suite.planted
     if planted is not None:
         for driver in ("explore", "swarm", "scenario"):
@@ -321,6 +373,11 @@ def _jobs(suite: suites.Suite) -> list[tuple[Callable, tuple]]:
     for r in suite.swarm:
         for first in range(r.first_seed, r.first_seed + r.seeds, SWARM_CHUNK_SEEDS):
             jobs.append((job_swarm, (r, first, min(SWARM_CHUNK_SEEDS, r.first_seed + r.seeds - first))))
+    if suite.compare is not None:
+        c = suite.compare
+        jobs += [(job_compare_runs, (d, c.seeds, c.first_seed)) for d in c.designs]
+    if detection is not None and "swarm" in detection.drivers:
+        jobs += [(job_detection, ("swarm", b, budgets["swarm"])) for b in rows]
     jobs += [(job_scenario, (r,)) for r in suite.scenarios]
     return jobs
 
@@ -368,6 +425,12 @@ def _what(out: dict) -> str:
     kind = out["kind"]
     if kind == "planted":
         return f"planted {out['bug']} ({out['driver']})"
+    if kind == "detection":
+        return f"detection {out['bug']} ({out['driver']})"
+    if kind == "compare_explore":
+        return f"compare {out['design']} ({out['explored']['world']})"
+    if kind == "compare_runs":
+        return f"compare {out['design']} (swarm, scenarios, long run)"
     run = out["run"]
     if kind == "scenario":
         return f"scenario {run.scenario} ({run.variant})"
@@ -451,8 +514,19 @@ def fold(suite, part, quick, outputs, baseline, baseline_file, accept_all: bool 
             checked[(variant, p)] = min(old, level, key=CELL_ORDER.index)
 
     scenarios, explores, swarm_runs, planted, replay = [], [], {}, [], None
+    compare_parts: dict[tuple[str, str], list] = {}  # (kind, design) -> outputs, Rule 7
+    compare_data, detections = None, []
     for out in outputs:
         kind = out["kind"]
+        if kind in ("compare_explore", "compare_runs"):
+            compare_parts.setdefault((kind, out["design"]), []).append(out)
+            continue
+        if kind == "compare":
+            compare_data = out["data"]
+            continue
+        if kind == "detection":
+            detections.append(out)
+            continue
         if kind == "scenario":
             run = out["run"]
             ran.add(("scenario", run.scenario, run.variant))
@@ -603,6 +677,11 @@ def fold(suite, part, quick, outputs, baseline, baseline_file, accept_all: bool 
         sweep = {"drivers": list(part.planted.drivers), "bugs": [bugs[b.name] for b in part.planted.bugs],
                  "score": score}
 
+    if part.compare is not None:
+        compare_data = _compare_data(part.compare, compare_parts)
+    compared = None if compare_data is None else _fold_compare(compare_data, part.compare, result, reasons)
+    detected = None if part.detection is None else _fold_detection(part.detection, detections, reasons)
+
     seen = {f["id"] for f in findings if f["status"] in ("accepted", "new")}
     fixed = [e for e in baseline if _entry_id(e) not in seen and (e["driver"], e["where"], e["variant"]) in ran]
     not_run = [e for e in baseline if (e["driver"], e["where"], e["variant"]) not in ran]
@@ -614,6 +693,10 @@ def fold(suite, part, quick, outputs, baseline, baseline_file, accept_all: bool 
               "fixed": len(fixed)}
     if sweep is not None:
         counts["planted_caught"] = {d: f"{s['caught']}/{s['swept']}" for d, s in sweep["score"].items()}
+    if compared is not None:
+        counts["compare_unexpected"] = compared["unexpected"]
+    if detected is not None:
+        counts["detection_found"] = {d: f"{s['found']}/{s['bugs']}" for d, s in detected["summary"].items()}
     result.report = {
         "schema": SCHEMA,
         "suite": {"name": suite.name, "summary": suite.summary, "file": Path(suite.path).name, "quick": quick},
@@ -627,6 +710,8 @@ def fold(suite, part, quick, outputs, baseline, baseline_file, accept_all: bool 
         "explore": explores,
         "swarm": swarms,
         "planted": sweep,
+        **({"compare": compared} if compared is not None else {}),
+        **({"detection": detected} if detected is not None else {}),
         "baseline": {"file": Path(baseline_file).name if baseline_file else None, "accepted": len(baseline),
                      "updated": accept_all, "fixed": [dict(e) for e in fixed], "not_run": len(not_run)},
         "residual_risks": {name: text for name, text in sorted(props.RESIDUAL_RISKS.items())},
@@ -637,6 +722,111 @@ def fold(suite, part, quick, outputs, baseline, baseline_file, accept_all: bool 
     keep = [{k: f[k] for k in (*IDENTITY, "detail")} for f in findings if f["status"] in ("accepted", "new")]
     result.baseline = baseline_doc(keep + [dict(e) for e in not_run])
     return result
+
+
+# ---------------------------------------------------------------------------
+# The design comparison (Rule 7) and the detection table (Rule 8)
+# ---------------------------------------------------------------------------
+
+
+def _compare_data(section: suites.Compare, parts: dict) -> dict:
+    """sim/compare.py's data from the suite's compare jobs, in the suite's order."""
+    from . import compare as cmp
+
+    rows = []
+    for design in section.designs:
+        explored = [o["explored"] for o in parts[("compare_explore", design)]]
+        (runs,) = parts[("compare_runs", design)]
+        rows.append(cmp.row(design, explored, runs["swarm"], runs["scenarios"], runs["long"]))
+    return cmp.data(rows, [cmp.world_named(w) for w in section.worlds], section.seeds, section.first_seed)
+
+
+def compare_output(data: dict, files: dict[str, tuple[dict, list]]) -> dict:
+    """``toolcall-sim compare --report``'s one job output (Rule 6, Rule 7): its data, each
+    explorer violation with the world and actions of the counterexample file it saved
+    (``files``: that file's path as the data names it -> (world spec, actions))."""
+    for row in data["rows"]:
+        for w in row["explorer"]:
+            for v in w["violations"]:
+                if v.get("file") in files:
+                    v["_world"], v["_actions"] = files[v["file"]]
+    return {"kind": "compare", "data": data}
+
+
+def _fold_compare(data: dict, section: suites.Compare | None, result: CheckResult, reasons: list[str]) -> dict:
+    """Rule 7: the matrix judged against ``section``'s expectations (None: no judgment),
+    each design's shortest counterexample saved and drawn; no path outside the report."""
+    unexpected = 0
+    for row in data["rows"]:
+        design = row["design"]
+        found = [(v["residual_risk"] is not None, v["steps"], i, v["property"], v["residual_risk"] or "", v)
+                 for i, w in enumerate(row["explorer"]) for v in w["violations"] if "_actions" in v]
+        shortest = min(found, key=lambda t: t[:5])[5] if found else None
+        row["counterexample"] = row["sequence"] = None
+        for w in row["explorer"]:
+            for v in w["violations"]:
+                world, actions = v.pop("_world", None), v.pop("_actions", None)
+                v["file"] = None
+                if v is not shortest:
+                    continue
+                stem = _file_stem("compare", design, w["world"], v["property"], v["residual_risk"] or "")
+                v["file"] = f"counterexamples/{stem}.json"
+                replayed = _replayed(world, actions, v["property"], v["residual_risk"])
+                result.counterexamples.append(Counterexample(v["file"], world, v["property"], v["residual_risk"],
+                                                             actions, replayed["trace_sha256"], "compare",
+                                                             v["detail"]))
+                result.traces[f"sequence-{stem}"] = (replayed["trace"], replayed["evidence"], replayed["chats"])
+                row["counterexample"] = {"file": v["file"], "world": w["world"], "property": v["property"],
+                                         "residual_risk": v["residual_risk"], "steps": v["steps"],
+                                         "detail": v["detail"], "reproduce": [f"toolcall-sim replay {v['file']}"]}
+                row["sequence"] = f"figures/sequence-{stem}.svg"
+        drawn = row["counterexample"]
+        for prop, cell in row["matrix"].items():
+            if "file" in cell:  # a cell names a counterexample file only when it is the one drawn
+                same = drawn is not None and (drawn["property"], drawn["residual_risk"], drawn["steps"]) == (
+                    prop, None, cell["steps"]) and cell["where"] == f"explorer {drawn['world']}"
+                cell["file"] = drawn["file"] if same else None
+            if section is None:
+                cell["expected"], cell["as_expected"] = None, None
+                continue
+            expected = section.expected(design, prop)
+            ok = cell["verdict"] == expected or (expected == "holds" and cell["verdict"] == "holds_exhaustively")
+            cell["expected"], cell["as_expected"] = expected, ok
+            if not ok:
+                unexpected += 1
+                reasons.append(f"design {design}: {prop} is {cell['verdict'].replace('_', ' ')}, expected "
+                               f"{expected.replace('_', ' ')} (the suite's compare.expect.{design})")
+    return {**data, "judged": section is not None, "unexpected": unexpected}
+
+
+def _fold_detection(section: suites.Detection, outputs: list[dict], reasons: list[str]) -> dict:
+    """Rule 8: the table in the suite's order (drivers x bugs, the control last)."""
+    from . import bugs
+
+    by = {(o["driver"], o["bug"]): o for o in outputs}
+    names = [*section.bugs, *([bugs.CONTROL] if section.control else [])]
+    rows, summary = [], {}
+    for driver in section.drivers:
+        mine = []
+        for bug in names:
+            o = {k: v for k, v in by[(driver, bug)].items() if k != "kind"}
+            o["control"] = bug == bugs.CONTROL
+            rows.append(o)
+            mine.append(o)
+            if o["control"] and o["found"]:
+                reasons.append(f"the plain contract has a new finding under {driver}'s default settings: "
+                               f"{o['violated']} ({o['where']})")
+            elif not o["control"] and not o["found"]:
+                reasons.append(f"planted bug {bug} is no longer caught by {driver} from its default settings "
+                               f"(within {o['budget']} {o['unit']})")
+        found = [o for o in mine if not o["control"]]
+        clean = [o for o in mine if o["control"]]
+        summary[driver] = {"found": sum(o["found"] for o in found), "bugs": len(found),
+                           "missed": [o["bug"] for o in found if not o["found"]],
+                           "contract_clean": None if not clean else not clean[0]["found"]}
+    return {"drivers": list(section.drivers), "budgets": dict(section.budgets),
+            "units": {d: bugs.UNITS[d] for d in section.drivers}, "swarm_starts": list(bugs.SWARM_STARTS),
+            "control": section.control, "rows": rows, "summary": summary}
 
 
 # ---------------------------------------------------------------------------

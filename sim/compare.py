@@ -112,9 +112,16 @@ def check_worlds(names: list[str]) -> list[CompareWorld]:
 # ---------------------------------------------------------------------------
 
 
-def explore_design(design: str, cw: CompareWorld, out_dir: pathlib.Path | None) -> dict:
+def world_named(name: str) -> CompareWorld:
+    return next(w for w in COMPARE_WORLDS if w.name == name)
+
+
+def explore_design(design: str, cw: CompareWorld, out_dir: pathlib.Path | None, keep_paths: bool = False) -> dict:
     """The explorer on one comparison world: states, whether exhausted, and each violated
-    property's shortest counterexample (saved under ``out_dir`` when given)."""
+    property's shortest counterexample (saved under ``out_dir`` when given). With
+    ``keep_paths`` each violation also carries ``_world`` (its replay spec) and
+    ``_actions`` (the counterexample), for ``toolcall-sim check``'s pictures; they are
+    not data (the caller pops them)."""
     config = worlds.build(cw.world, design)
     result = ex.explore(config, cw.bounds, max_states=cw.max_states)
     spec = cx.explore_world(cw.world, design, cw.bounds)
@@ -126,7 +133,8 @@ def explore_design(design: str, cw: CompareWorld, out_dir: pathlib.Path | None) 
             path = out_dir / f"{design.replace('+', '_')}-{cw.name}-{name}.json"
             cx.save_actions(path, spec, v.property, v.residual_risk, v.path, "compare", v.detail)
         found.append({"property": v.property, "residual_risk": v.residual_risk, "steps": len(v.path),
-                      "detail": v.detail, "file": str(path) if path is not None else None})
+                      "detail": v.detail, "file": str(path) if path is not None else None,
+                      **({"_world": spec, "_actions": list(v.path)} if keep_paths else {})})
     return {"world": cw.name, "states": result.states, "exhausted": result.exhausted, "violations": found}
 
 
@@ -320,18 +328,26 @@ def compare(design_names: list[str], compare_worlds: list[CompareWorld], seeds: 
         if on_design is not None:
             on_design(name)
         explored = [explore_design(name, cw, out_dir) for cw in compare_worlds]
-        swarm = swarm_runs(name, seeds, first_seed, workers)
-        scenarios = scenario_runs(name)
-        long = long_run(name)
-        rows.append({
-            "design": name,
-            "explorer": explored,
-            "swarm": {"runs": len(swarm), "failures": sum(1 for r in swarm if r["findings"])},
-            "scenarios": {"runs": len(scenarios),
-                          "violated": sorted({r["scenario"] for r in scenarios if r["findings"]})},
-            "matrix": verdicts(explored, swarm, scenarios),
-            "costs": costs(swarm, long),
-        })
+        rows.append(row(name, explored, swarm_runs(name, seeds, first_seed, workers), scenario_runs(name),
+                        long_run(name)))
+    return data(rows, compare_worlds, seeds, first_seed)
+
+
+def row(name: str, explored: list[dict], swarm: list[dict], scenarios: list[dict], long: dict) -> dict:
+    """One design's row of the data from its runs (``toolcall-sim check`` runs the same
+    parts as separate jobs and builds the row here too)."""
+    return {
+        "design": name,
+        "explorer": explored,
+        "swarm": {"runs": len(swarm), "failures": sum(1 for r in swarm if r["findings"])},
+        "scenarios": {"runs": len(scenarios), "violated": sorted({r["scenario"] for r in scenarios if r["findings"]})},
+        "matrix": verdicts(explored, swarm, scenarios),
+        "costs": costs(swarm, long),
+    }
+
+
+def data(rows: list[dict], compare_worlds: list[CompareWorld], seeds: int, first_seed: int) -> dict:
+    """The whole comparison's data from its rows (Rule 2)."""
     return {
         "designs": [r["design"] for r in rows],
         "properties": [p.name for p in props.PROPERTIES if p.kind in MATRIX_KINDS],

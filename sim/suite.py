@@ -12,7 +12,13 @@ A suite names four kinds of runs, each by the driver that already exists for it:
 - ``[planted]``: the planted-bug sweep (model/planted_bugs.py): each bug must be caught by
   every driver the suite names: ``scenario`` (the bug's own scenario), ``explore`` (a
   small world and budgets per bug, as tests/test_explore_bugs.py finds them) and
-  ``swarm`` (a pinned seed window per bug, as tests/test_swarm.py pins them).
+  ``swarm`` (a pinned seed window per bug, as tests/test_swarm.py pins them);
+- ``[compare]``: the design comparison (sim/compare.py, issue 16): designs x the
+  comparison worlds, swarm seeds, the scenario suite and the long run, judged against
+  each design's expected verdicts (``[compare.expect.<design>]``, Rule 4);
+- ``[detection]``: the detection table (sim/bugs.py, issue 19): every planted bug through
+  each driver from its default settings, within budgets; every bug must be found and
+  the plain contract (the control row) must stay clean.
 
 ``load(path)`` returns a frozen ``Suite`` or raises ``SuiteError``, one line
 ``<file>: <field>: <reason>`` (exit 2, as for a scenario file). The rules are the
@@ -22,12 +28,20 @@ Rule 1. Every key is live: an unknown key, a value of the wrong type, a variant,
         bug or scenario that does not exist is an error, and so is a table that would be
         read and never used (a bug's explore world when the sweep runs no explorer).
 Rule 2. ``--quick`` runs a part of the same suite, declared in the file: each entry's
-        ``quick = true``, and the sweep's ``quick_drivers``. A suite with nothing quick
+        ``quick = true`` (the comparison's too), and the sweeps' ``quick_drivers`` (the
+        planted-bug sweep's, the detection table's). A suite with nothing quick
         is refused by ``--quick`` (it would check nothing), not run empty.
 Rule 3. Scenario files are shipped scenario names (``us02_interrupt_stops_foreground``,
         with or without ``.toml``), ``"*"`` for every shipped one, or paths relative to
         the suite file's folder. Explorer durations are real time, scaled to the
         explorer's clock as ``toolcall-sim explore`` scales them (``Bounds.scale``).
+Rule 4. A design's flaw is what the comparison is for, not a failure: each design names
+        its expected verdicts, ``violated``, ``known_finding``, ``residual_risk`` and
+        ``holds_exhaustively`` lists of properties; a property it does not list must
+        hold (``holds`` or ``holds exhaustively``). Only a verdict other than the one
+        expected fails the run, both ways: a flaw no longer found is as suspect as a new
+        one. The expectations are the suite's data because a verdict depends on what ran
+        (a flaw only the swarm finds needs its seeds; "exhaustively" needs the worlds).
 """
 
 from __future__ import annotations
@@ -44,7 +58,7 @@ DEFAULT_SUITE = SUITE_DIR / "ci.toml"
 DRIVERS = ("scenario", "explore", "swarm")
 BUDGETS = ("agent_restarts", "ownership_changes", "interrupts", "lost_responses", "task_retries")
 
-TOP_KEYS = ("name", "summary", "scenarios", "explore", "swarm", "planted")
+TOP_KEYS = ("name", "summary", "scenarios", "explore", "swarm", "planted", "compare", "detection")
 SCENARIO_KEYS = ("files", "variants", "quick")
 EXPLORE_KEYS = ("name", "world", "variants", "second", "max_in_flight", "horizon", "max_states", *BUDGETS, "quick")
 SWARM_KEYS = ("variants", "first_seed", "seeds", "quick")
@@ -52,6 +66,9 @@ PLANTED_KEYS = ("bugs", "drivers", "quick_drivers", "max_in_flight", "max_states
 BUG_KEYS = ("explore", "swarm")
 BUG_EXPLORE_KEYS = ("world", *BUDGETS)
 BUG_SWARM_KEYS = ("first_seed", "seeds")
+COMPARE_KEYS = ("designs", "worlds", "seeds", "first_seed", "quick", "expect")
+VERDICTS = ("violated", "known_finding", "residual_risk", "holds_exhaustively")  # Rule 4; unlisted: holds
+DETECTION_KEYS = ("drivers", "quick_drivers", "bugs", "budgets", "control")
 
 
 class SuiteError(ScenarioError):
@@ -117,6 +134,36 @@ class Planted:
 
 
 @dataclass(frozen=True)
+class Compare:
+    """The design comparison: sim/compare.py's runs, with each design's expected verdicts
+    (Rule 4): ``expect`` is (design, ((property, verdict), ...)) with only the listed
+    properties; every other property must hold."""
+
+    designs: tuple[str, ...]
+    worlds: tuple[str, ...]  # sim/compare.py COMPARE_WORLDS names
+    seeds: int
+    first_seed: int
+    quick: bool
+    expect: tuple[tuple[str, tuple[tuple[str, str], ...]], ...]
+
+    def expected(self, design: str, prop: str) -> str:
+        """The verdict expected of ``design`` for ``prop``: one of VERDICTS or "holds"."""
+        return dict(dict(self.expect)[design]).get(prop, "holds")
+
+
+@dataclass(frozen=True)
+class Detection:
+    """The detection table (sim/bugs.py): ``bugs`` through each of ``drivers`` within
+    ``budgets`` (driver -> units), and the plain contract too with ``control``."""
+
+    drivers: tuple[str, ...]
+    quick_drivers: tuple[str, ...]
+    bugs: tuple[str, ...]
+    budgets: tuple[tuple[str, int], ...]
+    control: bool
+
+
+@dataclass(frozen=True)
 class Suite:
     name: str
     summary: str
@@ -125,6 +172,8 @@ class Suite:
     explore: tuple[ExploreRun, ...]
     swarm: tuple[SwarmRun, ...]
     planted: Planted | None
+    compare: Compare | None = None
+    detection: Detection | None = None
 
     def part(self, quick: bool) -> "Suite":
         """The suite ``--quick`` runs (Rule 2), or the whole of it."""
@@ -136,12 +185,21 @@ class Suite:
                               planted.max_in_flight_ms, planted.max_states, planted.bugs)
             if not planted.drivers:
                 planted = None
+        compare = self.compare if self.compare is not None and self.compare.quick else None
+        detection = self.detection
+        if detection is not None:
+            detection = Detection(detection.quick_drivers, detection.quick_drivers, detection.bugs,
+                                  tuple((d, n) for d, n in detection.budgets if d in detection.quick_drivers),
+                                  detection.control)
+            if not detection.drivers:
+                detection = None
         return Suite(self.name, self.summary, self.path, tuple(r for r in self.scenarios if r.quick),
-                     tuple(r for r in self.explore if r.quick), tuple(r for r in self.swarm if r.quick), planted)
+                     tuple(r for r in self.explore if r.quick), tuple(r for r in self.swarm if r.quick), planted,
+                     compare, detection)
 
     @property
     def empty(self) -> bool:
-        return not (self.scenarios or self.explore or self.swarm or self.planted)
+        return not (self.scenarios or self.explore or self.swarm or self.planted or self.compare or self.detection)
 
 
 class _Reader:
@@ -239,9 +297,12 @@ def from_dict(data: dict, shown: str = "<suite>", base: Path | None = None) -> S
     explore = _read_explore(r, data.get("explore", []))
     swarm = _read_swarm(r, data.get("swarm", []))
     planted = _read_planted(r, data["planted"]) if "planted" in data else None
-    suite = Suite(name, summary, shown, scenarios, explore, swarm, planted)
+    compare = _read_compare(r, data["compare"]) if "compare" in data else None
+    detection = _read_detection(r, data["detection"]) if "detection" in data else None
+    suite = Suite(name, summary, shown, scenarios, explore, swarm, planted, compare, detection)
     if suite.empty:
-        r.fail("scenarios", "the suite runs nothing: name scenarios, explore worlds, swarm seeds or a planted sweep")
+        r.fail("scenarios", "the suite runs nothing: name scenarios, explore worlds, swarm seeds, a planted sweep, "
+                            "a design comparison or a detection table")
     return suite
 
 
@@ -418,3 +479,81 @@ def _read_planted(r: _Reader, value: Any) -> Planted:
             seeds = r.integer(s["seeds"], f"{w}.seeds", 1)
         bugs.append(PlantedBug(name, world, budgets, first, seeds))
     return Planted(drivers, quick_drivers, max_in_flight, in_flight_ms, max_states, tuple(bugs))
+
+
+def _read_compare(r: _Reader, value: Any) -> Compare:
+    from model import properties as props
+
+    from . import compare as cmp
+
+    t = r.table(value, "compare", COMPARE_KEYS)
+    designs = r.variants(t["designs"], "compare.designs") if "designs" in t else cmp.DEFAULT_DESIGNS
+    known = [w.name for w in cmp.COMPARE_WORLDS]
+    worlds = r.strings(t["worlds"], "compare.worlds") if "worlds" in t else tuple(known)
+    for i, w in enumerate(worlds):
+        if w not in known:
+            r.fail(f"compare.worlds[{i}]", f"unknown comparison world {w!r} (known: {', '.join(known)})")
+    seeds = r.integer(t.get("seeds", cmp.DEFAULT_SEEDS), "compare.seeds", 1)
+    first = r.integer(t.get("first_seed", 1), "compare.first_seed", 0)
+    quick = r.boolean(t.get("quick", False), "compare.quick")
+    if "expect" not in t:
+        r.fail("compare.expect", "missing: each design's expected verdicts ([compare.expect.<design>]; a design's "
+                                 "flaw is expected, only a verdict change fails the run)")
+    per_design = r.table(t["expect"], "compare.expect", designs)
+    matrix = [p.name for p in props.PROPERTIES if p.kind in cmp.MATRIX_KINDS]
+    expect = []
+    for design in designs:
+        w = f"compare.expect.{design}"
+        if design not in per_design:
+            r.fail(w, "missing: name the design's expected verdicts (an empty table: every property holds)")
+        spec = r.table(per_design[design], w, VERDICTS)
+        pairs: dict[str, str] = {}
+        for verdict in VERDICTS:
+            if verdict not in spec:
+                continue
+            names = r.strings(spec[verdict], f"{w}.{verdict}")
+            for i, p in enumerate(names):
+                if p not in matrix:
+                    r.fail(f"{w}.{verdict}[{i}]", f"unknown property {p!r} (the matrix's: {', '.join(matrix)})")
+                if p in pairs:
+                    r.fail(f"{w}.{verdict}[{i}]", f"{p!r} is also expected {pairs[p]}")
+                pairs[p] = verdict
+        expect.append((design, tuple((p, pairs[p]) for p in matrix if p in pairs)))
+    return Compare(tuple(designs), tuple(worlds), seeds, first, quick, tuple(expect))
+
+
+def _read_detection(r: _Reader, value: Any) -> Detection:
+    from model import planted_bugs
+
+    from . import bugs as detect
+
+    t = r.table(value, "detection", DETECTION_KEYS)
+    if "drivers" not in t:
+        r.fail("detection.drivers", f"missing: name the drivers to measure ({', '.join(detect.DRIVERS)})")
+    drivers = r.strings(t["drivers"], "detection.drivers")
+    for i, d in enumerate(drivers):
+        if d not in detect.DRIVERS:
+            r.fail(f"detection.drivers[{i}]", f"unknown driver {d!r} (known: {', '.join(detect.DRIVERS)})")
+    quick_drivers: tuple[str, ...] = ()
+    if "quick_drivers" in t:
+        if not isinstance(t["quick_drivers"], list):
+            r.fail("detection.quick_drivers", f"expected a list of drivers, got {t['quick_drivers']!r}")
+        quick_drivers = tuple(r.string(d, f"detection.quick_drivers[{i}]") for i, d in enumerate(t["quick_drivers"]))
+        for i, d in enumerate(quick_drivers):
+            if d not in drivers:
+                r.fail(f"detection.quick_drivers[{i}]", f"{d!r} is not one of detection.drivers ({', '.join(drivers)})")
+    known = planted_bugs.by_name()
+    names = r.strings(t.get("bugs", ["*"]), "detection.bugs")
+    if names == ("*",):
+        names = tuple(known)
+    for i, n in enumerate(names):
+        if n not in known:
+            r.fail(f"detection.bugs[{i}]", f"unknown planted bug {n!r} (known: {', '.join(sorted(known))})")
+    given = r.table(t.get("budgets", {}), "detection.budgets", detect.DRIVERS)
+    for d in given:
+        if d not in drivers:
+            r.fail(f"detection.budgets.{d}", f"{d} is not measured (detection.drivers)")
+    budgets = tuple((d, r.integer(given.get(d, detect.DEFAULT_BUDGETS[d]), f"detection.budgets.{d}", 1))
+                    for d in drivers)
+    control = r.boolean(t.get("control", True), "detection.control")
+    return Detection(drivers, quick_drivers, names, budgets, control)

@@ -516,6 +516,8 @@ VOCAB_BASE = {
     "swarm": [{"variants": ["contract"], "seeds": 2}],
     "planted": {"bugs": ["no-age-margin"], "drivers": ["scenario", "explore", "swarm"],
                 "bug": {"no-age-margin": {"explore": {"world": "two-messages"}, "swarm": {"seeds": 1}}}},
+    "compare": {"designs": ["contract"], "worlds": ["above-margin"], "seeds": 2, "expect": {"contract": {}}},
+    "detection": {"drivers": ["swarm"], "bugs": ["no-age-margin"]},
 }
 
 
@@ -543,6 +545,11 @@ def _bugs_two(d):
 def _no_swarm_driver(d):
     d["planted"]["drivers"].remove("swarm")
     del d["planted"]["bug"]["no-age-margin"]["swarm"]
+
+
+def _designs_two(d):
+    d["compare"]["designs"].append("today")
+    d["compare"]["expect"]["today"] = {}
 
 
 NM = ("planted", "bug", "no-age-margin")
@@ -582,20 +589,37 @@ VOCAB_EDITS = {
     **{("bug.explore", b): _set(*NM, "explore", b, value=1) for b in suites.BUDGETS},
     ("bug.swarm", "first_seed"): _set(*NM, "swarm", "first_seed", value=9),
     ("bug.swarm", "seeds"): _set(*NM, "swarm", "seeds", value=4),
+    ("", "compare"): _drop("compare"),
+    ("", "detection"): _drop("detection"),
+    ("compare", "designs"): _designs_two,
+    ("compare", "worlds"): _set("compare", "worlds", value=["below-margin"]),
+    ("compare", "seeds"): _set("compare", "seeds", value=3),
+    ("compare", "first_seed"): _set("compare", "first_seed", value=5),
+    ("compare", "quick"): _set("compare", "quick", value=True),
+    ("compare", "expect"): _set("compare", "expect", "contract", value={"violated": ["at_most_once"]}),
+    **{("compare.expect", v): _set("compare", "expect", "contract", v, value=["one_result"])
+       for v in suites.VERDICTS},
+    ("detection", "drivers"): _set("detection", "drivers", value=["swarm", "explore"]),
+    ("detection", "quick_drivers"): _set("detection", "quick_drivers", value=["swarm"]),
+    ("detection", "bugs"): _set("detection", "bugs", value=["run-before-record"]),
+    ("detection", "budgets"): _set("detection", "budgets", value={"swarm": 3}),
+    ("detection", "control"): _set("detection", "control", value=False),
 }
 
 
 def test_the_walk_covers_every_key_of_the_suite_vocabulary():
     tables = {"": suites.TOP_KEYS, "scenarios": suites.SCENARIO_KEYS, "explore": suites.EXPLORE_KEYS,
               "swarm": suites.SWARM_KEYS, "planted": suites.PLANTED_KEYS, "bug": suites.BUG_KEYS,
-              "bug.explore": suites.BUG_EXPLORE_KEYS, "bug.swarm": suites.BUG_SWARM_KEYS}
+              "bug.explore": suites.BUG_EXPLORE_KEYS, "bug.swarm": suites.BUG_SWARM_KEYS,
+              "compare": suites.COMPARE_KEYS, "compare.expect": suites.VERDICTS, "detection": suites.DETECTION_KEYS}
     assert set(VOCAB_EDITS) == {(t, k) for t, keys in tables.items() for k in keys}
 
 
 @pytest.mark.parametrize("where", list(VOCAB_EDITS), ids=lambda w: ".".join(x for x in w if x))
 def test_every_suite_key_is_accepted_and_changes_what_runs(where):
     """Each key, set to another valid value, is accepted and changes the jobs the suite
-    runs, whole or quick (or, for the name and the summary, the report's header)."""
+    runs, whole or quick (or, for the name and the summary, the report's header; for a
+    design's expected verdicts, how the fold judges the matrix)."""
     import copy
 
     changed = copy.deepcopy(VOCAB_BASE)
@@ -603,5 +627,6 @@ def test_every_suite_key_is_accepted_and_changes_what_runs(where):
 
     def runs(data):
         s = suites.from_dict(copy.deepcopy(data), "<vocab>")
-        return (s.name, s.summary, check._jobs(s), check._jobs(s.part(True)) if not s.part(True).empty else None)
+        return (s.name, s.summary, check._jobs(s), check._jobs(s.part(True)) if not s.part(True).empty else None,
+                s.compare.expect if s.compare is not None else None)
     assert runs(changed) != runs(VOCAB_BASE)

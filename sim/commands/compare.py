@@ -6,8 +6,12 @@ Theory of operation
 The flags are checked first (a bad design or world name, a seed count below 1, an
 output path that is a file: one line, exit 2). ``sim.compare.compare`` then runs every
 design through the explorer worlds, the swarm seeds, the scenario suite and the long run
-and returns plain data; reports/compare.py renders it as text, JSON (``--json``) or a
-Markdown table in ``--report DIR``. Counterexamples go under ``--out``. Progress (the
+and returns plain data; reports/compare.py renders it as text or JSON (``--json``).
+``--report DIR`` writes the page ``toolcall-sim check`` draws of a suite's ``[compare]``
+section (sim/check.py Rules 6 and 7: the heat map, the costs, each design's shortest
+counterexample as a sequence diagram; ``index.html``, ``summary.md``, ``report.json``,
+``figures/``, ``counterexamples/``) and, beside it, ``compare.md``, the Markdown table.
+Counterexamples go under ``--out``. Progress (the
 design being run) goes to stderr. Exit code: 0 when the contract, if compared, shows
 nothing but documented residual risks and known findings (every other design's flaws are
 what the comparison is for, not failures); 1 when the contract has a new finding.
@@ -22,6 +26,7 @@ from reports import compare as report
 
 from .. import compare
 from ..output import check_out_dir, default_out_dir, write_atomic
+from .check import check_report_dir
 from .common import EXIT_OK, EXIT_VIOLATION, BadFlag
 
 NAME = "compare"
@@ -46,7 +51,10 @@ def add_arguments(parser) -> None:
     parser.add_argument("--first-seed", type=int, default=1, help="first swarm seed (default 1)")
     parser.add_argument("--workers", type=int, default=1, help="processes for the swarm seeds (default 1)")
     parser.add_argument("--json", action="store_true", help="print the matrix and costs as one JSON object")
-    parser.add_argument("--report", metavar="DIR", help="also write DIR/compare.md, the matrix as a Markdown table")
+    parser.add_argument("--report", metavar="DIR",
+                        help="also write the report page (index.html: the heat map, the costs, each design's "
+                             "shortest counterexample drawn; summary.md, report.json) and DIR/compare.md, the "
+                             "Markdown table; DIR is replaced whole")
     parser.add_argument("--out", default=DEFAULT_OUT_DIR, metavar="DIR",
                         help=f"where counterexamples go (default {DEFAULT_OUT_DIR})")
 
@@ -64,16 +72,40 @@ def main(args, out) -> int:
     if args.workers < 1:
         raise BadFlag(f"--workers: must be at least 1, got {args.workers}")
     out_dir = check_out_dir(args.out)
-    report_dir = check_out_dir(args.report, "--report") if args.report is not None else None
+    report_dir = check_report_dir(args.report) if args.report is not None else None
     if not args.json:
         out.write(report.first_line(out_dir))
         out.flush()
     data = compare.compare(designs, worlds, args.seeds, Path(out_dir), workers=args.workers,
                            first_seed=args.first_seed,
                            on_design=lambda name: print(report.progress(name), file=sys.stderr, flush=True))
-    if report_dir is not None:
-        write_atomic(Path(report_dir) / "compare.md", report.markdown(data))
-    out.write(report.json_doc(data, str(out_dir)) if args.json else report.text(data))
     contract = next((row for row in data["rows"] if row["design"] == "contract"), None)
-    broken = contract is not None and any(c["verdict"] == "violated" for c in contract["matrix"].values())
-    return EXIT_VIOLATION if broken else EXIT_OK
+    broken = [p for p, c in (contract["matrix"].items() if contract is not None else ()) if c["verdict"] == "violated"]
+    code = EXIT_VIOLATION if broken else EXIT_OK
+    if report_dir is not None:
+        write_page(data, Path(report_dir), code, [f"the contract violates {p}" for p in broken])
+    out.write(report.json_doc(data, str(out_dir)) if args.json else report.text(data))
+    return code
+
+
+def write_page(data: dict, report_dir: Path, exit_code: int, reasons: list[str]) -> None:
+    """``--report DIR``: one run's report (sim/check.py Rule 6) of the comparison, each
+    explorer counterexample read back from the file it was saved to, then compare.md."""
+    import copy
+
+    from .. import check
+    from .. import counterexample as cx
+    from .check import write_one_run
+
+    files = {}
+    for row in data["rows"]:
+        for w in row["explorer"]:
+            for v in w["violations"]:
+                if v["file"] is not None:
+                    world, actions, _ = cx.load_any(v["file"])
+                    files[v["file"]] = (world, actions)
+    title = "designs " + ", ".join(data["designs"])
+    output = check.compare_output(copy.deepcopy(data), files)
+    write_one_run(check.one_run("compare", title, "compare", output, exit_code, reasons), report_dir,
+                  junit_xml=False)
+    write_atomic(report_dir / "compare.md", report.markdown(data))
