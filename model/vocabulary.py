@@ -199,6 +199,27 @@ WORLD_KEYS: dict[str, WorldKey] = {k.name: k for k in (
              "acquisition_interval_ms"),
 )}
 
+@dataclass(frozen=True)
+class LatencyShape:
+    name: str
+    fields: tuple[str, ...]  # duration fields of ``[network] latency = { shape = NAME, ... }``
+    meaning: str
+    example: dict  # a ``latency`` table that changes a run of the vocabulary test's base scenario
+
+
+# ``[network] latency``: how long each message takes (sim/latency.py draws them).
+LATENCY_SHAPES: dict[str, LatencyShape] = {s.name: s for s in (
+    LatencyShape("uniform", ("min", "max"), "uniform from `min` to `max` (the default shape; `shape` may be omitted)",
+                 {"min": "100ms", "max": "900ms"}),
+    LatencyShape("lognormal", ("median", "p99"),
+                 "lognormal: half the messages take less than `median`, 1% more than `p99` (a real tail)",
+                 {"shape": "lognormal", "median": "20ms", "p99": "1500ms"}),
+)}
+# ``[network] stalls = { probability, min, max }``: each message, with `probability`,
+# takes an extra `min`..`max` (a GC pause, a TCP retransmit), on top of its latency.
+STALL_FIELDS = ("probability", "min", "max")
+STALLS_EXAMPLE = {"probability": 0.05, "min": "1s", "max": "3s"}
+
 TIMING_KEYS = {k.name: k.timing_field for k in WORLD_KEYS.values() if k.timing_field}
 
 # Longest simulated run (a cap, not a default): a run this long takes minutes of real
