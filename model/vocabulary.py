@@ -171,6 +171,9 @@ WORLD_KEYS: dict[str, WorldKey] = {k.name: k for k in (
              "`rev-c` (the contract's agent) or `old` (ignores tool call headers, has no cancel route: US8)", "old"),
     WorldKey("generation_time", "duration", '"2s"', "how long the scripted model takes per assistant message", "5s"),
     WorldKey("agent_boot_at", "duration", '"0s"', "when the agent first starts", "40s"),
+    WorldKey("chat_start", "duration", '"0s"',
+             "when each chat's first user message is sent: an agent booted long before the chats (production) "
+             "does not refuse their first calls inside its age margin", "3s"),
     WorldKey("age_margin", "duration", '"2s"',
              "the agent's age margin (and the mirror chatd's checkers read: explores the residual risk)", "0s"),
     WorldKey("handler_time", "duration", '"0s"',

@@ -91,8 +91,9 @@ def build(scenario: Scenario, variant: str) -> tuple[msys.WorldConfig, WorldOpti
                     runs_for_ms=tc.runs_for_ms, exit_code=tc.exit_code, output_at_start=tc.output
                 )
     gen_ms = scenario.world_value("generation_time", chatd.DEFAULT_GEN_TIME_MS)
+    start_ms = scenario.world_value("chat_start", 0)
     chat_specs = tuple(
-        msys.ChatSpec(name, chat_uuid(name), tuple(turns), gen_ms) for name, turns in chats.items()
+        msys.ChatSpec(name, chat_uuid(name), tuple(turns), gen_ms, start_ms) for name, turns in chats.items()
     )
     clocks = FMap(
         (node, msys.ClockSpec(dict(v)["offset_ms"], dict(v)["drift_ppm"], dict(v)["steps"]))
