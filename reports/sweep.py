@@ -28,6 +28,8 @@ P99_AXIS = "latency_p99"
 RESTART_AXIS = "agent_restarts_per_hour"
 PLOT_DOUBLE_RUNS = "double_runs_vs_p99.svg"
 PLOT_UNKNOWN = "unknown_share_vs_restarts.svg"
+REPORT_JSON = "sweep.json"
+REPORT_MARKDOWN = "sweep.md"
 
 _COLUMNS = (
     ("double runs /M", "double_runs_per_million"),
@@ -127,8 +129,6 @@ def format_json(report: dict) -> str:
 def _series(report: dict, x_axis: str, key: str) -> dict[str, list[tuple[float, float, float, float]]]:
     """Per line (variant and the other axes' values), the points (x, rate, lo, hi) in
     the order of the x axis's values."""
-    from sim.sweep import PARAMS, _value
-
     others = [a for a in report["axes"] if a != x_axis]
     lines: dict[str, list] = {}
     for row in report["rows"]:
@@ -136,9 +136,9 @@ def _series(report: dict, x_axis: str, key: str) -> dict[str, list[tuple[float, 
         if est["rate"] is None:
             continue
         label = ", ".join([row["variant"]] + [f"{a}={row['point'][a]}" for a in others])
-        x = _value(PARAMS[x_axis], row["point"][x_axis], x_axis)
-        if PARAMS[x_axis].type == "duration":
-            x = x / 1000  # seconds on the axis
+        x = row["point_value"][x_axis]
+        if x_axis == P99_AXIS:
+            x = x / 1000  # ms -> seconds on the axis
         lines.setdefault(label, []).append((x, est["rate"], est["ci95"][0], est["ci95"][1]))
     return {label: sorted(points) for label, points in lines.items()}
 

@@ -269,8 +269,9 @@ def add_arguments(parser) -> None:
 
 
 def main(args, out) -> int:
-    """``toolcall-sim swarm``: 0 no new finding, 1 some, 2 bad input (ScenarioError), 130
-    interrupted. Each failing seed's scenario and counterexample are written as soon as
+    """``toolcall-sim swarm``: 0 no new finding, 1 some, 2 bad input (ScenarioError, a
+    malformed or unreachable ``--cluster``), 70 a seed that failed on every try (named:
+    sim/backends.py ``SeedFailed``), 130 interrupted. Each failing seed's scenario and counterexample are written as soon as
     the seed is done, together (a Ctrl-C waits for the pair), so an interrupted swarm
     keeps every finished one; the summary covers the seeds finished before it."""
     from .cli import check_variant

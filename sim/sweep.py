@@ -471,10 +471,13 @@ def summarize(sweep: Sweep, counts: list[dict]) -> dict:
     """The sweep's report as plain values: per (point, variant), rates per million tool
     calls with Wilson 95% intervals, and the unknown-result share in percent."""
     rows = []
+    axes = [name for name, _ in sweep.axes]
     for cell in fold(sweep, counts):
         n = cell["tool_calls"]
+        values = sweep.params_of(cell["point"])
         rows.append({
             "point": cell["point"],
+            "point_value": {a: values[a] for a in axes},  # in plain units: ms for durations
             "variant": cell["variant"],
             "seeds": cell["seeds"],
             "tool_calls": n,
