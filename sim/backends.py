@@ -66,6 +66,7 @@ CONNECT_TIMEOUT_S = 10  # how long a scheduler may take to answer before it is u
 # How many workers a cluster run plans its chunks for, when the scheduler reports none yet.
 DEFAULT_CLUSTER_WORKERS = 2
 
+ENVIRONMENT_HINT = "pip install toolcall-sim where `dask scheduler` and `dask worker` run"
 _ADDRESS = re.compile(r"^(tcp|tls|ws|wss|inproc)://\S+$")
 
 
@@ -305,5 +306,9 @@ def _single_seeds(client, fn, first_seed, seeds, args, retries, failed) -> list:
             raise SeedFailed(err.seed, err.error, retries + 1) from None
         except Exception as err:  # noqa: BLE001 - KilledWorker and the like: the seed's worker kept dying
             client.cancel(futures)
-            raise SeedFailed(seed, f"{type(err).__name__}: {' '.join(str(err).split())}", retries + 1) from None
+            text = " ".join(str(err).split())
+            if "deserializ" in text:
+                # The scheduler (it unpickles the task graph) or a worker lacks this code.
+                text += f" (the Dask scheduler and workers need the same toolcall-sim installed: {ENVIRONMENT_HINT})"
+            raise SeedFailed(seed, f"{type(err).__name__}: {text}", retries + 1) from None
     return results
