@@ -285,6 +285,8 @@ def main(args, out) -> int:
     check_variant(args.variant, "swarm: --variant")
     if args.cluster is not None:
         check_address(args.cluster, "swarm: --cluster")
+        if args.workers > 1:
+            raise ScenarioError("swarm: --workers: not used with --cluster (the cluster's workers run the seeds)")
     out_dir = check_out_dir(args.out)
     # Connected before the header: an unreachable scheduler is one line and no output.
     cluster = None if args.cluster is None else connect(args.cluster, "swarm: --cluster")

@@ -175,6 +175,12 @@ def test_malformed_address_is_one_line_exit_2(address, capsys, tmp_path):
     assert len(err.splitlines()) == 1 and "swarm: --cluster: not a Dask scheduler address" in err
 
 
+def test_workers_with_a_cluster_is_refused(capsys, tmp_path):
+    """``--workers`` would be ignored with ``--cluster``: refused, one line."""
+    assert main(["swarm", "--seeds", "2", "--workers", "2", "--cluster", "tcp://127.0.0.1:9", "--out", str(tmp_path)]) == 2
+    assert "swarm: --workers: not used with --cluster" in capsys.readouterr().err
+
+
 def test_unreachable_scheduler_is_one_line_exit_2(monkeypatch, capsys, tmp_path):
     """Nothing listens on the port: one line, exit 2 (the address is the user's input),
     and nothing on stdout (the connection comes before the header)."""

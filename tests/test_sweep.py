@@ -142,6 +142,7 @@ def test_a_wrong_sweep_file_is_one_line_exit_2(change, reason, tmp_path, capsys)
     (["--workers", "0"], "sweep: --workers: must be at least 1"),
     (["--seeds", "0"], "sweep: --seeds: must be at least 1"),
     (["--cluster", "localhost"], "sweep: --cluster: not a Dask scheduler address"),
+    (["--cluster", "tcp://127.0.0.1:9", "--workers", "2"], "sweep: --workers: not used with --cluster"),
 ])
 def test_bad_flags_are_one_line_exit_2(argv, reason, tmp_path, capsys):
     assert main(["sweep", str(_tiny(tmp_path)), *argv]) == 2

@@ -47,6 +47,8 @@ def main(args, out) -> int:
         raise BadFlag(f"sweep: --seeds: must be at least 1, got {args.seeds}")
     if args.cluster is not None:
         check_address(args.cluster, "sweep: --cluster")
+        if args.workers > 1:
+            raise BadFlag("sweep: --workers: not used with --cluster (the cluster's workers run the runs)")
     spec = sweep.load(sweep.resolve_path(args.sweep))
     if args.seeds is not None:
         spec = spec.with_seeds(args.seeds)
