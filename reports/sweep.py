@@ -144,7 +144,7 @@ def _series(report: dict, x_axis: str, key: str) -> dict[str, list[tuple[float, 
 
 
 def _plot(path: Path, series: dict, xlabel: str, ylabel: str, title: str, yscale: str | None,
-          hline: float | None = None) -> None:
+          hline: float | None = None, xscale: str | None = None) -> None:
     import matplotlib
 
     matplotlib.use("Agg")
@@ -158,8 +158,11 @@ def _plot(path: Path, series: dict, xlabel: str, ylabel: str, title: str, yscale
         ax.fill_between(xs, [p[2] for p in points], [p[3] for p in points], color=line.get_color(), alpha=0.15)
     if hline is not None:
         ax.axhline(hline, color="grey", linestyle="--", linewidth=1, label=f"{hline:g} per million")
-    if yscale == "symlog":
+    if yscale == "symlog":  # linear below 1 per million (zero counts), logarithmic above
         ax.set_yscale("symlog", linthresh=1)
+    ax.set_ylim(bottom=0)
+    if xscale == "log":
+        ax.set_xscale("log")
     ax.set_xlabel(xlabel)
     ax.set_ylabel(ylabel)
     ax.set_title(title)
@@ -177,7 +180,8 @@ def write_plots(report: dict, out_dir: Path) -> tuple[list[str], list[str]]:
     if P99_AXIS in report["axes"]:
         _plot(out_dir / PLOT_DOUBLE_RUNS, _series(report, P99_AXIS, "double_runs_per_million"),
               "latency p99 (s)", "double runs per million tool calls",
-              f"{report['sweep']}: double runs vs latency tail (95% Wilson bands)", "symlog", hline=1.0)
+              f"{report['sweep']}: double runs vs latency tail (95% Wilson bands)", "symlog", hline=1.0,
+              xscale="log" if all(v > 0 for v in (r["point_value"][P99_AXIS] for r in report["rows"])) else None)
         written.append(PLOT_DOUBLE_RUNS)
     else:
         skipped.append(f"No picture of double runs against the latency p99: the sweep does not vary `{P99_AXIS}`.")

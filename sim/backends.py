@@ -36,7 +36,8 @@ the same deterministic code), and a worker process that dies names the seed rang
 held (``WorkerDied``).
 
 Cluster address. ``check_address`` refuses a malformed address before any work (bad
-input, exit 2). A well-formed address that no scheduler answers within
+input, exit 2). ``local`` starts a ``distributed.LocalCluster`` of ``--workers``
+processes on this machine (``LocalDaskCluster``): Dask's whole path, no scheduler to run. A well-formed address that no scheduler answers within
 ``CONNECT_TIMEOUT_S`` is ``ClusterUnreachable``, also exit 2: the address
 is the user's input, like a scenario path that does not exist, and nothing was run
 (both are ``ScenarioError``s, which sim/cli.py turns into one line and exit 2).
@@ -106,11 +107,16 @@ def chunks(first_seed: int, seeds: int, workers: int) -> list[tuple[int, int]]:
     return out
 
 
+LOCAL = "local"  # ``--cluster local``: a Dask LocalCluster of ``--workers`` processes on this machine
+
+
 def check_address(address: str, flag: str = "--cluster") -> str:
     """A Dask scheduler address: ``tcp://host:port`` (or tls://, ws://, wss://,
-    inproc://). Anything else is one line of bad input."""
+    inproc://), or ``local``. Anything else is one line of bad input."""
+    if isinstance(address, str) and address.strip() == LOCAL:
+        return LOCAL
     if not isinstance(address, str) or not _ADDRESS.match(address.strip()):
-        raise BadAddress(f"{flag}: not a Dask scheduler address {address!r} (use e.g. tcp://host:8786)")
+        raise BadAddress(f"{flag}: not a Dask scheduler address {address!r} (use e.g. tcp://host:8786, or local)")
     return address.strip()
 
 
@@ -248,13 +254,35 @@ def _map_local(fn, first_seed, seeds, args, workers, on_progress, preload) -> It
 # ---------------------------------------------------------------------------
 
 
-def connect(address: str, flag: str = "--cluster"):
-    """A ``distributed.Client`` for ``address``, or ``ClusterUnreachable`` (one line)."""
+class LocalDaskCluster:
+    """``--cluster local``: a Dask ``LocalCluster`` of ``workers`` processes (one thread
+    each) and its client, closed together. The same path through Dask as a remote
+    cluster (pickled tasks, retries, a worker that dies is replaced), on one machine."""
+
+    def __init__(self, workers: int):
+        import logging
+
+        from distributed import Client, LocalCluster
+
+        self.cluster = LocalCluster(n_workers=workers, threads_per_worker=1, processes=True,
+                                    dashboard_address=None, silence_logs=logging.ERROR)
+        self.client = Client(self.cluster, set_as_default=False)
+
+    def close(self) -> None:
+        self.client.close()
+        self.cluster.close()
+
+
+def connect(address: str, flag: str = "--cluster", workers: int = 2):
+    """A ``distributed.Client`` for ``address`` (for ``local``, a ``LocalDaskCluster`` of
+    ``workers`` processes), or ``ClusterUnreachable`` (one line)."""
     address = check_address(address, flag)
     try:
         from distributed import Client
     except ImportError:  # pragma: no cover - distributed is a dependency
         raise BadAddress(f"{flag}: the distributed package is not installed (pip install distributed)") from None
+    if address == LOCAL:
+        return LocalDaskCluster(workers)
     try:
         return Client(address, timeout=CONNECT_TIMEOUT_S, set_as_default=False)
     except (OSError, TimeoutError, ValueError) as err:
@@ -266,7 +294,9 @@ def _map_cluster(fn, first_seed, seeds, args, cluster, on_progress, retries) -> 
     from distributed import as_completed
 
     own = isinstance(cluster, str)
-    client = connect(cluster) if own else cluster
+    if own:
+        cluster = connect(cluster)
+    client = cluster.client if isinstance(cluster, LocalDaskCluster) else cluster
     try:
         workers = len(client.scheduler_info().get("workers", {})) or DEFAULT_CLUSTER_WORKERS
         tasks = chunks(first_seed, seeds, workers)
@@ -288,7 +318,7 @@ def _map_cluster(fn, first_seed, seeds, args, cluster, on_progress, retries) -> 
             client.cancel(list(futures))
     finally:
         if own:
-            client.close()
+            cluster.close()
 
 
 def _single_seeds(client, fn, first_seed, seeds, args, retries, failed) -> list:

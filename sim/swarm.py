@@ -56,7 +56,7 @@ from model.properties import KNOWN_FINDINGS
 from reports.swarm import (describe_fault, format_failure_written, format_header, format_interrupted,
                            format_json, format_progress, format_report)
 
-from .backends import MAX_CHUNK_SEEDS, _pool_context, check_address, chunks, connect, map_seeds, run_range  # noqa: F401 (re-exported)
+from .backends import LOCAL, MAX_CHUNK_SEEDS, _pool_context, check_address, chunks, connect, map_seeds, run_range  # noqa: F401 (re-exported)
 from .minimize import minimize_scenario, size
 from .output import check_out_dir, default_out_dir, sigint_deferred, write_atomic
 from .scenario import ScenarioError, from_dict
@@ -285,11 +285,12 @@ def main(args, out) -> int:
     check_variant(args.variant, "swarm: --variant")
     if args.cluster is not None:
         check_address(args.cluster, "swarm: --cluster")
-        if args.workers > 1:
-            raise ScenarioError("swarm: --workers: not used with --cluster (the cluster's workers run the seeds)")
+        if args.workers > 1 and args.cluster.strip() != LOCAL:
+            raise ScenarioError("swarm: --workers: not used with --cluster (the cluster's workers run the seeds; "
+                                "with --cluster local it is the number of Dask workers)")
     out_dir = check_out_dir(args.out)
     # Connected before the header: an unreachable scheduler is one line and no output.
-    cluster = None if args.cluster is None else connect(args.cluster, "swarm: --cluster")
+    cluster = None if args.cluster is None else connect(args.cluster, "swarm: --cluster", args.workers)
     try:
         return _run(args, out, out_dir, cluster)
     finally:
@@ -305,7 +306,8 @@ def _run(args, out, out_dir: Path, cluster) -> int:
     outcomes: list[dict] = []
     interrupted = False
     try:
-        for outcome in iter_outcomes(args.first_seed, args.seeds, args.variant, args.workers, cluster):
+        workers = 1 if cluster is not None else args.workers
+        for outcome in iter_outcomes(args.first_seed, args.seeds, args.variant, workers, cluster):
             outcomes.append(outcome)
             if outcome["failure"] is not None:
                 with sigint_deferred():

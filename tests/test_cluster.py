@@ -92,6 +92,16 @@ def test_swarm_command_with_cluster_prints_the_same_json_bytes(threads_cluster, 
     assert json.loads(local)["seeds_run"] == 10
 
 
+def test_cluster_local_starts_a_local_cluster_with_the_same_report(tmp_path, capsys):
+    """``--cluster local --workers 2``: a Dask LocalCluster of two worker processes,
+    started and closed by the command; the same JSON bytes as the local run."""
+    argv = ["swarm", "--seeds", "8", "--first-seed", "20", "--json", "--out", str(tmp_path)]
+    assert main(argv) == 0
+    local = capsys.readouterr().out
+    assert main(argv + ["--cluster", "local", "--workers", "2"]) == 0
+    assert capsys.readouterr().out == local
+
+
 def test_progress_counts_every_seed_once(client):
     """``on_progress`` sees seeds as tasks finish, up to the total, on either backend."""
     for cluster in (None, client):

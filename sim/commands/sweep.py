@@ -20,7 +20,7 @@ import sys
 from reports import sweep as report
 
 from .. import sweep
-from ..backends import check_address, connect
+from ..backends import LOCAL, check_address, connect
 from ..output import check_out_dir, write_atomic
 from .common import EXIT_OK, BadFlag
 
@@ -47,15 +47,16 @@ def main(args, out) -> int:
         raise BadFlag(f"sweep: --seeds: must be at least 1, got {args.seeds}")
     if args.cluster is not None:
         check_address(args.cluster, "sweep: --cluster")
-        if args.workers > 1:
-            raise BadFlag("sweep: --workers: not used with --cluster (the cluster's workers run the runs)")
+        if args.workers > 1 and args.cluster.strip() != LOCAL:
+            raise BadFlag("sweep: --workers: not used with --cluster (the cluster's workers run the runs; "
+                          "with --cluster local it is the number of Dask workers)")
     spec = sweep.load(sweep.resolve_path(args.sweep))
     if args.seeds is not None:
         spec = spec.with_seeds(args.seeds)
     out_dir = None if args.report is None else check_out_dir(args.report, "sweep: --report")
-    cluster = None if args.cluster is None else connect(args.cluster, "sweep: --cluster")
+    cluster = None if args.cluster is None else connect(args.cluster, "sweep: --cluster", args.workers)
     try:
-        result = sweep.run_sweep(spec, args.workers, cluster, _progress(spec.runs))
+        result = sweep.run_sweep(spec, 1 if cluster is not None else args.workers, cluster, _progress(spec.runs))
     finally:
         if cluster is not None:
             cluster.close()
