@@ -272,3 +272,12 @@ def test_shipped_age_margin_sweep_loads_and_is_a_million_tool_calls():
     w = spec.workload
     calls_per_seed = w.chats * w.turns * (w.calls[0] + w.calls[1]) / 2
     assert spec.runs * calls_per_seed >= 1_000_000
+
+
+def test_readme_lists_every_sweep_parameter_as_the_code_declares_it():
+    """The README's parameter table is ``sweep.PARAMS``, row for row."""
+    from pathlib import Path
+
+    readme = (Path(__file__).resolve().parent.parent / "README.md").read_text(encoding="utf-8")
+    for p in sweep.PARAMS.values():
+        assert f"| `{p.name}` | {p.type} | `{p.default}` | {p.meaning} |" in readme, p.name
