@@ -185,7 +185,6 @@ def map_seeds(fn: Callable, first_seed: int, seeds: int, args: tuple = (), *, wo
     ``cluster``: a scheduler address (or a ``distributed.Client``, for tests and for
     callers that reuse one); otherwise ``workers`` local processes. ``preload``: imports
     the parent runs once before forking, so forked workers do not each import them."""
-    total = seeds
     if cluster is not None:
         yield from _map_cluster(fn, first_seed, seeds, args, cluster, on_progress, retries)
         return
@@ -193,12 +192,12 @@ def map_seeds(fn: Callable, first_seed: int, seeds: int, args: tuple = (), *, wo
         for i, seed in enumerate(range(first_seed, first_seed + seeds)):
             yield run_range(fn, seed, 1, args)[0]
             if on_progress is not None:
-                on_progress(i + 1, total)
+                on_progress(i + 1, seeds)
         return
     yield from _map_local(fn, first_seed, seeds, args, min(workers, seeds), on_progress, preload)
 
 
-def _in_order(pending: dict, tasks: list[tuple[int, int]], on_progress, total: int, next_done) -> Iterator:
+def _in_order(tasks: list[tuple[int, int]], on_progress, total: int, next_done) -> Iterator:
     """Yield the results of ``tasks`` in task order: ``next_done()`` returns finished
     (task index, results) pairs in completion order; each is buffered until every earlier
     task is in (Rule 3 of the theory of operation)."""
@@ -243,7 +242,7 @@ def _map_local(fn, first_seed, seeds, args, workers, on_progress, preload) -> It
                                      f"(or another chunk under way)") from None
             return out
 
-        yield from _in_order(futures, tasks, on_progress, seeds, next_done)
+        yield from _in_order(tasks, on_progress, seeds, next_done)
     finally:
         stop.set()  # a no-op after the last chunk; else the chunks under way end early
         pool.shutdown(wait=True, cancel_futures=True)
@@ -313,7 +312,7 @@ def _map_cluster(fn, first_seed, seeds, args, cluster, on_progress, retries) -> 
             return [(index, _single_seeds(client, fn, first, n, args, retries, future))]
 
         try:
-            yield from _in_order(futures, tasks, on_progress, seeds, next_done)
+            yield from _in_order(tasks, on_progress, seeds, next_done)
         finally:
             client.cancel(list(futures))
     finally:

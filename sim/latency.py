@@ -50,9 +50,6 @@ class Uniform:
     def draw_ms(self, rng: random.Random) -> int:
         return rng.randint(self.min_ms, self.max_ms)
 
-    def quantile_ms(self, q: float) -> float:
-        return self.min_ms + q * (self.max_ms - self.min_ms)
-
 
 @dataclass(frozen=True)
 class LogNormal:
