@@ -196,9 +196,5 @@ def write_plots(report: dict, out_dir: Path) -> tuple[list[str], list[str]]:
     return written, skipped
 
 
-def format_progress(done: int, total: int) -> str:
-    return f"  ... {done} of {total} runs\n"
-
-
 def format_written(out_dir: Path, files: list[str]) -> str:
     return f"report: {', '.join(str(out_dir / f) for f in files)}\n"

@@ -138,9 +138,11 @@ class _Context:
         return provider
 
 
-def load(path: str | Path) -> Scenario:
+def load(path: str | Path, shown: str | None = None) -> Scenario:
+    """The scenario file at ``path``, checked; ``shown`` names it in error messages
+    (default: ``path`` as given; the pytest plugin shows it relative to the rootdir)."""
     path = Path(path)
-    shown = str(path)
+    shown = str(path) if shown is None else shown
     try:
         text = path.read_text(encoding="utf-8")
     except OSError as err:

@@ -9,7 +9,9 @@ timer, by position among the enabled ones), so a shrunk failure reads like a sto
 world, the budgets and the enabled actions are the explorer's (``model.explore``); the
 invariant is every safety property on the path's history. On a failure the machine writes
 the path as a counterexample file (``reports/out/hypothesis/``) in the one replay format,
-so ``toolcall-sim replay`` runs it again.
+so ``toolcall-sim replay`` runs it again. ``search`` counts the programs on stderr
+(``sim.progress``: a bar on a terminal, nothing in a log or with ``--quiet``), then the
+programs shrinking tries.
 """
 
 from __future__ import annotations
@@ -18,6 +20,7 @@ import json
 import shutil
 import tempfile
 from pathlib import Path
+from typing import Callable
 
 from hypothesis import HealthCheck, note, settings
 from hypothesis import strategies as st
@@ -29,6 +32,7 @@ from model import properties as props
 from model import system as msys
 
 from . import counterexample as cx
+from .progress import Progress, add_quiet_flag
 
 settings.register_profile("ci", max_examples=40, stateful_step_count=40, deadline=None,
                           suppress_health_check=[HealthCheck.too_slow])
@@ -36,10 +40,15 @@ settings.register_profile("long", max_examples=1000, stateful_step_count=80, dea
                           suppress_health_check=[HealthCheck.too_slow])
 
 OUT = Path("reports/out/hypothesis")
+PROGRESS_PROGRAMS = 25  # programs between progress lines (TOOLCALL_SIM_PROGRESS=lines)
 
 
-def machine_for(variant: str = "contract", bounds: ex.Bounds | None = None, out: Path | None = OUT):
-    """A RuleBasedStateMachine class over the default world of ``variant``."""
+def machine_for(variant: str = "contract", bounds: ex.Bounds | None = None, out: Path | None = OUT,
+                on_program: Callable[[], None] | None = None,
+                on_violation: Callable[[str], None] | None = None):
+    """A RuleBasedStateMachine class over the default world of ``variant``.
+    ``on_program()`` is called as each program starts (shrinking's included) and
+    ``on_violation(property)`` as a program fails: what ``search`` counts on its bar."""
     config = worlds.default(variant)
     # Random search can afford latency within the margin (messages 1 s in flight, so
     # `let_time_pass` has something to do); the exhaustive default keeps them instant.
@@ -48,6 +57,8 @@ def machine_for(variant: str = "contract", bounds: ex.Bounds | None = None, out:
     class ToolCallWorld(RuleBasedStateMachine):
         def __init__(self):
             super().__init__()
+            if on_program is not None:
+                on_program()
             self.node = ex.initial_node(config)
             self.path: list = []
 
@@ -114,6 +125,8 @@ def machine_for(variant: str = "contract", bounds: ex.Bounds | None = None, out:
                 v = new[0]
                 if out is not None:
                     save_counterexample(out, variant, bounds, v, self.path)
+                if on_violation is not None:
+                    on_violation(v.property)
                 raise AssertionError(f"{v.property}: {v.detail}")
 
     ToolCallWorld.__name__ = f"ToolCallWorld_{variant.replace('+', '_').replace('-', '_')}"
@@ -142,6 +155,7 @@ def add_arguments(parser) -> None:
     parser.add_argument("--out", default=str(OUT), metavar="DIR",
                         help=f"where the shrunk counterexample is written (default ./{OUT}, under the current "
                              "directory)")
+    add_quiet_flag(parser)
 
 
 def main(args, out) -> int:
@@ -159,6 +173,8 @@ def main(args, out) -> int:
 
     check_variant(args.variant, "search: --variant")
     out_dir = check_out_dir(args.out)
+    progress = Progress.for_command(args, f"search {args.variant}", args.examples, unit="programs",
+                                    every=PROGRESS_PROGRAMS)
     chosen = settings(max_examples=args.examples, stateful_step_count=args.steps, deadline=None, database=None,
                       derandomize=True, suppress_health_check=[HealthCheck.too_slow])
     out.write(f"search {args.variant}: up to {args.examples} programs of up to {args.steps} actions (hypothesis); "
@@ -169,10 +185,20 @@ def main(args, out) -> int:
     # own storage (.hypothesis) lives in the scratch folder too, not wherever we run.
     from hypothesis.configuration import set_hypothesis_home_dir
 
-    with tempfile.TemporaryDirectory() as scratch:
+    count = _ProgramCount(progress, args.examples)
+    with tempfile.TemporaryDirectory() as scratch, progress:
         set_hypothesis_home_dir(Path(scratch) / ".hypothesis")
         try:
-            run_state_machine_as_test(machine_for(args.variant, out=Path(scratch)), settings=chosen)
+            try:
+                run_state_machine_as_test(machine_for(args.variant, out=Path(scratch), on_program=count.program,
+                                                      on_violation=count.violation), settings=chosen)
+            except AssertionError:
+                progress.finish()  # shrunk: the failure is what follows
+                raise
+            else:
+                progress.finish()
+            finally:
+                progress.close()  # the bar's last state stays above what is printed next
         except AssertionError as err:
             name = _file_name(args.variant, str(err).split(":", 1)[0])
             file = write_atomic(out_dir / name, (Path(scratch) / name).read_bytes())
@@ -195,3 +221,28 @@ def main(args, out) -> int:
             set_hypothesis_home_dir(None)
     out.write("  no new finding\n")
     return 0
+
+
+class _ProgramCount:
+    """What ``search`` shows while hypothesis runs: programs tried out of ``--examples``,
+    then, from the first failing program on, the programs shrinking has tried (how many it
+    will need is not known, so the bar pulses)."""
+
+    def __init__(self, progress: Progress, examples: int):
+        self.progress = progress
+        self.examples = examples
+        self.programs = 0
+        self.shrinking_from: int | None = None  # programs run when the first one failed
+
+    def program(self) -> None:
+        self.programs += 1
+        if self.shrinking_from is None:
+            self.progress(min(self.programs, self.examples), self.examples)
+        else:
+            self.progress(self.programs - self.shrinking_from, None, self.progress.what)
+
+    def violation(self, prop: str) -> None:
+        if self.shrinking_from is None:
+            self.shrinking_from = self.programs
+            self.progress.set_description("shrinking", unknown_total=True)
+            self.progress(0, None, prop)

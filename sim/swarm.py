@@ -32,7 +32,9 @@ One swarm seed S is one run. The parts live beside this module:
    on a Dask cluster (``--cluster tcp://host:8786``), in chunks of consecutive seeds,
    folded back in seed order; each seed's outcome depends only on the seed and the
    variant, so the report does not depend on the backend or the number of workers.
-   reports/swarm.py writes what a user reads.
+   reports/swarm.py writes what a user reads; ``sim.progress`` shows the seeds done on
+   stderr as they finish (a bar on a terminal, nothing in a log or with ``--quiet``) and
+   the line that names a failing seed's files as soon as they are written.
 
 Rule 1. No global ``random``, no wall clock, no iteration over sets or hash order (the
         drawing's Rule 1 in sim/stories.py), and no state carried from one seed to the
@@ -59,6 +61,7 @@ from reports.swarm import (describe_fault, format_failure_written, format_header
 from .backends import LOCAL, MAX_CHUNK_SEEDS, _pool_context, check_address, chunks, connect, map_seeds, run_range  # noqa: F401 (re-exported)
 from .minimize import minimize_scenario, size
 from .output import check_out_dir, default_out_dir, sigint_deferred, write_atomic
+from .progress import Progress, add_quiet_flag
 from .scenario import ScenarioError, from_dict
 from .scenario_toml import exact_toml, to_toml
 from .stories import FAULT_KINDS, MAX_FAULTS, STORIES, draw_scenario
@@ -72,7 +75,7 @@ __all__ = [
 
 MAX_MINIMIZE_RUNS = 150  # bound on the re-runs one failing seed may cost
 DEFAULT_OUT_DIR = default_out_dir("swarm")  # relative: under the current directory, never in the package
-PROGRESS_EVERY = 25  # seeds between progress lines on stderr
+PROGRESS_EVERY = 25  # seeds between progress lines on stderr (TOOLCALL_SIM_PROGRESS=lines)
 EXCEPTION = "exception"  # pseudo property: the run raised
 
 _H = 3_600_000
@@ -263,6 +266,7 @@ def add_arguments(parser) -> None:
                         help="run the seeds on a Dask scheduler, e.g. tcp://host:8786 (same report as local)")
     parser.add_argument("--variant", default="contract", help="variant, e.g. contract+no-age-margin")
     parser.add_argument("--json", action="store_true", help="print one JSON object")
+    add_quiet_flag(parser)
     parser.add_argument("--out", default=DEFAULT_OUT_DIR, metavar="DIR",
                         help=f"where minimized failing scenarios and their counterexamples are written (default "
                              f"./{DEFAULT_OUT_DIR}, under the current directory)")
@@ -300,26 +304,27 @@ def main(args, out) -> int:
 
 def _run(args, out, out_dir: Path, cluster) -> int:
     last = args.first_seed + args.seeds - 1
+    failures = 0  # read by the progress line below when it is drawn
+    progress = Progress.for_command(args, f"swarm {args.variant}", args.seeds, unit="seeds", every=PROGRESS_EVERY,
+                                    line=lambda done, total, _what: format_progress(done, total, failures))
     if not args.json:
         out.write(format_header(args.variant, args.first_seed, last, out_dir))
         out.flush()
     outcomes: list[dict] = []
     interrupted = False
-    try:
-        workers = 1 if cluster is not None else args.workers
-        for outcome in iter_outcomes(args.first_seed, args.seeds, args.variant, workers, cluster):
-            outcomes.append(outcome)
-            if outcome["failure"] is not None:
-                with sigint_deferred():
-                    _write_failure_files(outcome["failure"], args.variant, out_dir)
-                sys.stderr.write(format_failure_written(outcome["failure"]))
-                sys.stderr.flush()
-            if len(outcomes) % PROGRESS_EVERY == 0 and len(outcomes) < args.seeds:
-                failures = sum(1 for o in outcomes if o["failure"] is not None)
-                sys.stderr.write(format_progress(len(outcomes), args.seeds, failures))
-                sys.stderr.flush()
-    except KeyboardInterrupt:
-        interrupted = True
+    with progress:
+        try:
+            workers = 1 if cluster is not None else args.workers
+            for outcome in iter_outcomes(args.first_seed, args.seeds, args.variant, workers, cluster):
+                outcomes.append(outcome)
+                if outcome["failure"] is not None:
+                    failures += 1
+                    with sigint_deferred():
+                        _write_failure_files(outcome["failure"], args.variant, out_dir)
+                    progress.note(format_failure_written(outcome["failure"]))
+                progress(len(outcomes), args.seeds, f"{failures} failure(s)")
+        except KeyboardInterrupt:
+            interrupted = True
     report = summarize(outcomes, args.first_seed, args.variant)
     report["out"] = str(out_dir)
     report["interrupted"] = interrupted

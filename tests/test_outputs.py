@@ -214,9 +214,9 @@ def test_a_replay_that_stops_fitting_has_its_own_exit_code(tmp_path, capsys):
 # ---------------------------------------------------------------------------
 
 
-def _interrupt_after(args: list[str], cwd: Path, ready) -> tuple[int, str, str]:
+def _interrupt_after(args: list[str], cwd: Path, ready, env: dict | None = None) -> tuple[int, str, str]:
     """Start the command, read stderr until ``ready(line)``, send SIGINT, collect."""
-    proc = subprocess.Popen([sys.executable, "-m", "sim", *args], cwd=cwd, env=_env(), text=True,
+    proc = subprocess.Popen([sys.executable, "-m", "sim", *args], cwd=cwd, env=env or _env(), text=True,
                             stdout=subprocess.PIPE, stderr=subprocess.PIPE)
     seen = []
     for line in proc.stderr:
@@ -259,7 +259,9 @@ def test_ctrl_c_on_swarm_keeps_every_finished_counterexample(tmp_path, workers):
 def test_ctrl_c_on_explore_prints_the_summary_so_far(tmp_path):
     code, out, err = _interrupt_after(["explore", "--max-states", "100000000", "--max-in-flight", "5s",
                                        "--agent-restarts", "2", "--out", "o"], tmp_path,
-                                      lambda line: "states" in line)
+                                      lambda line: "states" in line,
+                                      # a log gets no progress unless asked (sim/progress.py Rule 1)
+                                      env=dict(_env(), TOOLCALL_SIM_PROGRESS="lines"))
     assert code == 130, err
     assert "Traceback" not in err
     lines = out.splitlines()

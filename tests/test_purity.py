@@ -13,6 +13,7 @@ MODEL = pathlib.Path(__file__).resolve().parent.parent / "model"
 FORBIDDEN_MODULES = {
     "simpy", "random", "time", "datetime", "threading", "asyncio", "socket", "subprocess",
     "multiprocessing", "secrets", "os", "io", "pathlib", "shutil", "tempfile", "sim",
+    "rich",  # the progress bar is drawn by sim/progress.py; a driver in model/ only calls back
 }
 # Builtins that read the world or depend on the process: file and console I/O, object
 # identity, and hash() (salted per process for str unless PYTHONHASHSEED is fixed).

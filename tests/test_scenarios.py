@@ -1,61 +1,59 @@
-"""Every shipped scenario meets its expectations under both variants (the stories of the
-design's user stories and the CODAGT-757 incident, as runs)."""
+"""The shipped scenarios as a whole: each is a test of its own, run by the pytest plugin.
+
+Every scenario file of scenarios/ is collected by sim/pytest_plugin.py (pyproject.toml's
+``toolcall_scenarios``) as one item per ``[expect.<variant>]``, named
+``scenarios/<file>.toml::<variant>``; each meets its expectations and gives its trace
+hash pinned in tests/golden/scenario_hashes.json (``toolcall_trace_hashes``). A change
+that means to keep behaviour (a refactor) keeps every hash; one that means to change it
+re-pins them with
+
+    TOOLCALL_SIM_REPIN=1 python -m pytest scenarios/
+
+and says in its commit why they moved. The tests here check what those items cannot:
+that every scenario is run under both variants with a pinned hash, and the incident's
+numbers across files.
+"""
 
 from __future__ import annotations
 
 import json
-import os
 import pathlib
+import tomllib
 
 import pytest
 
 from sim.run import run_scenario
 from sim.scenario import load
 
-SCENARIOS = sorted((pathlib.Path(__file__).resolve().parent.parent / "scenarios").glob("*.toml"))
-
-# Every shipped scenario's trace hash under both variants. A change that means to keep
-# behaviour (a refactor) keeps every hash; one that means to change it re-pins them with
-#   TOOLCALL_SIM_REPIN=1 python -m pytest tests/test_scenarios.py
-# and says in its commit why they moved.
-GOLDEN = pathlib.Path(__file__).resolve().parent / "golden" / "scenario_hashes.json"
-_PINNED = json.loads(GOLDEN.read_text()) if GOLDEN.exists() else {}
+ROOT = pathlib.Path(__file__).resolve().parent.parent
+SCENARIOS = sorted((ROOT / "scenarios").glob("*.toml"))
+GOLDEN = ROOT / "tests" / "golden" / "scenario_hashes.json"
 
 
-def _repin(key: str, sha256: str) -> None:
-    """Write one hash into GOLDEN. The tests run in several pytest-xdist workers, each
-    with its own share of the scenarios: each write re-reads the file under an exclusive
-    lock and changes only its own key, so no worker writes back another's old hashes."""
-    import fcntl
-
-    GOLDEN.parent.mkdir(exist_ok=True)
-    with open(GOLDEN.with_suffix(".lock"), "w") as lock:
-        fcntl.flock(lock, fcntl.LOCK_EX)
-        pinned = json.loads(GOLDEN.read_text()) if GOLDEN.exists() else {}
-        pinned[key] = sha256
-        tmp = GOLDEN.with_suffix(f".{os.getpid()}.tmp")
-        tmp.write_text(json.dumps(pinned, indent=1, sort_keys=True) + "\n")
-        tmp.replace(GOLDEN)
-
-
-@pytest.mark.parametrize("variant", ["today", "contract"])
 @pytest.mark.parametrize("path", SCENARIOS, ids=lambda p: p.stem)
-def test_scenario_meets_expectations(path, variant):
-    """The scenario's [expect.<variant>] holds (with none: no property is violated)."""
-    result = run_scenario(load(path), variant)
-    assert result.expectation_failures() == []
-    key = f"{path.stem}/{variant}"
-    if os.environ.get("TOOLCALL_SIM_REPIN"):
-        _repin(key, result.trace_sha256)
-    else:
-        assert _PINNED.get(key) == result.trace_sha256, f"{key}: trace hash moved (see GOLDEN)"
+def test_scenario_expects_both_variants(path):
+    """The plugin runs a scenario under the variants it expects: each shipped scenario
+    says what today and the contract do (66 items for 33 files, as the loop over both
+    variants that the plugin replaced)."""
+    assert {"today", "contract"} <= {variant for variant, _ in load(path).expect}
+
+
+def test_pinned_hashes_are_the_collected_items():
+    """The project's pytest configuration runs scenarios/ with the pinned hashes, and
+    every pinned key is an item the plugin collects (no stale pin, no item without one)."""
+    ini = tomllib.loads((ROOT / "pyproject.toml").read_text())["tool"]["pytest"]["ini_options"]
+    assert ini["toolcall_scenarios"] == ["scenarios"]
+    assert (ROOT / ini["toolcall_trace_hashes"]).resolve() == GOLDEN
+    assert "-p sim.pytest_plugin" in ini["addopts"]
+    items = {f"{p.stem}/{variant}" for p in SCENARIOS for variant, _ in load(p).expect}
+    assert set(json.loads(GOLDEN.read_text())) == items
 
 
 @pytest.mark.slow
 def test_incident_numbers():
     """The incident: 36 starts in 9 h and no result under today; one start under the
     contract, and past 10 h one timed_out result with the process still running."""
-    root = SCENARIOS[0].parent
+    root = ROOT / "scenarios"
     today = run_scenario(load(root / "codagt757_incident.toml"), "today").tool_call_rows()[0]
     assert (today["process_starts"], today["results"]) == (36, [])
     contract = run_scenario(load(root / "codagt757_incident.toml"), "contract").tool_call_rows()[0]

@@ -8,7 +8,9 @@ search (``model.explore.explore``) runs with Ctrl-C recorded, not raised, so an
 interrupted search still reports what it found. Each violation's shortest path is saved
 as a counterexample file that ``replay`` reads; ``reports.explore`` renders the summary and
 the JSON shape. Exit code: 1 when a new finding (a violation that is not a named residual
-risk) was found, 130 when interrupted, else 0.
+risk) was found, 130 when interrupted, else 0. While it searches, ``sim.progress`` draws
+the states counted against ``--max-states`` on stderr: a bar on a terminal, nothing in a
+log, nothing with ``--quiet``.
 
 Breadth-first order makes every counterexample found so far a shortest one, so the
 stopping rules (``--stop-at-first``, ``--property``) lose none of them.
@@ -17,20 +19,20 @@ stopping rules (``--stop-at-first``, ``--property``) lose none of them.
 from __future__ import annotations
 
 import json
-import sys
 import time
 
 from reports import explore as report
 from reports.json_text import json_text
 
 from ..output import check_out_dir, check_out_file, default_out_dir, sigint_flag, write_atomic
+from ..progress import Progress, add_quiet_flag
 from ..scenario import ScenarioError, parse_duration
 from .common import EXIT_INTERRUPTED, EXIT_OK, EXIT_VIOLATION, BadFlag, check_variant
 
 NAME = "explore"
 HELP = "exhaustive breadth-first search of a small world"
 BUDGET_FLAGS = ("agent-restarts", "ownership-changes", "interrupts", "lost-responses", "task-retries")
-PROGRESS_STATES = 5_000  # states between progress lines of explore
+PROGRESS_STATES = 5_000  # states between progress lines of explore (TOOLCALL_SIM_PROGRESS=lines)
 
 
 def add_arguments(parser) -> None:
@@ -64,6 +66,7 @@ def add_arguments(parser) -> None:
                         help="processes to search with (default 1); the result is the same for any number, only "
                              "the speed differs (sim/explore_parallel.py)")
     parser.add_argument("--json", action="store_true")
+    add_quiet_flag(parser)
 
 
 def main(args, out) -> int:
@@ -96,13 +99,14 @@ def main(args, out) -> int:
     bounds = ex.Bounds(max_in_flight_ms=max_in_flight_ms, horizon_ms=horizon_ms,
                        agent_restarts=args.agent_restarts, ownership_changes=args.ownership_changes,
                        interrupts=args.interrupts, lost_responses=args.lost_responses, task_retries=args.task_retries)
+    bar = Progress.for_command(args, f"explore {args.variant}", args.max_states, unit="states", every=PROGRESS_STATES,
+                               line=lambda states, _total, _what: report.progress_line(states))
     if not args.json:
         out.write(report.first_line(args.variant, args.world, out_dir))
         out.flush()
     # Wall-clock time is read here only to report speed; it never enters a run.
     started = time.perf_counter()
-    with sigint_flag() as interrupted:
-        show = _progress()
+    with sigint_flag() as interrupted, bar as show:
 
         def progress(states: int) -> bool:
             show(states)
@@ -116,6 +120,8 @@ def main(args, out) -> int:
             result = ex.explore(config, bounds, max_states=args.max_states, keep_edges=bool(args.graph),
                                 stop_on=stop_on, on_progress=progress)
         was_interrupted = interrupted()
+        if not was_interrupted:
+            show.finish()
     elapsed_s = max(time.perf_counter() - started, 1e-9)
     world = cx.explore_world(args.world, args.variant, bounds, args.second)
     violations = []
@@ -159,19 +165,6 @@ def stop_rule(at_first: bool, wanted: list[str]):
             seen.add(found.property)
         return seen == set(wanted)
     return every_wanted_found
-
-
-def _progress():
-    """A line on stderr every ``PROGRESS_STATES`` states (long searches should show they
-    move; stderr keeps --json output one object)."""
-    shown = [0]
-
-    def show(states: int) -> None:
-        if states - shown[0] >= PROGRESS_STATES:
-            shown[0] = states
-            sys.stderr.write(report.progress_line(states))
-            sys.stderr.flush()
-    return show
 
 
 def write_graph(edges, path: str) -> None:

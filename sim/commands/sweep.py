@@ -8,9 +8,11 @@ are the flags; ``--cluster`` connects before any output (an unreachable schedule
 line, exit 2: sim/backends.py). The runs go through sim/backends.py ``map_seeds``, so
 ``--workers K`` and ``--cluster ADDRESS`` give the same report byte for byte. The table
 goes to stdout (``--json``: the JSON instead); ``--report DIR`` also writes
-``sweep.md``, ``sweep.json`` and the pictures (reports/sweep.py). Progress lines go to
-stderr. Exit 0 when the sweep ran (a sweep measures; it does not judge), 2 bad input,
-70 a run that failed on every try (named), 130 interrupted.
+``sweep.md``, ``sweep.json`` and the pictures (reports/sweep.py). Progress goes to
+stderr (sim/progress.py: a bar on a terminal, nothing in a log or with ``--quiet``),
+counting runs as they finish on any worker. Exit 0 when the sweep ran (a sweep
+measures; it does not judge), 2 bad input, 70 a run that failed on every try (named),
+130 interrupted.
 """
 
 from __future__ import annotations
@@ -22,11 +24,12 @@ from reports import sweep as report
 from .. import sweep
 from ..backends import LOCAL, check_address, connect
 from ..output import check_out_dir, write_atomic
+from ..progress import Progress, add_quiet_flag
 from .common import EXIT_OK, BadFlag
 
 NAME = "sweep"
 HELP = "risk sweep: residual risks per million tool calls over a grid of world parameters"
-PROGRESS_STEPS = 10  # progress lines per sweep
+PROGRESS_STEPS = 10  # lines per sweep in the ``lines`` display (sim/progress.py)
 
 
 def add_arguments(parser) -> None:
@@ -38,6 +41,7 @@ def add_arguments(parser) -> None:
     parser.add_argument("--report", default=None, metavar="DIR",
                         help="also write DIR/sweep.md, DIR/sweep.json and the pictures (SVG)")
     parser.add_argument("--json", action="store_true", help="print the report as one JSON object")
+    add_quiet_flag(parser)
 
 
 def main(args, out) -> int:
@@ -55,8 +59,14 @@ def main(args, out) -> int:
         spec = spec.with_seeds(args.seeds)
     out_dir = None if args.report is None else check_out_dir(args.report, "sweep: --report")
     cluster = None if args.cluster is None else connect(args.cluster, "sweep: --cluster", args.workers)
+    # Runs are counted as they finish anywhere (local workers or the cluster's), not in
+    # the order they are folded: the bar shows the cluster's progress.
+    progress = Progress.for_command(args, f"sweep {spec.name}", spec.runs, unit="runs",
+                                    every=max(1, spec.runs // PROGRESS_STEPS))
     try:
-        result = sweep.run_sweep(spec, 1 if cluster is not None else args.workers, cluster, _progress(spec.runs))
+        with progress:
+            result = sweep.run_sweep(spec, 1 if cluster is not None else args.workers, cluster,
+                                     lambda done, total: progress(done, total))
     finally:
         if cluster is not None:
             cluster.close()
@@ -68,16 +78,3 @@ def main(args, out) -> int:
         sys.stderr.write(report.format_written(out_dir, [report.REPORT_MARKDOWN, report.REPORT_JSON, *plots]))
     out.write(report.format_json(result) if args.json else report.format_table(result))
     return EXIT_OK
-
-
-def _progress(total: int):
-    step = max(1, total // PROGRESS_STEPS)
-    shown = [0]
-
-    def on_progress(done: int, total_runs: int) -> None:
-        if done - shown[0] >= step and done < total_runs:
-            shown[0] = done
-            sys.stderr.write(report.format_progress(done, total_runs))
-            sys.stderr.flush()
-
-    return on_progress

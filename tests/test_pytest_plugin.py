@@ -1,0 +1,220 @@
+"""The pytest plugin (sim/pytest_plugin.py), run as a user runs it: pytest in a folder
+of scenario files (pytester), with ``-p sim.pytest_plugin`` as a checkout installed
+before the entry point existed loads it."""
+
+from __future__ import annotations
+
+import importlib.metadata
+import json
+import os
+import pathlib
+import subprocess
+import sys
+import tomllib
+import xml.etree.ElementTree as ET
+
+import pytest
+
+# Imported here, before any in-process pytester run: pytester restores sys.modules after
+# each run, so a module first imported inside one would be dropped while modules kept
+# from that run still hold its classes (an isinstance against a class of the second
+# import then fails).
+import model.explore  # noqa: F401
+import model.worlds  # noqa: F401
+import reports.explore  # noqa: F401
+import sim.api  # noqa: F401
+import sim.counterexample  # noqa: F401
+import sim.pytest_plugin  # noqa: F401
+import sim.stateful  # noqa: F401
+import sim.swarm  # noqa: F401
+
+pytest_plugins = ["pytester"]
+
+ROOT = pathlib.Path(__file__).resolve().parent.parent
+PLUGIN = ("-p", "sim.pytest_plugin", "-p", "no:cacheprovider", "-p", "no:randomly", "-p", "no:benchmark")
+LOST = (ROOT / "scenarios" / "lost_start_answer.toml").read_text()
+# The same story expecting what only the contract does, under today too: today's run
+# starts the command twice, so today fails and the contract passes.
+WRONG = LOST.replace('[expect.today]\ntoolu_01 = { process_starts = 2, results = ["completed"] }',
+                     '[expect.today]\ntoolu_01 = { process_starts = 1, results = ["completed"] }')
+assert WRONG != LOST
+
+
+def _folder(pytester, files: dict[str, str]) -> None:
+    for name, body in files.items():
+        path = pytester.path / name
+        path.parent.mkdir(parents=True, exist_ok=True)
+        path.write_text(body)
+
+
+def _run(pytester, *args):
+    return pytester.runpytest(*PLUGIN, *args)
+
+
+def test_each_scenario_times_each_expected_variant_is_an_item(pytester):
+    """Only scenario files are collected (a suite or other TOML is not), one item per
+    ``[expect.<variant>]``; ``-k`` selects by file, variant or scenario name."""
+    _folder(pytester, {"scenarios/lost_start_answer.toml": LOST,
+                       "scenarios/suites/nightly.toml": 'name = "nightly"\nscenarios = ["lost_start_answer"]\n',
+                       "scenarios/other/settings.toml": "[tool]\nx = 1\n",
+                       "elsewhere/lost.toml": LOST})
+    result = _run(pytester, "--collect-only", "-q", ".")
+    assert [line for line in result.outlines if "::" in line] == [
+        "scenarios/lost_start_answer.toml::contract", "scenarios/lost_start_answer.toml::today"]
+    for k, selected in (("today", ["today"]), ("lost-start-answer and contract", ["contract"]),
+                        ("lost_start", ["contract", "today"])):
+        out = _run(pytester, "--collect-only", "-q", "-k", k, "scenarios").outlines
+        assert [line.split("::")[1] for line in out if "::" in line] == selected, k
+    _run(pytester, "scenarios").assert_outcomes(passed=2)
+
+
+def test_a_failure_tells_the_story(pytester):
+    _folder(pytester, {"scenarios/lost_start_answer.toml": WRONG})
+    result = _run(pytester, "scenarios")
+    result.assert_outcomes(passed=1, failed=1)
+    out = result.stdout.str()
+    for line in ("scenario lost-start-answer under today, seed 41 (scenarios/lost_start_answer.toml)",
+                 "  story: The agent's answer to the start is lost",
+                 "  chat-1 toolu_01 (execute): started 2 processes (at 2.121 s on agent incarnation 1, at 902.21 s "
+                 "on incarnation 1); committed 1 result (completed at 932.224 s by replica-1)",
+                 "expectations not met:",
+                 "  toolu_01.process_starts: expected 1, got 2",
+                 "  at_most_once at 902.21 s (new finding): 2 process starts for toolu_01",
+                 "    evidence #45 at 2.121 s agent: truth process_started",
+                 "reproduce: toolcall-sim run scenarios/lost_start_answer.toml --variant today --seed 41",
+                 "sequence diagram: none (reports draw none yet)"):
+        assert line in out, line
+    assert "Traceback" not in out and "def runtest" not in out
+
+
+def test_x_stops_at_the_first_failing_race_and_junitxml_reports_each(pytester):
+    _folder(pytester, {"scenarios/a.toml": WRONG, "scenarios/b.toml": WRONG})
+    _run(pytester, "-x", "scenarios").assert_outcomes(passed=1, failed=1)
+    result = _run(pytester, "--junitxml=out.xml", "scenarios")
+    result.assert_outcomes(passed=2, failed=2)
+    cases = ET.parse(pytester.path / "out.xml").getroot().iter("testcase")
+    by_name = {(c.get("classname"), c.get("name")): c for c in cases}
+    assert set(by_name) == {("scenarios.a.toml", "contract"), ("scenarios.a.toml", "today"),
+                            ("scenarios.b.toml", "contract"), ("scenarios.b.toml", "today")}
+    failed = by_name[("scenarios.a.toml", "today")].find("failure")
+    assert "toolu_01.process_starts: expected 1, got 2" in failed.text
+    props = {p.get("name"): p.get("value") for p in by_name[("scenarios.a.toml", "contract")].iter("property")}
+    assert props["reproduce"] == "toolcall-sim run scenarios/a.toml --variant contract --seed 41"
+    assert props["variant"] == "contract" and props["seed"] == "41" and len(props["trace_sha256"]) == 64
+
+
+def test_variant_and_seed_options(pytester):
+    _folder(pytester, {"scenarios/lost_start_answer.toml": LOST})
+    out = _run(pytester, "--collect-only", "-q", "--toolcall-variant", "contract", "--toolcall-seeds", "1-2,5",
+               "scenarios").outlines
+    assert [line for line in out if "::" in line] == [
+        f"scenarios/lost_start_answer.toml::contract[seed={s}]" for s in (1, 2, 5)]
+    _run(pytester, "--toolcall-variant", "contract", "--toolcall-seeds", "1-3", "scenarios").assert_outcomes(passed=3)
+    bad = _run(pytester, "--toolcall-variant", "tomorrow", "scenarios")
+    assert bad.ret == pytest.ExitCode.USAGE_ERROR
+    assert "--toolcall-variant: " in bad.stderr.str() and "tomorrow" in bad.stderr.str()
+    bad = _run(pytester, "--toolcall-seeds", "5-1", "scenarios")
+    assert bad.ret == pytest.ExitCode.USAGE_ERROR and "--toolcall-seeds: '5-1' is no range" in bad.stderr.str()
+
+
+def test_a_bad_scenario_is_a_one_line_collection_error(pytester):
+    _folder(pytester, {"scenarios/bad.toml": LOST.replace('timeout = "20m"', 'timeout = "0s"'),
+                       "scenarios/broken.toml": "name = \n"})
+    result = _run(pytester, "scenarios")
+    result.assert_outcomes(errors=2)
+    out = result.stdout.str()
+    assert "scenarios/bad.toml: turns[0].tool_calls[0].timeout: must be longer than 0s" in out
+    assert "scenarios/broken.toml: syntax: " in out
+    assert "Traceback" not in out
+
+
+def test_the_ini_folder_runs_with_the_testpaths(pytester):
+    """``toolcall_scenarios`` names a folder of scenario files (not called scenarios):
+    plain ``pytest`` runs it beside the testpaths; an explicit path runs only itself."""
+    _folder(pytester, {"races/lost.toml": LOST, "tests/test_nothing.py": "def test_ok():\n    pass\n"})
+    pytester.makeini("[pytest]\ntestpaths = tests\ntoolcall_scenarios = races\n")
+    _run(pytester).assert_outcomes(passed=3)
+    _run(pytester, "tests").assert_outcomes(passed=1)
+
+
+def test_pinned_trace_hashes_fail_when_moved_and_repin(pytester, monkeypatch):
+    _folder(pytester, {"scenarios/lost.toml": LOST,
+                       "pins.json": json.dumps({"lost/contract": "0" * 64})})
+    pytester.makeini("[pytest]\ntoolcall_trace_hashes = pins.json\n")
+    result = _run(pytester, "scenarios")
+    result.assert_outcomes(failed=2)
+    out = result.stdout.str()
+    assert f"trace hash moved: lost/contract is pinned to {'0' * 64} in pins.json" in out
+    assert "trace hash: lost/today has no pinned hash in pins.json" in out
+    monkeypatch.setenv("TOOLCALL_SIM_REPIN", "1")
+    _run(pytester, "scenarios").assert_outcomes(passed=2)
+    monkeypatch.delenv("TOOLCALL_SIM_REPIN")
+    _run(pytester, "scenarios").assert_outcomes(passed=2)
+    assert set(json.loads((pytester.path / "pins.json").read_text())) == {"lost/contract", "lost/today"}
+
+
+@pytest.mark.slow
+def test_scenario_items_run_under_xdist(pytester, monkeypatch):
+    """In two worker processes (a child pytest, as the project's suite runs), every item
+    is collected and run once."""
+    # The child imports this checkout's sim/, wherever the installed package points.
+    monkeypatch.setenv("PYTHONPATH", os.pathsep.join(filter(None, [str(ROOT), os.environ.get("PYTHONPATH")])))
+    _folder(pytester, {"scenarios/a.toml": LOST, "scenarios/b.toml": WRONG})
+    result = pytester.runpytest_subprocess(*PLUGIN, "-n", "2", "scenarios")
+    result.assert_outcomes(passed=3, failed=1)
+    assert "toolu_01.process_starts: expected 1, got 2" in result.stdout.str()
+
+
+def test_the_entry_point_is_declared_and_resolves_when_installed():
+    """pyproject.toml registers the plugin under its module's name (so ``-p
+    sim.pytest_plugin`` and the entry point are one plugin); where the installed
+    metadata has it, it loads this module."""
+    eps = tomllib.loads((ROOT / "pyproject.toml").read_text())["project"]["entry-points"]["pytest11"]
+    assert eps == {"sim.pytest_plugin": "sim.pytest_plugin"}
+    installed = [ep for ep in importlib.metadata.entry_points(group="pytest11") if ep.value == "sim.pytest_plugin"]
+    if installed:
+        import sim.pytest_plugin
+
+        assert installed[0].name == "sim.pytest_plugin" and installed[0].load() is sim.pytest_plugin
+
+
+def test_the_projects_suite_loads_the_plugin_once(request):
+    """This suite runs with the plugin (addopts), registered once however it came."""
+    import sim.pytest_plugin
+
+    manager = request.config.pluginmanager
+    assert manager.is_registered(sim.pytest_plugin)
+    assert [name for name, plugin in manager.list_name_plugin() if plugin is sim.pytest_plugin] == ["sim.pytest_plugin"]
+
+
+def test_hypothesis_profile_from_the_environment(pytester, monkeypatch):
+    pytester.makepyfile(test_p="from hypothesis import settings\n\ndef test_p():\n"
+                               "    assert settings().max_examples == 1000\n")
+    monkeypatch.setenv("HYPOTHESIS_PROFILE", "long")
+    _run(pytester).assert_outcomes(passed=1)
+    monkeypatch.setenv("HYPOTHESIS_PROFILE", "nope")
+    bad = _run(pytester)
+    assert bad.ret == pytest.ExitCode.USAGE_ERROR and "HYPOTHESIS_PROFILE: no profile 'nope'" in bad.stderr.str()
+
+
+def test_explore_fixture(toolcall_explore):
+    """A small search: the contract holds every safety property as far as it went; today
+    violates some, each with a counterexample file that replays."""
+    contract = toolcall_explore(variant="contract", max_states=300)
+    assert contract.states >= 300 and not contract.exhausted and contract.counterexamples == []
+    assert set(contract.verdicts.values()) == {"holds so far"}
+    contract.assert_holds()
+    today = toolcall_explore(variant="today", max_states=300)
+    violated = sorted(p for p, verdict in today.verdicts.items() if verdict == "violated")
+    assert violated == sorted(c["property"] for c in today.counterexamples) and violated
+    with pytest.raises(AssertionError, match="violated in \\d+ steps"):
+        today.assert_holds()
+    file = today.counterexamples[0]["counterexample"]
+    replay = subprocess.run([sys.executable, "-m", "sim", "replay", file], cwd=ROOT, capture_output=True, text=True)
+    assert replay.returncode == 1, replay.stdout + replay.stderr  # the violation again
+
+
+def test_swarm_fixture(toolcall_swarm):
+    swarm = toolcall_swarm(seeds=[1, 2], variant="contract")
+    assert swarm.report["seeds_run"] == 2 and swarm.report["variant"] == "contract"
+    swarm.assert_no_failures()
