@@ -171,6 +171,9 @@ WORLD_KEYS: dict[str, WorldKey] = {k.name: k for k in (
              "`rev-c` (the contract's agent) or `old` (ignores tool call headers, has no cancel route: US8)", "old"),
     WorldKey("generation_time", "duration", '"2s"', "how long the scripted model takes per assistant message", "5s"),
     WorldKey("agent_boot_at", "duration", '"0s"', "when the agent first starts", "40s"),
+    WorldKey("chat_start", "duration", '"0s"',
+             "when each chat's first user message is sent: an agent booted long before the chats (production) "
+             "does not refuse their first calls inside its age margin", "3s"),
     WorldKey("age_margin", "duration", '"2s"',
              "the agent's age margin (and the mirror chatd's checkers read: explores the residual risk)", "0s"),
     WorldKey("handler_time", "duration", '"0s"',
@@ -198,6 +201,27 @@ WORLD_KEYS: dict[str, WorldKey] = {k.name: k for k in (
     WorldKey("acquisition_interval", "duration", '"30s"', "how often a worker polls for chats to acquire", "5s",
              "acquisition_interval_ms"),
 )}
+
+@dataclass(frozen=True)
+class LatencyShape:
+    name: str
+    fields: tuple[str, ...]  # duration fields of ``[network] latency = { shape = NAME, ... }``
+    meaning: str
+    example: dict  # a ``latency`` table that changes a run of the vocabulary test's base scenario
+
+
+# ``[network] latency``: how long each message takes (sim/latency.py draws them).
+LATENCY_SHAPES: dict[str, LatencyShape] = {s.name: s for s in (
+    LatencyShape("uniform", ("min", "max"), "uniform from `min` to `max` (the default shape; `shape` may be omitted)",
+                 {"min": "100ms", "max": "900ms"}),
+    LatencyShape("lognormal", ("median", "p99"),
+                 "lognormal: half the messages take less than `median`, 1% more than `p99` (a real tail)",
+                 {"shape": "lognormal", "median": "20ms", "p99": "1500ms"}),
+)}
+# ``[network] stalls = { probability, min, max }``: each message, with `probability`,
+# takes an extra `min`..`max` (a GC pause, a TCP retransmit), on top of its latency.
+STALL_FIELDS = ("probability", "min", "max")
+STALLS_EXAMPLE = {"probability": 0.05, "min": "1s", "max": "3s"}
 
 TIMING_KEYS = {k.name: k.timing_field for k in WORLD_KEYS.values() if k.timing_field}
 

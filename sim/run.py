@@ -22,6 +22,7 @@ from model import vocabulary
 from model.timing import DEFAULT_TIMING, Timing
 from model.core import FMap
 
+from . import latency
 from .scenario import Scenario, ScenarioError, ToolCallSpec, check_until, format_duration
 from .replay import trace_sha256
 from .world import LinkSpec, Simulation, WorldOptions
@@ -90,8 +91,9 @@ def build(scenario: Scenario, variant: str) -> tuple[msys.WorldConfig, WorldOpti
                     runs_for_ms=tc.runs_for_ms, exit_code=tc.exit_code, output_at_start=tc.output
                 )
     gen_ms = scenario.world_value("generation_time", chatd.DEFAULT_GEN_TIME_MS)
+    start_ms = scenario.world_value("chat_start", 0)
     chat_specs = tuple(
-        msys.ChatSpec(name, chat_uuid(name), tuple(turns), gen_ms) for name, turns in chats.items()
+        msys.ChatSpec(name, chat_uuid(name), tuple(turns), gen_ms, start_ms) for name, turns in chats.items()
     )
     clocks = FMap(
         (node, msys.ClockSpec(dict(v)["offset_ms"], dict(v)["drift_ppm"], dict(v)["steps"]))
@@ -118,20 +120,26 @@ def build(scenario: Scenario, variant: str) -> tuple[msys.WorldConfig, WorldOpti
         replica_rules=FMap(replica_rules),
         reference_timing=timing,  # the world's clock before the variant's planted bugs
     )
+    shape = latency.shape_of(scenario.latency_shape)
     links = {}
     for name, values in scenario.links:
         v = dict(values)
         links[name] = LinkSpec(
             v.get("latency_min_ms", scenario.latency_min_ms), v.get("latency_max_ms", scenario.latency_max_ms),
             v.get("loss", scenario.loss),
+            shape=None if "latency_min_ms" in v else shape,  # a link's own range is uniform; else the network's shape
         )
-    options = WorldOptions(scenario.latency_min_ms, scenario.latency_max_ms, scenario.loss, links, scenario.faults)
+    options = WorldOptions(scenario.latency_min_ms, scenario.latency_max_ms, scenario.loss, links, scenario.faults,
+                           latency_shape=shape, stalls=latency.stalls_of(scenario.stalls))
     return config, options
 
 
 # What a scenario holds that does not decide the run: where it was read from, its prose,
 # its expectations, and the defaults the header records as their effective values.
 _NOT_RUN = ("path", "summary", "expect", "variant", "seed", "until_ms")
+# Fields added after trace hashes were pinned: part of the digest only when set, so every
+# scenario that does not use them keeps its digest and its trace hash.
+_NEW_WHEN_SET = ("latency_shape", "stalls")
 
 
 def scenario_digest(scenario: Scenario) -> str:
@@ -140,7 +148,7 @@ def scenario_digest(scenario: Scenario) -> str:
     ``us02_x``, ``scenarios/us02_x.toml``, from another checkout or an installed package,
     or a copy elsewhere, has one digest; so a run has one trace hash wherever it runs."""
     values = {name: _plain(getattr(scenario, name)) for name in _field_names(type(scenario))
-              if name not in _NOT_RUN}
+              if name not in _NOT_RUN and not (name in _NEW_WHEN_SET and not getattr(scenario, name))}
     canonical = json.dumps(values, sort_keys=True, separators=(",", ":"), default=_canonical)
     return hashlib.sha256(canonical.encode()).hexdigest()
 

@@ -163,7 +163,7 @@ def from_dict(data: dict, shown: str = "<scenario>") -> Scenario:
     world = _read_world(c, data.get("world", {}))
     replicas = tuple(f"replica-{i + 1}" for i in range(dict(world).get("replicas", 2)))
     nodes = ("agent", "db") + replicas
-    lat_min, lat_max, loss, links = _read_network(c, data.get("network", {}), nodes)
+    lat_min, lat_max, loss, links, latency_shape, stalls = _read_network(c, data.get("network", {}), nodes)
     clocks = _read_clocks(c, data.get("clocks", {}), nodes)
     turns, ctx = _read_turns(c, data["turns"], replicas, nodes)
     faults, request_names = _read_faults(c, data.get("faults", []), ctx, until_ms)
@@ -184,6 +184,8 @@ def from_dict(data: dict, shown: str = "<scenario>") -> Scenario:
         turns=turns,
         faults=faults,
         expect=expect,
+        latency_shape=latency_shape,
+        stalls=stalls,
     )
 
 
@@ -231,17 +233,40 @@ def _read_world(c: _Checker, value: Any) -> tuple[tuple[str, Any], ...]:
     return tuple(world_values)
 
 
-def _read_network(c: _Checker, value: Any, nodes: tuple[str, ...]) -> tuple[int, int, float, tuple]:
-    """``[network]``: the latency range and loss of every link, and per-link overrides
-    (``[network.links."agent->replica-1"]``) between nodes of this world."""
+def _read_network(c: _Checker, value: Any, nodes: tuple[str, ...]) -> tuple[int, int, float, tuple, tuple, tuple]:
+    """``[network]``: the latency of every message (a ``min``..``max`` range, or a shape
+    with a tail: model.vocabulary.LATENCY_SHAPES), rare long ``stalls`` on top, the loss,
+    and per-link overrides (``[network.links."agent->replica-1"]``: a uniform range and a
+    loss) between nodes of this world."""
     network = c.table(value, "network")
-    c.keys(network, {"latency", "loss", "links"}, "network")
+    c.keys(network, {"latency", "loss", "links", "stalls"}, "network")
     lat = c.table(network.get("latency", {"min": "2ms", "max": "40ms"}), "network.latency")
-    c.keys(lat, {"min", "max"}, "network.latency")
-    lat_min = c.typed(lat.get("min", "2ms"), "duration", "network.latency.min")
-    lat_max = c.typed(lat.get("max", "40ms"), "duration", "network.latency.max")
-    if lat_max < lat_min:
-        c.fail("network.latency", f"max {lat.get('max')} is below min {lat.get('min')}")
+    shape_name = lat.get("shape", "uniform")
+    if shape_name not in vocabulary.LATENCY_SHAPES:
+        c.fail("network.latency.shape", f"unknown shape {shape_name!r} (known: {', '.join(vocabulary.LATENCY_SHAPES)})")
+    shape = vocabulary.LATENCY_SHAPES[shape_name]
+    for key in lat:
+        if key != "shape" and key not in shape.fields:
+            c.fail(f"network.latency.{key}", f"not used by a {shape_name} latency (its fields: {', '.join(shape.fields)})")
+    latency_shape: tuple = ()
+    lat_min, lat_max = 2, 40  # the defaults, recorded for a shaped latency too (links inherit the shape, not these)
+    if shape_name == "uniform":
+        lat_min = c.typed(lat.get("min", "2ms"), "duration", "network.latency.min")
+        lat_max = c.typed(lat.get("max", "40ms"), "duration", "network.latency.max")
+        if lat_max < lat_min:
+            c.fail("network.latency", f"max {lat.get('max')} is below min {lat.get('min')}")
+    else:
+        for key in shape.fields:
+            if key not in lat:
+                c.fail(f"network.latency.{key}", f"required by a {shape_name} latency")
+        median = c.typed(lat["median"], "duration", "network.latency.median")
+        p99 = c.typed(lat["p99"], "duration", "network.latency.p99")
+        if median <= 0:
+            c.fail("network.latency.median", "must be longer than 0s")
+        if p99 < median:
+            c.fail("network.latency.p99", f"{lat['p99']} is below the median {lat['median']}")
+        latency_shape = (("shape", shape_name), ("median_ms", median), ("p99_ms", p99))
+    stalls = _read_stalls(c, network["stalls"]) if "stalls" in network else ()
     loss = float(c.typed(network.get("loss", 0.0), float, "network.loss"))
     if not 0.0 <= loss <= 1.0:
         c.fail("network.loss", f"must be between 0 and 1, got {loss}")
@@ -268,7 +293,28 @@ def _read_network(c: _Checker, value: Any, nodes: tuple[str, ...]) -> tuple[int,
                 c.fail(f"{where}.loss", f"must be between 0 and 1, got {link_loss}")
             values.append(("loss", link_loss))
         links.append((link, tuple(values)))
-    return lat_min, lat_max, loss, tuple(links)
+    return lat_min, lat_max, loss, tuple(links), latency_shape, stalls
+
+
+def _read_stalls(c: _Checker, value: Any) -> tuple:
+    """``stalls = { probability, min, max }``: every message, with ``probability``, takes
+    an extra ``min``..``max``. A stall that never happens or takes no time is refused
+    (it would be accepted and ignored)."""
+    stalls = c.table(value, "network.stalls")
+    c.keys(stalls, set(vocabulary.STALL_FIELDS), "network.stalls")
+    for key in vocabulary.STALL_FIELDS:
+        if key not in stalls:
+            c.fail(f"network.stalls.{key}", "required (stalls = { probability, min, max })")
+    probability = float(c.typed(stalls["probability"], float, "network.stalls.probability"))
+    if not 0.0 < probability <= 1.0:
+        c.fail("network.stalls.probability", f"must be above 0 and at most 1, got {probability} (omit stalls for none)")
+    low = c.typed(stalls["min"], "duration", "network.stalls.min")
+    high = c.typed(stalls["max"], "duration", "network.stalls.max")
+    if high <= 0:
+        c.fail("network.stalls.max", "must be longer than 0s")
+    if high < low:
+        c.fail("network.stalls", f"max {stalls['max']} is below min {stalls['min']}")
+    return (("probability", probability), ("min_ms", low), ("max_ms", high))
 
 
 def _read_clocks(c: _Checker, value: Any, nodes: tuple[str, ...]) -> tuple:

@@ -143,6 +143,10 @@ class Scenario:
     turns: tuple[Turn, ...]
     faults: tuple[FaultSpec, ...]
     expect: tuple[tuple[str, Expectation], ...] = field(default=())
+    # ``[network] latency = { shape = ..., ... }`` (sim/latency.py): ("shape", name) and its
+    # fields in ms; empty: uniform ``latency_min_ms``..``latency_max_ms``.
+    latency_shape: tuple[tuple[str, Any], ...] = ()
+    stalls: tuple[tuple[str, Any], ...] = ()  # ``[network] stalls``: probability, min_ms, max_ms; empty: none
 
     def world_value(self, name: str, default: Any = None) -> Any:
         return dict(self.world).get(name, default)

@@ -124,30 +124,84 @@ def draw_scenario(seed: int, rng=None) -> dict:
     }
 
 
-def _draw_workload(rng: random.Random, files: dict[str, str]) -> list[dict]:
-    """1-2 chats, 1-2 assistant turns each, 1-3 tool calls per turn. IDs, commands and
-    paths are unique in the whole scenario: the checkers attribute a process to its call
-    by (chat, command) and an edit by (chat, path), and the agent's scripts are keyed by
-    command alone."""
-    turns = []
+# Fault kinds a long workload draws at a rate (sim/sweep.py): scheduled, at a time.
+RATED_FAULT_KINDS = ("agent_restart", "ownership_change", "interrupt")
+
+
+def draw_long_workload(seed: int, chats: int, turns: int, calls: tuple[int, int], long_share: float,
+                       until_ms: int, rates_per_hour: dict[str, float], downtime_max_ms: int = 0) -> dict:
+    """The long mixed workload of the risk sweep (sim/sweep.py): ``chats`` chats of
+    ``turns`` assistant turns, each with ``calls`` tool calls (a range), drawn with the
+    swarm's own tool-call draws (``long_share`` of the foreground commands outlive the
+    attempt timeout), and faults of ``RATED_FAULT_KINDS`` as Poisson processes at
+    ``rates_per_hour`` over the first 90% of the run (an agent restart is down for
+    0..``downtime_max_ms``; an interrupt or ownership change picks a chat). The workload
+    and the faults come from two streams of their own (``"sweep-workload:S"``,
+    ``"sweep-faults:S"``), so one seed has the same tool calls at every rate, and a
+    rate's faults land at the same times in every world of the sweep (common random
+    numbers: differences between points are the parameters', not the draws'). No world,
+    no network: the sweep adds them. Plain dict, validated by ``sim.scenario.from_dict``."""
+    rng = random.Random(f"sweep-workload:{seed}")
+    files: dict[str, str] = {}
+    turns_out = _draw_workload(rng, files, (chats, chats), (turns, turns), calls, long_share)
+    chat_names = sorted({t["chat"] for t in turns_out})
+    faults = []
+    horizon_ms = until_ms * 9 // 10
+    for kind in RATED_FAULT_KINDS:
+        rate = rates_per_hour.get(kind, 0.0)
+        if rate <= 0:
+            continue
+        frng = random.Random(f"sweep-faults:{seed}:{kind}")
+        at_ms = 0
+        while True:
+            at_ms += max(1, round(frng.expovariate(rate / _H)))
+            if at_ms >= horizon_ms:
+                break
+            fault: dict = {"kind": kind, "at": format_duration(at_ms)}
+            if kind == "agent_restart":
+                fault["downtime"] = format_duration(frng.randint(0, downtime_max_ms))
+            else:
+                fault["chat"] = frng.choice(chat_names)
+            faults.append(fault)
+    faults.sort(key=lambda f: parse_duration(f["at"], "at"))
+    scenario: dict = {"name": f"sweep-{seed}", "summary": f"sweep workload seed {seed}", "seed": seed,
+                      "until": format_duration(until_ms), "turns": turns_out, "faults": faults}
+    if files:
+        scenario["world"] = {"files": files}
+    return scenario
+
+
+def _draw_workload(rng: random.Random, files: dict[str, str], chats: tuple[int, int] = (1, 2),
+                   turns: tuple[int, int] = (1, 2), calls: tuple[int, int] = (1, 3),
+                   long_share: float | None = None) -> list[dict]:
+    """``chats`` chats (a range: 1-2 for swarm), ``turns`` assistant turns each (1-2),
+    ``calls`` tool calls per turn (1-3); the sweep asks for long workloads (sim/sweep.py).
+    IDs, commands and paths are unique in the whole scenario: the checkers attribute a
+    process to its call by (chat, command) and an edit by (chat, path), and the agent's
+    scripts are keyed by command alone."""
+    turns_out = []
     serial = 0
-    for chat_no in range(1, rng.randint(1, 2) + 1):
-        for _ in range(rng.randint(1, 2)):
-            calls = []
-            for _ in range(rng.randint(1, 3)):
+    for chat_no in range(1, rng.randint(*chats) + 1):
+        for _ in range(rng.randint(*turns)):
+            batch = []
+            for _ in range(rng.randint(*calls)):
                 serial += 1
-                calls.append(_draw_tool_call(rng, serial, files))
-            turns.append({"chat": f"chat-{chat_no}", "tool_calls": calls})
-    return turns
+                batch.append(_draw_tool_call(rng, serial, files, long_share))
+            turns_out.append({"chat": f"chat-{chat_no}", "tool_calls": batch})
+    return turns_out
 
 
-def _draw_tool_call(rng: random.Random, serial: int, files: dict[str, str]) -> dict:
+def _draw_tool_call(rng: random.Random, serial: int, files: dict[str, str], long_share: float | None = None) -> dict:
     call_id = f"toolu_{serial:02d}"
     shape = rng.choices(("foreground", "background", "edit", "write"), weights=(4, 1, 2, 2))[0]
     if shape == "foreground":
         # A third each: done within seconds, within one attempt, or outliving the
         # 15-minute attempt timeout (the CODAGT-757 shape: the retry must attach).
-        bucket = rng.randint(0, 2)
+        # ``long_share`` (the sweep's) sets the last share; the rest split evenly.
+        if long_share is None:
+            bucket = rng.randint(0, 2)
+        else:
+            bucket = 2 if rng.random() < long_share else rng.randint(0, 1)
         if bucket == 0:
             runs_for_ms = rng.randint(1 * _S, 60 * _S)
         elif bucket == 1:

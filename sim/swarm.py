@@ -27,11 +27,11 @@ One swarm seed S is one run. The parts live beside this module:
    property still fails as a new finding, until a pass keeps none (1-minimal). Each
    candidate is a full deterministic re-run with the same root seed, so the minimized
    scenario fails on its own; steps only ever remove, so the schedule never grows.
-4. ``run_swarm`` (here) runs seeds ``first_seed .. first_seed + seeds - 1`` in order, in
-   this process or in ``workers`` processes (forked where safe, else spawned:
-   ``_pool_context``) that take the seeds in chunks of consecutive seeds (``chunks``);
-   each seed's outcome depends only on the seed and the variant, and the outcomes are
-   ordered by seed, so the report does not depend on the number of workers.
+4. ``run_swarm`` (here) runs seeds ``first_seed .. first_seed + seeds - 1`` through
+   sim/backends.py ``map_seeds``: in this process, in ``workers`` local processes, or
+   on a Dask cluster (``--cluster tcp://host:8786``), in chunks of consecutive seeds,
+   folded back in seed order; each seed's outcome depends only on the seed and the
+   variant, so the report does not depend on the backend or the number of workers.
    reports/swarm.py writes what a user reads; ``sim.progress`` shows the seeds done on
    stderr as they finish (a bar on a terminal, nothing in a log or with ``--quiet``) and
    the line that names a failing seed's files as soon as they are written.
@@ -48,10 +48,8 @@ Rule 3. A seed reports at most one failure: the earliest new finding (by simulat
 
 from __future__ import annotations
 
-import multiprocessing
 import sys
 import tomllib
-from concurrent.futures import ProcessPoolExecutor
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Callable
@@ -60,6 +58,7 @@ from model.properties import KNOWN_FINDINGS
 from reports.swarm import (describe_fault, format_failure_written, format_header, format_interrupted,
                            format_json, format_progress, format_report)
 
+from .backends import LOCAL, MAX_CHUNK_SEEDS, _pool_context, check_address, chunks, connect, map_seeds, run_range  # noqa: F401 (re-exported)
 from .minimize import minimize_scenario, size
 from .output import check_out_dir, default_out_dir, sigint_deferred, write_atomic
 from .progress import Progress, add_quiet_flag
@@ -177,96 +176,23 @@ def run_seed(seed: int, variant: str, minimize_failures: bool = True) -> dict:
 # ---------------------------------------------------------------------------
 
 
-_STOP = None  # in a worker: the pool's stop event (set by the parent on Ctrl-C or an early stop)
-
-
 def _run_chunk(first_seed: int, seeds: int, variant: str) -> list[dict]:
-    """Module level: what a worker runs. One task is a run of consecutive seeds, sent as
-    three numbers and answered with their outcomes (plain values; only a failure carries
-    its scenario), so a cheap seed costs no round trip of its own. Once the parent has
-    stopped reading, the rest of the chunk is skipped: a Ctrl-C waits for one seed per
-    worker, not a whole chunk (a failing seed alone may cost MAX_MINIMIZE_RUNS runs)."""
-    outcomes = []
-    for seed in range(first_seed, first_seed + seeds):
-        if _STOP is not None and _STOP.is_set():
-            break
-        outcomes.append(run_seed(seed, variant))
-    return outcomes
+    """One task of a swarm: the outcomes of a run of consecutive seeds (sim/backends.py
+    ``run_range``, which every backend runs)."""
+    return run_range(run_seed, first_seed, seeds, (variant,))
 
 
-def _worker_init(stop) -> None:  # module level: the pool's initializer
-    """Ctrl-C is the parent's to handle: it stops handing out seeds and reports."""
-    import signal
-
-    global _STOP
-    _STOP = stop
-    signal.signal(signal.SIGINT, signal.SIG_IGN)
+def _preload() -> None:
+    from . import run  # noqa: F401 - what judge imports, imported once before a fork, not in each worker
 
 
-# Chunks: a task is at most MAX_CHUNK_SEEDS seeds. They start at one seed and double
-# (the first outcome, and a failure's files, come as soon as one seed is done, as with
-# one process), and end at about 1/CHUNKS_PER_WORKER of what is left per worker, so they
-# shrink towards the end (guided scheduling). A failing seed costs up to
-# MAX_MINIMIZE_RUNS re-runs, so seeds are far from equal: big chunks in the middle keep
-# the round trips few, small ones at the end keep one worker from finishing alone.
-MAX_CHUNK_SEEDS = 32
-CHUNKS_PER_WORKER = 4
-
-
-def chunks(first_seed: int, seeds: int, workers: int) -> list[tuple[int, int]]:
-    """(first seed, count) of each task, in seed order; a function of the arguments only
-    (the report would not change with another split, but a test can pin this one)."""
-    out = []
-    seed, left, ramp = first_seed, seeds, 1
-    while left > 0:
-        n = max(1, min(ramp, MAX_CHUNK_SEEDS, left // (CHUNKS_PER_WORKER * workers)))
-        out.append((seed, n))
-        seed, left, ramp = seed + n, left - n, ramp * 2
-    return out
-
-
-def _pool_context():
-    """``fork`` where it is safe, else ``spawn``. A forked worker starts in milliseconds
-    with the model already imported (a spawned one re-imports it: about 0.3 s each, which
-    is the whole cost of a small swarm once seeds are cheap). Forking is safe here because
-    a seed's outcome depends only on the seed and the variant, never on what the process
-    ran before: ``--workers 1`` runs every seed in one process, one after another, and
-    tests/test_swarm.py checks its report equals ``--workers 2``'s. Not forked: on macOS
-    (system libraries are not fork-safe, and ``spawn`` is Python's default there), and
-    from a process with other threads (a thread holding a lock at the fork leaves it held
-    forever in the child: under pytest-xdist, for one, a worker has execnet's thread)."""
-    import threading
-
-    if sys.platform.startswith("linux") and threading.active_count() == 1:
-        return multiprocessing.get_context("fork")
-    return multiprocessing.get_context("spawn")
-
-
-def iter_outcomes(first_seed: int, seeds: int, variant: str, workers: int = 1):
+def iter_outcomes(first_seed: int, seeds: int, variant: str, workers: int = 1, cluster=None, on_progress=None):
     """The outcomes of seeds ``first_seed .. first_seed + seeds - 1``, in seed order, one
-    at a time (so a caller that stops early keeps every finished one). With workers, the
-    seeds go out in ``chunks``; the answers are read back in seed order whatever order
-    they finish in, so the outcomes are the same for any ``workers``."""
-    if workers <= 1 or seeds <= 1:
-        for seed in range(first_seed, first_seed + seeds):
-            yield run_seed(seed, variant)
-        return
-    workers = min(workers, seeds)
-    context = _pool_context()
-    if context.get_start_method() == "fork":
-        from . import run  # noqa: F401 - what judge imports, imported once before the fork, not in each worker
-    stop = context.Event()
-    pool = ProcessPoolExecutor(max_workers=workers, mp_context=context, initializer=_worker_init,
-                               initargs=(stop,))
-    try:
-        # Every chunk is queued at once (three numbers each); the pool hands them out as
-        # workers free up. On Ctrl-C the ones not started are cancelled below.
-        futures = [pool.submit(_run_chunk, first, n, variant) for first, n in chunks(first_seed, seeds, workers)]
-        for future in futures:
-            yield from future.result()
-    finally:
-        stop.set()  # a no-op after the last chunk; else the chunks under way end early
-        pool.shutdown(wait=True, cancel_futures=True)
+    at a time (so a caller that stops early keeps every finished one), from this
+    process, ``workers`` local processes or the Dask ``cluster`` (sim/backends.py): the
+    outcomes are the same for any backend and any ``workers``."""
+    yield from map_seeds(run_seed, first_seed, seeds, (variant,), workers=workers, cluster=cluster,
+                         on_progress=on_progress, preload=_preload)
 
 
 def summarize(outcomes: list[dict], first_seed: int, variant: str) -> dict:
@@ -293,10 +219,10 @@ def summarize(outcomes: list[dict], first_seed: int, variant: str) -> dict:
     }
 
 
-def run_swarm(first_seed: int, seeds: int, variant: str, workers: int = 1) -> dict:
+def run_swarm(first_seed: int, seeds: int, variant: str, workers: int = 1, cluster=None) -> dict:
     """The report of seeds ``first_seed .. first_seed + seeds - 1``: outcomes ordered by
-    seed, so it is the same for any ``workers``."""
-    return summarize(list(iter_outcomes(first_seed, seeds, variant, workers)), first_seed, variant)
+    seed, so it is the same for any ``workers`` and backend."""
+    return summarize(list(iter_outcomes(first_seed, seeds, variant, workers, cluster)), first_seed, variant)
 
 
 # ---------------------------------------------------------------------------
@@ -336,6 +262,8 @@ def add_arguments(parser) -> None:
     parser.add_argument("--seeds", type=int, required=True, help="how many seeds to run")
     parser.add_argument("--first-seed", type=int, default=1, help="the first seed (default 1)")
     parser.add_argument("--workers", type=int, default=1, help="worker processes (default 1)")
+    parser.add_argument("--cluster", default=None, metavar="ADDRESS",
+                        help="run the seeds on a Dask scheduler, e.g. tcp://host:8786 (same report as local)")
     parser.add_argument("--variant", default="contract", help="variant, e.g. contract+no-age-margin")
     parser.add_argument("--json", action="store_true", help="print one JSON object")
     add_quiet_flag(parser)
@@ -345,8 +273,9 @@ def add_arguments(parser) -> None:
 
 
 def main(args, out) -> int:
-    """``toolcall-sim swarm``: 0 no new finding, 1 some, 2 bad input (ScenarioError), 130
-    interrupted. Each failing seed's scenario and counterexample are written as soon as
+    """``toolcall-sim swarm``: 0 no new finding, 1 some, 2 bad input (ScenarioError, a
+    malformed or unreachable ``--cluster``), 70 a seed that failed on every try (named:
+    sim/backends.py ``SeedFailed``), 130 interrupted. Each failing seed's scenario and counterexample are written as soon as
     the seed is done, together (a Ctrl-C waits for the pair), so an interrupted swarm
     keeps every finished one; the summary covers the seeds finished before it."""
     from .cli import check_variant
@@ -358,7 +287,22 @@ def main(args, out) -> int:
     if args.first_seed < 0:
         raise ScenarioError(f"swarm: --first-seed: must not be negative, got {args.first_seed}")
     check_variant(args.variant, "swarm: --variant")
+    if args.cluster is not None:
+        check_address(args.cluster, "swarm: --cluster")
+        if args.workers > 1 and args.cluster.strip() != LOCAL:
+            raise ScenarioError("swarm: --workers: not used with --cluster (the cluster's workers run the seeds; "
+                                "with --cluster local it is the number of Dask workers)")
     out_dir = check_out_dir(args.out)
+    # Connected before the header: an unreachable scheduler is one line and no output.
+    cluster = None if args.cluster is None else connect(args.cluster, "swarm: --cluster", args.workers)
+    try:
+        return _run(args, out, out_dir, cluster)
+    finally:
+        if cluster is not None:
+            cluster.close()
+
+
+def _run(args, out, out_dir: Path, cluster) -> int:
     last = args.first_seed + args.seeds - 1
     failures = 0  # read by the progress line below when it is drawn
     progress = Progress.for_command(args, f"swarm {args.variant}", args.seeds, unit="seeds", every=PROGRESS_EVERY,
@@ -370,7 +314,8 @@ def main(args, out) -> int:
     interrupted = False
     with progress:
         try:
-            for outcome in iter_outcomes(args.first_seed, args.seeds, args.variant, args.workers):
+            workers = 1 if cluster is not None else args.workers
+            for outcome in iter_outcomes(args.first_seed, args.seeds, args.variant, workers, cluster):
                 outcomes.append(outcome)
                 if outcome["failure"] is not None:
                     failures += 1

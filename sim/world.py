@@ -37,7 +37,9 @@ Rule 1. Nothing here reads the wall clock or the global ``random``; ties at the 
 Rule 2. The list of applied actions *is* the run: replaying it through ``system.apply``
         with no simpy and no randomness gives the same trace, byte for byte.
 Rule 3. A named message can be lost or delayed on purpose (``lose``/``delay`` faults);
-        otherwise the network's loss probability and latency range decide.
+        otherwise the network's loss probability and latency decide: a uniform range, or
+        a shape with a tail plus rare stalls (sim/latency.py), drawn per message in the
+        order latency, loss, stall (the stall only when the world has stalls).
 Rule 4. Each fault counts the messages or events it matches, so ``nth`` is the nth one
         that fault names. Trigger events are the vocabulary's (model/vocabulary.py):
         requests sent and delivered, their answers sent and delivered, a process
@@ -67,6 +69,7 @@ class LinkSpec:
     latency_min_ms: int
     latency_max_ms: int
     loss: float
+    shape: Any = None  # a sim/latency.py shape; None: uniform latency_min_ms..latency_max_ms
 
 
 @dataclass
@@ -76,6 +79,8 @@ class WorldOptions:
     loss: float = 0.0
     links: dict[str, LinkSpec] = field(default_factory=dict)  # "src->dst" -> spec
     faults: tuple[FaultSpec, ...] = ()
+    latency_shape: Any = None  # sim/latency.py shape of every link without its own range; None: uniform
+    stalls: Any = None  # sim/latency.py Stalls on top of every message's latency; None: none
     # How the replicas' periodic loops run: "batched" fires their idle firings as one
     # ``Idle`` step without their records (model/idle.py); "stepwise" steps each firing
     # through ``apply``, the reference the batched run is tested against.
@@ -185,12 +190,18 @@ class Simulation:
         spec = self.options.links.get(f"{src}->{dst}")
         if spec is not None:
             return spec
-        return LinkSpec(self.options.latency_min_ms, self.options.latency_max_ms, self.options.loss)
+        return LinkSpec(self.options.latency_min_ms, self.options.latency_max_ms, self.options.loss,
+                        self.options.latency_shape)
 
     def _carry(self, envelope: msys.Envelope):
         link = self._link(envelope.src, envelope.dst)
-        delay_ms = self.rng_network.randint(link.latency_min_ms, link.latency_max_ms)
+        if link.shape is None:
+            delay_ms = self.rng_network.randint(link.latency_min_ms, link.latency_max_ms)
+        else:
+            delay_ms = link.shape.draw_ms(self.rng_network)
         lost = link.loss > 0 and self.rng_network.random() < link.loss
+        if self.options.stalls is not None:  # drawn last, and only when set: worlds without keep their draws
+            delay_ms += self.options.stalls.extra_ms(self.rng_network)
         named = self._named_fate(envelope)
         if named is not None:
             kind, extra_ms = named

@@ -176,8 +176,10 @@ def test_a_worker_chunk_stops_once_the_parent_stops_reading(monkeypatch):
     parent's Ctrl-C or early stop) the seeds not yet begun are skipped."""
     import threading
 
+    from sim import backends
+
     stop = threading.Event()
-    monkeypatch.setattr(swarm, "_STOP", stop)
+    monkeypatch.setattr(backends, "_STOP", stop)
     assert swarm._run_chunk(3, 2, "contract") == [swarm.run_seed(3, "contract"), swarm.run_seed(4, "contract")]
     stop.set()
     assert swarm._run_chunk(3, 2, "contract") == []

@@ -1,0 +1,80 @@
+"""``toolcall-sim sweep SWEEP.toml``: residual risks per million tool calls over a grid.
+
+Theory of operation
+-------------------
+The sweep file (or a shipped sweep's name, scenarios/sweeps/) is read and checked before
+any work (sim/sweep.py ``load``: every key live, one line and exit 2 otherwise), and so
+are the flags; ``--cluster`` connects before any output (an unreachable scheduler is one
+line, exit 2: sim/backends.py). The runs go through sim/backends.py ``map_seeds``, so
+``--workers K`` and ``--cluster ADDRESS`` give the same report byte for byte. The table
+goes to stdout (``--json``: the JSON instead); ``--report DIR`` also writes
+``sweep.md``, ``sweep.json`` and the pictures (reports/sweep.py). Progress goes to
+stderr (sim/progress.py: a bar on a terminal, nothing in a log or with ``--quiet``),
+counting runs as they finish on any worker. Exit 0 when the sweep ran (a sweep
+measures; it does not judge), 2 bad input, 70 a run that failed on every try (named),
+130 interrupted.
+"""
+
+from __future__ import annotations
+
+import sys
+
+from reports import sweep as report
+
+from .. import sweep
+from ..backends import LOCAL, check_address, connect
+from ..output import check_out_dir, write_atomic
+from ..progress import Progress, add_quiet_flag
+from .common import EXIT_OK, BadFlag
+
+NAME = "sweep"
+HELP = "risk sweep: residual risks per million tool calls over a grid of world parameters"
+PROGRESS_STEPS = 10  # lines per sweep in the ``lines`` display (sim/progress.py)
+
+
+def add_arguments(parser) -> None:
+    parser.add_argument("sweep", metavar="SWEEP.toml", help="a sweep file, or a shipped sweep's name (age_margin)")
+    parser.add_argument("--workers", type=int, default=1, help="worker processes (default 1)")
+    parser.add_argument("--cluster", default=None, metavar="ADDRESS",
+                        help="run on a Dask scheduler, e.g. tcp://host:8786 (same report as local)")
+    parser.add_argument("--seeds", type=int, default=None, help="seeds per point and variant (default: the file's)")
+    parser.add_argument("--report", default=None, metavar="DIR",
+                        help="also write DIR/sweep.md, DIR/sweep.json and the pictures (SVG)")
+    parser.add_argument("--json", action="store_true", help="print the report as one JSON object")
+    add_quiet_flag(parser)
+
+
+def main(args, out) -> int:
+    if args.workers < 1:
+        raise BadFlag(f"sweep: --workers: must be at least 1, got {args.workers}")
+    if args.seeds is not None and args.seeds < 1:
+        raise BadFlag(f"sweep: --seeds: must be at least 1, got {args.seeds}")
+    if args.cluster is not None:
+        check_address(args.cluster, "sweep: --cluster")
+        if args.workers > 1 and args.cluster.strip() != LOCAL:
+            raise BadFlag("sweep: --workers: not used with --cluster (the cluster's workers run the runs; "
+                          "with --cluster local it is the number of Dask workers)")
+    spec = sweep.load(sweep.resolve_path(args.sweep))
+    if args.seeds is not None:
+        spec = spec.with_seeds(args.seeds)
+    out_dir = None if args.report is None else check_out_dir(args.report, "sweep: --report")
+    cluster = None if args.cluster is None else connect(args.cluster, "sweep: --cluster", args.workers)
+    # Runs are counted as they finish anywhere (local workers or the cluster's), not in
+    # the order they are folded: the bar shows the cluster's progress.
+    progress = Progress.for_command(args, f"sweep {spec.name}", spec.runs, unit="runs",
+                                    every=max(1, spec.runs // PROGRESS_STEPS))
+    try:
+        with progress:
+            result = sweep.run_sweep(spec, 1 if cluster is not None else args.workers, cluster,
+                                     lambda done, total: progress(done, total))
+    finally:
+        if cluster is not None:
+            cluster.close()
+    if out_dir is not None:
+        out_dir.mkdir(parents=True, exist_ok=True)
+        plots, skipped = report.write_plots(result, out_dir)
+        write_atomic(out_dir / report.REPORT_JSON, report.format_json(result))
+        write_atomic(out_dir / report.REPORT_MARKDOWN, report.format_markdown(result, plots, skipped))
+        sys.stderr.write(report.format_written(out_dir, [report.REPORT_MARKDOWN, report.REPORT_JSON, *plots]))
+    out.write(report.format_json(result) if args.json else report.format_table(result))
+    return EXIT_OK

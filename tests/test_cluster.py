@@ -1,0 +1,202 @@
+"""Issue 17: seeds on a Dask cluster give exactly the result of one machine.
+
+A ``distributed.LocalCluster`` with two workers stands in for a real one. In-process
+workers (``processes=False``, threads of this process, about 0.1 s to start) serve the
+equality tests; the tests that kill a worker need worker processes (``processes=True``,
+about 2 s to start), since ``os._exit`` in a thread would end the test itself.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import sys
+from pathlib import Path
+
+import pytest
+
+distributed = pytest.importorskip("distributed")
+
+from sim import backends, swarm  # noqa: E402
+from sim.cli import main  # noqa: E402
+
+VARIANT = "contract"
+
+
+@pytest.fixture(scope="module")
+def threads_cluster():
+    with distributed.LocalCluster(n_workers=2, threads_per_worker=1, processes=False,
+                                  dashboard_address=None) as cluster:
+        yield cluster
+
+
+@pytest.fixture
+def client(threads_cluster):
+    with distributed.Client(threads_cluster, set_as_default=False) as c:
+        yield c
+
+
+def _register_by_value():
+    """Worker processes cannot import this test module by name: ship its functions by
+    value (cloudpickle), as a user's own module would be shipped."""
+    import cloudpickle
+
+    cloudpickle.register_pickle_by_value(sys.modules[__name__])
+
+
+# -- functions the workers run (module level: picklable) ---------------------
+
+
+def _dies_once(seed: int, flag_dir: str, die_at: int):
+    """Kills its worker process the first time it meets ``die_at``; otherwise the swarm's
+    own outcome of the seed."""
+    flag = Path(flag_dir) / f"died-{seed}"
+    if seed == die_at and not flag.exists():
+        flag.write_text("x")
+        os._exit(3)
+    return swarm.run_seed(seed, VARIANT)
+
+
+def _always_dies(seed: int, bad: int):
+    if seed == bad:
+        os._exit(3)
+    return seed * seed
+
+
+def _raises(seed: int, bad: int):
+    if seed == bad:
+        raise RuntimeError("the harness broke here")
+    return seed * seed
+
+
+# -- equality ------------------------------------------------------------------
+
+
+def test_swarm_through_a_cluster_equals_the_local_run(client):
+    """The swarm's report through two Dask workers is the report of one process and of
+    two local processes, with chunks of several sizes and out-of-order completion."""
+    local = swarm.run_swarm(5, 24, VARIANT)
+    assert swarm.run_swarm(5, 24, VARIANT, cluster=client) == local
+    assert swarm.run_swarm(5, 24, VARIANT, workers=2) == local
+    assert len({n for _, n in backends.chunks(5, 24, 2)}) > 1
+
+
+def test_swarm_command_with_cluster_prints_the_same_json_bytes(threads_cluster, tmp_path, capsys):
+    """``toolcall-sim swarm --cluster ADDRESS --json`` prints byte for byte what the local
+    run prints (the address of an in-process scheduler, as a user gives a tcp:// one)."""
+    argv = ["swarm", "--seeds", "10", "--first-seed", "3", "--json", "--out", str(tmp_path)]
+    assert main(argv) == 0
+    local = capsys.readouterr().out
+    assert main(argv + ["--cluster", threads_cluster.scheduler_address]) == 0
+    assert capsys.readouterr().out == local
+    assert json.loads(local)["seeds_run"] == 10
+
+
+def test_cluster_local_starts_a_local_cluster_with_the_same_report(tmp_path, capsys):
+    """``--cluster local --workers 2``: a Dask LocalCluster of two worker processes,
+    started and closed by the command; the same JSON bytes as the local run."""
+    argv = ["swarm", "--seeds", "8", "--first-seed", "20", "--json", "--out", str(tmp_path)]
+    assert main(argv) == 0
+    local = capsys.readouterr().out
+    assert main(argv + ["--cluster", "local", "--workers", "2"]) == 0
+    assert capsys.readouterr().out == local
+
+
+def test_progress_counts_every_seed_once(client):
+    """``on_progress`` sees seeds as tasks finish, up to the total, on either backend."""
+    for cluster in (None, client):
+        seen = []
+        out = list(backends.map_seeds(_raises, 0, 9, (-1,), cluster=cluster, on_progress=lambda d, t: seen.append((d, t))))
+        assert out == [s * s for s in range(9)]
+        assert seen[-1] == (9, 9) and [d for d, _ in seen] == sorted(d for d, _ in seen)
+
+
+# -- failures ------------------------------------------------------------------
+
+
+def test_seed_that_always_raises_is_a_harness_error_naming_it(client):
+    """Dask retries the task; the seed that keeps raising is named, never dropped."""
+    with pytest.raises(backends.SeedFailed, match=r"seed 6 failed on every try \(3\): RuntimeError: the harness broke here"):
+        list(backends.map_seeds(_raises, 0, 12, (6,), cluster=client))
+    with pytest.raises(backends.SeedFailed, match=r"seed 6 failed on every try \(1\): RuntimeError"):
+        list(backends.map_seeds(_raises, 0, 12, (6,), workers=2))
+    with pytest.raises(backends.SeedFailed, match="seed 6"):
+        list(backends.map_seeds(_raises, 0, 12, (6,)))
+
+
+def test_cli_reports_a_failing_seed_as_exit_70(monkeypatch, capsys, tmp_path):
+    def broken(seed, variant, minimize_failures=True):
+        if seed == 4:
+            raise RuntimeError("boom")
+        return real(seed, variant, minimize_failures)
+
+    real = swarm.run_seed
+    monkeypatch.setattr(swarm, "run_seed", broken)
+    assert main(["swarm", "--seeds", "5", "--json", "--out", str(tmp_path)]) == 70
+    err = capsys.readouterr().err.strip()
+    assert len(err.splitlines()) == 1 and "seed 4 failed on every try" in err and "boom" in err
+
+
+@pytest.fixture(scope="module")
+def process_cluster():
+    import dask
+
+    # One death of a worker under a task makes it suspicious; two and the scheduler
+    # gives up on it (KilledWorker), so the always-dying seed is found in seconds.
+    with dask.config.set({"distributed.scheduler.allowed-failures": 1}):
+        with distributed.LocalCluster(n_workers=2, threads_per_worker=1, processes=True,
+                                      dashboard_address=None) as cluster:
+            yield cluster
+
+
+def test_a_killed_worker_changes_nothing(process_cluster, tmp_path):
+    """A worker process dies mid-run (``os._exit`` in the middle of the seeds); Dask runs
+    its task again on a live worker, and the report is complete and identical."""
+    _register_by_value()
+    local = swarm.summarize([swarm.run_seed(s, VARIANT) for s in range(5, 21)], 5, VARIANT)
+    with distributed.Client(process_cluster, set_as_default=False) as client:
+        outcomes = list(backends.map_seeds(_dies_once, 5, 16, (str(tmp_path), 12), cluster=client))
+    assert (tmp_path / "died-12").exists()  # the worker did die
+    assert swarm.summarize(outcomes, 5, VARIANT) == local
+
+
+def test_a_seed_that_kills_every_worker_is_named(process_cluster):
+    """A seed that kills each worker it runs on: its task is split into single seeds and
+    the one that keeps killing workers is named (the others' results are not lost in
+    silence: the run stops with a harness error)."""
+    _register_by_value()
+    with distributed.Client(process_cluster, set_as_default=False) as client:
+        with pytest.raises(backends.SeedFailed, match=r"seed 3 failed on every try.*KilledWorker"):
+            list(backends.map_seeds(_always_dies, 0, 6, (3,), cluster=client))
+
+
+def test_a_local_worker_that_dies_names_its_seeds():
+    with pytest.raises(backends.WorkerDied, match="worker process died"):
+        list(backends.map_seeds(_always_dies, 0, 6, (3,), workers=2))
+
+
+# -- the address ---------------------------------------------------------------
+
+
+@pytest.mark.parametrize("address", ["localhost:8786", "http://host:8786", "tcp://", "tcp://a b", ""])
+def test_malformed_address_is_one_line_exit_2(address, capsys, tmp_path):
+    assert main(["swarm", "--seeds", "2", "--cluster", address, "--out", str(tmp_path)]) == 2
+    err = capsys.readouterr().err.strip()
+    assert len(err.splitlines()) == 1 and "swarm: --cluster: not a Dask scheduler address" in err
+
+
+def test_workers_with_a_cluster_is_refused(capsys, tmp_path):
+    """``--workers`` would be ignored with ``--cluster``: refused, one line."""
+    assert main(["swarm", "--seeds", "2", "--workers", "2", "--cluster", "tcp://127.0.0.1:9", "--out", str(tmp_path)]) == 2
+    assert "swarm: --workers: not used with --cluster" in capsys.readouterr().err
+
+
+def test_unreachable_scheduler_is_one_line_exit_2(monkeypatch, capsys, tmp_path):
+    """Nothing listens on the port: one line, exit 2 (the address is the user's input),
+    and nothing on stdout (the connection comes before the header)."""
+    monkeypatch.setattr(backends, "CONNECT_TIMEOUT_S", 1)
+    assert main(["swarm", "--seeds", "2", "--cluster", "tcp://127.0.0.1:9", "--out", str(tmp_path)]) == 2
+    captured = capsys.readouterr()
+    err = captured.err.strip()
+    assert captured.out == ""
+    assert len(err.splitlines()) == 1 and "swarm: --cluster: no Dask scheduler answered at tcp://127.0.0.1:9" in err

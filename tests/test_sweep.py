@@ -1,0 +1,282 @@
+"""Risk sweeps (issue 17): every key of a sweep file is live or refused in one line, the
+counters fire when the thing they count happens, the intervals are Wilson's, and the
+report is the same bytes on every backend."""
+
+from __future__ import annotations
+
+import json
+import textwrap
+
+import pytest
+
+from sim import sweep
+from sim.cli import main
+from sim.run import run_scenario
+from sim.scenario import from_dict
+
+TINY = """
+name = "tiny"
+summary = "a tiny sweep for the tests"
+variants = ["contract", "today"]
+seeds = 3
+[workload]
+chats = 2
+turns = 3
+tool_calls = [2, 3]
+until = "3h"
+[fixed]
+agent_restarts_per_hour = 4.0
+long_commands = 1.0
+[axes]
+latency_p99 = ["100ms", "3s"]
+"""
+
+
+def _tiny(tmp_path, text: str | None = None):
+    path = tmp_path / "tiny.toml"
+    body = text if text is not None else TINY
+    path.write_text(textwrap.dedent(body))
+    return path
+
+
+# -- Wilson intervals ------------------------------------------------------------
+
+
+@pytest.mark.parametrize("k,n,lo,hi", [
+    (0, 10, 0.0, 0.27753),  # z^2 / (n + z^2)
+    (5, 10, 0.23659, 0.76341),
+    (1, 100, 0.0017674, 0.054486),
+    (10, 10, 0.72247, 1.0),
+    (0, 1_000_000, 0.0, 3.8414e-06),  # about the rule of three, 3/n
+])
+def test_wilson_interval_known_values(k, n, lo, hi):
+    got = sweep.wilson(k, n)
+    assert got[0] == pytest.approx(lo, rel=1e-4, abs=1e-9) and got[1] == pytest.approx(hi, rel=1e-4)
+
+
+def test_wilson_agrees_with_scipy_when_installed():
+    stats = pytest.importorskip("scipy.stats")
+    for k, n in ((0, 7), (3, 40), (17, 1000), (999, 1000)):
+        ci = stats.binomtest(k, n).proportion_ci(confidence_level=0.95, method="wilson")
+        assert sweep.wilson(k, n) == pytest.approx((float(ci.low), float(ci.high)), rel=1e-9, abs=1e-12)
+
+
+def test_wilson_of_nothing_is_everything():
+    assert sweep.wilson(0, 0) == (0.0, 1.0)
+    with pytest.raises(ValueError):
+        sweep.wilson(3, 2)
+
+
+# -- the sweep file --------------------------------------------------------------
+
+
+def test_points_are_the_grid_in_file_order(tmp_path):
+    spec = sweep.load(str(_tiny(tmp_path, TINY + 'age_margin = ["2s", "5s"]\n')))
+    assert spec.points() == [{"latency_p99": "100ms", "age_margin": "2s"}, {"latency_p99": "100ms", "age_margin": "5s"},
+                             {"latency_p99": "3s", "age_margin": "2s"}, {"latency_p99": "3s", "age_margin": "5s"}]
+    assert spec.runs == 4 * 2 * 3
+    assert [sweep.decode(spec, i) for i in (0, 2, 3, 6, 8)] == [(0, 0, 1), (0, 0, 3), (0, 1, 1), (1, 0, 1), (1, 0, 3)]
+
+
+BASE = {
+    "name": "tiny", "summary": "a tiny sweep for the tests", "variants": ["contract", "today"], "seeds": 2,
+    "workload": {"chats": 2, "turns": 2, "tool_calls": [1, 2], "until": "2h"},
+    "fixed": {"agent_restarts_per_hour": 4.0, "long_commands": 1.0},
+    "axes": {"latency_p99": ["100ms", "3s"]},
+}
+
+# (what to change: section, key, value), the one line it must give
+BAD = [
+    ((None, "colour", 1), "colour: unknown key"),
+    (("fixed", "latency_p99", "1s"), "fixed.latency_p99: also swept in [axes]"),
+    (("fixed", "jitter", 1), "fixed.jitter: unknown parameter"),
+    (("fixed", "stall_min", "2s"), "stall_min: not used: stall_probability is 0 at every point"),
+    (("fixed", "agent_downtime_max", "2s"), None),  # restarts are on: live, accepted
+    (("fixed", "long_commands", 1.5), "fixed.long_commands: a share must be between 0 and 1"),
+    (("fixed", "age_margin", 2), "fixed.age_margin: expected a duration string"),
+    (("fixed", "latency_median", "5s"), "latency_p99: 100ms is below the median 5s"),
+    (("workload", "chats", 0), "workload.chats: must be at least 1"),
+    (("workload", "tool_calls", [3, 1]), "workload.tool_calls: expected [min, max]"),
+    (("workload", "threads", 2), "workload.threads: unknown key"),
+    (("workload", "chat_start", "3h"), "workload.chat_start: must be before workload.until"),
+    ((None, "variants", ["tomorrow"]), "variants[0]: unknown variant 'tomorrow'"),
+    ((None, "variants", []), "variants: expected a non-empty list"),
+    ((None, "variants", ["today", "today"]), "variants: a variant is named twice"),
+    (("axes", "latency_p99", []), "axes.latency_p99: expected a non-empty list"),
+    (("axes", "latency_p99", ["1s", "1s"]), "axes.latency_p99: a value is listed twice"),
+    (("axes", "age_margin", ["2s", "soon"]), "axes.age_margin[1]: not a duration"),
+    ((None, "seeds", 0), "seeds: must be at least 1"),
+    ((None, "axes", {}), "axes: name at least one parameter"),
+]
+
+
+def _write(tmp_path, data: dict):
+    from sim.scenario_toml import to_toml
+
+    path = tmp_path / "sweep.toml"
+    path.write_text(to_toml(data))
+    return path
+
+
+@pytest.mark.parametrize("change,reason", BAD, ids=[f"{c[1]}-{i}" for i, (c, _) in enumerate(BAD)])
+def test_a_wrong_sweep_file_is_one_line_exit_2(change, reason, tmp_path, capsys):
+    import copy
+
+    data = copy.deepcopy(BASE)
+    section, key, value = change
+    (data if section is None else data[section])[key] = value
+    spec_or_error = None
+    try:
+        spec_or_error = sweep.from_data(data, "sweep.toml")
+    except sweep.ScenarioError as err:
+        spec_or_error = err
+    if reason is None:
+        assert isinstance(spec_or_error, sweep.Sweep)
+        return
+    assert main(["sweep", str(_write(tmp_path, data)), "--seeds", "1"]) == 2
+    err = capsys.readouterr().err.strip()
+    assert len(err.splitlines()) == 1 and "Traceback" not in err and reason in err, err
+
+
+@pytest.mark.parametrize("argv,reason", [
+    (["--workers", "0"], "sweep: --workers: must be at least 1"),
+    (["--seeds", "0"], "sweep: --seeds: must be at least 1"),
+    (["--cluster", "localhost"], "sweep: --cluster: not a Dask scheduler address"),
+    (["--cluster", "tcp://127.0.0.1:9", "--workers", "2"], "sweep: --workers: not used with --cluster"),
+])
+def test_bad_flags_are_one_line_exit_2(argv, reason, tmp_path, capsys):
+    assert main(["sweep", str(_tiny(tmp_path)), *argv]) == 2
+    err = capsys.readouterr().err.strip()
+    assert len(err.splitlines()) == 1 and reason in err, err
+
+
+def test_missing_file_is_one_line_exit_2(tmp_path, capsys):
+    assert main(["sweep", str(tmp_path / "none.toml")]) == 2
+    assert "no such sweep file" in capsys.readouterr().err
+
+
+# -- every parameter is live ---------------------------------------------------------
+
+# A value that differs from the default, and the setting it needs to act on.
+LIVE = {
+    "latency_median": ("50ms", {}),
+    "latency_p99": ("3s", {}),
+    "stall_probability": (0.5, {}),
+    "stall_min": ("200ms", {"stall_probability": 0.5, "stall_max": "5s"}),
+    "stall_max": ("9s", {"stall_probability": 0.5}),
+    "agent_restarts_per_hour": (6.0, {}),
+    "agent_downtime_max": ("1m", {"agent_restarts_per_hour": 6.0}),
+    "ownership_changes_per_hour": (6.0, {}),
+    "interrupts_per_hour": (6.0, {}),
+    "long_commands": (1.0, {}),
+    "age_margin": ("10s", {"agent_restarts_per_hour": 6.0}),
+    "loss": (0.05, {}),
+}
+
+
+def test_live_table_names_every_parameter():
+    assert set(LIVE) == set(sweep.PARAMS)
+
+
+@pytest.mark.parametrize("name", sorted(sweep.PARAMS))
+def test_every_parameter_changes_the_run(name):
+    value, setting = LIVE[name]
+
+    def trace_hash(fixed: dict) -> str:
+        spec = sweep.from_data({"name": "live", "variants": ["contract"], "seeds": 1,
+                                "workload": {"chats": 2, "turns": 3, "until": "3h"},
+                                "fixed": fixed, "axes": {"interrupts_per_hour" if name != "interrupts_per_hour"
+                                                         else "loss": [0.25 if name != "interrupts_per_hour" else 0.0]}})
+        return run_scenario(from_dict(sweep.scenario_of(spec, spec.points()[0], 3)), "contract").trace_sha256
+
+    assert trace_hash({**setting, name: value}) != trace_hash(setting)
+
+
+# -- counting --------------------------------------------------------------------
+
+
+def test_counters_fire_on_double_runs_and_stay_quiet_under_the_contract(tmp_path):
+    """Today's chatd re-runs a command that outlives its attempt and re-applies an edit on
+    a retry (CODAGT-757): with every foreground command long, today's double runs and
+    edits applied twice are counted and the contract's are 0; the contract's price, false
+    unknowns after the agent restarts (4 an hour here), is counted too."""
+    spec = sweep.load(str(_tiny(tmp_path)))
+    report = sweep.run_sweep(spec)
+    today = [r for r in report["rows"] if r["variant"] == "today"]
+    contract = [r for r in report["rows"] if r["variant"] == "contract"]
+
+    def total(rows, key):
+        return sum(r[key]["count"] for r in rows)
+
+    assert total(today, "double_runs_per_million") > 0 and total(today, "edits_twice_per_million") > 0
+    assert total(contract, "double_runs_per_million") == 0 and total(contract, "edits_twice_per_million") == 0
+    assert total(contract, "false_unknowns_per_million") > 0
+    assert total(contract, "unknown_share_percent") >= total(contract, "false_unknowns_per_million")
+    assert all(r["tool_calls"] > 0 and r["seeds"] == 3 for r in report["rows"])
+    row = today[0]
+    k, n = row["double_runs_per_million"]["count"], row["tool_calls"]
+    assert row["double_runs_per_million"]["rate"] == round(k / n * 1e6, 4)
+
+
+# -- the same report on every backend --------------------------------------------------
+
+
+def test_same_json_on_one_process_two_workers_and_a_cluster(tmp_path, capsys):
+    distributed = pytest.importorskip("distributed")
+    path = _tiny(tmp_path)
+    assert main(["sweep", str(path), "--json"]) == 0
+    one = capsys.readouterr().out
+    assert main(["sweep", str(path), "--json", "--workers", "2"]) == 0
+    assert capsys.readouterr().out == one
+    with distributed.LocalCluster(n_workers=2, threads_per_worker=1, processes=False,
+                                  dashboard_address=None) as cluster:
+        assert main(["sweep", str(path), "--json", "--cluster", cluster.scheduler_address]) == 0
+    assert capsys.readouterr().out == one
+    report = json.loads(one)
+    assert report["runs"] == 12 and report["interval"] == "Wilson score, 95%"
+
+
+def test_report_dir_has_markdown_json_and_deterministic_pictures(tmp_path, capsys):
+    path = _tiny(tmp_path, TINY.replace(
+        "[fixed]\nagent_restarts_per_hour = 4.0\n", "[fixed]\n").replace(
+        'latency_p99 = ["100ms", "3s"]', 'latency_p99 = ["100ms", "3s"]\nagent_restarts_per_hour = [1.0, 4.0]'))
+    out1, out2 = tmp_path / "r1", tmp_path / "r2"
+    assert main(["sweep", str(path), "--seeds", "1", "--report", str(out1)]) == 0
+    table = capsys.readouterr().out
+    assert main(["sweep", str(path), "--seeds", "1", "--report", str(out2)]) == 0
+    names = sorted(p.name for p in out1.iterdir())
+    assert names == ["double_runs_vs_p99.svg", "sweep.json", "sweep.md", "unknown_share_vs_restarts.svg"]
+    for name in names:
+        assert (out1 / name).read_bytes() == (out2 / name).read_bytes(), name
+    md = (out1 / "sweep.md").read_text()
+    assert "| latency_p99 | agent_restarts_per_hour | variant |" in md and "![double_runs_vs_p99.svg]" in md
+    assert "latency_p99  agent_restarts_per_hour  variant" in table
+
+
+def test_a_sweep_without_the_axes_says_which_pictures_are_missing(tmp_path, capsys):
+    path = _tiny(tmp_path, TINY.replace("long_commands = 1.0\n", "").replace(
+        'latency_p99 = ["100ms", "3s"]', "long_commands = [1.0]"))
+    assert main(["sweep", str(path), "--seeds", "1", "--report", str(tmp_path / "r")]) == 0
+    md = (tmp_path / "r" / "sweep.md").read_text()
+    assert "does not vary `latency_p99`" in md and "does not vary `agent_restarts_per_hour`" in md
+    assert sorted(p.name for p in (tmp_path / "r").iterdir()) == ["sweep.json", "sweep.md"]
+
+
+# -- the shipped sweep -------------------------------------------------------------------
+
+
+def test_shipped_age_margin_sweep_loads_and_is_a_million_tool_calls():
+    spec = sweep.load(sweep.resolve_path("age_margin"))
+    assert dict(spec.axes)["age_margin"] == ("2s", "5s")
+    assert "latency_p99" in dict(spec.axes)
+    # 800 seeds made 996,840 tool calls in 16,000 runs (62.3 a run): 60 a run is safe.
+    assert spec.runs * 60 >= 1_000_000
+
+
+def test_readme_lists_every_sweep_parameter_as_the_code_declares_it():
+    """The README's parameter table is ``sweep.PARAMS``, row for row."""
+    from pathlib import Path
+
+    readme = (Path(__file__).resolve().parent.parent / "README.md").read_text(encoding="utf-8")
+    for p in sweep.PARAMS.values():
+        assert f"| `{p.name}` | {p.type} | `{p.default}` | {p.meaning} |" in readme, p.name
