@@ -264,7 +264,7 @@ class LocalDaskCluster:
         from distributed import Client, LocalCluster
 
         self.cluster = LocalCluster(n_workers=workers, threads_per_worker=1, processes=True,
-                                    dashboard_address=None, silence_logs=logging.ERROR)
+                                    dashboard_address=":0", silence_logs=logging.ERROR)
         self.client = Client(self.cluster, set_as_default=False)
 
     def close(self) -> None:

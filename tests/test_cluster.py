@@ -26,7 +26,7 @@ VARIANT = "contract"
 @pytest.fixture(scope="module")
 def threads_cluster():
     with distributed.LocalCluster(n_workers=2, threads_per_worker=1, processes=False,
-                                  dashboard_address=None) as cluster:
+                                  dashboard_address=":0") as cluster:
         yield cluster
 
 
@@ -145,7 +145,7 @@ def process_cluster():
     # gives up on it (KilledWorker), so the always-dying seed is found in seconds.
     with dask.config.set({"distributed.scheduler.allowed-failures": 1}):
         with distributed.LocalCluster(n_workers=2, threads_per_worker=1, processes=True,
-                                      dashboard_address=None) as cluster:
+                                      dashboard_address=":0") as cluster:
             yield cluster
 
 
