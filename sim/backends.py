@@ -48,6 +48,7 @@ from __future__ import annotations
 import multiprocessing
 import re
 import sys
+from contextlib import contextmanager
 from concurrent.futures import FIRST_COMPLETED, ProcessPoolExecutor, wait
 from concurrent.futures.process import BrokenProcessPool
 from typing import Any, Callable, Iterator
@@ -270,6 +271,33 @@ class LocalDaskCluster:
     def close(self) -> None:
         self.client.close()
         self.cluster.close()
+
+
+def add_cluster_flag(parser, what: str = "the work") -> None:
+    """``--cluster ADDRESS`` as every command that can use a cluster takes it."""
+    parser.add_argument("--cluster", default=None, metavar="ADDRESS",
+                        help=f"run {what} on a Dask scheduler, e.g. tcp://host:8786, or `local` for a "
+                             f"LocalCluster of --workers processes (the same report as without it)")
+
+
+@contextmanager
+def cluster_of(address: str | None, workers: int, command: str):
+    """A command's ``--cluster``: checked (a malformed address, or ``--workers`` beside a
+    scheduler that brings its own workers, is one line and exit 2), connected before the
+    command prints anything (an unreachable scheduler is one line too), closed at the
+    end. None without the flag."""
+    if address is None:
+        yield None
+        return
+    check_address(address, f"{command}: --cluster")
+    if workers > 1 and address.strip() != LOCAL:
+        raise BadAddress(f"{command}: --workers: not used with --cluster (the cluster's workers run the work; "
+                         "with --cluster local it is the number of Dask workers)")
+    cluster = connect(address, f"{command}: --cluster", workers)
+    try:
+        yield cluster
+    finally:
+        cluster.close()
 
 
 def connect(address: str, flag: str = "--cluster", workers: int = 2):

@@ -392,12 +392,32 @@ def _worker_init() -> None:
     signal.signal(signal.SIGINT, signal.SIG_IGN)  # Ctrl-C is the parent's to handle
 
 
-def run_jobs(jobs, workers: int, on_progress: Callable[[int, int, str], None] | None = None) -> list:
-    """Rule 1: the outputs of ``jobs`` in job order, computed by ``workers`` processes."""
+def _job_at(index: int, jobs: list):  # module level: what a Dask worker runs (job ``index``)
+    fn, args = jobs[index]
+    return fn(*args)
+
+
+def run_jobs(jobs, workers: int, on_progress: Callable[[int, int, str], None] | None = None,
+             cluster=None) -> list:
+    """Rule 1: the outputs of ``jobs`` in job order, computed by ``workers`` processes,
+    or on a Dask ``cluster`` (sim/backends.py: the jobs go as the numbers 0..n-1 where
+    a swarm sends seeds, and come back in that order, so the report is the same bytes)."""
     from . import swarm
 
     total = len(jobs)
     outputs = []
+    if cluster is not None:
+        from .backends import SeedFailed, map_seeds
+
+        try:
+            for out in map_seeds(_job_at, 0, total, (jobs,), cluster=cluster):
+                outputs.append(out)
+                if on_progress is not None:
+                    on_progress(len(outputs), total, _what(out))
+        except SeedFailed as err:  # the job's number stands where a seed would: name the job
+            raise RuntimeError(f"check job {err.seed} ({jobs[err.seed][0].__name__}) failed on every try "
+                               f"({err.tries}): {err.error}") from None
+        return outputs
     if workers <= 1 or total <= 1:
         for i, (fn, args) in enumerate(jobs):
             outputs.append(fn(*args))
@@ -491,10 +511,11 @@ def _checked_properties() -> list[str]:
 
 def run_check(suite: suites.Suite, *, quick: bool = False, workers: int = 1, baseline: list[dict] | None = None,
               baseline_file: str | None = None, update_baseline: bool = False,
-              on_progress: Callable[[int, int, str], None] | None = None) -> CheckResult:
-    """Run ``suite`` (its quick part with ``quick``) and judge it against ``baseline``."""
+              on_progress: Callable[[int, int, str], None] | None = None, cluster=None) -> CheckResult:
+    """Run ``suite`` (its quick part with ``quick``) and judge it against ``baseline``;
+    the jobs run on ``workers`` processes or the Dask ``cluster`` (the same report)."""
     part = suite.part(quick)
-    outputs = run_jobs(_jobs(part), workers, on_progress)
+    outputs = run_jobs(_jobs(part), workers, on_progress, cluster)
     return fold(suite, part, quick, outputs, baseline or [], baseline_file, update_baseline)
 
 

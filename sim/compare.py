@@ -196,9 +196,18 @@ def _run_chunk(args: tuple[str, list[int]]) -> list[dict]:
     return [run_seed((design, s)) for s in seeds]
 
 
-def swarm_runs(design: str, seeds: int, first_seed: int = 1, workers: int = 1) -> list[dict]:
-    """Seeds ``first_seed ..`` under ``design``, in seed order whatever ``workers`` is."""
+def _seed_run(seed: int, design: str) -> dict:  # module level: what a Dask worker runs
+    return run_seed((design, seed))
+
+
+def swarm_runs(design: str, seeds: int, first_seed: int = 1, workers: int = 1, cluster=None) -> list[dict]:
+    """Seeds ``first_seed ..`` under ``design``, in seed order whatever ``workers`` is, or
+    on a Dask ``cluster`` (sim/backends.py), in the same order."""
     all_seeds = list(range(first_seed, first_seed + seeds))
+    if cluster is not None:
+        from .backends import map_seeds
+
+        return list(map_seeds(_seed_run, first_seed, seeds, (design,), cluster=cluster))
     if workers <= 1 or seeds < 2:
         return [run_seed((design, s)) for s in all_seeds]
     from .swarm import _pool_context
@@ -318,7 +327,7 @@ def verdicts(explored: list[dict], swarm: list[dict], scenarios: list[dict]) -> 
 
 
 def compare(design_names: list[str], compare_worlds: list[CompareWorld], seeds: int, out_dir: pathlib.Path | None,
-            workers: int = 1, first_seed: int = 1, on_design=None) -> dict:
+            workers: int = 1, first_seed: int = 1, on_design=None, cluster=None) -> dict:
     """The whole comparison as plain data (Rule 2). ``on_design(name)`` is told when a
     design begins (progress for a terminal; never part of the data)."""
     if out_dir is not None:
@@ -328,7 +337,7 @@ def compare(design_names: list[str], compare_worlds: list[CompareWorld], seeds: 
         if on_design is not None:
             on_design(name)
         explored = [explore_design(name, cw, out_dir) for cw in compare_worlds]
-        rows.append(row(name, explored, swarm_runs(name, seeds, first_seed, workers), scenario_runs(name),
+        rows.append(row(name, explored, swarm_runs(name, seeds, first_seed, workers, cluster), scenario_runs(name),
                         long_run(name)))
     return data(rows, compare_worlds, seeds, first_seed)
 

@@ -200,3 +200,46 @@ def test_unreachable_scheduler_is_one_line_exit_2(monkeypatch, capsys, tmp_path)
     err = captured.err.strip()
     assert captured.out == ""
     assert len(err.splitlines()) == 1 and "swarm: --cluster: no Dask scheduler answered at tcp://127.0.0.1:9" in err
+
+
+# -- check and compare through a cluster (issue 17: "swarm, check and compare take --cluster")
+
+
+TINY_SUITE = """
+name = "tiny"
+[[scenarios]]
+files = ["us09_chat_isolation", "lost_start_answer"]
+variants = ["contract", "today"]
+"""
+
+
+def test_check_jobs_through_a_cluster_give_the_same_report(client, tmp_path):
+    """check's jobs go to the cluster as numbers and come back in job order: the same
+    report.json, summary.md and junit.xml as one process."""
+    from sim import check, suite as suites
+    from sim.commands.check import write_report
+    from sim import counterexample as cx
+
+    path = tmp_path / "tiny.toml"
+    path.write_text(TINY_SUITE)
+    suite = suites.load(str(path))
+    for name, kwargs in (("local", {}), ("cluster", {"cluster": client})):
+        result = check.run_check(suite, baseline=[], **kwargs)
+        write_report(result, tmp_path / name, cx)
+    for f in ("report.json", "summary.md", "junit.xml"):
+        assert (tmp_path / "local" / f).read_bytes() == (tmp_path / "cluster" / f).read_bytes(), f
+
+
+def test_compare_swarm_seeds_through_a_cluster_are_the_same_rows(client):
+    from sim import compare
+
+    assert compare.swarm_runs("contract", 4, 1, cluster=client) == compare.swarm_runs("contract", 4, 1)
+
+
+@pytest.mark.parametrize("command", [["check", "--quick"], ["compare", "--seeds", "2"]])
+def test_check_and_compare_refuse_a_bad_cluster_in_one_line(command, tmp_path, capsys):
+    assert main([*command, "--out", str(tmp_path / "o"), "--cluster", "nonsense"]) == 2
+    err = capsys.readouterr().err
+    assert err.strip().splitlines()[-1].startswith("toolcall-sim: ") and "--cluster" in err
+    assert main([*command, "--out", str(tmp_path / "o"), "--cluster", "tcp://127.0.0.1:8786", "--workers", "2"]) == 2
+    assert "--workers: not used with --cluster" in capsys.readouterr().err

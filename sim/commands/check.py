@@ -44,6 +44,7 @@ from pathlib import Path
 from reports import check_html, check_markdown, junit
 from reports.json_text import json_text
 
+from ..backends import add_cluster_flag, cluster_of
 from ..output import DEFAULT_OUT, OutputError, check_out_dir, check_out_file, write_atomic
 from ..progress import Progress, add_quiet_flag
 from .common import EXIT_OK, EXIT_VIOLATION, BadFlag
@@ -66,6 +67,7 @@ def add_arguments(parser) -> None:
     parser.add_argument("--workers", type=int, default=1,
                         help="processes to run the suite's jobs with (default 1); the report is the same for any")
     parser.add_argument("--quick", action="store_true", help="run only the part of the suite marked quick")
+    add_cluster_flag(parser, "the suite's jobs")
     add_quiet_flag(parser)
 
 
@@ -117,10 +119,10 @@ def main(args, out) -> int:
     if bar.mode != "off":  # a terminal (or TOOLCALL_SIM_PROGRESS asks): where the report goes
         sys.stderr.write(check_markdown.first_line(suite.name, args.quick, jobs, out_dir))
         sys.stderr.flush()
-    with bar as progress:
+    with cluster_of(args.cluster, args.workers, "check") as cluster, bar as progress:
         result = check.run_check(suite, quick=args.quick, workers=args.workers, baseline=entries,
                                  baseline_file=str(baseline_path) if entries or args.update_baseline else None,
-                                 update_baseline=args.update_baseline, on_progress=progress)
+                                 update_baseline=args.update_baseline, on_progress=progress, cluster=cluster)
         progress.finish()
     with sigint_deferred():
         write_report(result, out_dir, cx, args.workers)

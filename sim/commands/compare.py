@@ -25,6 +25,7 @@ from pathlib import Path
 from reports import compare as report
 
 from .. import compare
+from ..backends import add_cluster_flag, cluster_of
 from ..output import check_out_dir, default_out_dir, write_atomic
 from .check import check_report_dir
 from .common import EXIT_OK, EXIT_VIOLATION, BadFlag
@@ -50,6 +51,7 @@ def add_arguments(parser) -> None:
                         help=f"swarm seeds per design (default {compare.DEFAULT_SEEDS})")
     parser.add_argument("--first-seed", type=int, default=1, help="first swarm seed (default 1)")
     parser.add_argument("--workers", type=int, default=1, help="processes for the swarm seeds (default 1)")
+    add_cluster_flag(parser, "the swarm seeds")
     parser.add_argument("--json", action="store_true", help="print the matrix and costs as one JSON object")
     parser.add_argument("--report", metavar="DIR",
                         help="also write the report page (index.html: the heat map, the costs, each design's "
@@ -73,12 +75,13 @@ def main(args, out) -> int:
         raise BadFlag(f"--workers: must be at least 1, got {args.workers}")
     out_dir = check_out_dir(args.out)
     report_dir = check_report_dir(args.report) if args.report is not None else None
-    if not args.json:
-        out.write(report.first_line(out_dir))
-        out.flush()
-    data = compare.compare(designs, worlds, args.seeds, Path(out_dir), workers=args.workers,
-                           first_seed=args.first_seed,
-                           on_design=lambda name: print(report.progress(name), file=sys.stderr, flush=True))
+    with cluster_of(args.cluster, args.workers, "compare") as cluster:
+        if not args.json:
+            out.write(report.first_line(out_dir))
+            out.flush()
+        data = compare.compare(designs, worlds, args.seeds, Path(out_dir), workers=args.workers,
+                               first_seed=args.first_seed, cluster=cluster,
+                               on_design=lambda name: print(report.progress(name), file=sys.stderr, flush=True))
     contract = next((row for row in data["rows"] if row["design"] == "contract"), None)
     broken = [p for p, c in (contract["matrix"].items() if contract is not None else ()) if c["verdict"] == "violated"]
     code = EXIT_VIOLATION if broken else EXIT_OK
