@@ -236,8 +236,31 @@ def _interrupt_after(args: list[str], cwd: Path, ready, env: dict | None = None)
         proc.wait()
         pytest.fail(f"no progress line before the end: exit {proc.returncode}, stderr {''.join(seen)!r}")
     proc.send_signal(signal.SIGINT)
-    out, err = proc.communicate()
+    try:
+        # A guard against a hang, not a speed check: a Ctrl-C that stops nothing would
+        # otherwise hold the whole suite (seen once with --workers 2: the parent and its
+        # pool workers all waiting on locks).
+        out, err = proc.communicate(timeout=120)
+    except subprocess.TimeoutExpired:
+        for child in _children(proc.pid):
+            os.kill(child, signal.SIGKILL)
+        proc.kill()
+        out, err = proc.communicate()
+        pytest.fail(f"the command did not stop within 120 s of its Ctrl-C: {args}")
     return proc.returncode, out, "".join(seen) + err
+
+
+def _children(pid: int) -> list[int]:
+    """The processes whose parent is ``pid`` (Linux /proc; none elsewhere)."""
+    found = []
+    for stat in Path("/proc").glob("[0-9]*/stat"):
+        try:
+            fields = stat.read_text().rsplit(")", 1)[1].split()
+        except (OSError, IndexError):
+            continue
+        if int(fields[1]) == pid:
+            found.append(int(stat.parent.name))
+    return found
 
 
 @pytest.mark.slow
