@@ -280,6 +280,16 @@ def add_cluster_flag(parser, what: str = "the work") -> None:
                              f"LocalCluster of --workers processes (the same report as without it)")
 
 
+def check_cluster_flags(address: str, workers: int, command: str) -> None:
+    """``--cluster`` beside ``--workers``, checked before anything runs: a malformed
+    address, or ``--workers`` beside a scheduler that brings its own workers, is one line
+    of bad input (exit 2)."""
+    check_address(address, f"{command}: --cluster")
+    if workers > 1 and address.strip() != LOCAL:
+        raise BadAddress(f"{command}: --workers: not used with --cluster (the cluster's workers run the work; "
+                         "with --cluster local it is the number of Dask workers)")
+
+
 @contextmanager
 def cluster_of(address: str | None, workers: int, command: str):
     """A command's ``--cluster``: checked (a malformed address, or ``--workers`` beside a
@@ -289,10 +299,7 @@ def cluster_of(address: str | None, workers: int, command: str):
     if address is None:
         yield None
         return
-    check_address(address, f"{command}: --cluster")
-    if workers > 1 and address.strip() != LOCAL:
-        raise BadAddress(f"{command}: --workers: not used with --cluster (the cluster's workers run the work; "
-                         "with --cluster local it is the number of Dask workers)")
+    check_cluster_flags(address, workers, command)
     cluster = connect(address, f"{command}: --cluster", workers)
     try:
         yield cluster

@@ -58,7 +58,7 @@ from model.properties import KNOWN_FINDINGS
 from reports.swarm import (describe_fault, format_failure_written, format_header, format_interrupted,
                            format_json, format_progress, format_report)
 
-from .backends import LOCAL, MAX_CHUNK_SEEDS, _pool_context, check_address, chunks, connect, map_seeds, run_range  # noqa: F401 (re-exported)
+from .backends import LOCAL, MAX_CHUNK_SEEDS, _pool_context, check_address, check_cluster_flags, chunks, connect, map_seeds, run_range  # noqa: F401 (re-exported)
 from .minimize import minimize_scenario, size
 from .output import check_out_dir, default_out_dir, sigint_deferred, write_atomic
 from .progress import Progress, add_quiet_flag
@@ -288,10 +288,7 @@ def main(args, out) -> int:
         raise ScenarioError(f"swarm: --first-seed: must not be negative, got {args.first_seed}")
     check_variant(args.variant, "swarm: --variant")
     if args.cluster is not None:
-        check_address(args.cluster, "swarm: --cluster")
-        if args.workers > 1 and args.cluster.strip() != LOCAL:
-            raise ScenarioError("swarm: --workers: not used with --cluster (the cluster's workers run the seeds; "
-                                "with --cluster local it is the number of Dask workers)")
+        check_cluster_flags(args.cluster, args.workers, "swarm")
     out_dir = check_out_dir(args.out)
     # Connected before the header: an unreachable scheduler is one line and no output.
     cluster = None if args.cluster is None else connect(args.cluster, "swarm: --cluster", args.workers)

@@ -22,7 +22,7 @@ import sys
 from reports import sweep as report
 
 from .. import sweep
-from ..backends import LOCAL, check_address, connect
+from ..backends import check_cluster_flags, connect
 from ..output import check_out_dir, write_atomic
 from ..progress import Progress, add_quiet_flag
 from .common import EXIT_OK, BadFlag
@@ -50,10 +50,7 @@ def main(args, out) -> int:
     if args.seeds is not None and args.seeds < 1:
         raise BadFlag(f"sweep: --seeds: must be at least 1, got {args.seeds}")
     if args.cluster is not None:
-        check_address(args.cluster, "sweep: --cluster")
-        if args.workers > 1 and args.cluster.strip() != LOCAL:
-            raise BadFlag("sweep: --workers: not used with --cluster (the cluster's workers run the runs; "
-                          "with --cluster local it is the number of Dask workers)")
+        check_cluster_flags(args.cluster, args.workers, "sweep")
     spec = sweep.load(sweep.resolve_path(args.sweep))
     if args.seeds is not None:
         spec = spec.with_seeds(args.seeds)
