@@ -67,13 +67,21 @@ def test_batching_skips_most_steps():
 
 
 @pytest.mark.slow
-@pytest.mark.parametrize("variant,seeds", [("contract", range(1, 201)),
+@pytest.mark.parametrize("variant,seeds", [("contract", range(1, 31)),
                                            ("contract+cancel-without-marker", range(1, 11)),
                                            ("contract+stop-rule-inclusive", range(12, 22)),
                                            ("contract+no-agent-answer-timeout", range(40, 50))])
 def test_swarm_seeds_batched_equal_stepwise(variant, seeds):
     """Swarm worlds: random latencies, losses and every fault kind (pauses, crashes,
-    database outages, clock steps) around the periodic loops."""
+    database outages, clock steps) around the periodic loops.
+
+    30 contract seeds, not the 200 this ran before (10 s of the suite): the 30 draw
+    every fault kind that seeds 1-200 draw (asserted below, so a change of the drawing
+    that left a kind out of them fails here rather than thinning the test)."""
+    if variant == "contract":
+        def kinds(seed_range):
+            return {f["kind"] for s in seed_range for f in draw_scenario(s).get("faults", [])}
+        assert kinds(seeds) == kinds(range(1, 201))
     for seed in seeds:
         data = draw_scenario(seed)
         _assert_same_story(from_dict(data, f"<swarm {seed}>"), variant)
