@@ -4,6 +4,8 @@ depend on the worker count (issue 16)."""
 
 from __future__ import annotations
 
+import contextlib
+import io
 import json
 
 import pytest
@@ -35,15 +37,27 @@ def test_out_that_is_a_file_is_bad_input(capsys, tmp_path):
     assert "is a file" in capsys.readouterr().err
 
 
-def _json(capsys, tmp_path, *extra) -> dict:
-    code = main(["compare", *SMALL, "--json", "--out", str(tmp_path / "out"), *extra])
+def _json(capsys, out, *extra) -> dict:
+    code = main(["compare", *SMALL, "--json", "--out", str(out), *extra])
     doc = json.loads(capsys.readouterr().out)
     assert code == 0
     return doc
 
 
-def test_json_shape_and_the_designs_verdicts(capsys, tmp_path):
-    doc = _json(capsys, tmp_path, "--report", str(tmp_path / "rep"))
+@pytest.fixture(scope="module")
+def one_worker(tmp_path_factory):
+    """SMALL compared in one process, with --report: (JSON, out folder, report folder).
+    One run for the tests below, which read it (each run costs seconds of explorer)."""
+    root = tmp_path_factory.mktemp("compare")
+    buffer = io.StringIO()
+    with contextlib.redirect_stdout(buffer):  # capsys is per test; this runs once per module
+        code = main(["compare", *SMALL, "--json", "--out", str(root / "out"), "--report", str(root / "rep")])
+    assert code == 0
+    return json.loads(buffer.getvalue()), root / "out", root / "rep"
+
+
+def test_json_shape_and_the_designs_verdicts(one_worker):
+    doc, _, rep = one_worker
     assert doc["designs"] == ["contract", "first-attempt-only"]
     assert doc["seeds"] == 3 and [w["name"] for w in doc["worlds"]] == ["above-margin"]
     assert "unknown_only_when_unknowable" in doc["properties"] and "retry_gets_recorded_start" not in doc["properties"]
@@ -60,13 +74,15 @@ def test_json_shape_and_the_designs_verdicts(capsys, tmp_path):
     # default world: the first attempt never reached the agent.
     assert first["matrix"]["unknown_only_when_unknowable"]["verdict"] == "violated"
     assert "design_first_attempt_never_reached" in first["scenarios"]["violated"]
-    table = (tmp_path / "rep" / "compare.md").read_text()
+    table = (rep / "compare.md").read_text()
     assert table.startswith("# Comparing designs") and "| at_most_once | residual risk age_check_best_effort |" in table
 
 
-def test_deterministic_for_any_worker_count(capsys, tmp_path):
-    one = _json(capsys, tmp_path)
-    two = _json(capsys, tmp_path, "--workers", "2")
+def test_deterministic_for_any_worker_count(one_worker, capsys):
+    """Two workers print what one printed (--report only writes the table: it does not
+    change the JSON, so the one-worker run above, with it, is the reference)."""
+    one, out, _ = one_worker
+    two = _json(capsys, out, "--workers", "2")
     assert one == two
 
 
