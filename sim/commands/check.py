@@ -41,7 +41,7 @@ import sys
 import tempfile
 from pathlib import Path
 
-from reports import check_html, check_markdown, junit
+from reports import check_markdown, junit
 from reports.json_text import json_text
 
 from ..backends import add_cluster_flag, cluster_of
@@ -138,6 +138,8 @@ def draw(report: dict, traces: dict, workers: int) -> dict[str, str]:
     back in order, so they are the same bytes for any ``workers``."""
     from concurrent.futures import ProcessPoolExecutor
 
+    from reports import check_html  # matplotlib: imported by the commands that draw, not by every command
+
     from ..check import _worker_init
     from ..swarm import _pool_context
 
@@ -180,6 +182,8 @@ def write_report(result, out_dir: Path, cx, workers: int = 1, junit_xml: bool = 
     """Rule 1: every file into a temporary folder beside ``out_dir``, then renamed over it.
     The pictures are drawn by ``workers`` processes (matplotlib costs a fraction of a
     second a picture, and a suite has one per scenario run)."""
+    from reports import check_html  # matplotlib (see ``draw``)
+
     out_dir = Path(out_dir)
     out_dir.parent.mkdir(parents=True, exist_ok=True)
     tmp = Path(tempfile.mkdtemp(prefix=f".{out_dir.name}.tmp-", dir=out_dir.parent))
