@@ -106,9 +106,11 @@ def parse_seeds(value: str, where: str = "--toolcall-seeds") -> tuple[int, ...]:
 
 
 def _variants(config) -> tuple[str, ...]:
-    from model import planted_bugs
-
     names = [v.strip() for given in config.getoption("--toolcall-variant") for v in given.split(",")]
+    if not names:
+        return ()
+    from model import planted_bugs  # the model's tables: only when a variant is named
+
     for name in names:
         if not name:
             raise pytest.UsageError("--toolcall-variant: empty; name a variant (toolcall-sim list shows them)")

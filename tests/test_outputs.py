@@ -44,21 +44,42 @@ def _hash(proc: subprocess.CompletedProcess) -> str:
     return json.loads(proc.stdout)["trace_sha256"]
 
 
+class _Ran:
+    """What ``_here`` ran: the exit code and the text, named as a finished process's."""
+
+    def __init__(self, returncode: int, stdout: str, stderr: str):
+        self.returncode, self.stdout, self.stderr = returncode, stdout, stderr
+
+
+@pytest.fixture
+def here(monkeypatch, capsys):
+    """``here(args, cwd)``: the command run in this process from the folder ``cwd``. The
+    tests of folders are about the current directory, which ``chdir`` changes, not
+    about a fresh interpreter (test_an_installed_package_gives_the_same_hash and the
+    Ctrl-C tests start one); a process start costs a second of imports each."""
+    def run(args: list[str], cwd: Path) -> _Ran:
+        capsys.readouterr()
+        monkeypatch.chdir(cwd)
+        code = main(args)
+        out, err = capsys.readouterr()
+        return _Ran(code, out, err)
+    return run
+
+
 # ---------------------------------------------------------------------------
 # The same run, the same hash, anywhere
 # ---------------------------------------------------------------------------
 
 
-@pytest.mark.slow
-def test_three_paths_to_one_scenario_give_one_hash(tmp_path):
+def test_three_paths_to_one_scenario_give_one_hash(tmp_path, here):
     """By name, by relative path, and as a copy in another folder run from there."""
     copy = tmp_path / "elsewhere" / "my-copy.toml"
     copy.parent.mkdir()
     shutil.copy(ROOT / "scenarios" / f"{US02}.toml", copy)
     hashes = {
-        _hash(_sim(["run", US02, "--json"], ROOT)),
-        _hash(_sim(["run", f"scenarios/{US02}.toml", "--json"], ROOT)),
-        _hash(_sim(["run", "my-copy.toml", "--json"], copy.parent)),
+        _hash(here(["run", US02, "--json"], ROOT)),
+        _hash(here(["run", f"scenarios/{US02}.toml", "--json"], ROOT)),
+        _hash(here(["run", "my-copy.toml", "--json"], copy.parent)),
     }
     assert hashes == {US02_SHA256}
 
@@ -71,39 +92,37 @@ def test_the_trace_header_names_the_scenario_by_content(tmp_path):
     assert str(ROOT) not in (tmp_path / "t.jsonl").read_text()
 
 
-@pytest.mark.slow
-def test_a_trace_replays_from_another_folder(tmp_path):
+def test_a_trace_replays_from_another_folder(tmp_path, here):
     """A trace of a shipped scenario replays from anywhere; a trace of a user's
     scenario replays when the scenario lies next to the trace, or is named."""
     (tmp_path / "a").mkdir()
     (tmp_path / "b").mkdir()
-    assert _sim(["run", US02, "--trace", str(tmp_path / "a" / "t.jsonl")], ROOT).returncode == 0
-    proc = _sim(["replay", str(tmp_path / "a" / "t.jsonl")], tmp_path / "b")
+    assert here(["run", US02, "--trace", str(tmp_path / "a" / "t.jsonl")], ROOT).returncode == 0
+    proc = here(["replay", str(tmp_path / "a" / "t.jsonl")], tmp_path / "b")
     assert proc.returncode == 0 and f"trace sha256 {US02_SHA256} (same)" in proc.stdout, proc.stderr
 
     mine = (ROOT / "scenarios" / "smoke_retry.toml").read_text().replace('"smoke-retry"', '"mine"')
     (tmp_path / "a" / "mine.toml").write_text(mine)
-    assert _sim(["run", "mine.toml", "--trace", "mine.jsonl"], tmp_path / "a").returncode == 0
-    proc = _sim(["replay", str(tmp_path / "a" / "mine.jsonl")], tmp_path / "b")
+    assert here(["run", "mine.toml", "--trace", "mine.jsonl"], tmp_path / "a").returncode == 0
+    proc = here(["replay", str(tmp_path / "a" / "mine.jsonl")], tmp_path / "b")
     assert proc.returncode == 0 and "(same)" in proc.stdout, proc.stderr
     (tmp_path / "b" / "renamed.toml").write_text(mine)
     shutil.move(tmp_path / "a" / "mine.jsonl", tmp_path / "b" / "mine.jsonl")
     (tmp_path / "a" / "mine.toml").unlink()
-    proc = _sim(["replay", "mine.jsonl", "--scenario", "renamed.toml"], tmp_path / "b")
+    proc = here(["replay", "mine.jsonl", "--scenario", "renamed.toml"], tmp_path / "b")
     assert proc.returncode == 0 and "(same)" in proc.stdout, proc.stderr
 
 
-@pytest.mark.slow
-def test_a_trace_whose_scenario_changed_is_not_replayed_against_it(tmp_path):
+def test_a_trace_whose_scenario_changed_is_not_replayed_against_it(tmp_path, here):
     """Content identity: an edited scenario of the same name is not the one recorded."""
     mine = (ROOT / "scenarios" / "smoke_retry.toml").read_text().replace('"smoke-retry"', '"mine"')
     (tmp_path / "s.toml").write_text(mine)
-    assert _sim(["run", "s.toml", "--trace", "t.jsonl"], tmp_path).returncode == 0
+    assert here(["run", "s.toml", "--trace", "t.jsonl"], tmp_path).returncode == 0
     (tmp_path / "s.toml").write_text(mine.replace('runs_for = "20m"', 'runs_for = "21m"'))
-    proc = _sim(["replay", "t.jsonl"], tmp_path)
+    proc = here(["replay", "t.jsonl"], tmp_path)
     assert proc.returncode == 2 and "no scenario 'mine' with sha256" in proc.stderr
     (tmp_path / "s.toml").write_text(mine.replace('summary = "', 'summary = "Prose does not change a run. '))
-    assert _sim(["replay", "t.jsonl"], tmp_path).returncode == 0
+    assert here(["replay", "t.jsonl"], tmp_path).returncode == 0
 
 
 @pytest.mark.slow
@@ -133,12 +152,12 @@ def test_an_installed_package_gives_the_same_hash(tmp_path):
 
 
 @pytest.mark.slow
-def test_swarm_writes_under_the_current_folder_and_its_files_replay_anywhere(tmp_path):
+def test_swarm_writes_under_the_current_folder_and_its_files_replay_anywhere(tmp_path, here):
     """The default folder is ./reports/out/swarm where the command runs (named in the
     first line), not the package; the counterexample embeds its scenario, holds no
     absolute path, and replays from another folder with the same hash."""
     before = sorted(p.name for p in (ROOT / "reports").rglob("*"))
-    proc = _sim(["swarm", "--seeds", "1", "--first-seed", "7", "--variant", BUGGY], tmp_path)
+    proc = here(["swarm", "--seeds", "1", "--first-seed", "7", "--variant", BUGGY], tmp_path)
     assert proc.returncode == 1, proc.stderr
     assert proc.stdout.splitlines()[0].endswith("failures go to reports/out/swarm")
     files = sorted(p.name for p in (tmp_path / "reports" / "out" / "swarm").iterdir())
@@ -148,7 +167,7 @@ def test_swarm_writes_under_the_current_folder_and_its_files_replay_anywhere(tmp
     assert str(tmp_path) not in text and str(ROOT) not in text
     elsewhere = tmp_path / "elsewhere"
     elsewhere.mkdir()
-    proc = _sim(["replay", str(tmp_path / "reports" / "out" / "swarm" / files[0])], elsewhere)
+    proc = here(["replay", str(tmp_path / "reports" / "out" / "swarm" / files[0])], elsewhere)
     assert proc.returncode == 1 and "REPRODUCED" in proc.stdout and "(same)" in proc.stdout, proc.stdout
 
 
