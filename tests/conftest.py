@@ -2,22 +2,29 @@
 
 Theory of operation
 -------------------
-pyproject.toml runs the suite in two pytest-xdist workers with ``--dist load
---maxschedchunk 2``: the tests form one queue, and a worker that is nearly done takes the
-next two. Tests marked ``slow`` (seed sweeps, explorations, child processes: seconds to
-half a minute each) are moved to the front of that queue, so both workers start on them
-and the thousand fast tests fill in behind; a long test taken near the end would leave
-one core idle while it runs (longest jobs first, as a scheduler packs them).
+pyproject.toml runs the suite in two pytest-xdist workers with ``--dist loadgroup
+--no-loadscope-reorder``: the tests form one queue of work units in collection order,
+and a worker that is nearly done takes the next one. A unit is one test, except that
+the tests of a module with a module-scoped fixture form one unit (an ``xdist_group``
+named after the module, added here): that fixture (a check suite run twice, a compare
+run, a bench run, a local cluster) then runs once, in one worker, where ``--dist load``
+dealt the module's tests to both workers and each worker ran the fixture again (the
+10 s fixture of tests/test_check_sections.py twice, for one).
 
-Only the order changes, and only in xdist workers: every worker reorders its collection
-the same way (xdist checks that the workers' collections agree), and a run in one process
-(``-n 0``) keeps pytest's file order. No test depends on the order.
+Tests marked ``slow`` (seed sweeps, explorations, child processes: seconds each) and
+the tests using a module-wide fixture are moved to the front of the queue, so both workers
+start on them and the thousand fast tests fill in behind; a long unit taken near the end
+would leave one core idle while it runs (longest jobs first, as a scheduler packs them).
+
+Only the order and the grouping change, and only in xdist workers: every worker reorders
+its collection the same way (xdist checks that the workers' collections agree), and a
+run in one process (``-n 0``) keeps pytest's file order. No test depends on the order.
 
 Compiled modules are cached even where ``PYTHONDONTWRITEBYTECODE`` is set (as it is in
 some sandboxes and CI images): without a cache every process of the suite compiles the
 project from source again, and pytest rewrites the asserts of every test module again,
-in each xdist worker (measured: collecting took 5.1 s of CPU per worker without the
-cache, 2.3 s with it) and in each child process a test starts (0.2-0.5 s each). The
+in each xdist worker (measured: collecting took 4.1 s of CPU per worker without the
+cache, 2.0 s with it) and in each child process a test starts (0.2-0.5 s each). The
 caches are the ordinary ``__pycache__`` folders (.gitignore'd) that Python and pytest
 write when the variable is not set; child processes keep the variable and only read them.
 """
@@ -26,12 +33,35 @@ from __future__ import annotations
 
 import sys
 
+import pytest
+
 sys.dont_write_bytecode = False
 
 
+def module_wide_fixtures(item) -> list[str]:
+    """The module-scoped fixtures ``item`` uses that its own module defines."""
+    info = getattr(item, "_fixtureinfo", None)
+    if info is None:  # a scenario file's item (sim/pytest_plugin.py): no fixtures
+        return []
+    module = getattr(item, "module", None)
+    return sorted(name for name, defs in info.name2fixturedefs.items()
+                  if defs and defs[-1].scope == "module" and module is not None
+                  and getattr(defs[-1].func, "__module__", None) == module.__name__)
+
+
+def group_of(item) -> str | None:
+    """The xdist group of ``item``: its module's path when it uses a module-wide fixture."""
+    return item.nodeid.split("::", 1)[0] if module_wide_fixtures(item) else None
+
+
+@pytest.hookimpl(tryfirst=True)  # before xdist names the group in the node id
 def pytest_collection_modifyitems(config, items) -> None:
     if not hasattr(config, "workerinput"):  # not an xdist worker
         return
-    slow = [item for item in items if item.get_closest_marker("slow") is not None]
-    fast = [item for item in items if item.get_closest_marker("slow") is None]
-    items[:] = slow + fast
+    front, rest = [], []
+    for item in items:
+        group = group_of(item)
+        if group is not None:
+            item.add_marker(pytest.mark.xdist_group(group))
+        (front if group is not None or item.get_closest_marker("slow") is not None else rest).append(item)
+    items[:] = front + rest
