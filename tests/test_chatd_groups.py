@@ -197,7 +197,9 @@ def test_every_go_group_is_ported():
         docs = []
         for ref in tests:
             module, name = ref.split("::")
-            names = defined.setdefault(module, _defined_tests(module))
+            if module not in defined:  # (setdefault would parse the module again for every reference)
+                defined[module] = _defined_tests(module)
+            names = defined[module]
             assert name in names, f"group {group}: {ref} does not exist"
             doc = names[name]
             tags = {f"[7.{group}]", f"/7.{group}]", f"[7.{group}/", f"/7.{group}/"}
