@@ -175,19 +175,17 @@ def test_no_docstring_cites_the_reference_files():
 
 @pytest.mark.slow
 def test_architecture_picture_is_deterministic_and_current(tmp_path):
-    """``python -m reports.architecture`` runs, a second run in another process writes the
-    same bytes, and the committed docs/architecture.svg is that output (regenerate with
-    ``python -m reports.architecture`` after moving modules)."""
-    from reports import architecture
-
-    first, second = tmp_path / "a.svg", tmp_path / "b.svg"
+    """``python -m reports.architecture`` runs and writes the committed
+    docs/architecture.svg byte for byte (regenerate with ``python -m reports.architecture``
+    after moving modules). The committed file was drawn by another process, under
+    another hash seed: the same bytes here are the determinism across processes (a
+    second drawing in this process, as this test made before, added nothing but 2 s)."""
+    first = tmp_path / "a.svg"
     run = subprocess.run([sys.executable, "-m", "reports.architecture", str(first)], cwd=ROOT,
                          capture_output=True, text=True)
     assert run.returncode == 0, run.stderr
-    assert architecture.main([str(second)]) == 0
     data = first.read_bytes()
     assert data.startswith(b"<?xml") and b"model.system" in data
-    assert data == second.read_bytes()
     assert (ROOT / "docs" / "architecture.svg").read_bytes() == data, \
         "docs/architecture.svg is stale: run python -m reports.architecture"
 
