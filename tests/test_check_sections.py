@@ -281,21 +281,3 @@ def test_default_suite_has_both_sections():
     assert dict(d.budgets) == bugs.DEFAULT_BUDGETS
     quick = suite.part(True)
     assert quick.compare is None and quick.detection.drivers == ("swarm",)
-
-
-def test_compare_report_writes_the_check_page(tmp_path, capsys):
-    """``toolcall-sim compare --report DIR``: the same page as check's section (no
-    judgment: the command's exit code is its own), and the Markdown table beside it."""
-    code = main(["compare", "--designs", "contract,first-attempt-only", "--worlds", "above-margin", "--seeds", "2",
-                 "--out", str(tmp_path / "cx"), "--report", str(tmp_path / "rep")])
-    capsys.readouterr()
-    assert code == 0
-    rep = tmp_path / "rep"
-    r = _report(rep)
-    assert r["one_run"]["command"] == "compare" and not r["compare"]["judged"] and r["verdict"]["ok"]
-    assert all(cell["as_expected"] is None for row in r["compare"]["rows"] for cell in row["matrix"].values())
-    assert '<table class="heat">' in (rep / "index.html").read_text()
-    assert all((rep / row["sequence"]).is_file() for row in r["compare"]["rows"])
-    assert (rep / "compare.md").read_text().startswith("# Comparing designs")
-    assert not (rep / "junit.xml").exists()
-    assert str(tmp_path) not in json.dumps(r)

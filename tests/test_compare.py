@@ -86,6 +86,21 @@ def test_deterministic_for_any_worker_count(one_worker, capsys):
     assert one == two
 
 
+def test_compare_report_writes_the_check_page(one_worker):
+    """``toolcall-sim compare --report DIR``: the same page as check's section (no
+    judgment: the command's exit code is its own), and the Markdown table beside it.
+    (Moved here from tests/test_check_sections.py to read the module's one run.)"""
+    _, _, rep = one_worker
+    r = json.loads((rep / "report.json").read_text())
+    assert r["one_run"]["command"] == "compare" and not r["compare"]["judged"] and r["verdict"]["ok"]
+    assert all(cell["as_expected"] is None for row in r["compare"]["rows"] for cell in row["matrix"].values())
+    assert '<table class="heat">' in (rep / "index.html").read_text()
+    assert all((rep / row["sequence"]).is_file() for row in r["compare"]["rows"])
+    assert (rep / "compare.md").read_text().startswith("# Comparing designs")
+    assert not (rep / "junit.xml").exists()
+    assert str(rep.parent) not in json.dumps(r)
+
+
 def test_cost_columns_in_the_long_run():
     """The memory column grows with the tool calls for remember-all only; the ledger pays
     a durable write per start and the incarnation token one per tool call, the others
