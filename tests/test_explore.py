@@ -111,8 +111,8 @@ def test_fingerprints_are_stable_across_processes():
             "r = ex.explore(worlds.default('contract'), ex.Bounds(agent_restarts=1, ownership_changes=0,"
             " interrupts=0, lost_responses=0, task_retries=0));"
             "print(r.states, r.transitions, ex.fingerprint(ex.initial_node(worlds.default('contract'))))")
-    # This process and one child under another hash seed (a child costs a second of
-    # imports; two children and this process proved no more than one child and this).
+    # This process and one child under another hash seed: two interpreters, two hash
+    # seeds, and one child fewer than two children (a child costs a second of imports).
     r = ex.explore(worlds.default("contract"), ex.Bounds(agent_restarts=1, ownership_changes=0, interrupts=0,
                                                           lost_responses=0, task_retries=0))
     here = f"{r.states} {r.transitions} {ex.fingerprint(ex.initial_node(worlds.default('contract')))}\n"
