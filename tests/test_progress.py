@@ -254,9 +254,10 @@ def test_the_bar_runs_no_thread_of_its_own(no_override):
 
 
 @pytest.mark.skipif(not hasattr(os, "openpty"), reason="no pseudo-terminals here")
-def test_a_real_terminal_gets_the_bar_and_a_pipe_does_not(tmp_path):
-    """End to end, with no variable: stderr on a pseudo-terminal draws the bar; the same
-    command with stderr on a pipe prints nothing there, and stdout is the same."""
+def test_a_real_terminal_gets_the_bar_and_a_pipe_does_not(tmp_path, monkeypatch, capfd):
+    """End to end, with no variable: stderr on a pseudo-terminal draws the bar (a child
+    process whose stderr is one); the same command with stderr on a pipe (run here,
+    where pytest's capture is the pipe) prints nothing there, and stdout is the same."""
     root = Path(__file__).resolve().parent.parent
     env = {k: v for k, v in os.environ.items() if k != pg.ENV}
     env.update(PYTHONPATH=str(root), TERM="xterm")
@@ -279,11 +280,16 @@ def test_a_real_terminal_gets_the_bar_and_a_pipe_does_not(tmp_path):
         proc.wait()
     finally:
         os.close(primary)
-    piped = subprocess.run(argv, cwd=tmp_path, env=env, capture_output=True, check=False)
-    assert proc.returncode == piped.returncode == 1
+    monkeypatch.delenv(pg.ENV, raising=False)
+    monkeypatch.chdir(tmp_path)
+    capfd.readouterr()
+    assert not sys.stderr.isatty()
+    code = main(argv[3:])
+    piped = capfd.readouterr()
+    assert proc.returncode == code == 1
     assert re.search(r"(\d+)/\1 states", _plain(drawn.decode("utf-8", "replace"))), drawn[-300:]
-    assert piped.stderr == b""
-    assert _without_speed(tty_out) == _without_speed(piped.stdout)
+    assert piped.err == ""
+    assert _without_speed(tty_out) == _without_speed(piped.out.encode())
 
 
 def _without_speed(text: bytes) -> bytes:
