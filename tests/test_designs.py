@@ -124,12 +124,18 @@ def test_first_attempt_only_reports_unknown_for_a_command_that_never_ran():
     assert _new(_run("design_first_attempt_never_reached", "contract")) == set()
 
 
-def test_incarnation_token_holds_at_most_once_above_the_margin_where_the_contract_does_not():
+@pytest.fixture(scope="module")
+def contract_above_margin() -> ex.Result:
+    """The contract in the above-margin world, exhausted once for the two tests below."""
+    return _explore("contract", ABOVE.world, ABOVE.bounds, ABOVE.max_states)
+
+
+def test_incarnation_token_holds_at_most_once_above_the_margin_where_the_contract_does_not(contract_above_margin):
     """D7: with messages 5 s in flight, past the 2 s margin, a start delayed across an
     agent restart runs twice under the contract (its documented age-check risk); under
     the incarnation token the same world is exhausted without any violation, for a
     durable write per tool call."""
-    contract = _explore("contract", ABOVE.world, ABOVE.bounds, ABOVE.max_states)
+    contract = contract_above_margin
     assert contract.exhausted
     assert _found(contract, "at_most_once").residual_risk == "age_check_best_effort"
     token = _explore("incarnation-token", ABOVE.world, ABOVE.bounds, ABOVE.max_states)
@@ -145,11 +151,11 @@ def test_today_fails_at_most_once():
     assert found.residual_risk is None and len(found.path) == 12
 
 
-def test_contract_shows_only_documented_residual_risks_in_both_margin_worlds():
+def test_contract_shows_only_documented_residual_risks_in_both_margin_worlds(contract_above_margin):
     """The contract in the above-margin world (exhausted): every violation is a documented
     residual risk; below the margin with a restart and an ownership change, only the
     false unknown."""
-    above = _explore("contract", ABOVE.world, ABOVE.bounds, ABOVE.max_states)
+    above = contract_above_margin
     assert above.exhausted and all(v.residual_risk for v in above.violations)
     below = _explore("contract", "default", RESTART_AND_MOVE, 50_000)
     assert below.exhausted
