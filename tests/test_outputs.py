@@ -151,7 +151,6 @@ def test_an_installed_package_gives_the_same_hash(tmp_path):
 # ---------------------------------------------------------------------------
 
 
-@pytest.mark.slow
 def test_swarm_writes_under_the_current_folder_and_its_files_replay_anywhere(tmp_path, here):
     """The default folder is ./reports/out/swarm where the command runs (named in the
     first line), not the package; the counterexample embeds its scenario, holds no
