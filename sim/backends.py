@@ -238,9 +238,11 @@ class _DeferredSigint:
         self.previous: Any = None
         self.pending = False
         self.installed = False
+        self.depth = 0  # nested uses: the outermost installs and restores
 
     def __enter__(self) -> "_DeferredSigint":
-        if threading.current_thread() is threading.main_thread() and not self.installed:
+        self.depth += 1
+        if self.depth == 1 and threading.current_thread() is threading.main_thread():
             self.previous = signal.signal(signal.SIGINT, self._record)
             self.installed = True
         return self
@@ -250,6 +252,9 @@ class _DeferredSigint:
         self.wake.put(_SIGINT)
 
     def __exit__(self, kind, value, tb) -> None:
+        self.depth -= 1
+        if self.depth > 0:
+            return
         if self.installed:
             signal.signal(signal.SIGINT, self.previous)
             self.installed = False

@@ -352,6 +352,44 @@ def test_ctrl_c_at_any_line_of_the_pool_stops_it(tmp_path):
     assert out.splitlines() == [f"{k} interrupted 0" for k in ks], err
 
 
+_STUCK_WORKER = """
+import multiprocessing, sys, time
+from sim import backends
+
+def stuck(seed):
+    if seed > 0:
+        time.sleep(3600)  # a call that never ends in time: the stop event cannot reach it
+    return seed
+
+if __name__ == "__main__":
+    backends.STOP_GRACE_S = 0.5
+    gen = backends.map_seeds(stuck, 0, 4, workers=2)
+    print(next(gen), flush=True)
+    gen.close()  # an early stop: the caller stops reading
+    print(len(multiprocessing.active_children()), flush=True)
+"""
+
+
+@pytest.mark.slow
+def test_an_early_stop_ends_workers_that_do_not_finish(tmp_path):
+    """A caller that stops reading (Ctrl-C, a failed seed) ends the pool even while its
+    workers are inside a call that would take an hour: after the grace period they are
+    terminated, and none is left. (The old pool's ``shutdown(wait=True)`` waited for the
+    hour; the timeout guards against that, it is not a speed check.)"""
+    script = tmp_path / "stuck_worker.py"
+    script.write_text(_STUCK_WORKER, encoding="utf-8")
+    proc = subprocess.Popen([sys.executable, str(script)], cwd=tmp_path, env=_env(), text=True,
+                            stdout=subprocess.PIPE, stderr=subprocess.PIPE, start_new_session=True)
+    try:
+        out, err = proc.communicate(timeout=120)
+    except subprocess.TimeoutExpired:
+        os.killpg(proc.pid, signal.SIGKILL)
+        out, err = proc.communicate()
+        pytest.fail(f"the pool waited for its stuck workers; printed before: {out!r}")
+    assert proc.returncode == 0, err
+    assert out.splitlines() == ["0", "0"], err
+
+
 @pytest.mark.slow
 def test_ctrl_c_on_explore_prints_the_summary_so_far(tmp_path):
     code, out, err = _interrupt_after(["explore", "--world", "default", "--max-states", "100000000", "--max-in-flight", "5s",
