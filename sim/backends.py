@@ -150,7 +150,7 @@ def run_range(fn: Callable, first_seed: int, seeds: int, args: tuple = ()) -> li
     """Module level: one task, on any backend. The results of ``fn(seed, *args)`` for the
     range, in order. An exception becomes ``SeedFailed`` naming its seed. Once the local
     parent has stopped reading, the rest of the range is skipped: a Ctrl-C waits for one
-    seed per worker, not a whole chunk."""
+    seed per worker (at most ``STOP_GRACE_S``: ``LocalPool``), not a whole chunk."""
     results = []
     for seed in range(first_seed, first_seed + seeds):
         if _STOP is not None and _STOP.is_set():
@@ -199,8 +199,11 @@ def _pool_context():
 
 # How long an early stop (Ctrl-C, a failed seed, a caller that stops reading) waits for
 # each worker to finish the seed it is running before it is terminated. Nothing is lost
-# by the termination: the parent no longer reads results once it stops.
-STOP_GRACE_S = 5.0
+# by the termination: the parent no longer reads results once it stops, and no worker
+# writes a file (the commands write in the parent). A swarm seed mostly takes
+# milliseconds, so its workers mostly exit within the grace (the stop event ends their chunk); a check job (an
+# exploration) does not look at the stop event and is terminated after it.
+STOP_GRACE_S = 1.0
 KILL_AFTER_S = 2.0  # after SIGTERM, how long a worker has before SIGKILL
 # How often the parent waiting for a result wakes up, to let Python run the handler of a
 # SIGINT that did not interrupt the wait: CPython runs a signal's handler in the main
