@@ -201,8 +201,8 @@ def _pool_context():
 # each worker to finish the seed it is running before it is terminated. Nothing is lost
 # by the termination: the parent no longer reads results once it stops, and no worker
 # writes a file (the commands write in the parent). A swarm seed mostly takes
-# milliseconds, so its workers mostly exit within the grace (the stop event ends their chunk); a check job (an
-# exploration) does not look at the stop event and is terminated after it.
+# milliseconds, so its workers mostly exit within the grace (the stop event ends their
+# chunk); a check job (an exploration) does not look at the stop event: it is terminated.
 STOP_GRACE_S = 1.0
 KILL_AFTER_S = 2.0  # after SIGTERM, how long a worker has before SIGKILL
 # How often the parent waiting for a result wakes up, to let Python run the handler of a
