@@ -195,194 +195,68 @@ def run_check(suite: suites.Suite, *, quick: bool = False, workers: int = 1, bas
     return fold(suite, part, quick, outputs, baseline or [], baseline_file, update_baseline)
 
 
+@dataclass
+class _Fold:
+    """What the fold's steps share: the result being built, the findings in the order the
+    outputs gave them, the reasons the run fails (in the order they are found), every
+    (driver, where, variant) that ran (which baseline entries could be seen) and each
+    (variant, property)'s best "holds" level (the table's cells)."""
+
+    result: CheckResult
+    findings: list[dict] = field(default_factory=list)
+    reasons: list[str] = field(default_factory=list)
+    ran: set[tuple[str, str, str]] = field(default_factory=set)
+    checked: dict[tuple[str, str], str] = field(default_factory=dict)
+
+    def holds(self, variant: str, level: str) -> None:
+        for p in _checked_properties():
+            old = self.checked.get((variant, p), "not checked")
+            self.checked[(variant, p)] = min(old, level, key=CELL_ORDER.index)
+
+
 def fold(suite, part, quick, outputs, baseline, baseline_file, accept_all: bool = False) -> CheckResult:
     """The report of the jobs' ``outputs`` (in job order) against ``baseline``; with
-    ``accept_all`` (``--update-baseline``) every finding this run sees is accepted."""
-    result = CheckResult(report={})
-    accepted = {_entry_id(e): e for e in baseline}
-    findings: list[dict] = []
-    reasons: list[str] = []
-    ran: set[tuple[str, str, str]] = set()  # (driver, where, variant) of every run: which entries could be seen
-    checked: dict[tuple[str, str], str] = {}  # (variant, property) -> best "holds" level
-
-    def holds(variant: str, level: str) -> None:
-        for p in _checked_properties():
-            old = checked.get((variant, p), "not checked")
-            checked[(variant, p)] = min(old, level, key=CELL_ORDER.index)
-
-    scenarios, explores, swarm_runs, planted, replay = [], [], {}, [], None
+    ``accept_all`` (``--update-baseline``) every finding this run sees is accepted. The
+    steps below fold one section each, in this order (the order of the reasons, of the
+    findings and of the counterexample names depends on it): the runs in job order
+    (scenarios, explorer runs, a replay, swarm chunks gathered by run), the swarms, the
+    findings' statuses and counterexamples, the table, the planted bugs, the design
+    comparison, the detection table, the baseline comparison."""
+    state = _Fold(CheckResult(report={}))
+    scenarios, explores, planted, replay = [], [], [], None
+    swarm_runs: dict[tuple[str, int, int], dict] = {}
     compare_parts: dict[tuple[str, str], list] = {}  # (kind, design) -> outputs, Rule 7
     compare_data, detections = None, []
     for out in outputs:
         kind = out["kind"]
         if kind in ("compare_explore", "compare_runs"):
             compare_parts.setdefault((kind, out["design"]), []).append(out)
-            continue
-        if kind == "compare":
+        elif kind == "compare":
             compare_data = out["data"]
-            continue
-        if kind == "detection":
+        elif kind == "detection":
             detections.append(out)
-            continue
-        if kind == "scenario":
-            run = out["run"]
-            ran.add(("scenario", run.scenario, run.variant))
-            holds(run.variant, "holds")
-            sid = _file_stem(run.scenario, run.variant)
-            failed = bool(out["failures"])
-            entry = {"id": sid, "scenario": run.scenario, "file": run.shown, "variant": run.variant,
-                     "ok": not failed, "failures": out["failures"], "trace_sha256": out["trace_sha256"],
-                     "results": out["results"], "unknown_results": out["unknown_results"],
-                     "violations": [{"property": f["property"], "residual_risk": f["residual_risk"],
-                                     "expected": f["expected"]} for f in out["findings"]],
-                     "timeline": f"figures/timeline-{sid}.svg",
-                     "sequence": f"figures/sequence-{sid}.svg" if failed else None,
-                     "reproduce": [f"toolcall-sim run {run.shown} --variant {run.variant}"]}
-            result.traces[f"timeline-{sid}"] = (out["trace"], [], out["chats"])
-            if failed:
-                result.traces[f"sequence-{sid}"] = (out["trace"], out["evidence"], out["chats"])
-                reasons.append(f"scenario {run.scenario} under {run.variant}: expectation not met: "
-                               + "; ".join(out["failures"]))
-            scenarios.append(entry)
-            for f in out["findings"]:
-                f["reproduce"] = list(entry["reproduce"])
-                findings.append(f)
+        elif kind == "scenario":
+            scenarios.append(_fold_scenario(state, out))
         elif kind == "explore":
-            run = out["run"]
-            ran.add(("explore", run.name, run.variant))
-            holds(run.variant, "holds exhaustively" if out["exhausted"] else "holds")
-            eid = _file_stem(run.name, run.variant)
-            budgets = dict(run.budgets)
-            flags = [f"--world {run.world}", f"--variant {run.variant}", f"--max-in-flight {run.max_in_flight}",
-                     f"--horizon {run.horizon}", f"--max-states {run.max_states}",
-                     *(f"--{b.replace('_', '-')} {n}" for b, n in run.budgets)]
-            if run.second != "background":
-                flags.insert(1, f"--second {run.second}")
-            entry = {"id": eid, "name": run.name, "world": run.world, "variant": run.variant, "second": run.second,
-                     "bounds": {"max_in_flight": run.max_in_flight, "horizon": run.horizon,
-                                "max_states": run.max_states, **budgets},
-                     "states": out["states"], "transitions": out["transitions"], "depth": out["depth"],
-                     "exhausted": out["exhausted"], "states_per_depth": out["states_per_depth"],
-                     "violations": [], "depth_chart": f"figures/depth-{eid}.svg",
-                     "reproduce": ["toolcall-sim explore " + " ".join(flags)]}
-            for f in out["findings"]:
-                entry["violations"].append({"property": f["property"], "residual_risk": f["residual_risk"],
-                                            "depth": f["depth"], "finding": f["id"]})
-                f["reproduce"] = list(entry["reproduce"])
-                findings.append(f)
-            explores.append(entry)
+            explores.append(_fold_explore(state, out))
         elif kind == "swarm":
-            run = out["run"]
-            key = (run.variant, run.first_seed, run.seeds)
-            agg = swarm_runs.setdefault(key, {"run": run, "outcomes": [], "findings": []})
-            agg["outcomes"] += out["outcomes"]
-            for f in out["findings"]:
-                f["reproduce"] = [f"toolcall-sim swarm --seeds 1 --first-seed {f['seed']} --variant {run.variant}"]
-                agg["findings"].append(f)
+            _gather_swarm(swarm_runs, out)
         elif kind == "replay":
-            rid = _file_stem("replay", Path(out["file"]).stem)
-            if out["outcome"] != "does_not_fit":  # a replay that stopped fitting judged nothing
-                holds(out["variant"], "holds")
-            replay = {"file": out["file"], "variant": out["variant"], "outcome": out["outcome"],
-                      "applied": out["applied"], "steps": out["steps"], "mismatch": out["mismatch"],
-                      "trace_sha256": out["trace_sha256"], "expected_sha256": out["expected_sha256"],
-                      "explorer_clock": out["explorer_clock"], "timeline": f"figures/timeline-{rid}.svg",
-                      "sequence": None if out["findings"] else f"figures/sequence-{rid}.svg",
-                      "reproduce": [f"toolcall-sim replay {out['file']}"]}
-            result.traces[f"timeline-{rid}"] = (out["trace"], [], out["chats"])
-            if not out["findings"]:
-                result.traces[f"sequence-{rid}"] = (out["trace"], [], out["chats"])
-            if out["findings"]:  # the finding's copy in counterexamples/ is the command that replays it
-                replay["reproduce"] = []
-            for f in out["findings"]:
-                f["reproduce"] = []
-                findings.append(f)
+            replay = _fold_replay(state, out)
         else:
             planted.append(out)
-
-    swarms = []
-    from . import swarm as swarm_driver
-
-    for (variant, first, seeds), agg in swarm_runs.items():
-        for seed in range(first, first + seeds):
-            ran.add(("swarm", f"seed-{seed}", variant))
-        holds(variant, "holds")
-        summary = swarm_driver.summarize(agg["outcomes"], first, variant)
-        wid = _file_stem("swarm", variant, f"{first}-{first + seeds - 1}")
-        swarms.append({"id": wid, "variant": variant, "first_seed": first, "seeds": seeds,
-                       "residual_risks": summary["residual_risks"], "known_findings": summary["known_findings"],
-                       "results": summary["results"], "unknown_results": summary["unknown_results"],
-                       "unknown_rate": summary["unknown_rate"], "sim_hours": summary["sim_hours"],
-                       "failures": [f["id"] for f in agg["findings"]],
-                       "reproduce": [f"toolcall-sim swarm --seeds {seeds} --first-seed {first} --variant {variant}"]})
-        findings += agg["findings"]
-
-    # Rule 2: each finding's status; Rule 4: its counterexample and picture.
-    names: set[str] = set()
-    for f in findings:
-        if f["class"] == "residual_risk":
-            f["status"] = "residual_risk"
-        elif f.get("expected"):
-            f["status"] = "expected"
-        else:
-            f["status"] = "accepted" if f["id"] in accepted or accept_all else "new"
-        f.pop("expected", None)
-        f["counterexample"] = f["sequence"] = None
-        if "_world" in f:
-            stem = _file_stem(f["driver"], f["where"], f["variant"], f["property"], f["residual_risk"] or "")
-            while stem in names:
-                stem += "_"
-            names.add(stem)
-            f["counterexample"] = f"counterexamples/{stem}.json"
-            f["sequence"] = f"figures/sequence-{stem}.svg"
-            f["reproduce"].append(f"toolcall-sim replay {f['counterexample']}")
-            result.counterexamples.append(Counterexample(f["counterexample"], f.pop("_world"), f["property"],
-                                                         f["residual_risk"], f.pop("_actions"),
-                                                         f.pop("trace_sha256"), f["driver"], f["detail"]))
-            result.traces[f"sequence-{stem}"] = (f.pop("trace"), f.pop("evidence"), f.pop("chats"))
-        if f["status"] == "new":
-            reasons.append(f"new finding: {f['property']} under {f['variant']} ({f['driver']} {f['where']}): "
-                           f"{f['detail']}")
-    findings.sort(key=lambda f: (STATUSES.index(f["status"]), f["driver"], f["where"], f["variant"], f["property"],
-                                 f["residual_risk"] or ""))
-
-    # The table: variants x properties (Rule 2's statuses decide a cell).
-    table: dict[str, dict[str, str]] = {}
-    variants = sorted({v for v, _ in checked}, key=lambda v: (v != "contract", v != "today", v))
-    for variant in variants:
-        row = table.setdefault(variant, {})
-        for p in _checked_properties():
-            row[p] = checked.get((variant, p), "not checked")
-    for f in findings:
-        level = {"residual_risk": "residual risk", "expected": "expected violation"}.get(f["status"], "violated")
-        row = table.setdefault(f["variant"], {p: "not checked" for p in _checked_properties()})
-        if f["property"] in row:
-            row[f["property"]] = min(row[f["property"]], level, key=CELL_ORDER.index)
-
-    # The planted-bug sweep: each bug by each named driver, and a mutation score per driver.
-    sweep = None
-    if part.planted is not None:
-        bugs: dict[str, dict] = {}
-        for out in planted:
-            b = bugs.setdefault(out["bug"], {"bug": out["bug"], "variant": f"contract+{out['bug']}",
-                                             "caught_by": out["caught_by"], "drivers": {}})
-            b["drivers"][out["driver"]] = {"caught": out["caught"], "where": out["where"], "detail": out["detail"]}
-            if not out["caught"]:
-                reasons.append(f"planted bug {out['bug']} is no longer caught by {out['driver']} ({out['where']})")
-        score = {d: {"caught": sum(1 for b in bugs.values() if b["drivers"][d]["caught"]), "swept": len(bugs)}
-                 for d in part.planted.drivers}
-        sweep = {"drivers": list(part.planted.drivers), "bugs": [bugs[b.name] for b in part.planted.bugs],
-                 "score": score}
-
+    swarms = _fold_swarms(state, swarm_runs)
+    _judge_findings(state, {_entry_id(e) for e in baseline}, accept_all)
+    table = _table(state)
+    sweep = None if part.planted is None else _fold_planted(part.planted, planted, state.reasons)
     if part.compare is not None:
         compare_data = _compare_data(part.compare, compare_parts)
-    compared = None if compare_data is None else _fold_compare(compare_data, part.compare, result, reasons)
-    detected = None if part.detection is None else _fold_detection(part.detection, detections, reasons)
+    compared = None if compare_data is None else _fold_compare(compare_data, part.compare, state.result,
+                                                                state.reasons)
+    detected = None if part.detection is None else _fold_detection(part.detection, detections, state.reasons)
+    fixed, not_run = _against_baseline(state, baseline)
 
-    seen = {f["id"] for f in findings if f["status"] in ("accepted", "new")}
-    fixed = [e for e in baseline if _entry_id(e) not in seen and (e["driver"], e["where"], e["variant"]) in ran]
-    not_run = [e for e in baseline if (e["driver"], e["where"], e["variant"]) not in ran]
-    fixed.sort(key=_entry_id)
+    findings, reasons = state.findings, state.reasons
     counts = {"scenario_runs": len(scenarios), "scenarios_failed": sum(1 for s in scenarios if not s["ok"]),
               "explore_runs": len(explores), "explore_states": sum(e["states"] for e in explores),
               "swarm_seeds": sum(s["seeds"] for s in swarms),
@@ -394,6 +268,7 @@ def fold(suite, part, quick, outputs, baseline, baseline_file, accept_all: bool 
         counts["compare_unexpected"] = compared["unexpected"]
     if detected is not None:
         counts["detection_found"] = {d: f"{s['found']}/{s['bugs']}" for d, s in detected["summary"].items()}
+    result = state.result
     result.report = {
         "schema": SCHEMA,
         "suite": {"name": suite.name, "summary": suite.summary, "file": Path(suite.path).name, "quick": quick},
@@ -419,6 +294,192 @@ def fold(suite, part, quick, outputs, baseline, baseline_file, accept_all: bool 
     keep = [{k: f[k] for k in (*IDENTITY, "detail")} for f in findings if f["status"] in ("accepted", "new")]
     result.baseline = baseline_doc(keep + [dict(e) for e in not_run])
     return result
+
+
+def _fold_scenario(state: _Fold, out: dict) -> dict:
+    """A scenario run's entry; its timeline (and, failed, its sequence diagram) to draw;
+    an expectation not met is a reason (Rule 3); its findings join the run's."""
+    run = out["run"]
+    state.ran.add(("scenario", run.scenario, run.variant))
+    state.holds(run.variant, "holds")
+    sid = _file_stem(run.scenario, run.variant)
+    failed = bool(out["failures"])
+    entry = {"id": sid, "scenario": run.scenario, "file": run.shown, "variant": run.variant,
+             "ok": not failed, "failures": out["failures"], "trace_sha256": out["trace_sha256"],
+             "results": out["results"], "unknown_results": out["unknown_results"],
+             "violations": [{"property": f["property"], "residual_risk": f["residual_risk"],
+                             "expected": f["expected"]} for f in out["findings"]],
+             "timeline": f"figures/timeline-{sid}.svg",
+             "sequence": f"figures/sequence-{sid}.svg" if failed else None,
+             "reproduce": [f"toolcall-sim run {run.shown} --variant {run.variant}"]}
+    state.result.traces[f"timeline-{sid}"] = (out["trace"], [], out["chats"])
+    if failed:
+        state.result.traces[f"sequence-{sid}"] = (out["trace"], out["evidence"], out["chats"])
+        state.reasons.append(f"scenario {run.scenario} under {run.variant}: expectation not met: "
+                             + "; ".join(out["failures"]))
+    for f in out["findings"]:
+        f["reproduce"] = list(entry["reproduce"])
+        state.findings.append(f)
+    return entry
+
+
+def _fold_explore(state: _Fold, out: dict) -> dict:
+    """An explorer run's entry, with the command that repeats it; its findings join the run's."""
+    run = out["run"]
+    state.ran.add(("explore", run.name, run.variant))
+    state.holds(run.variant, "holds exhaustively" if out["exhausted"] else "holds")
+    eid = _file_stem(run.name, run.variant)
+    budgets = dict(run.budgets)
+    flags = [f"--world {run.world}", f"--variant {run.variant}", f"--max-in-flight {run.max_in_flight}",
+             f"--horizon {run.horizon}", f"--max-states {run.max_states}",
+             *(f"--{b.replace('_', '-')} {n}" for b, n in run.budgets)]
+    if run.second != "background":
+        flags.insert(1, f"--second {run.second}")
+    entry = {"id": eid, "name": run.name, "world": run.world, "variant": run.variant, "second": run.second,
+             "bounds": {"max_in_flight": run.max_in_flight, "horizon": run.horizon,
+                        "max_states": run.max_states, **budgets},
+             "states": out["states"], "transitions": out["transitions"], "depth": out["depth"],
+             "exhausted": out["exhausted"], "states_per_depth": out["states_per_depth"],
+             "violations": [], "depth_chart": f"figures/depth-{eid}.svg",
+             "reproduce": ["toolcall-sim explore " + " ".join(flags)]}
+    for f in out["findings"]:
+        entry["violations"].append({"property": f["property"], "residual_risk": f["residual_risk"],
+                                    "depth": f["depth"], "finding": f["id"]})
+        f["reproduce"] = list(entry["reproduce"])
+        state.findings.append(f)
+    return entry
+
+
+def _gather_swarm(swarm_runs: dict, out: dict) -> None:
+    """A swarm chunk's outcomes and findings, gathered under its run (variant, first
+    seed, seeds); ``_fold_swarms`` folds each run once all its chunks are in."""
+    run = out["run"]
+    agg = swarm_runs.setdefault((run.variant, run.first_seed, run.seeds), {"run": run, "outcomes": [], "findings": []})
+    agg["outcomes"] += out["outcomes"]
+    for f in out["findings"]:
+        f["reproduce"] = [f"toolcall-sim swarm --seeds 1 --first-seed {f['seed']} --variant {run.variant}"]
+        agg["findings"].append(f)
+
+
+def _fold_replay(state: _Fold, out: dict) -> dict:
+    """A replay's one-run section (Rule 6); its findings join the run's, replayed by the
+    copy in counterexamples/."""
+    rid = _file_stem("replay", Path(out["file"]).stem)
+    if out["outcome"] != "does_not_fit":  # a replay that stopped fitting judged nothing
+        state.holds(out["variant"], "holds")
+    replay = {"file": out["file"], "variant": out["variant"], "outcome": out["outcome"],
+              "applied": out["applied"], "steps": out["steps"], "mismatch": out["mismatch"],
+              "trace_sha256": out["trace_sha256"], "expected_sha256": out["expected_sha256"],
+              "explorer_clock": out["explorer_clock"], "timeline": f"figures/timeline-{rid}.svg",
+              "sequence": None if out["findings"] else f"figures/sequence-{rid}.svg",
+              "reproduce": [f"toolcall-sim replay {out['file']}"]}
+    state.result.traces[f"timeline-{rid}"] = (out["trace"], [], out["chats"])
+    if not out["findings"]:
+        state.result.traces[f"sequence-{rid}"] = (out["trace"], [], out["chats"])
+    if out["findings"]:  # the finding's copy in counterexamples/ is the command that replays it
+        replay["reproduce"] = []
+    for f in out["findings"]:
+        f["reproduce"] = []
+        state.findings.append(f)
+    return replay
+
+
+def _fold_swarms(state: _Fold, swarm_runs: dict) -> list[dict]:
+    """Each swarm run's entry (sim/swarm.py ``summarize`` of its outcomes); its findings
+    join the run's after every other driver's."""
+    from . import swarm as swarm_driver
+
+    swarms = []
+    for (variant, first, seeds), agg in swarm_runs.items():
+        for seed in range(first, first + seeds):
+            state.ran.add(("swarm", f"seed-{seed}", variant))
+        state.holds(variant, "holds")
+        summary = swarm_driver.summarize(agg["outcomes"], first, variant)
+        wid = _file_stem("swarm", variant, f"{first}-{first + seeds - 1}")
+        swarms.append({"id": wid, "variant": variant, "first_seed": first, "seeds": seeds,
+                       "residual_risks": summary["residual_risks"], "known_findings": summary["known_findings"],
+                       "results": summary["results"], "unknown_results": summary["unknown_results"],
+                       "unknown_rate": summary["unknown_rate"], "sim_hours": summary["sim_hours"],
+                       "failures": [f["id"] for f in agg["findings"]],
+                       "reproduce": [f"toolcall-sim swarm --seeds {seeds} --first-seed {first} --variant {variant}"]})
+        state.findings += agg["findings"]
+    return swarms
+
+
+def _judge_findings(state: _Fold, accepted: set[str], accept_all: bool) -> None:
+    """Rule 2: each finding's status (a new one is a reason); Rule 4: its counterexample
+    file and picture, named in the order the findings came (a clash gets ``_``); then
+    the findings in the report's order."""
+    names: set[str] = set()
+    result = state.result
+    for f in state.findings:
+        if f["class"] == "residual_risk":
+            f["status"] = "residual_risk"
+        elif f.get("expected"):
+            f["status"] = "expected"
+        else:
+            f["status"] = "accepted" if f["id"] in accepted or accept_all else "new"
+        f.pop("expected", None)
+        f["counterexample"] = f["sequence"] = None
+        if "_world" in f:
+            stem = _file_stem(f["driver"], f["where"], f["variant"], f["property"], f["residual_risk"] or "")
+            while stem in names:
+                stem += "_"
+            names.add(stem)
+            f["counterexample"] = f"counterexamples/{stem}.json"
+            f["sequence"] = f"figures/sequence-{stem}.svg"
+            f["reproduce"].append(f"toolcall-sim replay {f['counterexample']}")
+            result.counterexamples.append(Counterexample(f["counterexample"], f.pop("_world"), f["property"],
+                                                         f["residual_risk"], f.pop("_actions"),
+                                                         f.pop("trace_sha256"), f["driver"], f["detail"]))
+            result.traces[f"sequence-{stem}"] = (f.pop("trace"), f.pop("evidence"), f.pop("chats"))
+        if f["status"] == "new":
+            state.reasons.append(f"new finding: {f['property']} under {f['variant']} ({f['driver']} {f['where']}): "
+                                 f"{f['detail']}")
+    state.findings.sort(key=lambda f: (STATUSES.index(f["status"]), f["driver"], f["where"], f["variant"],
+                                       f["property"], f["residual_risk"] or ""))
+
+
+def _table(state: _Fold) -> dict[str, dict[str, str]]:
+    """The table: variants x properties, the contract and today first; a cell is its
+    best "holds" level unless a finding's status (Rule 2) says worse."""
+    table: dict[str, dict[str, str]] = {}
+    variants = sorted({v for v, _ in state.checked}, key=lambda v: (v != "contract", v != "today", v))
+    for variant in variants:
+        row = table.setdefault(variant, {})
+        for p in _checked_properties():
+            row[p] = state.checked.get((variant, p), "not checked")
+    for f in state.findings:
+        level = {"residual_risk": "residual risk", "expected": "expected violation"}.get(f["status"], "violated")
+        row = table.setdefault(f["variant"], {p: "not checked" for p in _checked_properties()})
+        if f["property"] in row:
+            row[f["property"]] = min(row[f["property"]], level, key=CELL_ORDER.index)
+    return table
+
+
+def _fold_planted(section, outputs: list[dict], reasons: list[str]) -> dict:
+    """The planted-bug sweep: each bug by each named driver, and a mutation score per
+    driver; a bug a driver no longer catches is a reason (Rule 3)."""
+    bugs: dict[str, dict] = {}
+    for out in outputs:
+        b = bugs.setdefault(out["bug"], {"bug": out["bug"], "variant": f"contract+{out['bug']}",
+                                         "caught_by": out["caught_by"], "drivers": {}})
+        b["drivers"][out["driver"]] = {"caught": out["caught"], "where": out["where"], "detail": out["detail"]}
+        if not out["caught"]:
+            reasons.append(f"planted bug {out['bug']} is no longer caught by {out['driver']} ({out['where']})")
+    score = {d: {"caught": sum(1 for b in bugs.values() if b["drivers"][d]["caught"]), "swept": len(bugs)}
+             for d in section.drivers}
+    return {"drivers": list(section.drivers), "bugs": [bugs[b.name] for b in section.bugs], "score": score}
+
+
+def _against_baseline(state: _Fold, baseline: list[dict]) -> tuple[list[dict], list[dict]]:
+    """Rule 3: the baseline entries of runs that ran and were not seen again (``fixed``,
+    sorted) and those of runs this suite did not run (``not_run``, kept as they are)."""
+    seen = {f["id"] for f in state.findings if f["status"] in ("accepted", "new")}
+    fixed = [e for e in baseline if _entry_id(e) not in seen and (e["driver"], e["where"], e["variant"]) in state.ran]
+    not_run = [e for e in baseline if (e["driver"], e["where"], e["variant"]) not in state.ran]
+    fixed.sort(key=_entry_id)
+    return fixed, not_run
 
 
 # ---------------------------------------------------------------------------

@@ -17,7 +17,6 @@ from __future__ import annotations
 import hashlib
 import re
 import tomllib
-from concurrent.futures import ProcessPoolExecutor
 from pathlib import Path
 from typing import Callable
 
@@ -300,6 +299,8 @@ def _call(fn, args):  # module level: what a pool worker runs
 
 
 def _worker_init() -> None:
+    """Ctrl-C is the parent's: the initializer of sim/commands/check.py's drawing pool
+    (the jobs' pool is sim/backends.py ``LocalPool``, whose workers ignore it too)."""
     import signal
 
     signal.signal(signal.SIGINT, signal.SIG_IGN)  # Ctrl-C is the parent's to handle
@@ -315,8 +316,6 @@ def run_jobs(jobs, workers: int, on_progress: Callable[[int, int, str], None] | 
     """Rule 1: the outputs of ``jobs`` in job order, computed by ``workers`` processes,
     or on a Dask ``cluster`` (sim/backends.py: the jobs go as the numbers 0..n-1 where
     a swarm sends seeds, and come back in that order, so the report is the same bytes)."""
-    from . import swarm
-
     total = len(jobs)
     outputs = []
     if cluster is not None:
@@ -337,21 +336,25 @@ def run_jobs(jobs, workers: int, on_progress: Callable[[int, int, str], None] | 
             if on_progress is not None:
                 on_progress(i + 1, total, _what(outputs[-1]))
         return outputs
-    context = swarm._pool_context()
-    if context.get_start_method() == "fork":
-        from . import run  # noqa: F401 - imported once before the fork, not in each worker
-    with ProcessPoolExecutor(max_workers=min(workers, total), mp_context=context, initializer=_worker_init) as pool:
-        futures = [pool.submit(_call, fn, args) for fn, args in jobs]
-        try:
-            for i, future in enumerate(futures):
-                outputs.append(future.result())
-                if on_progress is not None:
-                    on_progress(i + 1, total, _what(outputs[-1]))
-        except BaseException:
-            for f in futures:
-                f.cancel()
-            raise
+    from .backends import LocalPool
+
+    def died(index: int) -> str:
+        return f"a worker process died while running check job {index} ({jobs[index][0].__name__})"
+
+    # sim/backends.py LocalPool: the parent alone handles Ctrl-C, and an early stop
+    # (Ctrl-C, a job that raised) terminates the jobs under way after a grace period
+    # instead of waiting for them (an explore job can run for minutes).
+    with LocalPool(min(workers, total), preload=_preload) as pool:
+        pool.submit_all([(_call, (fn, args)) for fn, args in jobs])
+        for out in pool.results(died=died):
+            outputs.append(out)
+            if on_progress is not None:
+                on_progress(len(outputs), total, _what(out))
     return outputs
+
+
+def _preload() -> None:
+    from . import run  # noqa: F401 - imported once before the fork, not in each worker
 
 
 def _what(out: dict) -> str:

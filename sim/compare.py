@@ -32,7 +32,7 @@ results, interrupt latency (from the user's interrupt to its commit, median and 
 simulated seconds), and requests to the agent per tool call (dials left out).
 
 Rule 1. Deterministic: no wall clock enters the data; seeds run in ``workers`` processes
-        (sim/swarm.py's pool) in chunks and are put back in seed order, so the result is
+        (sim/backends.py ``map_seeds``) in chunks and are put back in seed order, so the result is
         the same for any worker count. The caller may time the whole (it is not data).
 Rule 2. The data is plain JSON values (``--json``); reports/compare.py renders it.
 """
@@ -40,7 +40,6 @@ Rule 2. The data is plain JSON values (``--json``); reports/compare.py renders i
 from __future__ import annotations
 
 import pathlib
-from concurrent.futures import ProcessPoolExecutor
 from dataclasses import dataclass
 
 from model import designs as model_designs
@@ -191,11 +190,6 @@ def run_seed(args: tuple[str, int]) -> dict:
     return {"seed": seed, **measured}
 
 
-def _run_chunk(args: tuple[str, list[int]]) -> list[dict]:
-    design, seeds = args
-    return [run_seed((design, s)) for s in seeds]
-
-
 def _seed_run(seed: int, design: str) -> dict:  # module level: what a Dask worker runs
     return run_seed((design, seed))
 
@@ -210,13 +204,11 @@ def swarm_runs(design: str, seeds: int, first_seed: int = 1, workers: int = 1, c
         return list(map_seeds(_seed_run, first_seed, seeds, (design,), cluster=cluster))
     if workers <= 1 or seeds < 2:
         return [run_seed((design, s)) for s in all_seeds]
-    from .swarm import _pool_context
+    from .backends import map_seeds
 
-    size = max(1, -(-len(all_seeds) // (workers * 4)))
-    chunks = [all_seeds[i:i + size] for i in range(0, len(all_seeds), size)]
-    with ProcessPoolExecutor(max_workers=workers, mp_context=_pool_context()) as pool:
-        out = [row for part in pool.map(_run_chunk, [(design, c) for c in chunks]) for row in part]
-    return sorted(out, key=lambda r: r["seed"])
+    # sim/backends.py's local pool (workers ignore Ctrl-C, an early stop always ends),
+    # in seed order as on one process.
+    return list(map_seeds(_seed_run, first_seed, seeds, (design,), workers=workers))
 
 
 def scenario_files() -> list[pathlib.Path]:

@@ -127,6 +127,21 @@ def test_sequence_of_an_explorer_counterexample(explored):
     assert "start toolu_fg" in words and "agent" in words
     assert any(w.startswith("takeover") for w in words)
     assert "10s" in words  # the explorer's 10 ms are 10 s of real time
+    # Its clocks are exact: scaled with true time, they show no skew (not "clock -9.99s..0ms").
+    assert not [i for i in ids(root) if i.startswith("skew-")]
+    assert not [w for w in words if w.startswith("clock ")]
+
+
+@pytest.mark.parametrize("time_unit_ms, header", [(1, "clock -3ms"), (1000, "clock -3s")])
+def test_a_skewed_clock_is_named_in_real_ms(time_unit_ms, header):
+    """A lane whose clock runs 3 units behind true time says so in its header, in real
+    ms whatever a trace ms stands for; a lane on true time has no header."""
+    trace = [{"t_ms": 0, "node": "agent", "clock_ms": -3, "kind": "note", "text": "boot"},
+             {"t_ms": 10, "node": "agent", "clock_ms": 7, "kind": "note", "text": "later"},
+             {"t_ms": 10, "node": "replica-1", "clock_ms": 10, "kind": "note", "text": "on time"}]
+    root = parse(figures.sequence_svg(trace, time_unit_ms=time_unit_ms))
+    assert [i for i in ids(root) if i.startswith("skew-")] == ["skew-agent"]
+    assert header in texts(root)
 
 
 def test_the_incident_folds_its_cycles_and_stays_bounded(incident):

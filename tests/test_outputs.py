@@ -307,6 +307,109 @@ def test_ctrl_c_on_swarm_keeps_every_finished_counterexample(tmp_path, workers):
     assert replayed.returncode == 1, replayed.stdout + replayed.stderr
 
 
+# A Ctrl-C at a chosen line of the parent: a trace function counts the Python lines the
+# parent runs inside the local pool's generator (sim/backends.py) and raises SIGINT at
+# line K, as a real Ctrl-C arriving there would be handled (at the next bytecode). The
+# old pool hung for K inside ``concurrent.futures.wait`` taking its futures' locks.
+_CTRL_C_AT_LINE = """
+import multiprocessing, signal, sys, time
+from sim import backends
+
+def slow(seed):
+    time.sleep(0.002)
+    return seed
+
+def interrupted_at(k):
+    gen = backends.map_seeds(slow, 0, 20000, workers=2)
+    next(gen)  # the pool is up and every chunk queued
+    lines = [0]
+
+    def trace(frame, event, arg):
+        if event == "line":
+            lines[0] += 1
+            if lines[0] == k:
+                signal.raise_signal(signal.SIGINT)
+        return trace
+
+    sys.settrace(trace)
+    try:
+        for _ in gen:
+            pass
+        outcome = "ran to the end"
+    except KeyboardInterrupt:
+        outcome = "interrupted"
+    finally:
+        sys.settrace(None)
+    gen.close()
+    return outcome, len(multiprocessing.active_children())
+
+if __name__ == "__main__":
+    for k in map(int, sys.argv[1:]):
+        print(k, *interrupted_at(k), flush=True)
+"""
+
+
+@pytest.mark.slow
+def test_ctrl_c_at_any_line_of_the_pool_stops_it(tmp_path):
+    """The flaky hang of ``swarm --workers 2`` after Ctrl-C, made deterministic: SIGINT at
+    chosen lines of the parent while it waits for its pool (the lines of the first waits,
+    and later ones). Each run raises KeyboardInterrupt out of the generator, leaves no
+    worker behind, and the whole script ends (the timeout guards against a hang; it is not
+    a speed check)."""
+    script = tmp_path / "ctrl_c_at_line.py"
+    script.write_text(_CTRL_C_AT_LINE, encoding="utf-8")
+    ks = ["3", "40", "150", "400", "700", "1000", "1300"]
+    # Its own session: on a hang, the script and its workers are killed together.
+    proc = subprocess.Popen([sys.executable, str(script), *ks], cwd=tmp_path, env=_env(), text=True,
+                            stdout=subprocess.PIPE, stderr=subprocess.PIPE, start_new_session=True)
+    try:
+        out, err = proc.communicate(timeout=120)
+    except subprocess.TimeoutExpired:
+        os.killpg(proc.pid, signal.SIGKILL)
+        out, err = proc.communicate()
+        pytest.fail(f"the pool did not stop after a Ctrl-C; done before: {out!r}")
+    assert proc.returncode == 0, err
+    assert out.splitlines() == [f"{k} interrupted 0" for k in ks], err
+
+
+_STUCK_WORKER = """
+import multiprocessing, sys, time
+from sim import backends
+
+def stuck(seed):
+    if seed > 0:
+        time.sleep(3600)  # a call that never ends in time: the stop event cannot reach it
+    return seed
+
+if __name__ == "__main__":
+    backends.STOP_GRACE_S = 0.5
+    gen = backends.map_seeds(stuck, 0, 4, workers=2)
+    print(next(gen), flush=True)
+    gen.close()  # an early stop: the caller stops reading
+    print(len(multiprocessing.active_children()), flush=True)
+"""
+
+
+@pytest.mark.slow
+def test_an_early_stop_ends_workers_that_do_not_finish(tmp_path):
+    """A caller that stops reading (Ctrl-C, a failed seed) ends the pool even while its
+    workers are inside a call that would take an hour: after the grace period they are
+    terminated, and none is left. (The old pool's ``shutdown(wait=True)`` waited for the
+    hour; the timeout guards against that, it is not a speed check.)"""
+    script = tmp_path / "stuck_worker.py"
+    script.write_text(_STUCK_WORKER, encoding="utf-8")
+    proc = subprocess.Popen([sys.executable, str(script)], cwd=tmp_path, env=_env(), text=True,
+                            stdout=subprocess.PIPE, stderr=subprocess.PIPE, start_new_session=True)
+    try:
+        out, err = proc.communicate(timeout=120)
+    except subprocess.TimeoutExpired:
+        os.killpg(proc.pid, signal.SIGKILL)
+        out, err = proc.communicate()
+        pytest.fail(f"the pool waited for its stuck workers; printed before: {out!r}")
+    assert proc.returncode == 0, err
+    assert out.splitlines() == ["0", "0"], err
+
+
 @pytest.mark.slow
 def test_ctrl_c_on_explore_prints_the_summary_so_far(tmp_path):
     code, out, err = _interrupt_after(["explore", "--world", "default", "--max-states", "100000000", "--max-in-flight", "5s",

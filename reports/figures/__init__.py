@@ -18,8 +18,9 @@ pictures:
 
 Extra keyword arguments of the trace pictures: ``chat_names`` (chat UUID -> the
 scenario's name, for labels; a trace names chats by UUID only), ``time_unit_ms`` (the
-real ms one trace ms stands for: an explorer counterexample's clock counts
-``model.explore.Bounds().scale``), and for ``sequence_svg`` ``gap_ms`` (idle gaps longer
+real ms one trace ms stands for: an explorer counterexample's time and node clocks count
+``model.explore.Bounds().scale``; both are scaled, so a lane header names only a real
+clock skew), and for ``sequence_svg`` ``gap_ms`` (idle gaps longer
 than this are folded, default 5 s).
 
 Every function draws inside ``_style.context()`` and saves through ``_style.to_svg``, so

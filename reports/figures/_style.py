@@ -172,8 +172,11 @@ def _clean_value(key, value):
 def in_real_ms(trace, time_unit_ms: int = 1) -> list[dict]:
     """The trace's records, cleaned for drawing (anything but a dict read as an empty
     record; control characters dropped from text; a list where a name belongs read as
-    text), with ``t_ms`` in real milliseconds: an explorer trace counts ``time_unit_ms``
-    real ms per ms."""
+    text), with ``t_ms`` and ``clock_ms`` in real milliseconds: an explorer trace counts
+    ``time_unit_ms`` real ms per ms on both. Both, or a lane header would read the scaling
+    as a clock skew (a skew-free explorer clock drawn as ``clock -9.99s..0ms``); scaled
+    together, a node's clock minus true time is its real skew: none for the explorer's
+    worlds, whose clocks are exact, and the skew in real ms for one that has some."""
     if isinstance(time_unit_ms, bool) or not isinstance(time_unit_ms, int) or time_unit_ms < 1:
         raise ValueError(f"time_unit_ms: expected a whole number >= 1, got {time_unit_ms!r}")
     out = []
@@ -184,5 +187,8 @@ def in_real_ms(trace, time_unit_ms: int = 1) -> list[dict]:
             rec["t_ms"] = 0
         elif time_unit_ms != 1:
             rec["t_ms"] = t * time_unit_ms
+        clock = rec.get("clock_ms")
+        if time_unit_ms != 1 and isinstance(clock, (int, float)) and not isinstance(clock, bool):
+            rec["clock_ms"] = clock * time_unit_ms
         out.append(rec)
     return out
