@@ -1,0 +1,45 @@
+"""A Ctrl-C while ``toolcall-sim`` is still importing its commands is one line and exit
+130, never a ``KeyboardInterrupt`` traceback from inside an import (sim/launch.py)."""
+
+import os
+import signal
+import subprocess
+import sys
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parents[1]
+
+# The signal is delivered inside the guarded window, before sim.cli is imported: the
+# moment a user's Ctrl-C most often lands on a loaded machine (the imports take 1-2 s).
+_CHILD = """
+import os, signal, sys
+from sim import launch
+sys.exit(launch.main(["list"], _after_guard=lambda: os.kill(os.getpid(), signal.SIGINT)))
+"""
+
+
+def test_ctrl_c_during_start_up_is_one_line_and_exit_130():
+    done = subprocess.run([sys.executable, "-c", _CHILD], cwd=ROOT, capture_output=True, text=True, timeout=120)
+    assert done.returncode == 130, (done.returncode, done.stderr)
+    assert done.stderr == "toolcall-sim: interrupted while starting\n"
+    assert done.stdout == ""
+
+
+def test_after_start_up_the_command_runs_with_python_s_handler_back():
+    # The guard is gone once the command runs: sim.cli's own rule (summary so far, exit
+    # 130) needs KeyboardInterrupt, and the handler the caller had is restored.
+    child = ("import signal, sys\nfrom sim import launch\n"
+             "code = launch.main(['list'])\n"
+             "assert signal.getsignal(signal.SIGINT) is signal.default_int_handler\n"
+             "sys.exit(code)\n")
+    done = subprocess.run([sys.executable, "-c", child], cwd=ROOT, capture_output=True, text=True, timeout=120)
+    assert done.returncode == 0, done.stderr
+    assert "scenarios:" in done.stdout
+
+
+def test_the_console_script_and_python_m_sim_start_through_the_guard():
+    import tomllib
+
+    scripts = tomllib.loads((ROOT / "pyproject.toml").read_text())["project"]["scripts"]
+    assert scripts["toolcall-sim"] == "sim.launch:main"
+    assert "from .launch import main" in (ROOT / "sim" / "__main__.py").read_text()
