@@ -49,11 +49,10 @@ Rule 4. Each fault counts the messages or events it matches, so ``nth`` is the n
 from __future__ import annotations
 
 import random
-from functools import partial
 from dataclasses import dataclass, field
+from heapq import heappop, heappush
+from itertools import count
 from typing import Any
-
-import simpy
 
 from model import idle
 from model import system as msys
@@ -103,7 +102,14 @@ class Simulation:
             raise ValueError(f"idle: expected one of {', '.join(IDLE_MODES)}, got {self.options.idle!r}")
         self.batch_idle = self.options.idle == IDLE_BATCHED
         self.seed = seed
-        self.env = simpy.Environment()
+        # The agenda: a heap of (time ms, priority, insertion number, callback, argument),
+        # popped in that order, which is the order simpy's queue keeps its events in (Rule 1);
+        # one tuple per message or timer instead of a simpy Event, its callback list and a
+        # ``partial`` (a swarm seed schedules some 130 of them). ``now_ms`` is the time of
+        # the entry being handled, as simpy's ``env.now``.
+        self._queue: list[tuple] = []
+        self._inserted = count()
+        self.now_ms = 0
         self.rng_network = random.Random(f"{seed}:network")
         self.trace: list[dict] = []
         self.actions: list[Any] = []
@@ -148,7 +154,19 @@ class Simulation:
         return step
 
     def run(self, until_ms: int):
-        self.env.run(until=until_ms)
+        """Handle the agenda's entries in order until true time ``until_ms``: as simpy's
+        ``env.run(until=...)``, a stop entry at that time with priority 0 (simpy's URGENT)
+        comes before anything else due then, so nothing at ``until_ms`` happens."""
+        if until_ms <= self.now_ms:
+            raise ValueError(f"until ({until_ms}) must be greater than the current simulation time")
+        self._at(until_ms, 0, None, None)
+        queue = self._queue
+        while queue:
+            at_ms, _, _, fn, arg = heappop(queue)
+            self.now_ms = at_ms
+            if fn is None:
+                return
+            fn(arg)
 
     # -- trace -------------------------------------------------------------------
     def _record_step(self, action, step: msys.Step):
@@ -158,14 +176,10 @@ class Simulation:
 
     # -- scheduling ----------------------------------------------------------------
     def _at(self, at_ms: int, priority, fn, arg):
-        """One simpy event at true time ``at_ms`` that calls ``fn(arg)``: no Process, no
-        generator. Ties at the same time go by ``priority`` (Rule 1)."""
-        event = simpy.Event(self.env)
-        event._ok = True  # a plain succeeded event, as simpy's Timeout builds it
-        event._value = None
-        event.callbacks.append(partial(fn, arg))  # called as fn(arg, event)
-        env = self.env
-        env.schedule(event, priority, max(0, at_ms - env._now))
+        """One agenda entry at true time ``at_ms`` (never before now) that calls
+        ``fn(arg)``. Ties at the same time go by ``priority`` (Rule 1), then by insertion."""
+        now_ms = self.now_ms
+        heappush(self._queue, (at_ms if at_ms > now_ms else now_ms, priority, next(self._inserted), fn, arg))
 
     def _schedule_new(self, s: msys.System, known_seq: int):
         """Each message or timer armed by the last step, in arming order: the network draws
@@ -214,7 +228,7 @@ class Simulation:
         if msys._find(self.system, envelope.seq) is None:
             return
         cls = Drop if lost else Deliver
-        self.step(cls(int(self.env.now), envelope.seq, envelope.what))
+        self.step(cls(self.now_ms, envelope.seq, envelope.what))
 
     def _wake(self, timer: msys.Timer, _event=None):
         current = self.system.timers.get((timer.node, timer.name))
@@ -222,9 +236,9 @@ class Simulation:
             return  # replaced or canceled since it was armed
         if timer.node == msys.AGENT and timer.name.startswith("handler:") and timer.name[8:] in self.panic_runs:
             after = (("after_spawn", True),) if self.panic_runs[timer.name[8:]] else ()
-            self.step(Fault(int(self.env.now), "handler_panic", (("run", timer.name[8:]),) + after))
+            self.step(Fault(self.now_ms, "handler_panic", (("run", timer.name[8:]),) + after))
             return
-        self.step(Fire(int(self.env.now), timer.node, timer.name))
+        self.step(Fire(self.now_ms, timer.node, timer.name))
 
     # -- idle periodic loops (``idle = "batched"``) -----------------------------------
     def _plan_periodic(self):
@@ -252,9 +266,9 @@ class Simulation:
         if key != self._agenda:
             return
         self._agenda = None
-        now_ms = int(self.env.now)
+        now_ms = self.now_ms
         while True:
-            queue = self.env._queue  # simpy's (time, priority, id, event) heap: the next other event
+            queue = self._queue  # the agenda's (time, priority, ...) heap: the next other event
             before = queue[0][:2] if queue else None
             system, fires, last_ms, blocked = idle.advance(self.system, before, memo=self._idle_memo)
             if fires:
@@ -289,7 +303,7 @@ class Simulation:
 
     def _fault_now(self, spec: FaultSpec, _event=None):
         names = {c.name: c.chat_id for c in self.system.config.chats}
-        self.step(_fault_action(spec, int(self.env.now), names))
+        self.step(_fault_action(spec, self.now_ms, names))
 
     def _watch(self, records, at_ms: int):
         """Event triggers: each fault counts the events it matches and starts on the nth."""
