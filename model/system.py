@@ -215,6 +215,10 @@ class System:
 class Step:
     system: System
     records: tuple[dict, ...] = field(default=())
+    # The timers the step armed, in arming order, including any it replaced or canceled
+    # again before it ended: the simpy world schedules those still armed (``Timer``
+    # identity in ``system.timers``) without scanning every armed timer after every step.
+    armed: tuple = ()
 
 
 # ---------------------------------------------------------------------------
@@ -304,6 +308,7 @@ class _Builder:
         # ``set_timer`` (several calls a step) answer without looking the clock up.
         self.perfect_clocks = not system.config.clocks
         self.records: list[dict] = []
+        self.armed: list = []  # every Timer ``set_timer`` made, in arming order (``Step.armed``)
         self.action = action
         self.pending_publishes: list = []
         # The explorer's transition memo (model/explore.py) asks for a log of what the step
@@ -417,6 +422,7 @@ class _Builder:
         due = self.s.now_ms + (after_ms if self.perfect_clocks else self.s.config.clock(node).true_delay(after_ms))
         timer = Timer(node, name, due, self.next_seq())
         self.s.__dict__["timers"] = self.s.timers.set((node, name), timer)
+        self.armed.append(timer)
         if self.log is not None:
             self.log.append(("timer_set", (node, name), timer))
 
@@ -492,7 +498,7 @@ def initial(config: WorldConfig) -> Step:
         b.db_step(chatd.db_new_chat, chat.chat_id, chat.turns, chat.gen_time_ms)
         b.set_timer(WORLD, f"user_message:{chat.chat_id}", chat.start_at_ms)
     b.flush_publishes()
-    return Step(b.s, tuple(b.records))
+    return Step(b.s, tuple(b.records), tuple(b.armed))
 
 
 def _agent_api(s: System):
@@ -599,7 +605,7 @@ def apply(system: System, action: Action, log: list | None = None) -> Step:
     else:
         _fault(b, action)
     b.flush_publishes()
-    return Step(b.s, tuple(b.records))
+    return Step(b.s, tuple(b.records), tuple(b.armed))
 
 
 def _forget_answered(b: _Builder, env: Envelope):

@@ -124,6 +124,16 @@ class Simulation:
         # Only event-triggered faults and handler panics read the records of each step.
         self._watching = any(spec.kind == "handler_panic" or spec.trigger.event is not None
                              for spec in self.options.faults)
+        # The record kinds that can be a watched event (``_events_of``), and ``send``,
+        # whose request the ``process_started`` and ``handler_panic`` triggers look up:
+        # the other records of a step are skipped without asking what event they are.
+        watched = {spec.trigger.event for spec in self.options.faults if spec.trigger.event is not None}
+        if any(spec.kind == "handler_panic" for spec in self.options.faults):
+            watched.add("request_delivered")
+        self._watched_kinds = frozenset(["send"] + [kind for kind, events in _EVENT_KINDS.items()
+                                                    if not watched.isdisjoint(events)])
+        self._links: dict = {}  # (src, dst) -> LinkSpec (``_link``)
+        self._loop_keys: dict = {}  # (node, name) -> a replica's periodic loop timer (``_is_loop_timer``)
         self._idle_memo: dict = {}  # loop verdicts carried between batches (model/idle.py advance)
         step = msys.initial(config)
         self.system = step.system
@@ -131,7 +141,7 @@ class Simulation:
             # Names the run so a recorded trace can be replayed on its own.
             self.trace.append({"kind": "header", "t_ms": 0, **header})
         self._record_step(None, step)
-        self._schedule_new(step.system, known_seq=0)
+        self._schedule_new(step.system, 0, step.armed)
         # Faults at a time come after everything armed at boot and before anything armed
         # later (Rule 1's order); among themselves, in the scenario's order.
         priority = self.system.seq + 0.5
@@ -147,7 +157,7 @@ class Simulation:
         self.system = step.system
         self.actions.append(action)
         self._record_step(action, step)
-        self._schedule_new(step.system, known_seq=before_seq)
+        self._schedule_new(step.system, before_seq, step.armed)
         if self._watching:
             self._watch(step.records, action.at_ms)
         self._plan_periodic()
@@ -171,7 +181,18 @@ class Simulation:
     # -- trace -------------------------------------------------------------------
     def _record_step(self, action, step: msys.Step):
         if action is not None:
-            self.trace.append({"kind": "action", "t_ms": action.at_ms, "label": action.label(), **_action_fields(action)})
+            kind = type(action)
+            # The world's most frequent actions, written out: the record
+            # ``action_to_json`` and ``label`` would make, with the same keys.
+            if kind is Deliver:
+                rec = {"kind": "action", "t_ms": action.at_ms, "label": f"deliver #{action.seq} {action.what}",
+                       "action": "deliver", "seq": action.seq, "what": action.what}
+            elif kind is Fire:
+                rec = {"kind": "action", "t_ms": action.at_ms, "label": f"timer {action.node} {action.name}",
+                       "action": "timer", "node": action.node, "name": action.name}
+            else:
+                rec = {"kind": "action", "t_ms": action.at_ms, "label": action.label(), **_action_fields(action)}
+            self.trace.append(rec)
         self.trace.extend(step.records)
 
     # -- scheduling ----------------------------------------------------------------
@@ -181,14 +202,23 @@ class Simulation:
         now_ms = self.now_ms
         heappush(self._queue, (at_ms if at_ms > now_ms else now_ms, priority, next(self._inserted), fn, arg))
 
-    def _schedule_new(self, s: msys.System, known_seq: int):
+    def _schedule_new(self, s: msys.System, known_seq: int, armed):
         """Each message or timer armed by the last step, in arming order: the network draws
         its fate now (in that order, so the draws are one stream), and it happens at its
         time with its sequence number as the priority (Rule 1)."""
-        new = [env for env in s.in_flight if env.seq > known_seq]
-        timers = [t for _, t in s.timers.items() if t.seq > known_seq]
+        # Messages are only ever appended to ``in_flight`` (and removed), so the new ones
+        # are its tail; the timers still armed that the step armed are those of
+        # ``Step.armed`` that the table still holds (a timer re-armed or canceled within
+        # the step is not), the same as every armed timer with a newer sequence number.
+        in_flight = s.in_flight
+        first = len(in_flight)
+        while first and in_flight[first - 1].seq > known_seq:
+            first -= 1
+        new = list(in_flight[first:])
+        table = s.timers
+        timers = [t for t in armed if table.get((t.node, t.name)) is t]
         if self.batch_idle and timers:
-            loops = [t for t in timers if idle.is_periodic(s, t.node, t.name)]
+            loops = [t for t in timers if self._is_loop_timer(s, t)]
             if loops:
                 self._loops_armed = True  # the periodic wake-up may have to move
                 timers = [t for t in timers if t not in loops]
@@ -200,12 +230,24 @@ class Simulation:
             else:
                 self._carry(item)
 
+    def _is_loop_timer(self, s: msys.System, timer: msys.Timer) -> bool:
+        """``idle.is_periodic``, remembered per (node, name): the replicas are the world's."""
+        key = (timer.node, timer.name)
+        known = self._loop_keys.get(key)
+        if known is None:
+            known = self._loop_keys[key] = idle.is_periodic(s, timer.node, timer.name)
+        return known
+
     def _link(self, src: str, dst: str) -> LinkSpec:
-        spec = self.options.links.get(f"{src}->{dst}")
-        if spec is not None:
-            return spec
-        return LinkSpec(self.options.latency_min_ms, self.options.latency_max_ms, self.options.loss,
-                        self.options.latency_shape)
+        """The link's spec, looked up once per (src, dst): the options do not change."""
+        spec = self._links.get((src, dst))
+        if spec is None:
+            spec = self.options.links.get(f"{src}->{dst}")
+            if spec is None:
+                spec = LinkSpec(self.options.latency_min_ms, self.options.latency_max_ms, self.options.loss,
+                                self.options.latency_shape)
+            self._links[src, dst] = spec
+        return spec
 
     def _carry(self, envelope: msys.Envelope):
         link = self._link(envelope.src, envelope.dst)
@@ -307,8 +349,11 @@ class Simulation:
 
     def _watch(self, records, at_ms: int):
         """Event triggers: each fault counts the events it matches and starts on the nth."""
+        kinds = self._watched_kinds
         for rec in records:
-            if rec.get("kind") == "send":
+            if rec["kind"] not in kinds:
+                continue
+            if rec["kind"] == "send":
                 self.req_tool_call[rec.get("req")] = rec.get("tool_call")
                 self.req_of_seq[rec.get("seq")] = rec.get("req")
             for name, route, tool_call, direction in _events_of(rec, self.req_tool_call, self.system):
@@ -380,6 +425,16 @@ def _matches(m: MessageMatch, route, tool_call, direction) -> bool:
     if m is None or m.direction != direction or (m.route is not None and m.route != route):
         return False
     return m.tool_call is None or m.tool_call == tool_call
+
+
+# Which trigger events a record of each kind can be (``_events_of``).
+_EVENT_KINDS = {
+    "send": ("request_sent",),
+    "deliver": ("request_delivered", "response_delivered"),
+    "reply": ("response_sent",),
+    "truth": ("process_started", "result_committed"),
+    "note": ("message_committed",),
+}
 
 
 def _events_of(rec: dict, req_tool_call: dict, system: msys.System) -> list[tuple]:
