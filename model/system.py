@@ -574,11 +574,12 @@ def apply(system: System, action: Action, log: list | None = None) -> Step:
     receives the step's keyed edits of the timers and open requests (``_Builder.log``)."""
     if action.at_ms < system.now_ms:
         raise ReplayMismatch(f"{action.label()}: at {action.at_ms} ms is before now ({system.now_ms} ms)")
-    if isinstance(action, Idle):
+    kind = type(action)  # the actions are exactly these classes (model/actions.py)
+    if kind is Idle:
         return idle.apply_idle(system, action)  # a batch of idle periodic firings (model/idle.py)
     b = _Builder(system, action, log)
-    b.set(now_ms=action.at_ms)
-    if isinstance(action, (Deliver, Drop)):
+    b.s.__dict__["now_ms"] = action.at_ms  # (``set``, without the keyword call)
+    if kind is Deliver or kind is Drop:
         in_flight = b.s.in_flight
         at = _find_index(in_flight, action.seq)
         if at is None:
@@ -587,14 +588,12 @@ def apply(system: System, action: Action, log: list | None = None) -> Step:
         if env.what != action.what:
             raise ReplayMismatch(f"{action.label()}: message #{action.seq} is now '{env.what}'")
         b.set(in_flight=in_flight[:at] + in_flight[at + 1:])  # sequence numbers are unique
-        if isinstance(action, Drop):
+        if kind is Drop:
             b.record(env.dst, "lost", seq=env.seq, what=env.what, route=env.route, tool_call=env.tool_call)
             _forget_answered(b, env)
         else:
             _deliver(b, env)
-    elif isinstance(action, Tick):
-        pass
-    elif isinstance(action, Fire):
+    elif kind is Fire:
         timer = b.s.timers.get((action.node, action.name))
         if timer is None:
             raise ReplayMismatch(f"{action.label()}: no such timer is armed")
@@ -602,6 +601,8 @@ def apply(system: System, action: Action, log: list | None = None) -> Step:
             raise ReplayMismatch(f"{action.label()}: due at {timer.due_ms} ms, not {action.at_ms} ms")
         b.cancel_timer((action.node, action.name))
         _fire(b, action.node, action.name)
+    elif kind is Tick:
+        pass
     else:
         _fault(b, action)
     b.flush_publishes()
