@@ -67,8 +67,17 @@ from . import system as _system
 from .chatd.state import SYNC_PREFIX, TIMER_ACQUIRE, TIMER_HEARTBEAT
 from .core import FMap, SetTimer
 
+_on_timer = chatd.replica_on_timer  # the loops' handler (``ASKED`` holds it by identity)
+
 
 _LOOP_NAMES = (TIMER_HEARTBEAT, TIMER_ACQUIRE)
+# The memo entry of the last firing found not idle: (handler, replica state, database,
+# args, clock, database clock, answer). The next batch that meets the same firing with
+# the very same inputs takes the answer instead of asking again, and so does the ``Fire``
+# step the world then applies (``system.apply``'s ``asked``): a firing that stops a batch
+# is otherwise computed two or three times (a poll that takes a chat, a sync that reads a
+# change), a twentieth of a swarm seed's time.
+ASKED = "asked"
 
 
 def is_periodic(s, node: str, name: str) -> bool:
@@ -178,9 +187,17 @@ def advance(s, before: tuple | None = None, max_fires: int | None = None, memo: 
             if name == TIMER_ACQUIRE and beats:
                 db = _write_beats(db, replicas, beats, db_clock)
             clock = config.clock(node)
-            rep_after, db_after, effects = chatd.replica_on_timer(rep, db, name, clock.read(due_ms), db_clock.read(due_ms))
+            now_ms, db_now_ms = clock.read(due_ms), db_clock.read(due_ms)
+            asked = memo.get(ASKED) if memo is not None else None
+            if asked is not None and asked[0] is _on_timer and asked[1] is rep and asked[2] is db \
+                    and asked[3] == (name,) and asked[4] == now_ms and asked[5] == db_now_ms:
+                rep_after, db_after, effects = asked[6]
+            else:
+                rep_after, db_after, effects = _on_timer(rep, db, name, now_ms, db_now_ms)
             if not (rep_after is rep and len(effects) == 1 and type(effects[0]) is SetTimer
                     and effects[0].name == name and (db_after is db or name == TIMER_HEARTBEAT)):
+                if memo is not None:
+                    memo[ASKED] = (_on_timer, rep, db, (name,), now_ms, db_now_ms, (rep_after, db_after, effects))
                 blocked = _timer(key, armed.get(key)) if key in armed else s.timers.get(key)
                 break
             # A paused worker's poll reads no row (runner.py ``_acquire``): its verdict holds.

@@ -155,9 +155,11 @@ class Simulation:
         self._plan_periodic()
 
     # -- the one entry point -----------------------------------------------------
-    def step(self, action) -> msys.Step:
+    def step(self, action, asked: tuple | None = None) -> msys.Step:
+        """Apply ``action``; ``asked`` is a handler answer computed for it already
+        (``model.system.apply``)."""
         before_seq = self.system.seq
-        step = msys.apply(self.system, action)
+        step = msys.apply(self.system, action, asked=asked)
         self.system = step.system
         self.actions.append(action)
         self._record_step(action, step)
@@ -331,8 +333,9 @@ class Simulation:
                 self._record_step(action, msys.Step(system))
             if blocked is None or blocked.due_ms != now_ms or fires:
                 break
-            # The first periodic firing, due now, does something: an ordinary step.
-            self.step(Fire(now_ms, blocked.node, blocked.name))
+            # The first periodic firing, due now, does something: an ordinary step (with
+            # the answer the batch computed for it: model/idle.py ``ASKED``).
+            self.step(Fire(now_ms, blocked.node, blocked.name), asked=self._idle_memo.get(idle.ASKED))
         self._plan_periodic()
 
     # -- faults --------------------------------------------------------------------
