@@ -146,7 +146,8 @@ def advance(s, before: tuple | None = None, max_fires: int | None = None, memo: 
         entry = heap[0]
         if entry >= before:
             break
-        if not bulk_tried and all(e[2] in known for e in heap if e < before):
+        # (The first entry is below ``before``: unknown, it decides at once.)
+        if not bulk_tried and entry[2] in known and all(e[2] in known for e in heap if e < before):
             # Every loop's verdict is known: the rest of the batch in closed form.
             bulk_tried = True
             if row_owner is None:

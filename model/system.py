@@ -371,15 +371,24 @@ class _Builder:
             elif kind is TraceRecord:
                 # {"kind": "truth", "truth": <kind>, ...} or {"kind": "note", "note": <kind>, ...}
                 channel = eff.channel
-                fields_ = {channel: eff.kind}
-                extra = _safe_fields(eff.fields)
-                if channel in extra or (cause and (channel in cause or not cause.keys().isdisjoint(extra))):
-                    # A name given twice: the keyword call raises the TypeError it always did.
-                    self.record(node, channel, **{channel: eff.kind}, **extra, **(cause or {}))
-                fields_.update(extra)
+                # ``add_record(node, channel, {channel: kind, **fields, **cause})`` written
+                # out (a note or truth is every third record): the same keys in the same order.
+                now_ms = self.s.now_ms
+                rec = {"t_ms": now_ms, "node": node,
+                       "clock_ms": now_ms if self.perfect_clocks else self.s.config.clock(node).read(now_ms),
+                       "kind": channel, channel: eff.kind}
+                for k, v in eff.fields:
+                    k = _RESERVED.get(k, k)  # (``_safe_fields``: a later renamed twin wins)
+                    if k == channel:
+                        # The channel's name given twice: the keyword call raises the
+                        # TypeError it always did.
+                        self.record(node, channel, **{channel: eff.kind}, **_safe_fields(eff.fields), **(cause or {}))
+                    rec[k] = v
                 if cause:
-                    fields_.update(cause)
-                self.add_record(node, channel, fields_)
+                    if channel in cause or not cause.keys().isdisjoint(_safe_fields(eff.fields)):
+                        self.record(node, channel, **{channel: eff.kind}, **_safe_fields(eff.fields), **cause)
+                    rec.update(cause)
+                self.records.append(rec)
             elif kind is Send:
                 self.send(node, eff.dst, eff.request)
             elif kind is Reply:
