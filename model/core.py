@@ -296,10 +296,21 @@ class SetTimer:
     name: str
     after_ms: int
 
+    def __init__(self, name, after_ms):
+        # The dataclass's own ``__init__`` with the fields written straight into the
+        # instance dict (a frozen dataclass's goes through ``object.__setattr__`` per
+        # field, a third dearer): every step builds effects. ``dataclass`` keeps an
+        # ``__init__`` the class defines; tests/test_core_records.py checks it matches.
+        d = self.__dict__
+        d["name"], d["after_ms"] = name, after_ms
+
 
 @dataclass(frozen=True)
 class CancelTimer:
     name: str
+
+    def __init__(self, name):  # (as ``SetTimer.__init__``)
+        self.__dict__["name"] = name
 
 
 TRUTH = "truth"  # the channel of ground truth: what really happened
@@ -324,6 +335,10 @@ class TraceRecord:
     channel: str  # TRUTH | NOTE
     kind: str
     fields: tuple[tuple[str, Any], ...] = ()
+
+    def __init__(self, channel, kind, fields=()):  # (as ``SetTimer.__init__``)
+        d = self.__dict__
+        d["channel"], d["kind"], d["fields"] = channel, kind, fields
 
     def get(self, name: str, default: Any = None) -> Any:
         for k, v in self.fields:

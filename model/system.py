@@ -184,6 +184,16 @@ class Envelope:
     route: str
     tool_call: str | None
 
+    def __init__(self, seq, src, dst, payload, sent_at_ms, what, route, tool_call):
+        # The dataclass's own ``__init__`` with the fields written straight into the
+        # instance dict: a frozen dataclass's generated one goes through
+        # ``object.__setattr__`` per field, a third dearer, and every step builds
+        # envelopes, timers and steps (``dataclass`` keeps an ``__init__`` the class
+        # defines; tests/test_core_records.py checks it matches the fields).
+        d = self.__dict__
+        d["seq"], d["src"], d["dst"], d["payload"] = seq, src, dst, payload
+        d["sent_at_ms"], d["what"], d["route"], d["tool_call"] = sent_at_ms, what, route, tool_call
+
 
 @dataclass(frozen=True)
 class Timer:
@@ -191,6 +201,10 @@ class Timer:
     name: str
     due_ms: int  # true time
     seq: int  # which arming this is; a replaced timer's old wake-up is stale
+
+    def __init__(self, node, name, due_ms, seq):  # (as ``Envelope.__init__``)
+        d = self.__dict__
+        d["node"], d["name"], d["due_ms"], d["seq"] = node, name, due_ms, seq
 
 
 @dataclass(frozen=True)
@@ -219,6 +233,10 @@ class Step:
     # again before it ended: the simpy world schedules those still armed (``Timer``
     # identity in ``system.timers``) without scanning every armed timer after every step.
     armed: tuple = ()
+
+    def __init__(self, system, records=(), armed=()):  # (as ``Envelope.__init__``)
+        d = self.__dict__
+        d["system"], d["records"], d["armed"] = system, records, armed
 
 
 # ---------------------------------------------------------------------------
