@@ -324,6 +324,10 @@ class Simulation:
         now_ms = self.now_ms
         while True:
             queue = self._queue  # the agenda's (time, priority, ...) heap: the next other event
+            if queue and self._agenda is not None and queue[0][4] is self._agenda:
+                # Next is the wake-up a step just set, at or before the first periodic
+                # timer: ``advance`` would fire nothing (and block on nothing) before it.
+                break
             before = queue[0][:2] if queue else None
             system, fires, last_ms, blocked = idle.advance(self.system, before, memo=self._idle_memo)
             if fires:
