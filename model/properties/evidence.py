@@ -102,6 +102,10 @@ def committed_calls(final) -> list[CallInfo]:
     return out
 
 
+# The record kinds ``Evidence`` indexes (besides any record with a ``truth`` field).
+_INDEXED_KINDS = frozenset(("note", "truth", "send", "agent_down", "fault"))
+
+
 class Evidence:
     """The trace indexed per tool call, computed once and shared by every property."""
 
@@ -136,6 +140,8 @@ class Evidence:
         by_path = {(c.chat_id, c.path): c for c in self.calls if c.tool != "execute"}
         for i, rec in enumerate(trace):
             kind = rec.get("kind")
+            if kind not in _INDEXED_KINDS and "truth" not in rec:
+                continue  # most records (actions, deliveries, replies, timers): nothing to index
             if kind == "note" or kind == "truth" or "truth" in rec:
                 self.marks.append(i)
                 if kind == "note":
