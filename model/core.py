@@ -203,9 +203,13 @@ def header_values(headers: Headers, name: str) -> list[str]:
 
 
 def header_value(headers: Headers, name: str) -> str | None:
-    """The first value of a header, or None when absent."""
-    values = header_values(headers, name)
-    return values[0] if values else None
+    """The first value of a header, or None when absent. (The first match ends the
+    search, and a name spelled as asked needs no lowering: a step asks a few of these.)"""
+    lname = name.lower()
+    for k, v in headers:
+        if k == name or k.lower() == lname:
+            return v
+    return None
 
 
 def with_header(headers: Headers, name: str, value: str) -> Headers:
