@@ -164,7 +164,7 @@ def advance(s, before: tuple | None = None, max_fires: int | None = None, memo: 
         if verdict is None and memo is not None:
             seen = memo.get(key)
             if seen is not None and seen[0] is replicas.get(key[0]) and seen[1] is db.chats \
-                    and seen[2] == db.db_up and seen[3] == tuple(db.heartbeats):
+                    and seen[2] == db.db_up and seen[3] == db.heartbeats._index.keys():
                 verdict = known[key] = seen[4]
         if verdict is not None and verdict[2] is not None:
             # A poll found idle once in this batch stays idle while no heartbeat row is
@@ -207,7 +207,9 @@ def advance(s, before: tuple | None = None, max_fires: int | None = None, memo: 
             period_ms = clock.true_delay(max(effects[0].after_ms, 0))  # true time: drift is constant
             known[key] = verdict = (period_ms, db_after is not db, stale_ms)
             if memo is not None:
-                memo[key] = (rep, db.chats, db.db_up, tuple(db.heartbeats), verdict)
+                # The set of heartbeat rows by the keys view of the map's index (never
+                # changed after it is built): compared as a set, without a tuple each time.
+                memo[key] = (rep, db.chats, db.db_up, db.heartbeats._index.keys(), verdict)
             db = db_after
             if name == TIMER_HEARTBEAT:
                 beats.pop(node, None)
