@@ -8,10 +8,10 @@ heartbeat (``heartbeat``, every ``heartbeat_interval_ms``) and each runner's syn
 (``sync/<chat_id>``, every ``runner_sync_interval_ms``). In a long quiet world almost
 every firing of them does nothing a reader could see: the poll finds no chat to take,
 the sync finds no newer snapshot, the heartbeat of a replica with no runners writes no
-row. Stepping each through ``system.apply`` (and the simpy world) is where a 9-hour
+row. Stepping each through ``system.apply`` (and the simulated world) is where a 9-hour
 world spends 96% of its steps.
 
-``advance`` fires those timers in the order the simpy world would, (due, arming
+``advance`` fires those timers in the order the simulated world would, (due, arming
 sequence number), by calling the real handler ``chatd.replica_on_timer`` on the real
 state and clock readings, and accepts a firing as *idle* only when the handler
 
@@ -52,6 +52,11 @@ and tests/test_world_idle.py checks each against firing one at a time):
    (``_bulk_counted``; poll by poll when the database clock drifts or steps). Replays
    list and sort the firings instead (``_bulk``), so every replay of a batched run checks
    the counted merge against the listed one.
+4. The answer of the firing that stops a batch is kept in ``memo`` (``ASKED``) with the
+   inputs it was computed from; the next batch that meets that firing with the very
+   same inputs (the same replica state and database objects, the same clock readings)
+   takes it, and so does the ``Fire`` step the world then applies (``system.apply``'s
+   ``asked``): the handlers are pure, so it is the answer a new call would give.
 """
 
 from __future__ import annotations
@@ -100,7 +105,7 @@ def next_periodic(s):
 
 def advance(s, before: tuple | None = None, max_fires: int | None = None, memo: dict | None = None):
     """Fire idle periodic timers in (due, seq) order while their (due, seq) is below
-    ``before`` (a (time, priority) pair: the simpy world's next other event) and fewer
+    ``before`` (a (time, priority) pair: the world's next other agenda entry) and fewer
     than ``max_fires`` have fired. Returns (system, fires, last fire's time or None, the
     timer that stopped the batch because its firing is not idle, or None).
 

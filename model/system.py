@@ -7,9 +7,9 @@ messages in flight, the armed timers, the partitions and the true simulated time
 ``Action`` is one thing the world lets happen: a message is delivered or lost, a timer
 fires, or a fault strikes. ``apply`` runs the node's pure handler for it, turns the
 handler's effects into new in-flight messages and timers, and returns the new system with
-the trace records of the step. Three drivers choose the actions: the simpy world (which
+the trace records of the step. Three drivers choose the actions: the simulated world (which
 decides *when* and, through one seeded generator, *whether*), the exhaustive explorer, and
-hypothesis. Whatever chose them, the list of actions replays the same run with no simpy and
+hypothesis. Whatever chose them, the list of actions replays the same run with no scheduler and
 no randomness.
 
 Rule 1. Time moves only through actions: every action carries ``at_ms`` (true time) and
@@ -230,7 +230,7 @@ class Step:
     system: System
     records: tuple[dict, ...] = field(default=())
     # The timers the step armed, in arming order, including any it replaced or canceled
-    # again before it ended: the simpy world schedules those still armed (``Timer``
+    # again before it ended: the simulated world schedules those still armed (``Timer``
     # identity in ``system.timers``) without scanning every armed timer after every step.
     armed: tuple = ()
 

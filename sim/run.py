@@ -1,7 +1,7 @@
 """Run a scenario in the simulated world and summarise it.
 
 ``build(scenario, variant)`` turns a validated scenario into the pure model's
-``WorldConfig`` plus the world's options; ``run_scenario`` runs it under simpy, checks the
+``WorldConfig`` plus the world's options; ``run_scenario`` runs it in the simulated world, checks the
 properties and the scenario's expectations, and returns a ``RunResult`` that the command
 line prints as a story or as JSON.
 """
@@ -312,7 +312,7 @@ class RunResult:
 
 def run_scenario(scenario: Scenario, variant: str | None = None, seed: int | None = None,
                  until_ms: int | None = None, idle: str | None = None) -> RunResult:
-    """Run the scenario in the simpy world. ``idle`` overrides how the replicas' periodic
+    """Run the scenario in the simulated world (sim/world.py). ``idle`` overrides how the replicas' periodic
     loops run (``WorldOptions.idle``: "batched", the default, or "stepwise", which
     records every firing)."""
     variant = variant or scenario.variant

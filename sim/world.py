@@ -1,41 +1,51 @@
-"""The simulated world: simpy decides *when*, one seeded generator decides *whether*, and
-the pure ``model.system`` decides *what*.
+"""The simulated world: a discrete-event agenda decides *when*, one seeded generator
+decides *whether*, and the pure ``model.system`` decides *what*.
 
 Theory of operation
 -------------------
-``Simulation`` owns a simpy environment (integer milliseconds of true time), the current
-``model.system.System``, the trace, and the network's ``Random``, seeded from the scenario
-seed and the component's name (``"<seed>:network"``; the network is the one component
-that draws: faults come from the scenario), so a component that draws later takes its own
-stream and never shifts the network's. Every change to the world is
+``Simulation`` owns the agenda (a heap of entries at integer milliseconds of true time),
+the current ``model.system.System``, the trace, and the network's ``Random``, seeded from
+the scenario seed and the component's name (``"<seed>:network"``; the network is the one
+component that draws: faults come from the scenario), so a component that draws later
+takes its own stream and never shifts the network's. Every change to the world is
 ``Simulation.step(action)``: it calls ``system.apply``, appends the step's records to the
-trace, and schedules one simpy event per new message in flight (its latency and fate are
-drawn when it is sent, in arming order, so the draws are one stream; the event delivers or
-loses it) and per newly armed timer (the event fires it if it is still the same arming).
-No simpy Process: an event with a callback is all a message or a timer needs. Faults come
-from the scenario: at a time, or when a named event happens (plus an offset), so narrow
-races can be hit on purpose.
+trace, and schedules one agenda entry per new message in flight (its latency and fate are
+drawn when it is sent, in arming order, so the draws are one stream; the entry delivers or
+loses it) and per newly armed timer (the entry fires it if it is still the same arming).
+Faults come from the scenario: at a time, or when a named event happens (plus an offset),
+so narrow races can be hit on purpose.
+
+The agenda keeps simpy's semantics exactly (the world ran on a simpy ``Environment``
+until issue 14, and its traces are unchanged): entries are taken in (time, priority,
+insertion) order, an entry is never scheduled before now, and ``run(until)`` stops at an
+entry of priority 0 (simpy's URGENT) at ``until``, so nothing due then happens. An entry
+is a plain tuple with its callback, not a simpy Event with a callback list: a swarm seed
+schedules some 130 of them. A step tells the world what it armed (``Step.armed``; new
+messages are the tail of ``in_flight``), so nothing scans every timer after every step.
 
 The replicas' periodic loops (acquisition polls, heartbeats, runner syncs) are most of a
 long world's firings and nearly all of them change nothing a reader sees. With
-``WorldOptions.idle = "batched"`` (the default) they get no event each: one simpy event
+``WorldOptions.idle = "batched"`` (the default) they get no entry each: one agenda entry
 waits for the first of them, and when it comes ``model.idle.advance`` fires every loop
-timer due before the next other event, in the world's order, through the loops' own
+timer due before the next other entry, in the world's order, through the loops' own
 handlers, as long as each firing is idle (it records nothing but its own ``timer``
 record; a heartbeat's rows are written as the stepwise run writes them, so the other
 replica's staleness check reads the same values). Those firings become one ``Idle``
 action with no records; a firing that is not idle is an ordinary ``Fire`` step at its
-time. ``"stepwise"`` fires each loop timer as its own step: the reference the batched run
+time, applied with the answer the batch computed for it (model/idle.py ``ASKED``).
+``"stepwise"`` fires each loop timer as its own step: the reference the batched run
 is tested against (tests/test_world_idle.py: the same trace once ``without_idle_steps``
-drops the idle steps, the same final system, the same verdicts).
+drops the idle steps, the same final system, the same verdicts). While a world runs the
+collector's youngest generation is collected every 20,000 allocations, not every 700
+(``rare_collections``): a run's objects are short-lived and acyclic.
 
 Rule 1. Nothing here reads the wall clock or the global ``random``; ties at the same
         simulated time go by the arming order: a message's or timer's sequence number is
-        its simpy priority; a fault at a time comes after everything armed at boot, an
+        its agenda priority; a fault at a time comes after everything armed at boot, an
         event-triggered fault after everything its trigger's step armed (priority
         ``seq + 0.5``), and faults of one priority in the scenario's order.
 Rule 2. The list of applied actions *is* the run: replaying it through ``system.apply``
-        with no simpy and no randomness gives the same trace, byte for byte.
+        with no agenda and no randomness gives the same trace, byte for byte.
 Rule 3. A named message can be lost or delayed on purpose (``lose``/``delay`` faults);
         otherwise the network's loss probability and latency decide: a uniform range, or
         a shape with a tail plus rare stalls (sim/latency.py), drawn per message in the
@@ -94,8 +104,8 @@ IDLE_MODES = (IDLE_BATCHED, IDLE_STEPWISE)
 
 
 class Simulation:
-    """One scenario's run in simpy: the pure system as it steps, its trace, and the messages
-    and timers in flight."""
+    """One scenario's run on the agenda: the pure system as it steps, its trace, and the
+    messages and timers in flight."""
 
     def __init__(self, config: msys.WorldConfig, seed: int, options: WorldOptions | None = None,
                  header: dict | None = None):
@@ -297,7 +307,7 @@ class Simulation:
 
     # -- idle periodic loops (``idle = "batched"``) -----------------------------------
     def _plan_periodic(self):
-        """Keep one simpy wake-up at the first periodic timer, (due, seq); a wake-up set
+        """Keep one agenda wake-up at the first periodic timer, (due, seq); a wake-up set
         for a timer that has since moved is stale and does nothing."""
         if not self.batch_idle:
             return
