@@ -207,6 +207,10 @@ class Simulation:
             elif kind is Fire:
                 rec = {"kind": "action", "t_ms": action.at_ms, "label": f"timer {action.node} {action.name}",
                        "action": "timer", "node": action.node, "name": action.name}
+            elif kind is Idle:
+                rec = {"kind": "action", "t_ms": action.at_ms,
+                       "label": f"idle {action.fires} periodic timer fires to {action.at_ms} ms",
+                       "action": "idle", "fires": action.fires}
             else:
                 rec = {"kind": "action", "t_ms": action.at_ms, "label": action.label(), **_action_fields(action)}
             self.trace.append(rec)
@@ -344,7 +348,7 @@ class Simulation:
                 action = Idle(last_ms, fires)
                 self.system = system
                 self.actions.append(action)
-                self._record_step(action, msys.Step(system))
+                self._record_step(action, _NO_RECORDS)  # an Idle step records nothing but itself
             if blocked is None or blocked.due_ms != now_ms or fires:
                 break
             # The first periodic firing, due now, does something: an ordinary step (with
@@ -474,6 +478,8 @@ def _matches(m: MessageMatch, route, tool_call, direction) -> bool:
         return False
     return m.tool_call is None or m.tool_call == tool_call
 
+
+_NO_RECORDS = msys.Step(None)  # what an ``Idle`` step adds to the trace besides its action
 
 # Which trigger events a record of each kind can be (``_events_of``).
 _EVENT_KINDS = {
