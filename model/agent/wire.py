@@ -151,10 +151,22 @@ def chat_of(req: Request) -> str | None:
     value = header_value(req.headers, CHAT_ID_HEADER)
     if not value:
         return None
-    try:
-        return str(uuid.UUID(value))
-    except ValueError:
-        return None
+    chat_id = _CHAT_IDS.get(value, _UNSEEN)
+    if chat_id is _UNSEEN:
+        try:
+            chat_id = str(uuid.UUID(value))
+        except ValueError:
+            chat_id = None
+        if len(_CHAT_IDS) >= 1024:
+            _CHAT_IDS.clear()
+        _CHAT_IDS[value] = chat_id
+    return chat_id
+
+
+# Header value -> its chat UUID or None (``chat_of``): a world has a few chats and asks for
+# them on every request; parsing is pure, so each value is parsed once (at most 1,024 kept).
+_CHAT_IDS: dict[str, str | None] = {}
+_UNSEEN = object()
 
 
 def _rec(status: int, value: Any) -> Recorded:
