@@ -147,7 +147,7 @@ class FMap(Mapping):
         return self._items
 
     def values(self):  # type: ignore[override]
-        return tuple(v for _, v in self._items)
+        return tuple([v for _, v in self._items])  # (a list first: no generator frame)
 
     @classmethod
     def _sorted(cls, items: tuple, index: dict) -> "FMap":

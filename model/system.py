@@ -661,7 +661,7 @@ def _forget_answered(b: _Builder, env: Envelope):
 
 
 def _deliver(b: _Builder, env: Envelope):
-    if _partitioned(b.s, env.src, env.dst):
+    if b.s.partitions and _partitioned(b.s, env.src, env.dst):  # (most worlds are whole)
         b.record(env.dst, "lost", seq=env.seq, what=env.what, why="partition", route=env.route, tool_call=env.tool_call)
         _forget_answered(b, env)
         return
