@@ -144,8 +144,11 @@ class Simulation:
             watched.add("request_delivered")
         self._watched_kinds = frozenset(["send"] + [kind for kind, events in _EVENT_KINDS.items()
                                                     if not watched.isdisjoint(events)])
-        # Whether any fault names messages (``_named_fate``): most worlds have none.
-        self._message_faults = any(spec.kind in ("lose", "delay") for spec in self.options.faults)
+        # The faults that name messages (``_named_fate``), read once: (index, kind, its
+        # MessageMatch, a delay's ``by``).
+        self._message_faults: list[tuple[int, str, MessageMatch, Any]] = [
+            (i, spec.kind, spec.get("message"), spec.get("by", 0))
+            for i, spec in enumerate(self.options.faults) if spec.kind in ("lose", "delay")]
         self._links: dict = {}  # (src, dst) -> LinkSpec (``_link``)
         self._loop_keys: dict = {}  # (node, name) -> a replica's periodic loop timer (``_is_loop_timer``)
         self._idle_memo: dict = {}  # loop verdicts carried between batches (model/idle.py advance)
@@ -364,15 +367,12 @@ class Simulation:
         if envelope.route == "publish" or envelope.src == msys.PROBE or envelope.dst == msys.PROBE:
             return None
         fate = None
-        for i, spec in enumerate(self.options.faults):
-            if spec.kind not in ("lose", "delay"):
-                continue
-            m: MessageMatch = spec.get("message")
+        for i, kind, m, by_ms in self._message_faults:
             if not _matches(m, envelope.route, envelope.tool_call, direction):
                 continue
             self.sent_counts[i] = self.sent_counts.get(i, 0) + 1
             if self.sent_counts[i] == m.nth and fate is None:
-                fate = (spec.kind, spec.get("by", 0) if spec.kind == "delay" else 0)
+                fate = (kind, by_ms if kind == "delay" else 0)
         return fate
 
     def _fault_now(self, spec: FaultSpec, _event=None):
