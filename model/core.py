@@ -147,7 +147,7 @@ class FMap(Mapping):
         return self._items
 
     def values(self):  # type: ignore[override]
-        return tuple(v for _, v in self._items)
+        return tuple([v for _, v in self._items])  # (a list first: no generator frame)
 
     @classmethod
     def _sorted(cls, items: tuple, index: dict) -> "FMap":
@@ -156,29 +156,37 @@ class FMap(Mapping):
         return new
 
     def set(self, key, value) -> "FMap":
-        """One key changed: the sorted items are spliced, not re-sorted."""
-        index = dict(self._index)
+        """One key changed: the sorted items are spliced, not re-sorted. (``_sorted``
+        written out and ``dict.copy``: a step sets a few of these, a quarter cheaper.)"""
+        index = self._index.copy()
         index[key] = value
         items = self._items
         # Probing with the 1-tuple ``(key,)`` finds the key's place among the pairs (a
         # pair whose key equals it sorts after it, by length; values are never
         # compared) without a Python call per probe.
         at = bisect_left(items, (key,))
-        replaced = at < len(items) and items[at][0] == key
-        items = items[:at] + ((key, value),) + items[at + replaced:]
-        return FMap._sorted(items, index)
+        if at < len(items) and items[at][0] == key:
+            items = items[:at] + ((key, value),) + items[at + 1:]
+        else:
+            items = items[:at] + ((key, value),) + items[at:]
+        new = _new_object(FMap)
+        new._items, new._index, new._repr, new._iid, new._fp = items, index, None, None, None
+        return new
 
     def remove(self, key) -> "FMap":
         if key not in self._index:
             return self
-        index = dict(self._index)
+        index = self._index.copy()
         del index[key]
         items = self._items
         at = bisect_left(items, (key,))  # as in ``set``
-        return FMap._sorted(items[:at] + items[at + 1:], index)
+        new = _new_object(FMap)
+        new._items, new._index, new._repr, new._iid, new._fp = items[:at] + items[at + 1:], index, None, None, None
+        return new
 
 
 EMPTY = FMap()
+_new_object = object.__new__
 
 
 # ---------------------------------------------------------------------------
@@ -195,9 +203,13 @@ def header_values(headers: Headers, name: str) -> list[str]:
 
 
 def header_value(headers: Headers, name: str) -> str | None:
-    """The first value of a header, or None when absent."""
-    values = header_values(headers, name)
-    return values[0] if values else None
+    """The first value of a header, or None when absent. (The first match ends the
+    search, and a name spelled as asked needs no lowering: a step asks a few of these.)"""
+    lname = name.lower()
+    for k, v in headers:
+        if k == name or k.lower() == lname:
+            return v
+    return None
 
 
 def with_header(headers: Headers, name: str, value: str) -> Headers:
@@ -296,10 +308,21 @@ class SetTimer:
     name: str
     after_ms: int
 
+    def __init__(self, name, after_ms):
+        # The dataclass's own ``__init__`` with the fields written straight into the
+        # instance dict (a frozen dataclass's goes through ``object.__setattr__`` per
+        # field, a third dearer): every step builds effects. ``dataclass`` keeps an
+        # ``__init__`` the class defines; tests/test_core_records.py checks it matches.
+        d = self.__dict__
+        d["name"], d["after_ms"] = name, after_ms
+
 
 @dataclass(frozen=True)
 class CancelTimer:
     name: str
+
+    def __init__(self, name):  # (as ``SetTimer.__init__``)
+        self.__dict__["name"] = name
 
 
 TRUTH = "truth"  # the channel of ground truth: what really happened
@@ -324,6 +347,10 @@ class TraceRecord:
     channel: str  # TRUTH | NOTE
     kind: str
     fields: tuple[tuple[str, Any], ...] = ()
+
+    def __init__(self, channel, kind, fields=()):  # (as ``SetTimer.__init__``)
+        d = self.__dict__
+        d["channel"], d["kind"], d["fields"] = channel, kind, fields
 
     def get(self, name: str, default: Any = None) -> Any:
         for k, v in self.fields:

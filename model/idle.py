@@ -8,10 +8,10 @@ heartbeat (``heartbeat``, every ``heartbeat_interval_ms``) and each runner's syn
 (``sync/<chat_id>``, every ``runner_sync_interval_ms``). In a long quiet world almost
 every firing of them does nothing a reader could see: the poll finds no chat to take,
 the sync finds no newer snapshot, the heartbeat of a replica with no runners writes no
-row. Stepping each through ``system.apply`` (and the simpy world) is where a 9-hour
+row. Stepping each through ``system.apply`` (and the simulated world) is where a 9-hour
 world spends 96% of its steps.
 
-``advance`` fires those timers in the order the simpy world would, (due, arming
+``advance`` fires those timers in the order the simulated world would, (due, arming
 sequence number), by calling the real handler ``chatd.replica_on_timer`` on the real
 state and clock readings, and accepts a firing as *idle* only when the handler
 
@@ -52,6 +52,11 @@ and tests/test_world_idle.py checks each against firing one at a time):
    (``_bulk_counted``; poll by poll when the database clock drifts or steps). Replays
    list and sort the firings instead (``_bulk``), so every replay of a batched run checks
    the counted merge against the listed one.
+4. The answer of the firing that stops a batch is kept in ``memo`` (``ASKED``) with the
+   inputs it was computed from; the next batch that meets that firing with the very
+   same inputs (the same replica state and database objects, the same clock readings)
+   takes it, and so does the ``Fire`` step the world then applies (``system.apply``'s
+   ``asked``): the handlers are pure, so it is the answer a new call would give.
 """
 
 from __future__ import annotations
@@ -67,8 +72,17 @@ from . import system as _system
 from .chatd.state import SYNC_PREFIX, TIMER_ACQUIRE, TIMER_HEARTBEAT
 from .core import FMap, SetTimer
 
+_on_timer = chatd.replica_on_timer  # the loops' handler (``ASKED`` holds it by identity)
+
 
 _LOOP_NAMES = (TIMER_HEARTBEAT, TIMER_ACQUIRE)
+# The memo entry of the last firing found not idle: (handler, replica state, database,
+# args, clock, database clock, answer). The next batch that meets the same firing with
+# the very same inputs takes the answer instead of asking again, and so does the ``Fire``
+# step the world then applies (``system.apply``'s ``asked``): a firing that stops a batch
+# is otherwise computed two or three times (a poll that takes a chat, a sync that reads a
+# change), a twentieth of a swarm seed's time.
+ASKED = "asked"
 
 
 def is_periodic(s, node: str, name: str) -> bool:
@@ -78,17 +92,20 @@ def is_periodic(s, node: str, name: str) -> bool:
 
 
 def next_periodic(s):
-    """The periodic timer that fires first, by (due, arming sequence number), or None."""
+    """The periodic timer that fires first, by (due, arming sequence number), or None.
+    (``is_periodic`` inline: the world asks after most steps.)"""
     best = None
+    replicas = s.config.replicas
     for (node, name), timer in s.timers.items():
-        if is_periodic(s, node, name) and (best is None or (timer.due_ms, timer.seq) < (best.due_ms, best.seq)):
+        if (name == TIMER_HEARTBEAT or name == TIMER_ACQUIRE or name.startswith(SYNC_PREFIX)) and node in replicas \
+                and (best is None or timer.due_ms < best.due_ms or (timer.due_ms == best.due_ms and timer.seq < best.seq)):
             best = timer
     return best
 
 
 def advance(s, before: tuple | None = None, max_fires: int | None = None, memo: dict | None = None):
     """Fire idle periodic timers in (due, seq) order while their (due, seq) is below
-    ``before`` (a (time, priority) pair: the simpy world's next other event) and fewer
+    ``before`` (a (time, priority) pair: the world's next other agenda entry) and fewer
     than ``max_fires`` have fired. Returns (system, fires, last fire's time or None, the
     timer that stopped the batch because its firing is not idle, or None).
 
@@ -134,7 +151,8 @@ def advance(s, before: tuple | None = None, max_fires: int | None = None, memo: 
         entry = heap[0]
         if entry >= before:
             break
-        if not bulk_tried and all(e[2] in known for e in heap if e < before):
+        # (The first entry is below ``before``: unknown, it decides at once.)
+        if not bulk_tried and entry[2] in known and all(e[2] in known for e in heap if e < before):
             # Every loop's verdict is known: the rest of the batch in closed form.
             bulk_tried = True
             if row_owner is None:
@@ -151,7 +169,7 @@ def advance(s, before: tuple | None = None, max_fires: int | None = None, memo: 
         if verdict is None and memo is not None:
             seen = memo.get(key)
             if seen is not None and seen[0] is replicas.get(key[0]) and seen[1] is db.chats \
-                    and seen[2] == db.db_up and seen[3] == tuple(db.heartbeats):
+                    and seen[2] == db.db_up and seen[3] == db.heartbeats._index.keys():
                 verdict = known[key] = seen[4]
         if verdict is not None and verdict[2] is not None:
             # A poll found idle once in this batch stays idle while no heartbeat row is
@@ -175,9 +193,17 @@ def advance(s, before: tuple | None = None, max_fires: int | None = None, memo: 
             if name == TIMER_ACQUIRE and beats:
                 db = _write_beats(db, replicas, beats, db_clock)
             clock = config.clock(node)
-            rep_after, db_after, effects = chatd.replica_on_timer(rep, db, name, clock.read(due_ms), db_clock.read(due_ms))
+            now_ms, db_now_ms = clock.read(due_ms), db_clock.read(due_ms)
+            asked = memo.get(ASKED) if memo is not None else None
+            if asked is not None and asked[0] is _on_timer and asked[1] is rep and asked[2] is db \
+                    and asked[3] == (name,) and asked[4] == now_ms and asked[5] == db_now_ms:
+                rep_after, db_after, effects = asked[6]
+            else:
+                rep_after, db_after, effects = _on_timer(rep, db, name, now_ms, db_now_ms)
             if not (rep_after is rep and len(effects) == 1 and type(effects[0]) is SetTimer
                     and effects[0].name == name and (db_after is db or name == TIMER_HEARTBEAT)):
+                if memo is not None:
+                    memo[ASKED] = (_on_timer, rep, db, (name,), now_ms, db_now_ms, (rep_after, db_after, effects))
                 blocked = _timer(key, armed.get(key)) if key in armed else s.timers.get(key)
                 break
             # A paused worker's poll reads no row (runner.py ``_acquire``): its verdict holds.
@@ -186,7 +212,9 @@ def advance(s, before: tuple | None = None, max_fires: int | None = None, memo: 
             period_ms = clock.true_delay(max(effects[0].after_ms, 0))  # true time: drift is constant
             known[key] = verdict = (period_ms, db_after is not db, stale_ms)
             if memo is not None:
-                memo[key] = (rep, db.chats, db.db_up, tuple(db.heartbeats), verdict)
+                # The set of heartbeat rows by the keys view of the map's index (never
+                # changed after it is built): compared as a set, without a tuple each time.
+                memo[key] = (rep, db.chats, db.db_up, db.heartbeats._index.keys(), verdict)
             db = db_after
             if name == TIMER_HEARTBEAT:
                 beats.pop(node, None)
@@ -201,12 +229,21 @@ def advance(s, before: tuple | None = None, max_fires: int | None = None, memo: 
     if not fires:
         return s, 0, None, blocked
     out = object.__new__(type(s))  # ``copy.copy`` of the dataclass, without its generic dispatch
-    out.__dict__.update(s.__dict__)
-    # The same keys in the same (sorted) order, the re-armed loops' timers replaced.
-    items = tuple((key, _timer(key, armed[key]) if key in armed else timer) for key, timer in s.timers.items())
-    timers = FMap._sorted(items, dict(items))
-    for name, value in (("timers", timers), ("seq", seq), ("db", db), ("now_ms", last_ms)):
-        object.__setattr__(out, name, value)
+    fields_ = out.__dict__
+    fields_.update(s.__dict__)
+    # The same keys in the same (sorted) order, the re-armed loops' timers replaced: one
+    # splice per re-armed loop when few fired (the median batch fires two), else one pass.
+    timers = s.timers
+    if len(armed) <= 2:
+        for key, at in armed.items():
+            timers = timers.set(key, _timer(key, at))
+    else:
+        items = tuple((key, _timer(key, armed[key]) if key in armed else timer) for key, timer in timers.items())
+        timers = FMap._sorted(items, dict(items))
+    fields_["timers"] = timers
+    fields_["seq"] = seq
+    fields_["db"] = db
+    fields_["now_ms"] = last_ms
     return out, fires, last_ms, blocked
 
 
@@ -324,7 +361,7 @@ def _bulk_counted(heap, known, before, remaining, seq, armed, beats, rows, row_o
             continue
         key, first_ms, q, period_ms, i = t
         at_ms = first_ms + (n - 1) * period_ms
-        place = sum(_count_below(u, _fire_key(at_ms, first_ms, q, period_ms, i)) for u in timers)
+        place = _count_all_below(timers, _fire_key(at_ms, first_ms, q, period_ms, i))
         armed[key] = (at_ms + period_ms, seq + place + 1)
         if known[key][1]:
             beats[key[0]] = at_ms
@@ -334,6 +371,24 @@ def _bulk_counted(heap, known, before, remaining, seq, armed, beats, rows, row_o
     heap[:] = [(armed[e[2]][0], armed[e[2]][1], e[2]) if e[2] in fired else e for e in heap]
     heapify(heap)
     return total, seq + total, last_ms
+
+
+def _count_all_below(timers, key: tuple) -> int:
+    """``sum(_count_below(u, key) for u in timers)``, its body inline: a batch asks it once
+    per loop that fired, over every loop."""
+    t = key[0]
+    if t == float("inf"):
+        raise ValueError("an unbounded count")
+    total = 0
+    for _, first_ms, q, period_ms, i in timers:
+        if t <= first_ms:
+            if t == first_ms and (first_ms, 0, q, 0, 0, i) < key:
+                total += 1
+            continue
+        total += (t - first_ms + period_ms - 1) // period_ms  # firings strictly before t
+        if (t - first_ms) % period_ms == 0 and (t, 1, t - period_ms, (t - first_ms) // period_ms, q, i) < key:
+            total += 1  # the one at t, ordered before the key (``_fire_key`` of a later firing)
+    return total
 
 
 def _count_below(timer, key: tuple) -> int:

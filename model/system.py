@@ -7,9 +7,9 @@ messages in flight, the armed timers, the partitions and the true simulated time
 ``Action`` is one thing the world lets happen: a message is delivered or lost, a timer
 fires, or a fault strikes. ``apply`` runs the node's pure handler for it, turns the
 handler's effects into new in-flight messages and timers, and returns the new system with
-the trace records of the step. Three drivers choose the actions: the simpy world (which
+the trace records of the step. Three drivers choose the actions: the simulated world (which
 decides *when* and, through one seeded generator, *whether*), the exhaustive explorer, and
-hypothesis. Whatever chose them, the list of actions replays the same run with no simpy and
+hypothesis. Whatever chose them, the list of actions replays the same run with no scheduler and
 no randomness.
 
 Rule 1. Time moves only through actions: every action carries ``at_ms`` (true time) and
@@ -184,6 +184,16 @@ class Envelope:
     route: str
     tool_call: str | None
 
+    def __init__(self, seq, src, dst, payload, sent_at_ms, what, route, tool_call):
+        # The dataclass's own ``__init__`` with the fields written straight into the
+        # instance dict: a frozen dataclass's generated one goes through
+        # ``object.__setattr__`` per field, a third dearer, and every step builds
+        # envelopes, timers and steps (``dataclass`` keeps an ``__init__`` the class
+        # defines; tests/test_core_records.py checks it matches the fields).
+        d = self.__dict__
+        d["seq"], d["src"], d["dst"], d["payload"] = seq, src, dst, payload
+        d["sent_at_ms"], d["what"], d["route"], d["tool_call"] = sent_at_ms, what, route, tool_call
+
 
 @dataclass(frozen=True)
 class Timer:
@@ -191,6 +201,10 @@ class Timer:
     name: str
     due_ms: int  # true time
     seq: int  # which arming this is; a replaced timer's old wake-up is stale
+
+    def __init__(self, node, name, due_ms, seq):  # (as ``Envelope.__init__``)
+        d = self.__dict__
+        d["node"], d["name"], d["due_ms"], d["seq"] = node, name, due_ms, seq
 
 
 @dataclass(frozen=True)
@@ -215,6 +229,14 @@ class System:
 class Step:
     system: System
     records: tuple[dict, ...] = field(default=())
+    # The timers the step armed, in arming order, including any it replaced or canceled
+    # again before it ended: the simulated world schedules those still armed (``Timer``
+    # identity in ``system.timers``) without scanning every armed timer after every step.
+    armed: tuple = ()
+
+    def __init__(self, system, records=(), armed=()):  # (as ``Envelope.__init__``)
+        d = self.__dict__
+        d["system"], d["records"], d["armed"] = system, records, armed
 
 
 # ---------------------------------------------------------------------------
@@ -292,7 +314,7 @@ def _describe_answer(answer, route: str, tool_call: str | None) -> str:
 class _Builder:
     """Accumulates one step: the evolving system and its trace records."""
 
-    def __init__(self, system: System, action: Action | None, log: list | None = None):
+    def __init__(self, system: System, action: Action | None, log: list | None = None, asked: tuple | None = None):
         # A private shallow copy that this step alone mutates (``set``): cheaper than a
         # dataclasses.replace of the whole System for every field change, and never seen
         # by anyone until the step returns it.
@@ -304,12 +326,18 @@ class _Builder:
         # ``set_timer`` (several calls a step) answer without looking the clock up.
         self.perfect_clocks = not system.config.clocks
         self.records: list[dict] = []
+        self.armed: list = []  # every Timer ``set_timer`` made, in arming order (``Step.armed``)
         self.action = action
         self.pending_publishes: list = []
         # The explorer's transition memo (model/explore.py) asks for a log of what the step
         # did to the shared tables (timers, open requests): keyed edits that a cached step
         # replays onto another state. None (every other driver): nothing is logged.
         self.log = log
+        # A replica handler's answer already computed for this very input (``apply``'s
+        # ``asked``): (handler, replica state, database, args, clock, database clock,
+        # answer). Used only when the inputs are the same objects and readings: the
+        # handlers are pure, so it is the answer the call would give.
+        self.asked = asked
 
     def flush_publishes(self):
         """With ``pubsub_immediate``, every replica handles each publish, in replica order,
@@ -361,15 +389,24 @@ class _Builder:
             elif kind is TraceRecord:
                 # {"kind": "truth", "truth": <kind>, ...} or {"kind": "note", "note": <kind>, ...}
                 channel = eff.channel
-                fields_ = {channel: eff.kind}
-                extra = _safe_fields(eff.fields)
-                if channel in extra or (cause and (channel in cause or not cause.keys().isdisjoint(extra))):
-                    # A name given twice: the keyword call raises the TypeError it always did.
-                    self.record(node, channel, **{channel: eff.kind}, **extra, **(cause or {}))
-                fields_.update(extra)
+                # ``add_record(node, channel, {channel: kind, **fields, **cause})`` written
+                # out (a note or truth is every third record): the same keys in the same order.
+                now_ms = self.s.now_ms
+                rec = {"t_ms": now_ms, "node": node,
+                       "clock_ms": now_ms if self.perfect_clocks else self.s.config.clock(node).read(now_ms),
+                       "kind": channel, channel: eff.kind}
+                for k, v in eff.fields:
+                    k = _RESERVED.get(k, k)  # (``_safe_fields``: a later renamed twin wins)
+                    if k == channel:
+                        # The channel's name given twice: the keyword call raises the
+                        # TypeError it always did.
+                        self.record(node, channel, **{channel: eff.kind}, **_safe_fields(eff.fields), **(cause or {}))
+                    rec[k] = v
                 if cause:
-                    fields_.update(cause)
-                self.add_record(node, channel, fields_)
+                    if channel in cause or not cause.keys().isdisjoint(_safe_fields(eff.fields)):
+                        self.record(node, channel, **{channel: eff.kind}, **_safe_fields(eff.fields), **cause)
+                    rec.update(cause)
+                self.records.append(rec)
             elif kind is Send:
                 self.send(node, eff.dst, eff.request)
             elif kind is Reply:
@@ -410,13 +447,15 @@ class _Builder:
         what = f"{_describe_answer(answer, route, tool_call)} {src} -> {dst}"
         env = self.put_in_flight(src, dst, answer, route, tool_call, what)
         status = answer.status if isinstance(answer, Response) else None
-        self.record(src, "reply", seq=env.seq, req=answer.req_id, route=route, tool_call=tool_call, status=status)
+        self.add_record(src, "reply", {"seq": env.seq, "req": answer.req_id, "route": route, "tool_call": tool_call,
+                                       "status": status})
 
     def set_timer(self, node: str, name: str, after_ms: int):
         after_ms = max(after_ms, 0)
         due = self.s.now_ms + (after_ms if self.perfect_clocks else self.s.config.clock(node).true_delay(after_ms))
         timer = Timer(node, name, due, self.next_seq())
         self.s.__dict__["timers"] = self.s.timers.set((node, name), timer)
+        self.armed.append(timer)
         if self.log is not None:
             self.log.append(("timer_set", (node, name), timer))
 
@@ -451,7 +490,14 @@ class _Builder:
         if rep is None:
             return
         before = rep
-        rep, db, effects = fn(rep, self.s.db, *args, self.clock(name), self.clock(DB))
+        db = self.s.db
+        now_ms, db_now_ms = self.clock(name), self.clock(DB)
+        asked = self.asked
+        if asked is not None and asked[0] is fn and asked[1] is rep and asked[2] is db and asked[3] == args \
+                and asked[4] == now_ms and asked[5] == db_now_ms:
+            rep, db, effects = asked[6]
+        else:
+            rep, db, effects = fn(rep, db, *args, now_ms, db_now_ms)
         fields_ = self.s.__dict__
         if rep is not before:  # most answers and timers leave the replica as it was: no copy
             fields_["replicas"] = self.s.replicas.set(name, rep)
@@ -492,7 +538,7 @@ def initial(config: WorldConfig) -> Step:
         b.db_step(chatd.db_new_chat, chat.chat_id, chat.turns, chat.gen_time_ms)
         b.set_timer(WORLD, f"user_message:{chat.chat_id}", chat.start_at_ms)
     b.flush_publishes()
-    return Step(b.s, tuple(b.records))
+    return Step(b.s, tuple(b.records), tuple(b.armed))
 
 
 def _agent_api(s: System):
@@ -563,16 +609,20 @@ def _find_index(in_flight: tuple[Envelope, ...], seq: int) -> int | None:
     return None
 
 
-def apply(system: System, action: Action, log: list | None = None) -> Step:
+def apply(system: System, action: Action, log: list | None = None, asked: tuple | None = None) -> Step:
     """Apply one action. Raises ReplayMismatch when it does not fit. ``log``, when given,
-    receives the step's keyed edits of the timers and open requests (``_Builder.log``)."""
+    receives the step's keyed edits of the timers and open requests (``_Builder.log``).
+    ``asked``, when given, is a replica handler's answer computed already for the same
+    inputs (``_Builder.asked``; model/idle.py ``ASKED``): the step is the same with or
+    without it, only the handler is not called twice."""
     if action.at_ms < system.now_ms:
         raise ReplayMismatch(f"{action.label()}: at {action.at_ms} ms is before now ({system.now_ms} ms)")
-    if isinstance(action, Idle):
+    kind = type(action)  # the actions are exactly these classes (model/actions.py)
+    if kind is Idle:
         return idle.apply_idle(system, action)  # a batch of idle periodic firings (model/idle.py)
-    b = _Builder(system, action, log)
-    b.set(now_ms=action.at_ms)
-    if isinstance(action, (Deliver, Drop)):
+    b = _Builder(system, action, log, asked)
+    b.s.__dict__["now_ms"] = action.at_ms  # (``set``, without the keyword call)
+    if kind is Deliver or kind is Drop:
         in_flight = b.s.in_flight
         at = _find_index(in_flight, action.seq)
         if at is None:
@@ -581,14 +631,12 @@ def apply(system: System, action: Action, log: list | None = None) -> Step:
         if env.what != action.what:
             raise ReplayMismatch(f"{action.label()}: message #{action.seq} is now '{env.what}'")
         b.set(in_flight=in_flight[:at] + in_flight[at + 1:])  # sequence numbers are unique
-        if isinstance(action, Drop):
+        if kind is Drop:
             b.record(env.dst, "lost", seq=env.seq, what=env.what, route=env.route, tool_call=env.tool_call)
             _forget_answered(b, env)
         else:
             _deliver(b, env)
-    elif isinstance(action, Tick):
-        pass
-    elif isinstance(action, Fire):
+    elif kind is Fire:
         timer = b.s.timers.get((action.node, action.name))
         if timer is None:
             raise ReplayMismatch(f"{action.label()}: no such timer is armed")
@@ -596,10 +644,12 @@ def apply(system: System, action: Action, log: list | None = None) -> Step:
             raise ReplayMismatch(f"{action.label()}: due at {timer.due_ms} ms, not {action.at_ms} ms")
         b.cancel_timer((action.node, action.name))
         _fire(b, action.node, action.name)
+    elif kind is Tick:
+        pass
     else:
         _fault(b, action)
     b.flush_publishes()
-    return Step(b.s, tuple(b.records))
+    return Step(b.s, tuple(b.records), tuple(b.armed))
 
 
 def _forget_answered(b: _Builder, env: Envelope):
@@ -611,12 +661,13 @@ def _forget_answered(b: _Builder, env: Envelope):
 
 
 def _deliver(b: _Builder, env: Envelope):
-    if _partitioned(b.s, env.src, env.dst):
+    if b.s.partitions and _partitioned(b.s, env.src, env.dst):  # (most worlds are whole)
         b.record(env.dst, "lost", seq=env.seq, what=env.what, why="partition", route=env.route, tool_call=env.tool_call)
         _forget_answered(b, env)
         return
     payload = env.payload
-    b.record(env.dst, "deliver", seq=env.seq, what=env.what, route=env.route, tool_call=env.tool_call)
+    # (``record`` with its fields as a dict: a delivery is the most frequent record)
+    b.add_record(env.dst, "deliver", {"seq": env.seq, "what": env.what, "route": env.route, "tool_call": env.tool_call})
     if env.dst == AGENT:
         if b.s.agent is None:
             if env.route == "dial":
@@ -642,7 +693,7 @@ def _deliver(b: _Builder, env: Envelope):
 
 
 def _fire(b: _Builder, node: str, name: str):
-    b.record(node, "timer", name=name)
+    b.add_record(node, "timer", {"name": name})
     if node == AGENT:
         if b.s.agent is not None:
             b.agent_step(_agent_api(b.s).on_timer, name, b.clock(AGENT), cause=_run_request(b.s, name))

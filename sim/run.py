@@ -1,7 +1,7 @@
 """Run a scenario in the simulated world and summarise it.
 
 ``build(scenario, variant)`` turns a validated scenario into the pure model's
-``WorldConfig`` plus the world's options; ``run_scenario`` runs it under simpy, checks the
+``WorldConfig`` plus the world's options; ``run_scenario`` runs it in the simulated world, checks the
 properties and the scenario's expectations, and returns a ``RunResult`` that the command
 line prints as a story or as JSON.
 """
@@ -147,13 +147,25 @@ def scenario_digest(scenario: Scenario) -> str:
     spaces) of its validated values that decide the run. The same file read as
     ``us02_x``, ``scenarios/us02_x.toml``, from another checkout or an installed package,
     or a copy elsewhere, has one digest; so a run has one trace hash wherever it runs."""
-    values = {name: _plain(getattr(scenario, name)) for name in _field_names(type(scenario))
+    values = {name: getattr(scenario, name) for name in _field_names(type(scenario))
               if name not in _NOT_RUN and not (name in _NEW_WHEN_SET and not getattr(scenario, name))}
-    canonical = json.dumps(values, sort_keys=True, separators=(",", ":"), default=_canonical)
+    # The encoder walks the lists, tuples and dicts itself and asks ``_as_json`` only for
+    # what it cannot encode (each dataclass, as a dict of its fields): the JSON of
+    # ``dataclasses.asdict`` without its deep copies or a Python call per value.
+    canonical = json.dumps(values, sort_keys=True, separators=(",", ":"), default=_as_json)
     return hashlib.sha256(canonical.encode()).hexdigest()
 
 
-_SCALARS = frozenset((str, int, float, bool, type(None)))
+def _as_json(value):
+    """``json.dumps``'s ``default`` for the digest: a dataclass as the dict of its fields
+    (the one value the encoder cannot take; lists, tuples and dicts it walks itself, a
+    tuple as a list), anything else ``_canonical``."""
+    kind = type(value)
+    if hasattr(kind, "__dataclass_fields__"):
+        return {name: getattr(value, name) for name in _field_names(kind)}
+    return _canonical(value)
+
+
 _FIELD_NAMES: dict[type, tuple[str, ...]] = {}
 
 
@@ -163,23 +175,6 @@ def _field_names(cls: type) -> tuple[str, ...]:
     if names is None:
         names = _FIELD_NAMES[cls] = tuple(f.name for f in dataclasses.fields(cls))
     return names
-
-
-def _plain(value):
-    """``dataclasses.asdict``'s values as JSON sees them (a dataclass as a dict of its
-    fields, a tuple or list as a list, a dict as a dict, anything else as itself), without
-    its deep copies: the same canonical JSON at less than half the cost, which a
-    swarm pays for every seed. Only the fields that decide the run are converted."""
-    kind = type(value)
-    if kind in _SCALARS:
-        return value
-    if hasattr(kind, "__dataclass_fields__"):
-        return {name: _plain(getattr(value, name)) for name in _field_names(kind)}
-    if isinstance(value, (list, tuple)):
-        return [_plain(v) for v in value]
-    if isinstance(value, dict):
-        return {k: _plain(v) for k, v in value.items()}  # keys: JSON takes scalars only
-    return value
 
 
 def _canonical(value):
@@ -317,7 +312,7 @@ class RunResult:
 
 def run_scenario(scenario: Scenario, variant: str | None = None, seed: int | None = None,
                  until_ms: int | None = None, idle: str | None = None) -> RunResult:
-    """Run the scenario in the simpy world. ``idle`` overrides how the replicas' periodic
+    """Run the scenario in the simulated world (sim/world.py). ``idle`` overrides how the replicas' periodic
     loops run (``WorldOptions.idle``: "batched", the default, or "stepwise", which
     records every firing)."""
     variant = variant or scenario.variant

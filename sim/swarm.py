@@ -137,8 +137,11 @@ def minimize(data: dict, still_fails: Callable[[dict], bool], max_runs: int = MA
 def run_seed(seed: int, variant: str, minimize_failures: bool = True) -> dict:
     """Draw, run, judge and (on a failure) minimize swarm seed ``seed``. Plain JSON-able
     values only: this is what a worker process sends back."""
-    data = draw_scenario(seed)
-    verdict = judge(data, variant)
+    from .world import rare_collections
+
+    with rare_collections():  # the whole seed, its drawing and judging too (sim/world.py)
+        data = draw_scenario(seed)
+        verdict = judge(data, variant)
     outcome = {
         "seed": seed,
         "sim_ms": verdict.sim_ms,

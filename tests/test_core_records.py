@@ -40,3 +40,34 @@ def test_the_world_files_truths_and_notes_under_their_own_record_kinds():
                 seen.add(rec["kind"])
                 assert rec[rec["kind"]] and ({TRUTH, NOTE} - {rec["kind"]}).isdisjoint(rec)
     assert seen == {TRUTH, NOTE}
+
+
+def test_handwritten_inits_of_frozen_dataclasses_match_their_fields():
+    """The hot frozen dataclasses define their own ``__init__`` (fields written straight
+    into the instance dict, model/core.py ``SetTimer.__init__``): each takes exactly the
+    fields, in order, with the fields' defaults, and builds the instance the generated
+    one would (every field set, in order), so a field added without its parameter fails
+    here."""
+    import dataclasses
+    import inspect
+
+    from model.core import CancelTimer, SetTimer
+
+    for cls in (SetTimer, CancelTimer, TraceRecord, msys.Envelope, msys.Timer, msys.Step):
+        fields = dataclasses.fields(cls)
+        params = list(inspect.signature(cls.__init__).parameters.values())[1:]
+        assert [p.name for p in params] == [f.name for f in fields], cls.__name__
+        for p, f in zip(params, fields):
+            default = f.default if f.default is not dataclasses.MISSING else inspect.Parameter.empty
+            assert p.default == default, (cls.__name__, f.name)
+        values = [f"v{i}" for i in range(len(fields))]
+        built = cls(*values)
+        assert list(built.__dict__) == [f.name for f in fields]
+        assert [getattr(built, f.name) for f in fields] == values
+        assert built == cls(*values) and hash(built) == hash(cls(*values))
+        try:
+            setattr(built, fields[0].name, "other")
+        except dataclasses.FrozenInstanceError:
+            pass
+        else:
+            raise AssertionError(f"{cls.__name__} is no longer frozen")

@@ -61,3 +61,46 @@ def test_database_outage_is_survived_at_most_once():
     result = run_scenario(load(ROOT / "db_outage_during_batch.toml"), "contract")
     assert result.expectation_failures() == []
     assert any(r.get("kind") == "db_down" for r in result.world.trace)
+
+
+def test_action_records_written_directly_are_the_generic_ones():
+    """The world writes the records of its frequent actions (deliver, timer, idle) by
+    hand: each is the record ``label`` and ``action_to_json`` make, key for key and in
+    the same key order."""
+    from model.system import Deliver, Drop, Fault, Fire, Idle
+    from sim.world import _action_fields
+
+    sc = load(ROOT / "smoke_retry.toml")
+    config, options = build(sc, "contract")
+    world = Simulation(config, sc.seed, options)
+    seen = set()
+    for action in (Deliver(5, 3, "start toolu_01 replica-1 -> agent"), Fire(7, "replica-1", "acquire"), Idle(9, 4),
+                   Drop(11, 4, "x"), Fault(13, "db_outage", (("for_ms", 5),))):
+        world.trace.clear()
+        world._record_step(action, msys.Step(None))
+        generic = {"kind": "action", "t_ms": action.at_ms, "label": action.label(), **_action_fields(action)}
+        assert world.trace == [generic] and list(world.trace[0]) == list(generic), type(action).__name__
+        seen.add(world.trace[0]["action"])
+    assert seen == {"deliver", "timer", "idle", "lose", "fault"}
+
+
+def test_the_agenda_keeps_simpys_order_and_stops_before_until():
+    """Entries go by (time, priority, insertion); none is scheduled before now; ``run``
+    stops before anything due at ``until`` (simpy's URGENT stop entry) and then reads
+    ``until`` as now."""
+    world = Simulation(msys.WorldConfig(replicas=()), 1, None)
+    world._queue.clear()
+    fired = []
+    for at_ms, priority, name in ((30, 2, "c"), (10, 5, "b"), (10, 1, "a"), (10, 5, "b2"), (50, 1, "late")):
+        world._at(at_ms, priority, fired.append, name)
+    world.run(50)
+    assert fired == ["a", "b", "b2", "c"] and world.now_ms == 50
+    world._at(10, 1, fired.append, "past")  # in the past: it happens now, after what was due now
+    world.run(60)
+    assert fired[-2:] == ["late", "past"] and world.now_ms == 60
+    try:
+        world.run(60)
+    except ValueError:
+        pass
+    else:
+        raise AssertionError("run(until) at or before now must refuse, as simpy's does")

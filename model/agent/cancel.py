@@ -20,12 +20,11 @@ from typing import Any
 
 from .. import agent as _package  # the seam: tests replace agent.stop_tool_call_process
 from ..core import Request, note, replace
-from ..gocompat.decode import GoJSONError, decode
+from ..gocompat.decode import GoJSONError
 from ..identity import HeaderError, Key, clamp_ms, parse_tool_call_headers
 from .state import AgentState, Effects, Record, Waiter
 from .store import REFUSAL_FOR_VERDICT, lookup
 from .wire import (
-    CANCEL_REQUEST,
     MSG_BAD_JSON,
     MSG_CANCEL_NEEDS_HEADERS,
     MSG_CANCEL_WRONG_ID,
@@ -37,6 +36,7 @@ from .wire import (
     _refused,
     _run_age_header,
     chat_of,
+    decode_cancel,
 )
 
 
@@ -57,7 +57,7 @@ def _cancel(state: AgentState, req: Request, path_id: str, now_ms: int) -> tuple
         # httpapi.Read: one json.Decoder.Decode into CancelToolCallRequest (model/gocompat/decode.py), so
         # `null` is threshold 0, keys match case-insensitively, trailing bytes are ignored
         # and a value past int64 is a 400.
-        raw = decode(req.body, CANCEL_REQUEST)["stop_if_run_age_below_ms"]
+        raw = decode_cancel(req.body)["stop_if_run_age_below_ms"]
     except GoJSONError as err:
         return state, [_message(req, 400, MSG_BAD_JSON, str(err))]
     threshold_ms = clamp_ms(raw)

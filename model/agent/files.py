@@ -12,10 +12,10 @@ leaves an ``edit_applied`` truth for the checkers.
 from __future__ import annotations
 
 from ..core import Request, replace, truth
-from ..gocompat.decode import GoJSONError, decode
+from ..gocompat.decode import GoJSONError
 from ..identity import Key
 from .state import AgentState, Effects
-from .wire import EDIT_REQUEST, _bad_json, _query, _rec
+from .wire import _bad_json, _query, _rec, decode_edit
 
 
 def _apply_edit(content: str, edits: list) -> str:
@@ -28,7 +28,7 @@ def _edit_files(state: AgentState, req: Request, key: Key | None):
     """agentfiles ``HandleEditFiles``: ``httpapi.Read`` into FileEditRequest, then at least
     one file. The edit itself is the model's search/replace (section 4.6)."""
     try:
-        files = decode(req.body, EDIT_REQUEST)["files"] or []
+        files = decode_edit(req.body)["files"] or []
     except GoJSONError as err:
         return state, _rec(400, _bad_json(err)), []
     if not files:

@@ -21,7 +21,7 @@ from __future__ import annotations
 from typing import Any
 
 from ..core import CancelTimer, FMap, Reply, Request, SetTimer, note, replace, truth
-from ..gocompat.decode import GoJSONError, decode, go_quote
+from ..gocompat.decode import GoJSONError, go_quote
 from ..identity import Key
 from .rules import Script
 from .state import AgentState, Effects, Process, Waiter
@@ -30,15 +30,15 @@ from .wire import (
     KILL_ERROR,
     MSG_BAD_JSON,
     MSG_SIGNAL_FAILED,
-    SIGNAL_REQUEST,
     SIGNALS,
-    START_REQUEST,
     _bad_json,
     _json_response,
     _message,
     _query,
     _rec,
     chat_of,
+    decode_signal,
+    decode_start,
 )
 
 # The head/tail output buffer (agent/agentproc/headtail.go): what output and cancel answers
@@ -78,7 +78,7 @@ def _start_process(state: AgentState, req: Request, key: Key | None, started_at_
     the process's run age agree even when the spawn was slow (``handler_ms``). Go's Rev C
     process.go was not seen (docs/contract.md A0.3, A4.3 [inferred])."""
     try:
-        body = decode(req.body, START_REQUEST)
+        body = decode_start(req.body)
     except GoJSONError as err:
         return state, _rec(400, _bad_json(err)), []
     command = body["command"]
@@ -230,7 +230,7 @@ def _signal(state: AgentState, req: Request, pid: str, now_ms: int) -> tuple[Age
     if proc is not None and not _visible(state, req, proc):
         return state, [_not_found(req, pid)]
     try:
-        sig = decode(req.body, SIGNAL_REQUEST)["signal"]
+        sig = decode_signal(req.body)["signal"]
     except GoJSONError as err:
         return state, [_message(req, 400, MSG_BAD_JSON, str(err))]
     if not sig:

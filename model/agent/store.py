@@ -25,12 +25,24 @@ from .state import AgentState, Record
 
 def input_hash(req: Request) -> str:
     """SHA-256 over method, path, raw query and body, each prefixed by its length as an
-    8-byte big-endian integer (section 2.6). Headers are not part of it."""
-    h = hashlib.sha256()
-    for part in (req.method.encode(), req.path.encode(), req.query.encode(), req.body):
-        h.update(len(part).to_bytes(8, "big"))
-        h.update(part)
-    return h.hexdigest()
+    8-byte big-endian integer (section 2.6). Headers are not part of it. (Each distinct
+    input is hashed once: a request is hashed when it arrives and again when its run
+    publishes, and retries repeat it; at most 1,024 are kept.)"""
+    key = (req.method, req.path, req.query, req.body)
+    digest = _INPUT_HASHES.get(key)
+    if digest is None:
+        h = hashlib.sha256()
+        for part in (req.method.encode(), req.path.encode(), req.query.encode(), req.body):
+            h.update(len(part).to_bytes(8, "big"))
+            h.update(part)
+        digest = h.hexdigest()
+        if len(_INPUT_HASHES) >= 1024:
+            _INPUT_HASHES.clear()
+        _INPUT_HASHES[key] = digest
+    return digest
+
+
+_INPUT_HASHES: dict[tuple, str] = {}  # (method, path, query, body) -> ``input_hash``
 
 
 # The lookup verdicts that refuse a request before anything else is looked at (rule 1).

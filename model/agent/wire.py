@@ -23,7 +23,7 @@ from typing import Any
 from urllib.parse import unquote_plus
 
 from ..core import Reply, Request, Response, header_value, json_body, note
-from ..gocompat.decode import BOOL, INT64, STRING, GoJSONError, ListOf, MapOf, Struct
+from ..gocompat.decode import BOOL, INT64, STRING, GoJSONError, ListOf, MapOf, Struct, decode
 from ..identity import CHAT_ID_HEADER, RUN_AGE_MS_HEADER, Key, tool_call_error
 from .state import Effects, Recorded
 
@@ -70,6 +70,42 @@ _FILE_EDIT = Struct("workspacesdk.FileEdit", (("search", STRING), ("replace", ST
 _FILE_EDITS = Struct("workspacesdk.FileEdits", (("path", STRING), ("edits", ListOf(_FILE_EDIT, "[]workspacesdk.FileEdit"))))
 EDIT_REQUEST = Struct("workspacesdk.FileEditRequest", (("files", ListOf(_FILE_EDITS, "[]workspacesdk.FileEdits")),))
 
+
+class BodyDecoder:
+    """``decode(body, target)`` for one target struct, remembered by body: the same bytes
+    decode to the same value or the same error every time (decoding is pure), and a
+    world's start, edit and cancel bodies repeat (a retried call, a replayed request, the
+    swarm's commands): four in five decodes of a swarm are repeats. The value is shared
+    between callers, who only read it; an error is raised anew with the same text. The
+    memo holds at most ``MAX_BODIES`` bodies (then starts over), so it stays small in a
+    long-lived process."""
+
+    MAX_BODIES = 1024
+
+    def __init__(self, target: Struct):
+        self.target = target
+        self.answers: dict[bytes, tuple[Any, str | None]] = {}
+
+    def __call__(self, body: bytes) -> Any:
+        answer = self.answers.get(body)
+        if answer is None:
+            try:
+                answer = (decode(body, self.target), None)
+            except GoJSONError as err:
+                answer = (None, str(err))
+            if len(self.answers) >= self.MAX_BODIES:
+                self.answers.clear()
+            self.answers[body] = answer
+        if answer[1] is not None:
+            raise GoJSONError(answer[1])
+        return answer[0]
+
+
+decode_start = BodyDecoder(START_REQUEST)
+decode_edit = BodyDecoder(EDIT_REQUEST)
+decode_cancel = BodyDecoder(CANCEL_REQUEST)
+decode_signal = BodyDecoder(SIGNAL_REQUEST)
+
 # middleware.go panicResponse: what a panicking run records (section 2.5).
 PANIC_RECORDED = Recorded(500, JSON, json_body({"message": MSG_HANDLER_FAILED}))
 
@@ -115,10 +151,22 @@ def chat_of(req: Request) -> str | None:
     value = header_value(req.headers, CHAT_ID_HEADER)
     if not value:
         return None
-    try:
-        return str(uuid.UUID(value))
-    except ValueError:
-        return None
+    chat_id = _CHAT_IDS.get(value, _UNSEEN)
+    if chat_id is _UNSEEN:
+        try:
+            chat_id = str(uuid.UUID(value))
+        except ValueError:
+            chat_id = None
+        if len(_CHAT_IDS) >= 1024:
+            _CHAT_IDS.clear()
+        _CHAT_IDS[value] = chat_id
+    return chat_id
+
+
+# Header value -> its chat UUID or None (``chat_of``): a world has a few chats and asks for
+# them on every request; parsing is pure, so each value is parsed once (at most 1,024 kept).
+_CHAT_IDS: dict[str, str | None] = {}
+_UNSEEN = object()
 
 
 def _rec(status: int, value: Any) -> Recorded:

@@ -387,12 +387,12 @@ def _interrupt_finishes(ev: Evidence) -> list[Violation]:
 # ---------------------------------------------------------------------------
 
 
-def _reached_mark(ev: Evidence, predicate) -> list[Violation]:
+def _reached_mark(ev: Evidence, predicate, mark: tuple[str, str]) -> list[Violation]:
     """Whether some record satisfies ``predicate``, for a predicate that holds only for
-    a note or a record with a ``truth`` field (every property below): it asks only
-    those (``Evidence.marks``), a tenth of a trace."""
+    the marks ``mark`` names (``("note", name)`` or ``("truth", name)``, every property
+    below): it asks only those (``Evidence.marks_by``), a few records of a trace."""
     trace = ev.trace
-    return [] if any(predicate(i, trace[i]) for i in ev.marks) else _never_reached(ev)
+    return [] if any(predicate(i, trace[i]) for i in ev.marks_by.get(mark, ())) else _never_reached(ev)
 
 
 def _never_reached(ev: Evidence) -> list[Violation]:
@@ -402,20 +402,21 @@ def _never_reached(ev: Evidence) -> list[Violation]:
 def _completes_after_ownership_change(ev: Evidence):
     moved = [i for i in ev.faults if ev.trace[i].get("fault") in ("ownership_change", "replica_crash")]
     return _reached_mark(ev, lambda i, r: moved and i > moved[0] and r.get("truth") == "result_committed"
-                         and r.get("result_kind") in ("completed", "applied"))
+                         and r.get("result_kind") in ("completed", "applied"), ("truth", "result_committed"))
 
 
 def _retry_gets_recorded_start(ev: Evidence):
-    return _reached_mark(ev, lambda i, r: r.get("kind") == "note" and r.get("note") == "replayed")
+    return _reached_mark(ev, lambda i, r: r.get("kind") == "note" and r.get("note") == "replayed", ("note", "replayed"))
 
 
 def _cancel_kills_foreground(ev: Evidence):
-    return _reached_mark(ev, lambda i, r: r.get("truth") == "process_killed" and r.get("by") == "cancel")
+    return _reached_mark(ev, lambda i, r: r.get("truth") == "process_killed" and r.get("by") == "cancel",
+                         ("truth", "process_killed"))
 
 
 def _cancel_first_refuses_start(ev: Evidence):
     return _reached_mark(ev, lambda i, r: r.get("kind") == "note" and r.get("note") == "refused"
-                         and r.get("code") == "tool_call_canceled")
+                         and r.get("code") == "tool_call_canceled", ("note", "refused"))
 
 
 PROPERTIES: tuple[Property, ...] = (

@@ -102,6 +102,10 @@ def committed_calls(final) -> list[CallInfo]:
     return out
 
 
+# The record kinds ``Evidence`` indexes (besides any record with a ``truth`` field).
+_INDEXED_KINDS = frozenset(("note", "truth", "send", "agent_down", "fault"))
+
+
 class Evidence:
     """The trace indexed per tool call, computed once and shared by every property."""
 
@@ -127,13 +131,23 @@ class Evidence:
         # all that the reachability properties (checks.py ``_reached_mark``) and the scans
         # for notes and truths ask about, a tenth of a trace.
         self.marks: list[int] = []
+        # The marks by what they are: ("note", name) for a note, ("truth", name) for a
+        # record with a ``truth`` field, each in trace order; a reachability property
+        # asks only those of its kind (``checks._reached_mark``).
+        self.marks_by: dict[tuple, list[int]] = {}
         by_uuid = {c.uuid: c for c in self.calls}
         by_command = {(c.chat_id, c.command): c for c in self.calls if c.tool == "execute"}
         by_path = {(c.chat_id, c.path): c for c in self.calls if c.tool != "execute"}
         for i, rec in enumerate(trace):
             kind = rec.get("kind")
+            if kind not in _INDEXED_KINDS and "truth" not in rec:
+                continue  # most records (actions, deliveries, replies, timers): nothing to index
             if kind == "note" or kind == "truth" or "truth" in rec:
                 self.marks.append(i)
+                if kind == "note":
+                    self.marks_by.setdefault(("note", rec.get("note")), []).append(i)
+                if "truth" in rec:
+                    self.marks_by.setdefault(("truth", rec["truth"]), []).append(i)
             if kind == "send":
                 self.sends.setdefault(rec.get("req"), i)
             elif kind == "agent_down":
