@@ -100,6 +100,7 @@ from .explore_context import (  # noqa: F401
     Context,
     Node,
     _is_attempt_timeout,
+    _spend,
     ghost_trace,
 )
 
@@ -296,6 +297,10 @@ def without_cycle_collection():
             gc.enable()
 
 
+ALWAYS = ("always",)  # the properties' kinds a state is checked for (properties.violations_of)
+TERMINAL = ("always", "eventually")
+
+
 class Search:
     """One breadth-first search, one state at a time (``run``), or driven a level at a
     time by a parallel driver (sim/explore_parallel.py) through ``report`` and ``offer``,
@@ -308,6 +313,9 @@ class Search:
     ``digests`` (parallel searches) it is the 128-bit digest of that tuple
     (model/interning.py Rule 4), which every process computes alike."""
 
+    # Rule 10's memo holds at most twice this many expansions (two generations).
+    EXPANSIONS_LIMIT = 20_000
+
     def __init__(self, config: msys.WorldConfig, bounds: Bounds = Bounds(), max_states: int = 200_000,
                  keep_edges: bool = False, stop_on: Callable[[Found], bool] | None = None, digests: bool = False):
         self.config, self.bounds, self.max_states = config, bounds, max_states
@@ -316,6 +324,10 @@ class Search:
         self.reorder = bounds.merge_reordered
         root = self.ctx.initial_node(config)
         self.index: dict = {self.key(root): 0}
+        # Rule 10's memo, in two generations (``successors``); none with edges, whose
+        # labels carry each path's own sequence numbers.
+        self.expansions: dict | None = None if keep_edges else {}
+        self.expansions_old: dict = {}
         self.parents = array("l", [-1])  # state number -> its parent's number
         self.moves = array("l", [-1])  # state number -> the index of the parent's action that led here
         self.depths = array("l", [0])
@@ -331,7 +343,7 @@ class Search:
 
     def kinds(self, node: Node, actions: list | None) -> tuple:
         terminal = (actions is not None and not actions) or self.ctx.quiesced(node.system)
-        return ("always", "eventually") if terminal else ("always",)
+        return TERMINAL if terminal else ALWAYS
 
     def path_to(self, number: int, move: int | None = None) -> list:
         """Rule 8: the actions from the initial state to state ``number`` (settled
@@ -389,20 +401,81 @@ class Search:
             self.report(dup_violations(), lambda: self.path_to(parent, move), self.depths[parent] + 1)
         return None
 
-    def expand(self, number: int, node: Node) -> None:
+    def successors(self, node: Node) -> tuple[bool, tuple]:
+        """Rule 10: whether ``node`` is terminal, and its children in the order of its
+        enabled actions, each ``(action, system, new ghost handles, budgets spent, the
+        system part of its key, its expansion key, quiesced)``: the ghost is the only part
+        of a child that its parent's ghost decides, so these are memoized by the parent's
+        expansion key and a child node is grown from them (``child``)."""
+        xkey = node.xkey
+        expansions = self.expansions
+        if xkey is not None and expansions is not None:
+            found = expansions.get(xkey)
+            if found is None:
+                found = self.expansions_old.get(xkey)
+            if found is not None:
+                if self.ctx.check:
+                    self._check_expansion(node, found)
+                return found
         ctx = self.ctx
         actions = enabled(node, self.bounds)
-        self.report(ctx.verdict(node, self.kinds(node, actions)), lambda: self.path_to(number), self.depths[number])
+        terminal = not actions or ctx.quiesced(node.system)
+        children = []
+        for action in actions:
+            system, new_ghost, _ = ctx.advance(node, action)
+            used = _spend(node, action)
+            sk, xk = ctx.system_key(system, used)
+            children.append((action, system, new_ghost, used, sk, xk, ctx.quiesced(system)))
+        found = (terminal, tuple(children))
+        if xkey is not None and expansions is not None:
+            if len(expansions) >= self.EXPANSIONS_LIMIT:
+                # A new generation: the memo only saves time, and the states that share a
+                # system state are found within a few breadth-first levels of each other.
+                self.expansions_old = expansions
+                expansions = self.expansions = {}
+            expansions[xkey] = found
+        return found
+
+    def child(self, node: Node, entry: tuple) -> tuple[Node, object]:
+        """A child node from its ``successors`` entry, and its key (Rule 9)."""
+        _, system, new_ghost, used, sk, xk, _ = entry
+        ghost, order, bag = self.ctx.grow(node, new_ghost)
+        key = sk + (bag if self.reorder else order,)
+        return Node(system, used, ghost, order, bag, True, xk), digest_of(key) if self.digests else key
+
+    def _check_expansion(self, node: Node, found: tuple) -> None:
+        """``CHECK_MEMO`` (the tests): a memoized expansion must be the real one, sequence
+        numbers aside (Rule 10)."""
+        real = self.expansions, self.expansions_old
+        self.expansions = None
+        try:
+            terminal, children = self.successors(node)
+        finally:
+            self.expansions, self.expansions_old = real
+        if terminal != found[0] or len(children) != len(found[1]):
+            raise AssertionError("expansion memo differs in its actions")
+        for a, b in zip(children, found[1]):
+            if (type(a[0]), a[0].label().split(" ", 2)[-1]) != (type(b[0]), b[0].label().split(" ", 2)[-1]) \
+                    or a[2:] != b[2:]:
+                raise AssertionError(f"expansion memo differs after {a[0].label()}")
+
+    def expand(self, number: int, node: Node) -> None:
+        ctx = self.ctx
+        terminal, children = self.successors(node)
+        self.report(ctx.verdict(node, TERMINAL if terminal else ALWAYS), lambda: self.path_to(number),
+                    self.depths[number])
         if self.stopped:
             return
-        for move, action in enumerate(actions):
-            child, _ = ctx.step(node, action)
-            new = self.offer(number, move, self.key(child), action.label() if self.keep_edges else "",
-                             lambda: ctx.verdict(child, self.kinds(child, None)))
+        keep_edges = self.keep_edges
+        frontier = self.frontier
+        for move, entry in enumerate(children):
+            child, key = self.child(node, entry)
+            new = self.offer(number, move, key, entry[0].label() if keep_edges else "",
+                             lambda: ctx.verdict(child, TERMINAL if entry[6] else ALWAYS))
             if self.full:
                 return
             if new is not None:
-                self.frontier.append((new, child))
+                frontier.append((new, child))
 
     def run(self, on_progress: Callable[[int], bool | None] | None = None, until_frontier: int | None = None) -> None:
         """Expand states until the search ends (or, with ``until_frontier``, until the

@@ -54,15 +54,19 @@ class Node:
     """One explored state: the system, the budgets spent, and the path's ghost history
     (Rule 3). A plain slotted class: the search makes one per transition."""
 
-    __slots__ = ("system", "used", "ghost", "order", "bag", "settled")
+    __slots__ = ("system", "used", "ghost", "order", "bag", "settled", "xkey")
 
-    def __init__(self, system: msys.System, used: tuple, ghost: tuple, order: Id, bag: Id, settled: bool = False):
+    def __init__(self, system: msys.System, used: tuple, ghost: tuple, order: Id, bag: Id, settled: bool = False,
+                 xkey: tuple | None = None):
         self.system = system
         self.used = used  # budgets spent, in BUDGETS order
         self.ghost = ghost  # the ghost records in path order, as interned handles (Rule 3)
         self.order = order  # the handle of that sequence (the verdict memo's key)
         self.bag = bag  # the handle of the same records as a multiset (Rule 5); .value is the sorted tuple
         self.settled = settled  # Rule 6 has run on it (every node but the first)
+        # The expansion memo's key of (system, used) (``Context.system_key``, explore.py
+        # Rule 10), when the search that made the node computed it; None: not yet.
+        self.xkey = xkey
 
 
 def _may_unsettle(before: msys.System, after: msys.System, action) -> bool:
@@ -192,13 +196,20 @@ class Context:
     def step(self, node: Node, action) -> tuple[Node, tuple]:
         """The node after ``action`` and the actions taken (``action`` and the deliveries
         that settled after it), which is what a path records."""
+        system, new_ghost, taken = self.advance(node, action)
+        ghost, order, bag = self.grow(node, new_ghost)
+        return Node(system, _spend(node, action), ghost, order, bag, True), taken
+
+    def advance(self, node: Node, action) -> tuple[msys.System, tuple, tuple]:
+        """``step`` without the ghost's growth: the system after ``action`` and the
+        deliveries that settle after it (Rule 6), the handles of the step's new ghost
+        records (a settled delivery adds none) and the actions taken."""
         before = node.system
         system, new_ghost = self.apply(before, action)
-        ghost, order, bag = self.grow(node, new_ghost)
         if node.settled and not _may_unsettle(before, system, action):
-            return Node(system, _spend(node, action), ghost, order, bag, True), (action,)
+            return system, new_ghost, (action,)
         system, settled = self.settle(system)
-        return Node(system, _spend(node, action), ghost, order, bag, True), (action, *settled)
+        return system, new_ghost, (action, *settled)
 
     def settle(self, s: msys.System) -> tuple[msys.System, list]:
         """Rule 6: deliver at once every message whose delivery changes nothing but the
@@ -428,23 +439,41 @@ class Context:
         """The state's identity in this search: a tuple of handles and small values. Two
         nodes have equal keys exactly when their system states are equal (sequence
         numbers and labels aside), their budgets are, and their ghost histories are (as
-        multisets with ``reorder``, Rule 5)."""
-        s = node.system
+        multisets with ``reorder``, Rule 5). It is ``system_key``'s first part and the
+        ghost's handle."""
+        return self.system_key(node.system, node.used)[0] + (node.bag if reorder else node.order,)
+
+    def system_key(self, s: msys.System, used: tuple) -> tuple[tuple, tuple]:
+        """The part of a state's key that is not its ghost history, and the expansion
+        memo's key (explore.py Rule 10): the same with what the key leaves out but a step
+        or ``enabled`` may read, sequence numbers aside: the messages in flight and
+        waiting for a dial in their sending order (which orders the deliveries
+        ``enabled`` lists), the open requests (which a step's guards read) and the
+        replicas' boots."""
         iid = self.interner.handle
         key_of = self.interner.key_of
+        token = self.token
         envelope = self.envelope
-        order = self.sort_key
         handles = []
         for e in s.in_flight:
             memo = e.__dict__.get("_fp")
-            handles.append(memo[1] if memo is not None and memo[0] is self.token else envelope(e))
+            handles.append(memo[1] if memo is not None and memo[0] is token else envelope(e))
+        in_order = tuple(handles)
         if len(handles) > 1:
-            handles.sort(key=order)
+            handles.sort(key=self.sort_key)
         msgs = key_of(("msgs", *handles))
-        timers = self.timers_key(s.timers)
-        dials = key_of(tuple(sorted((envelope(e) for e in s.dials_waiting), key=order))) if s.dials_waiting else ()
-        return (s.now_ms, iid(s.agent), s.agent_incarnation, iid(s.agent_files), iid(s.replicas), iid(s.db), msgs,
-                timers, s.partitions, dials, node.used, node.bag if reorder else node.order)
+        memo = s.timers._fp
+        timers = memo[1] if memo is not None and memo[0] is token else self.timers_key(s.timers)
+        if s.dials_waiting:
+            waiting = tuple([envelope(e) for e in s.dials_waiting])
+            dials = key_of(tuple(sorted(waiting, key=self.sort_key)))
+        else:
+            waiting = dials = ()
+        sk = (s.now_ms, iid(s.agent), s.agent_incarnation, iid(s.agent_files), iid(s.replicas), iid(s.db), msgs,
+              timers, s.partitions, dials, used)
+        # The open requests map request IDs to (route, tool call): strings, compared as
+        # they are (a new map per request is cheaper hashed than interned).
+        return sk, sk + (in_order, waiting, s.open_requests._items, iid(s.replica_boots))
 
     def verdict(self, node: Node, kinds: tuple) -> list:
         """The properties' violations in this state. They read the ghost history and, of
