@@ -217,39 +217,56 @@ class Context:
         commutes with every other action, so exploring it at every position only
         multiplies states (a partial-order reduction); delivering it now is one of the
         behaviours anyway."""
+        # A step is a hot path: ``awaits``, ``_memo_key`` and ``_noop`` are inlined here
+        # for a delivery to a replica (the candidates), the rest goes through ``apply``.
         settled = []
-        changed = True
-        while changed:
-            changed = False
+        awaited = self.awaited
+        handle = self.interner.handle
+        token = self.token
+        memo = self.memo
+        while True:
             replicas = s.replicas
             for env in s.in_flight:
-                if env.dst == "agent":
+                dst = env.dst
+                if dst == "agent":
                     continue  # the agent answers everything: never a no-op
-                rep = replicas.get(env.dst)
+                rep = replicas.get(dst)
                 req_id = getattr(env.payload, "req_id", None)
-                if rep is not None and req_id is not None and self.awaits(rep, req_id):
-                    continue  # an answer its caller still waits for changes the caller
-                action = msys.Deliver(s.now_ms, env.seq, env.what)
-                key, _ = self._memo_key(s, action)
-                delta = self._lookup(key, s) if key is not None else None
+                if rep is not None and req_id is not None:
+                    aw_key = (handle(rep), req_id)
+                    waits = awaited.get(aw_key)
+                    if waits is None:
+                        waits = awaited[aw_key] = chatd.awaits(rep, req_id)
+                    if waits:
+                        continue  # an answer its caller still waits for changes the caller
+                action = _new_action(msys.Deliver, s.now_ms, env.seq, env.what)
+                if dst in replicas:
+                    what = env.__dict__.get("_what")
+                    what = what[1] if what is not None and what[0] is token else self.envelope(env, False)
+                    deltas = memo.get(("chatd", what, s.now_ms, handle(replicas), handle(s.db), s.partitions))
+                    delta = self._first_fit(deltas, s) if deltas else None
+                else:
+                    delta = None
                 if delta is not None:
-                    # The memo knows what the delivery does: replay it only if it is a no-op.
+                    # The memo knows what the delivery does: replay it only if it is a
+                    # no-op, which is then certain (``_noop`` reads what the test below does).
                     if not self._noop(s, delta):
                         continue
                     self.hits += 1
-                    t, ghost = _replay(s, action, delta), delta.ghost
-                else:
-                    try:
-                        t, ghost = self.apply(s, action)
-                    except msys.ReplayMismatch:
-                        continue
+                    settled.append(action)
+                    s = _replay(s, action, delta)
+                    break
+                try:
+                    t, ghost = self.apply(s, action)
+                except msys.ReplayMismatch:
+                    continue
                 if (t.seq == s.seq and t.replicas == s.replicas and t.db == s.db and t.timers == s.timers
                         and t.agent == s.agent and not ghost):
                     settled.append(action)
                     s = t
-                    changed = True
                     break
-        return s, settled
+            else:
+                return s, settled
 
     def timers_key(self, timers: FMap) -> Id:
         """The handle of the armed timers without their sequence numbers (cached on the map)."""
@@ -282,7 +299,12 @@ class Context:
         return True
 
     def _lookup(self, key, s: msys.System) -> _Delta | None:
-        for delta in self.memo.get(key, ()):
+        return self._first_fit(self.memo.get(key, ()), s)
+
+    @staticmethod
+    def _first_fit(deltas, s: msys.System) -> _Delta | None:
+        """The first memoized step whose guards (the open requests it read) ``s`` meets."""
+        for delta in deltas:
             if not delta.guards:
                 return delta
             get = s.open_requests.get
@@ -529,6 +551,14 @@ def _replay(s: msys.System, action, d: _Delta) -> msys.System:
         fields_["open_requests"] = open_requests
     fields_["seq"] = s.seq + d.seq_inc
     return out
+
+
+def _new_action(cls, at_ms: int, seq: int, what: str):
+    """A ``Deliver`` (or ``Drop``) without its dataclass ``__init__`` (a frozen class's
+    fields are set one ``object.__setattr__`` each): settling makes one per candidate."""
+    action = object.__new__(cls)
+    action.__dict__.update(at_ms=at_ms, seq=seq, what=what)
+    return action
 
 
 def _renumber(obj, shift: int):
