@@ -90,7 +90,7 @@ from typing import Callable
 from . import chatd
 from . import system as msys
 from .core import Response
-from .interning import digest_of
+from .interning import digest_extended, digest_of, digest_text
 from .system import Tick
 
 # The explored states and the search's context live in model/explore_context.py; what
@@ -216,6 +216,11 @@ def _action(cls, **fields_):
     action = object.__new__(cls)
     action.__dict__.update(fields_)
     return action
+
+
+def _unnumbered(action) -> tuple:
+    """An action without its message's sequence number (``Deliver``, ``Drop``)."""
+    return (type(action),) + tuple(sorted((k, v) for k, v in action.__dict__.items() if k != "seq"))
 
 
 def _connection(env: msys.Envelope) -> tuple:
@@ -404,7 +409,8 @@ class Search:
     def successors(self, node: Node) -> tuple[bool, tuple]:
         """Rule 10: whether ``node`` is terminal, and its children in the order of its
         enabled actions, each ``(action, system, new ghost handles, budgets spent, the
-        system part of its key, its expansion key, quiesced)``: the ghost is the only part
+        system part of its key, its expansion key, quiesced, the text of the system
+        part's digest with ``digests``)``: the ghost is the only part
         of a child that its parent's ghost decides, so these are memoized by the parent's
         expansion key and a child node is grown from them (``child``)."""
         xkey = node.xkey
@@ -417,7 +423,7 @@ class Search:
                 if self.ctx.check:
                     self._check_expansion(node, found)
                 return found
-        ctx = self.ctx
+        ctx, digests = self.ctx, self.digests
         actions = enabled(node, self.bounds)
         terminal = not actions or ctx.quiesced(node.system)
         children = []
@@ -425,7 +431,8 @@ class Search:
             system, new_ghost, _ = ctx.advance(node, action)
             used = _spend(node, action)
             sk, xk = ctx.system_key(system, used)
-            children.append((action, system, new_ghost, used, sk, xk, ctx.quiesced(system)))
+            children.append((action, system, new_ghost, used, sk, xk, ctx.quiesced(system),
+                             digest_text(sk) if digests else None))
         found = (terminal, tuple(children))
         if xkey is not None and expansions is not None:
             if len(expansions) >= self.EXPANSIONS_LIMIT:
@@ -438,10 +445,10 @@ class Search:
 
     def child(self, node: Node, entry: tuple) -> tuple[Node, object]:
         """A child node from its ``successors`` entry, and its key (Rule 9)."""
-        _, system, new_ghost, used, sk, xk, _ = entry
+        _, system, new_ghost, used, sk, xk, _, text = entry
         ghost, order, bag = self.ctx.grow(node, new_ghost)
-        key = sk + (bag if self.reorder else order,)
-        return Node(system, used, ghost, order, bag, True, xk), digest_of(key) if self.digests else key
+        last = bag if self.reorder else order
+        return Node(system, used, ghost, order, bag, True, xk), digest_extended(text, last) if text else sk + (last,)
 
     def _check_expansion(self, node: Node, found: tuple) -> None:
         """``CHECK_MEMO`` (the tests): a memoized expansion must be the real one, sequence
@@ -455,8 +462,8 @@ class Search:
         if terminal != found[0] or len(children) != len(found[1]):
             raise AssertionError("expansion memo differs in its actions")
         for a, b in zip(children, found[1]):
-            if (type(a[0]), a[0].label().split(" ", 2)[-1]) != (type(b[0]), b[0].label().split(" ", 2)[-1]) \
-                    or a[2:] != b[2:]:
+            # The action and the child's system only as far as sequence numbers aside.
+            if _unnumbered(a[0]) != _unnumbered(b[0]) or a[2:] != b[2:]:
                 raise AssertionError(f"expansion memo differs after {a[0].label()}")
 
     def expand(self, number: int, node: Node) -> None:
