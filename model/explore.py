@@ -469,20 +469,52 @@ class Search:
     def expand(self, number: int, node: Node) -> None:
         ctx = self.ctx
         terminal, children = self.successors(node)
-        self.report(ctx.verdict(node, TERMINAL if terminal else ALWAYS), lambda: self.path_to(number),
-                    self.depths[number])
-        if self.stopped:
-            return
-        keep_edges = self.keep_edges
-        frontier = self.frontier
-        for move, entry in enumerate(children):
-            child, key = self.child(node, entry)
-            new = self.offer(number, move, key, entry[0].label() if keep_edges else "",
-                             lambda: ctx.verdict(child, TERMINAL if entry[6] else ALWAYS))
-            if self.full:
+        violations = ctx.verdict(node, TERMINAL if terminal else ALWAYS)
+        if violations:
+            self.report(violations, lambda: self.path_to(number), self.depths[number])
+            if self.stopped:
                 return
-            if new is not None:
-                frontier.append((new, child))
+        if self.keep_edges or self.digests:
+            for move, entry in enumerate(children):
+                child, key = self.child(node, entry)
+                new = self.offer(number, move, key, entry[0].label() if self.keep_edges else "",
+                                 lambda: ctx.verdict(child, TERMINAL if entry[6] else ALWAYS))
+                if self.full:
+                    return
+                if new is not None:
+                    self.frontier.append((new, child))
+            return
+        # ``child`` and ``offer`` inlined: the one-process search's hot loop, event for
+        # event the same (a report of no violations does nothing).
+        index, parents, moves, depths = self.index, self.parents, self.moves, self.depths
+        frontier, result, reorder, grow, verdict = self.frontier, self.result, self.reorder, ctx.grow, ctx.verdict
+        depth = depths[number] + 1
+        for move, (_, system, new_ghost, used, sk, xk, calm, _) in enumerate(children):
+            if new_ghost:
+                ghost, order, bag = grow(node, new_ghost)
+            else:
+                ghost, order, bag = node.ghost, node.order, node.bag
+            child = Node(system, used, ghost, order, bag, True, xk)
+            result.transitions += 1
+            key = sk + (bag if reorder else order,)
+            if key in index:
+                if reorder:
+                    # Rule 5: this path's own order of the history is checked too.
+                    violations = verdict(child, TERMINAL if calm else ALWAYS)
+                    if violations:
+                        self.report(violations, lambda move=move: self.path_to(number, move), depth)
+                continue
+            n = len(parents)
+            if n >= self.max_states + 1:
+                self.full = True
+                return
+            index[key] = n
+            parents.append(number)
+            moves.append(move)
+            depths.append(depth)
+            if depth > result.depth:
+                result.depth = depth
+            frontier.append((n, child))
 
     def run(self, on_progress: Callable[[int], bool | None] | None = None, until_frontier: int | None = None) -> None:
         """Expand states until the search ends (or, with ``until_frontier``, until the
