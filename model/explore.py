@@ -427,10 +427,11 @@ class Search:
         actions = enabled(node, self.bounds)
         terminal = not actions or ctx.quiesced(node.system)
         children = []
+        parent = node.system if xkey is not None else None
         for action in actions:
             system, new_ghost, _ = ctx.advance(node, action)
             used = _spend(node, action)
-            sk, xk = ctx.system_key(system, used)
+            sk, xk = ctx.system_key(system, used, parent, xkey)
             children.append((action, system, new_ghost, used, sk, xk, ctx.quiesced(system),
                              digest_text(sk) if digests else None))
         found = (terminal, tuple(children))

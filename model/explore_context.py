@@ -465,37 +465,58 @@ class Context:
         ghost's handle."""
         return self.system_key(node.system, node.used)[0] + (node.bag if reorder else node.order,)
 
-    def system_key(self, s: msys.System, used: tuple) -> tuple[tuple, tuple]:
+    def system_key(self, s: msys.System, used: tuple, parent: msys.System | None = None,
+                   parent_key: tuple | None = None) -> tuple[tuple, tuple]:
         """The part of a state's key that is not its ghost history, and the expansion
         memo's key (explore.py Rule 10): the same with what the key leaves out but a step
         or ``enabled`` may read, sequence numbers aside: the messages in flight and
         waiting for a dial in their sending order (which orders the deliveries
         ``enabled`` lists), the open requests (which a step's guards read) and the
-        replicas' boots."""
+        replicas' boots. Given the ``parent`` system and its expansion key, a component
+        the step left as it was (the same object) takes its handle from there: a step
+        changes one or two."""
         iid = self.interner.handle
         key_of = self.interner.key_of
         token = self.token
         envelope = self.envelope
-        handles = []
-        for e in s.in_flight:
-            memo = e.__dict__.get("_fp")
-            handles.append(memo[1] if memo is not None and memo[0] is token else envelope(e))
-        in_order = tuple(handles)
-        if len(handles) > 1:
-            handles.sort(key=self.sort_key)
-        msgs = key_of(("msgs", *handles))
-        memo = s.timers._fp
-        timers = memo[1] if memo is not None and memo[0] is token else self.timers_key(s.timers)
-        if s.dials_waiting:
+        if parent is None:
+            parent, parent_key = _NO_SYSTEM, _NO_KEY
+        in_flight = s.in_flight
+        if in_flight is parent.in_flight:
+            msgs, in_order = parent_key[6], parent_key[11]
+        else:
+            handles = []
+            for e in in_flight:
+                memo = e.__dict__.get("_fp")
+                handles.append(memo[1] if memo is not None and memo[0] is token else envelope(e))
+            in_order = tuple(handles)
+            if len(handles) > 1:
+                handles.sort(key=self.sort_key)
+            msgs = key_of(("msgs", *handles))
+        timers = s.timers
+        if timers is parent.timers:
+            timers = parent_key[7]
+        else:
+            memo = timers._fp
+            timers = memo[1] if memo is not None and memo[0] is token else self.timers_key(timers)
+        if s.dials_waiting is parent.dials_waiting:
+            dials, waiting = parent_key[9], parent_key[12]
+        elif s.dials_waiting:
             waiting = tuple([envelope(e) for e in s.dials_waiting])
             dials = key_of(tuple(sorted(waiting, key=self.sort_key)))
         else:
             waiting = dials = ()
-        sk = (s.now_ms, iid(s.agent), s.agent_incarnation, iid(s.agent_files), iid(s.replicas), iid(s.db), msgs,
-              timers, s.partitions, dials, used)
+        sk = (s.now_ms,
+              parent_key[1] if s.agent is parent.agent else iid(s.agent),
+              s.agent_incarnation,
+              parent_key[3] if s.agent_files is parent.agent_files else iid(s.agent_files),
+              parent_key[4] if s.replicas is parent.replicas else iid(s.replicas),
+              parent_key[5] if s.db is parent.db else iid(s.db),
+              msgs, timers, s.partitions, dials, used)
         # The open requests map request IDs to (route, tool call): strings, compared as
         # they are (a new map per request is cheaper hashed than interned).
-        return sk, sk + (in_order, waiting, s.open_requests._items, iid(s.replica_boots))
+        return sk, sk + (in_order, waiting, s.open_requests._items,
+                         parent_key[14] if s.replica_boots is parent.replica_boots else iid(s.replica_boots))
 
     def verdict(self, node: Node, kinds: tuple) -> list:
         """The properties' violations in this state. They read the ghost history and, of
@@ -511,6 +532,16 @@ class Context:
                 calls = self.calls[chats] = committed_calls(node.system)
             found = self.verdicts[key] = props.violations_of(ghost_trace(node), node.system, kinds, calls)
         return found
+
+
+class _NoSystem:
+    """``system_key``'s parent when there is none: no component is the same object."""
+
+    in_flight = timers = dials_waiting = agent = agent_files = replicas = db = replica_boots = object()
+
+
+_NO_SYSTEM = _NoSystem()
+_NO_KEY = (None,) * 15
 
 
 def _replay(s: msys.System, action, d: _Delta) -> msys.System:
