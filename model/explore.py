@@ -333,6 +333,8 @@ class Search:
         # labels carry each path's own sequence numbers.
         self.expansions: dict | None = None if keep_edges else {}
         self.expansions_old: dict = {}
+        self.steps: dict = {}  # and a child's system per system state and action
+        self.steps_old: dict = {}
         self.parents = array("l", [-1])  # state number -> its parent's number
         self.moves = array("l", [-1])  # state number -> the index of the parent's action that led here
         self.depths = array("l", [0])
@@ -428,21 +430,67 @@ class Search:
         terminal = not actions or ctx.quiesced(node.system)
         children = []
         parent = node.system if xkey is not None else None
+        # A child's system does not depend on the budgets spent (only which actions are
+        # enabled does): states that differ in budgets and ghost share their children's
+        # systems, memoized per system state (the expansion key without the budgets) and
+        # action (a message by its place in flight, which the key orders).
+        steps = None
+        if xkey is not None and expansions is not None:
+            base = xkey[:10] + xkey[11:]
+            steps = self.steps.get(base)
+            if steps is None:
+                steps = self.steps_old.get(base)
+                if steps is None:
+                    steps = {}
+                self.steps[base] = steps
+            places = None
+        check = ctx.check
         for action in actions:
-            system, new_ghost, _ = ctx.advance(node, action)
             used = _spend(node, action)
-            sk, xk = ctx.system_key(system, used, parent, xkey)
-            children.append((action, system, new_ghost, used, sk, xk, ctx.quiesced(system),
-                             digest_text(sk) if digests else None))
+            done = None
+            if steps is not None:
+                t = type(action)
+                if t is msys.Deliver or t is msys.Drop:
+                    if places is None:
+                        places = {e.seq: i for i, e in enumerate(node.system.in_flight)}
+                    step_key = (t, places[action.seq])
+                elif t is msys.Fire:
+                    step_key = (t, action.node, action.name, action.at_ms)
+                elif t is msys.Fault:
+                    step_key = (t, action.kind, action.params, action.at_ms)
+                else:
+                    step_key = (t, action.at_ms)
+                done = steps.get(step_key)
+                if done is not None and check:
+                    self._check_step(node, action, used, done)
+            if done is None:
+                system, new_ghost, _ = ctx.advance(node, action)
+                sk, xk = ctx.system_key(system, used, parent, xkey)
+                calm = ctx.quiesced(system)
+                if steps is not None:
+                    steps[step_key] = (system, new_ghost, sk[:10], xk[11:], calm)
+            else:
+                system, new_ghost, sk, rest, calm = done
+                sk += (used,)
+                xk = sk + rest
+            children.append((action, system, new_ghost, used, sk, xk, calm, digest_text(sk) if digests else None))
         found = (terminal, tuple(children))
         if xkey is not None and expansions is not None:
             if len(expansions) >= self.EXPANSIONS_LIMIT:
                 # A new generation: the memo only saves time, and the states that share a
                 # system state are found within a few breadth-first levels of each other.
-                self.expansions_old = expansions
-                expansions = self.expansions = {}
+                self.expansions_old, self.steps_old = expansions, self.steps
+                expansions, self.steps = self.expansions, self.steps = {}, {}
             expansions[xkey] = found
         return found
+
+    def _check_step(self, node: Node, action, used: tuple, done: tuple) -> None:
+        """``CHECK_MEMO``: a child's system taken from Rule 10's memo must be the real one,
+        sequence numbers aside."""
+        system, new_ghost, _ = self.ctx.advance(node, action)
+        sk, xk = self.ctx.system_key(system, used)
+        if (new_ghost, sk[:10], xk[11:], self.ctx.quiesced(system)) != done[1:]:
+            raise AssertionError(f"expansion memo differs after {action.label()}")
 
     def child(self, node: Node, entry: tuple) -> tuple[Node, object]:
         """A child node from its ``successors`` entry, and its key (Rule 9)."""

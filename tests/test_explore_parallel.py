@@ -104,9 +104,9 @@ def test_the_expansion_check_fires_on_a_key_that_leaves_out_the_budgets(checked_
     caught."""
     real = ex.Context.system_key
 
-    def blind(self, s, used):
-        sk, xk = real(self, s, used)
-        return sk, xk[:10] + xk[11:]  # the budgets no longer decide the expansion
+    def blind(self, s, used, *parent):
+        sk, xk = real(self, s, used, *parent)
+        return sk, xk[:10] + ((),) + xk[11:]  # the budgets no longer decide the expansion
     monkeypatch.setattr(ex.Context, "system_key", blind)
     with pytest.raises(AssertionError, match="expansion memo differs"):
         ex.explore(worlds.default("contract"), ex.Bounds(), max_states=5_000)
