@@ -319,7 +319,7 @@ class Search:
     (model/interning.py Rule 4), which every process computes alike."""
 
     # Rule 10's memo holds at most twice this many expansions (two generations).
-    EXPANSIONS_LIMIT = 20_000
+    EXPANSIONS_LIMIT = 4_000
 
     def __init__(self, config: msys.WorldConfig, bounds: Bounds = Bounds(), max_states: int = 200_000,
                  keep_edges: bool = False, stop_on: Callable[[Found], bool] | None = None, digests: bool = False):
