@@ -7,14 +7,18 @@ explored state: the system, the budgets spent and the path's ghost history (expl
 Rule 3) as interned handles. A ``Context`` belongs to one search and holds its tables:
 
 - the interner (model/interning.py), through which a state's identity is a tuple of
-  handles (``Context.key``, explore.py Rule 4);
+  handles (``Context.key``, explore.py Rule 4), made of a system part and the ghost's
+  handle; ``Context.system_key`` gives the system part and the expansion key of
+  explore.py Rule 10, taking from the parent's key every component a step left as it
+  was (the same object);
 - the transition memo (``Context.apply``, explore.py Rule 7): a step is cached under the
   handles of what it reads (``_memo_key``) as the edits it made (``_Delta``), and
   replayed onto any state with the same footprint (``_replay``), new messages and timers
   renumbered from that state's counter; ``CHECK_MEMO`` makes every replay also run
   ``system.apply`` and compares field by field;
 - Rule 6's settling of no-op deliveries (``Context.settle``), with its static half
-  (``_may_unsettle``);
+  (``_may_unsettle``); ``Context.advance`` is a step and its settling without the
+  ghost's growth, which is what explore.py Rule 10 memoizes;
 - the verdict memo: the properties' violations per ghost history and committed chats.
 
 Memos kept on states (``_iid``, ``_fp``, ``_what``, ``_link``) name their context by a

@@ -33,8 +33,12 @@ depth and counterexamples (tests/test_explore_parallel.py). Each worker's shares
 whatever its own past children were, so the load stays balanced only as far as subtrees
 are alike. Measured with 2 workers (states expanded by this process and by the forked
 one): 17,867 and 15,083 in the default world, 133,116 and 195,490 in the 1 s world. And
-every worker fills its own transition memo: a step first met in two workers runs the
-model twice, which is most of why 2 workers gain 1.04-1.2x, not 2x (README, the bench).
+every worker fills its own memos: a step first met in two workers runs the model twice,
+and a state whose system twin (model/explore.py Rule 10) went to the other worker is
+expanded again, which is most of why 2 workers gain far less than 2x (README, the bench).
+A worker takes its children from Rule 10's memo like the one-process search, sends each
+verdict packed once, and digests a child from the text of its key's system part, which
+the memo keeps (model/interning.py ``digest_extended``), not from the whole key.
 """
 
 from __future__ import annotations
