@@ -105,6 +105,7 @@ from array import array
 from collections import deque
 from contextlib import contextmanager
 from dataclasses import dataclass, field
+from operator import attrgetter
 from typing import Callable
 
 from . import chatd
@@ -182,7 +183,7 @@ def enabled(node: Node, bounds: Bounds) -> list:
     actions: list = []
     deadline = None
     if in_flight:
-        deadline = min(e.sent_at_ms for e in in_flight) + bounds.max_in_flight_ms
+        deadline = min([e.sent_at_ms for e in in_flight]) + bounds.max_in_flight_ms
         heads = _link_heads(in_flight) if bounds.fifo_links else in_flight
         actions = [_action(msys.Deliver, at_ms=now, seq=env.seq, what=env.what) for env in heads]
         if lost < bounds.lost_responses:
@@ -203,8 +204,7 @@ def enabled(node: Node, bounds: Bounds) -> list:
                 actions.append(_action(msys.Fire, at_ms=at, node=node_name, name=name))
     # Only tool call requests may be held while time passes: their transit time is what the
     # age rule is about. Every other message is delivered before time moves on.
-    if in_flight and all(e.dst == msys.AGENT and e.route in LOSABLE_ROUTES for e in in_flight) \
-            and now + 1 <= min(deadline, bounds.horizon_ms):
+    if in_flight and now + 1 <= min(deadline, bounds.horizon_ms) and _all_held(in_flight):
         nxt = min((t.due_ms for _, t in timers), default=None)
         if nxt is None or now + 1 <= nxt:
             actions.append(Tick(now + 1))
@@ -260,8 +260,26 @@ def _link_heads(in_flight) -> list:
     it out of order, which the lost-response budget allows."""
     heads: dict[tuple, msys.Envelope] = {}
     for env in in_flight:  # in_flight is in send order
-        heads.setdefault(_connection(env), env)
-    return sorted(heads.values(), key=lambda e: e.seq)
+        link = env.__dict__.get("_link")
+        if link is None:
+            link = _connection(env)
+        if link not in heads:
+            heads[link] = env
+    if len(heads) == 1:
+        return list(heads.values())
+    return sorted(heads.values(), key=_SEQ)
+
+
+_SEQ = attrgetter("seq")
+
+
+def _all_held(in_flight) -> bool:
+    """Whether every message in flight is a tool call request to the agent, which may
+    wait while time passes (``enabled``)."""
+    for e in in_flight:
+        if e.dst != msys.AGENT or e.route not in LOSABLE_ROUTES:
+            return False
+    return True
 
 
 # ---------------------------------------------------------------------------
