@@ -450,9 +450,9 @@ class Search:
         """Rule 10: whether ``node`` is terminal, and its children in the order of its
         enabled actions, each ``(action, system, new ghost handles, budgets spent, the
         system part of its key, its expansion key, quiesced, the text of the system
-        part's digest with ``digests``)``: the ghost is the only part
-        of a child that its parent's ghost decides, so these are memoized by the parent's
-        expansion key and a child node is grown from them (``child``)."""
+        part's digest with ``digests``)``: the ghost is the only part of a child that its
+        parent's ghost decides, so these are memoized by the parent's expansion key and a
+        child node is grown from them (``child``)."""
         xkey = node.xkey
         expansions = self.expansions
         if xkey is not None and expansions is not None:
