@@ -449,8 +449,10 @@ class Search:
     def successors(self, node: Node) -> tuple[bool, tuple]:
         """Rule 10: whether ``node`` is terminal, and its children in the order of its
         enabled actions, each ``(action, system, new ghost handles, budgets spent, the
-        system part of its key, its expansion key, quiesced, the text of the system
-        part's digest with ``digests``)``: the ghost is the only part of a child that its
+        system part of its key, its expansion key, the properties' kinds it is checked for
+        as a known state (by its quiescence), the handle of its chats (the verdict memo's
+        key, ``Context.verdict``), the text of the system part's digest with
+        ``digests``)``: the ghost is the only part of a child that its
         parent's ghost decides, so these are memoized by the parent's expansion key and a
         child node is grown from them (``child``)."""
         xkey = node.xkey
@@ -482,7 +484,7 @@ class Search:
                     steps = {}
                 self.steps[base] = steps
             places = None
-        check = ctx.check
+        check, handle = ctx.check, ctx.interner.handle
         for action in actions:
             used = _spend(node, action)
             done = None
@@ -504,14 +506,16 @@ class Search:
             if done is None:
                 system, new_ghost, _ = ctx.advance(node, action)
                 sk, xk = ctx.system_key(system, used, parent, xkey)
-                calm = ctx.quiesced(system)
+                kinds = TERMINAL if ctx.quiesced(system) else ALWAYS
+                chats = handle(system.db.chats)
                 if steps is not None:
-                    steps[step_key] = (system, new_ghost, sk[:10], xk[11:], calm)
+                    steps[step_key] = (system, new_ghost, sk[:10], xk[11:], kinds, chats)
             else:
-                system, new_ghost, sk, rest, calm = done
+                system, new_ghost, sk, rest, kinds, chats = done
                 sk += (used,)
                 xk = sk + rest
-            children.append((action, system, new_ghost, used, sk, xk, calm, digest_text(sk) if digests else None))
+            children.append((action, system, new_ghost, used, sk, xk, kinds, chats,
+                             digest_text(sk) if digests else None))
         found = (terminal, tuple(children))
         if xkey is not None and expansions is not None:
             if len(expansions) >= self.EXPANSIONS_LIMIT:
@@ -527,12 +531,13 @@ class Search:
         sequence numbers aside."""
         system, new_ghost, _ = self.ctx.advance(node, action)
         sk, xk = self.ctx.system_key(system, used)
-        if (new_ghost, sk[:10], xk[11:], self.ctx.quiesced(system)) != done[1:]:
+        kinds = TERMINAL if self.ctx.quiesced(system) else ALWAYS
+        if (new_ghost, sk[:10], xk[11:], kinds, self.ctx.interner.handle(system.db.chats)) != done[1:]:
             raise AssertionError(f"expansion memo differs after {action.label()}")
 
     def child(self, node: Node, entry: tuple) -> tuple[Node, object]:
         """A child node from its ``successors`` entry, and its key (Rule 9)."""
-        _, system, new_ghost, used, sk, xk, _, text = entry
+        _, system, new_ghost, used, sk, xk, _, _, text = entry
         ghost, order, bag = self.ctx.grow(node, new_ghost)
         last = bag if self.reorder else order
         return Node(system, used, ghost, order, bag, True, xk), digest_extended(text, last) if text else sk + (last,)
@@ -565,7 +570,7 @@ class Search:
             for move, entry in enumerate(children):
                 child, key = self.child(node, entry)
                 new = self.offer(number, move, key, entry[0].label() if self.keep_edges else "",
-                                 lambda: ctx.verdict(child, TERMINAL if entry[6] else ALWAYS))
+                                 lambda: ctx.verdict(child, entry[6]))
                 if self.full:
                     return
                 if new is not None:
@@ -575,19 +580,22 @@ class Search:
         # event the same (a report of no violations does nothing).
         index, parents, moves, depths = self.index, self.parents, self.moves, self.depths
         frontier, result, reorder, grow, verdict = self.frontier, self.result, self.reorder, ctx.grow, ctx.verdict
+        verdicts = ctx.verdicts
         depth = depths[number] + 1
-        for move, (_, system, new_ghost, used, sk, xk, calm, _) in enumerate(children):
+        for move, (_, system, new_ghost, used, sk, xk, kinds, chats, _) in enumerate(children):
             if new_ghost:
                 ghost, order, bag = grow(node, new_ghost)
             else:
                 ghost, order, bag = node.ghost, node.order, node.bag
-            child = Node(system, used, ghost, order, bag, True, xk)
             result.transitions += 1
             key = sk + (bag if reorder else order,)
             if key in index:
                 if reorder:
-                    # Rule 5: this path's own order of the history is checked too.
-                    violations = verdict(child, TERMINAL if calm else ALWAYS)
+                    # Rule 5: this path's own order of the history is checked too (the
+                    # verdict memo read here first, as ``Context.verdict`` keys it).
+                    violations = verdicts.get((kinds, order, chats))
+                    if violations is None:
+                        violations = verdict(Node(system, used, ghost, order, bag, True, xk), kinds)
                     if violations:
                         self.report(violations, lambda move=move: self.path_to(number, move), depth)
                 continue
@@ -601,7 +609,7 @@ class Search:
             depths.append(depth)
             if depth > result.depth:
                 result.depth = depth
-            frontier.append((n, child))
+            frontier.append((n, Node(system, used, ghost, order, bag, True, xk)))
 
     def run(self, on_progress: Callable[[int], bool | None] | None = None, until_frontier: int | None = None) -> None:
         """Expand states until the search ends (or, with ``until_frontier``, until the

@@ -192,12 +192,12 @@ class _Worker:
             terminal, found = successors(node)  # Rule 10's memo, as the one-process search
             own = _pack(verdict(node, ex.TERMINAL if terminal else ex.ALWAYS), packed)
             children = []
-            for _, system, new_ghost, used, sk, xk, calm, text in found:
+            for _, system, new_ghost, used, sk, xk, kinds, _, text in found:
                 ghost, order, bag = grow(node, new_ghost)
                 child = ex.Node(system, used, ghost, order, bag, True, xk)
                 last = bag if reorder else order
                 local = sk + (last,)
-                as_known = _pack(verdict(child, ex.TERMINAL if calm else ex.ALWAYS), packed) if reorder else ()
+                as_known = _pack(verdict(child, kinds), packed) if reorder else ()
                 seen = known.get(local)
                 # The key's digest from its system part's text, kept in the memo (Rule 10).
                 children.append((seen if seen is not None else digest_extended(text, last), as_known))
