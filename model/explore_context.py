@@ -619,12 +619,24 @@ def _is_attempt_timeout(name: str) -> bool:
 
 
 def _spend(node: Node, action) -> tuple[int, ...]:
+    """The budgets spent after ``action`` (Rule 2): the node's own tuple when it spends none."""
+    t = type(action)
+    if t is msys.Drop:
+        at = _LOST
+    elif t is msys.Fire:
+        if not _is_attempt_timeout(action.name):
+            return node.used
+        at = _RETRIES
+    elif t is msys.Fault:
+        at = _FAULT_BUDGET[action.kind]
+    else:
+        return node.used
     used = list(node.used)
-    if isinstance(action, msys.Drop):
-        used[BUDGETS.index("lost_responses")] += 1
-    elif isinstance(action, msys.Fire) and _is_attempt_timeout(action.name):
-        used[BUDGETS.index("task_retries")] += 1
-    elif isinstance(action, msys.Fault):
-        key = {"agent_restart": "agent_restarts", "interrupt": "interrupts", "takeover": "ownership_changes"}[action.kind]
-        used[BUDGETS.index(key)] += 1
+    used[at] += 1
     return tuple(used)
+
+
+_LOST = BUDGETS.index("lost_responses")
+_RETRIES = BUDGETS.index("task_retries")
+_FAULT_BUDGET = {"agent_restart": BUDGETS.index("agent_restarts"), "interrupt": BUDGETS.index("interrupts"),
+                 "takeover": BUDGETS.index("ownership_changes")}
