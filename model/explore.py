@@ -61,7 +61,7 @@ Rule 7 (the transition memo). ``apply`` is pure and reads little of the state: a
         handles of what it reads (``Context._memo_key``) as the edits it made
         (``_Delta``): the node states it replaced, the messages and timers it added
         (renumbered from the counter of the state it is replayed on), the timers and
-        open requests it removed, and its ghost records. Of the 58,846 steps the default
+        open requests it removed, and its ghost records. Of the 60,581 steps the default
         world's search still takes (Rule 10 spares the rest) 4,834 run ``system.apply``.
         A step that writes outside what it read is never cached; ``CHECK_MEMO`` (the
         tests) applies every cached step for real too and compares field by field.
@@ -81,17 +81,20 @@ Rule 10 (one expansion per system state). A state's children depend on its syste
         a step or ``enabled`` reads, sequence numbers aside: the messages in their
         sending order, the open requests, the replicas' boots) it keeps whether the state
         is terminal and, per enabled action, the child's system, new ghost records,
-        budgets, key part and quiescence. A child's system does not depend on the budgets
-        either (only which actions are enabled does), so it is also kept per system state
-        and action (a message by its place in flight): of the default world's 79,690
-        children 38,681 take a step. Per state only the ghost grows, the key's last part
-        is added and the verdicts are read. A child taken from another state carries that
-        state's sequence numbers, which never enter a key or a verdict; a path is rebuilt
-        by replaying choices (Rule 8), so its labels are its own, and with ``keep_edges``
-        (labels on edges) the memo is off. It keeps two generations of
-        ``EXPANSIONS_LIMIT`` expansions (twins are found within a few breadth-first levels
-        of each other; a bigger memo costs memory per state in the 1 s world for few more
-        hits), and under ``CHECK_MEMO`` every reuse is computed again and compared.
+        budgets, key part, verdict kinds and chats. A child's system does not depend on
+        the budgets either (only which actions are enabled does), so it is also kept per
+        system state and action (a message by its place in flight): in the default world
+        20,161 of the 33,443 states list their actions, and 39,940 of the 79,690 children
+        take a step. Per state only the ghost grows, the key's last part is added and the
+        verdicts are read. A child taken from another state carries that state's sequence
+        numbers, which never enter a key or a verdict; a path is rebuilt by replaying
+        choices (Rule 8), so its labels are its own, and with ``keep_edges`` (labels on
+        edges) the memo is off. It keeps two generations of ``EXPANSIONS_LIMIT``
+        expansions: twins are found within a few breadth-first levels of each other, and
+        the memo holds whole child systems, so a bigger one costs the 1 s world memory
+        per state (909 bytes at 4,000, about 2.8 KB on a 120,000-state prefix at 20,000)
+        for fewer steps (the pid-from-command search: 85,019 instead of 104,672). Under
+        ``CHECK_MEMO`` every reuse is computed again and compared.
 
 The periodic worker loops (heartbeats, acquisition polls, runner syncs) are switched off
 in explored worlds (their intervals exceed the horizon): ownership changes happen through
