@@ -61,10 +61,10 @@ Rule 7 (the transition memo). ``apply`` is pure and reads little of the state: a
         handles of what it reads (``Context._memo_key``) as the edits it made
         (``_Delta``): the node states it replaced, the messages and timers it added
         (renumbered from the counter of the state it is replayed on), the timers and
-        open requests it removed, and its ghost records. Of the 119,186 steps of the
-        default world's search 3,837 run ``system.apply``. A step that writes outside what
-        it read is never cached; ``CHECK_MEMO`` (the tests) applies every cached step
-        for real too and compares field by field.
+        open requests it removed, and its ghost records. Of the 79,921 steps the default
+        world's search still takes (Rule 10 spares the rest) 4,834 run ``system.apply``.
+        A step that writes outside what it read is never cached; ``CHECK_MEMO`` (the
+        tests) applies every cached step for real too and compares field by field.
 Rule 8 (storage). A numbered state keeps only its key, its parent's number and the index
         of the parent's action that led to it; a counterexample's path is rebuilt by
         replaying those choices from the initial state. Only the frontier holds nodes.
@@ -72,6 +72,31 @@ Rule 9 (one order of events). ``Search`` makes every decision (a state's verdict
         numbered or merged, ``max_states``, ``stop_on``) in one fixed order, so
         sim/explore_parallel.py can let worker processes expand states and still number
         them here in that order: the result is the same for any number of workers.
+Rule 10 (one expansion per system state). A state's children depend on its system and
+        its budgets, never on its ghost history, which a step only extends by the records
+        it adds; and states that differ only in their ghost are 1.75x as many as the
+        system states (the default world: 33,443 states, 19,226 expansion keys). So
+        ``Search.successors`` expands a system state once: under its expansion key
+        (``Context.system_key``: the key's system part, plus what the key leaves out but
+        a step or ``enabled`` reads, sequence numbers aside: the messages in their
+        sending order, the open requests, the replicas' boots) it keeps whether the state
+        is terminal and, per enabled action, the child's system, new ghost records,
+        budgets, key part, verdict kinds and chats: in the default world 19,419 of the
+        33,443 states list their actions and step (52,282 of the 79,690 children). Per
+        state only the ghost grows, the key's last part is added and the verdicts are
+        read. A child taken from another state carries that state's sequence numbers,
+        which never enter a key or a verdict; a path is rebuilt by replaying choices
+        (Rule 8), so its labels are its own, and with ``keep_edges`` (labels on edges) the
+        memo is off. It keeps two generations of ``EXPANSIONS_LIMIT`` expansions: twins
+        are found within a few breadth-first levels of each other, and the memo holds
+        whole child systems, so a bigger one costs the 1 s world memory per state
+        (exhausted: 844 bytes at 4,000, 899 at 6,000, 941 at 8,000; the issue's goal
+        is 1 KB) for hits the widest searches need (pid-from-command's
+        two chats: 42,452 of 53,313 expansions list their actions at 6,000, 37,468 at
+        20,000). Under ``CHECK_MEMO`` every reuse is computed again and compared. A memo
+        per system state and action (sharing children between states that differ in
+        budgets) was tried and left: a quarter fewer steps in the default world, no
+        time saved, 65 more bytes per state.
 
 The periodic worker loops (heartbeats, acquisition polls, runner syncs) are switched off
 in explored worlds (their intervals exceed the horizon): ownership changes happen through
@@ -85,12 +110,13 @@ from array import array
 from collections import deque
 from contextlib import contextmanager
 from dataclasses import dataclass, field
+from operator import attrgetter
 from typing import Callable
 
 from . import chatd
 from . import system as msys
 from .core import Response
-from .interning import digest_of
+from .interning import digest_extended, digest_of, digest_text
 from .system import Tick
 
 # The explored states and the search's context live in model/explore_context.py; what
@@ -100,6 +126,7 @@ from .explore_context import (  # noqa: F401
     Context,
     Node,
     _is_attempt_timeout,
+    _spend,
     ghost_trace,
 )
 
@@ -161,7 +188,7 @@ def enabled(node: Node, bounds: Bounds) -> list:
     actions: list = []
     deadline = None
     if in_flight:
-        deadline = min(e.sent_at_ms for e in in_flight) + bounds.max_in_flight_ms
+        deadline = min([e.sent_at_ms for e in in_flight]) + bounds.max_in_flight_ms
         heads = _link_heads(in_flight) if bounds.fifo_links else in_flight
         actions = [_action(msys.Deliver, at_ms=now, seq=env.seq, what=env.what) for env in heads]
         if lost < bounds.lost_responses:
@@ -182,8 +209,7 @@ def enabled(node: Node, bounds: Bounds) -> list:
                 actions.append(_action(msys.Fire, at_ms=at, node=node_name, name=name))
     # Only tool call requests may be held while time passes: their transit time is what the
     # age rule is about. Every other message is delivered before time moves on.
-    if in_flight and all(e.dst == msys.AGENT and e.route in LOSABLE_ROUTES for e in in_flight) \
-            and now + 1 <= min(deadline, bounds.horizon_ms):
+    if in_flight and now + 1 <= min(deadline, bounds.horizon_ms) and _all_held(in_flight):
         nxt = min((t.due_ms for _, t in timers), default=None)
         if nxt is None or now + 1 <= nxt:
             actions.append(Tick(now + 1))
@@ -217,6 +243,11 @@ def _action(cls, **fields_):
     return action
 
 
+def _unnumbered(action) -> tuple:
+    """An action without its message's sequence number (``Deliver``, ``Drop``)."""
+    return (type(action),) + tuple(sorted((k, v) for k, v in action.__dict__.items() if k != "seq"))
+
+
 def _connection(env: msys.Envelope) -> tuple:
     """Which connection a message travels on: chatd dials the agent once per task attempt
     (the request IDs start with ``<worker>/t<n>/a<m>``), and answers ride back on it."""
@@ -234,8 +265,26 @@ def _link_heads(in_flight) -> list:
     it out of order, which the lost-response budget allows."""
     heads: dict[tuple, msys.Envelope] = {}
     for env in in_flight:  # in_flight is in send order
-        heads.setdefault(_connection(env), env)
-    return sorted(heads.values(), key=lambda e: e.seq)
+        link = env.__dict__.get("_link")
+        if link is None:
+            link = _connection(env)
+        if link not in heads:
+            heads[link] = env
+    if len(heads) == 1:
+        return list(heads.values())
+    return sorted(heads.values(), key=_SEQ)
+
+
+_SEQ = attrgetter("seq")
+
+
+def _all_held(in_flight) -> bool:
+    """Whether every message in flight is a tool call request to the agent, which may
+    wait while time passes (``enabled``)."""
+    for e in in_flight:
+        if e.dst != msys.AGENT or e.route not in LOSABLE_ROUTES:
+            return False
+    return True
 
 
 # ---------------------------------------------------------------------------
@@ -296,6 +345,10 @@ def without_cycle_collection():
             gc.enable()
 
 
+ALWAYS = ("always",)  # the properties' kinds a state is checked for (properties.violations_of)
+TERMINAL = ("always", "eventually")
+
+
 class Search:
     """One breadth-first search, one state at a time (``run``), or driven a level at a
     time by a parallel driver (sim/explore_parallel.py) through ``report`` and ``offer``,
@@ -308,6 +361,9 @@ class Search:
     ``digests`` (parallel searches) it is the 128-bit digest of that tuple
     (model/interning.py Rule 4), which every process computes alike."""
 
+    # Rule 10's memo holds at most twice this many expansions (two generations).
+    EXPANSIONS_LIMIT = 6_000
+
     def __init__(self, config: msys.WorldConfig, bounds: Bounds = Bounds(), max_states: int = 200_000,
                  keep_edges: bool = False, stop_on: Callable[[Found], bool] | None = None, digests: bool = False):
         self.config, self.bounds, self.max_states = config, bounds, max_states
@@ -316,6 +372,10 @@ class Search:
         self.reorder = bounds.merge_reordered
         root = self.ctx.initial_node(config)
         self.index: dict = {self.key(root): 0}
+        # Rule 10's memo, in two generations (``successors``); none with edges, whose
+        # labels carry each path's own sequence numbers.
+        self.expansions: dict | None = None if keep_edges else {}
+        self.expansions_old: dict = {}
         self.parents = array("l", [-1])  # state number -> its parent's number
         self.moves = array("l", [-1])  # state number -> the index of the parent's action that led here
         self.depths = array("l", [0])
@@ -331,7 +391,7 @@ class Search:
 
     def kinds(self, node: Node, actions: list | None) -> tuple:
         terminal = (actions is not None and not actions) or self.ctx.quiesced(node.system)
-        return ("always", "eventually") if terminal else ("always",)
+        return TERMINAL if terminal else ALWAYS
 
     def path_to(self, number: int, move: int | None = None) -> list:
         """Rule 8: the actions from the initial state to state ``number`` (settled
@@ -389,20 +449,122 @@ class Search:
             self.report(dup_violations(), lambda: self.path_to(parent, move), self.depths[parent] + 1)
         return None
 
+    def successors(self, node: Node) -> tuple[bool, tuple]:
+        """Rule 10: whether ``node`` is terminal, and its children in the order of its
+        enabled actions, each ``(action, system, new ghost handles, budgets spent, the
+        system part of its key, its expansion key, the properties' kinds it is checked for
+        as a known state (by its quiescence), the handle of its chats (the verdict memo's
+        key, ``Context.verdict``), the text of the system part's digest with
+        ``digests``)``: the ghost is the only part of a child that its
+        parent's ghost decides, so these are memoized by the parent's expansion key and a
+        child node is grown from them (``child``)."""
+        xkey = node.xkey
+        expansions = self.expansions
+        if xkey is not None and expansions is not None:
+            found = expansions.get(xkey)
+            if found is None:
+                found = self.expansions_old.get(xkey)
+            if found is not None:
+                if self.ctx.check:
+                    self._check_expansion(node, found)
+                return found
+        ctx, digests = self.ctx, self.digests
+        actions = enabled(node, self.bounds)
+        terminal = not actions or ctx.quiesced(node.system)
+        children = []
+        parent = node.system if xkey is not None else None
+        handle = ctx.interner.handle
+        for action in actions:
+            used = _spend(node, action)
+            system, new_ghost, _ = ctx.advance(node, action)
+            sk, xk = ctx.system_key(system, used, parent, xkey)
+            children.append((action, system, new_ghost, used, sk, xk, TERMINAL if ctx.quiesced(system) else ALWAYS,
+                             handle(system.db.chats), digest_text(sk) if digests else None))
+        found = (terminal, tuple(children))
+        if xkey is not None and expansions is not None:
+            if len(expansions) >= self.EXPANSIONS_LIMIT:
+                # A new generation: the memo only saves time, and the states that share a
+                # system state are found within a few breadth-first levels of each other.
+                self.expansions_old = expansions
+                expansions = self.expansions = {}
+            expansions[xkey] = found
+        return found
+
+    def child(self, node: Node, entry: tuple) -> tuple[Node, object]:
+        """A child node from its ``successors`` entry, and its key (Rule 9)."""
+        _, system, new_ghost, used, sk, xk, _, _, text = entry
+        ghost, order, bag = self.ctx.grow(node, new_ghost)
+        last = bag if self.reorder else order
+        return Node(system, used, ghost, order, bag, True, xk), digest_extended(text, last) if text else sk + (last,)
+
+    def _check_expansion(self, node: Node, found: tuple) -> None:
+        """``CHECK_MEMO`` (the tests): a memoized expansion must be the real one, sequence
+        numbers aside (Rule 10)."""
+        real = self.expansions, self.expansions_old
+        self.expansions = None
+        try:
+            terminal, children = self.successors(node)
+        finally:
+            self.expansions, self.expansions_old = real
+        if terminal != found[0] or len(children) != len(found[1]):
+            raise AssertionError("expansion memo differs in its actions")
+        for a, b in zip(children, found[1]):
+            # The action and the child's system only as far as sequence numbers aside.
+            if _unnumbered(a[0]) != _unnumbered(b[0]) or a[2:] != b[2:]:
+                raise AssertionError(f"expansion memo differs after {a[0].label()}")
+
     def expand(self, number: int, node: Node) -> None:
         ctx = self.ctx
-        actions = enabled(node, self.bounds)
-        self.report(ctx.verdict(node, self.kinds(node, actions)), lambda: self.path_to(number), self.depths[number])
-        if self.stopped:
-            return
-        for move, action in enumerate(actions):
-            child, _ = ctx.step(node, action)
-            new = self.offer(number, move, self.key(child), action.label() if self.keep_edges else "",
-                             lambda: ctx.verdict(child, self.kinds(child, None)))
-            if self.full:
+        terminal, children = self.successors(node)
+        violations = ctx.verdict(node, TERMINAL if terminal else ALWAYS)
+        if violations:
+            self.report(violations, lambda: self.path_to(number), self.depths[number])
+            if self.stopped:
                 return
-            if new is not None:
-                self.frontier.append((new, child))
+        if self.keep_edges or self.digests:
+            for move, entry in enumerate(children):
+                child, key = self.child(node, entry)
+                new = self.offer(number, move, key, entry[0].label() if self.keep_edges else "",
+                                 lambda: ctx.verdict(child, entry[6]))
+                if self.full:
+                    return
+                if new is not None:
+                    self.frontier.append((new, child))
+            return
+        # ``child`` and ``offer`` inlined: the one-process search's hot loop, event for
+        # event the same (a report of no violations does nothing).
+        index, parents, moves, depths = self.index, self.parents, self.moves, self.depths
+        frontier, result, reorder, grow, verdict = self.frontier, self.result, self.reorder, ctx.grow, ctx.verdict
+        verdicts = ctx.verdicts
+        depth = depths[number] + 1
+        for move, (_, system, new_ghost, used, sk, xk, kinds, chats, _) in enumerate(children):
+            if new_ghost:
+                ghost, order, bag = grow(node, new_ghost)
+            else:
+                ghost, order, bag = node.ghost, node.order, node.bag
+            result.transitions += 1
+            key = sk + (bag if reorder else order,)
+            if key in index:
+                if reorder:
+                    # Rule 5: this path's own order of the history is checked too (the
+                    # verdict memo read here first, as ``Context.verdict`` keys it).
+                    violations = verdicts.get((kinds, order, chats))
+                    if violations is None:
+                        violations = verdict(Node(system, used, ghost, order, bag, True, xk), kinds)
+                    if violations:
+                        self.report(violations, lambda move=move: self.path_to(number, move), depth)
+                continue
+            n = len(parents)
+            if n >= self.max_states + 1:
+                self.full = True
+                return
+            index[key] = n
+            parents.append(number)
+            moves.append(move)
+            depths.append(depth)
+            if depth > result.depth:
+                result.depth = depth
+            frontier.append((n, Node(system, used, ghost, order, bag, True, xk)))
 
     def run(self, on_progress: Callable[[int], bool | None] | None = None, until_frontier: int | None = None) -> None:
         """Expand states until the search ends (or, with ``until_frontier``, until the

@@ -7,14 +7,18 @@ explored state: the system, the budgets spent and the path's ghost history (expl
 Rule 3) as interned handles. A ``Context`` belongs to one search and holds its tables:
 
 - the interner (model/interning.py), through which a state's identity is a tuple of
-  handles (``Context.key``, explore.py Rule 4);
+  handles (``Context.key``, explore.py Rule 4), made of a system part and the ghost's
+  handle; ``Context.system_key`` gives the system part and the expansion key of
+  explore.py Rule 10, taking from the parent's key every component a step left as it
+  was (the same object);
 - the transition memo (``Context.apply``, explore.py Rule 7): a step is cached under the
   handles of what it reads (``_memo_key``) as the edits it made (``_Delta``), and
   replayed onto any state with the same footprint (``_replay``), new messages and timers
   renumbered from that state's counter; ``CHECK_MEMO`` makes every replay also run
   ``system.apply`` and compares field by field;
 - Rule 6's settling of no-op deliveries (``Context.settle``), with its static half
-  (``_may_unsettle``);
+  (``_may_unsettle``); ``Context.advance`` is a step and its settling without the
+  ghost's growth, which is what explore.py Rule 10 memoizes;
 - the verdict memo: the properties' violations per ghost history and committed chats.
 
 Memos kept on states (``_iid``, ``_fp``, ``_what``, ``_link``) name their context by a
@@ -54,15 +58,19 @@ class Node:
     """One explored state: the system, the budgets spent, and the path's ghost history
     (Rule 3). A plain slotted class: the search makes one per transition."""
 
-    __slots__ = ("system", "used", "ghost", "order", "bag", "settled")
+    __slots__ = ("system", "used", "ghost", "order", "bag", "settled", "xkey")
 
-    def __init__(self, system: msys.System, used: tuple, ghost: tuple, order: Id, bag: Id, settled: bool = False):
+    def __init__(self, system: msys.System, used: tuple, ghost: tuple, order: Id, bag: Id, settled: bool = False,
+                 xkey: tuple | None = None):
         self.system = system
         self.used = used  # budgets spent, in BUDGETS order
         self.ghost = ghost  # the ghost records in path order, as interned handles (Rule 3)
         self.order = order  # the handle of that sequence (the verdict memo's key)
         self.bag = bag  # the handle of the same records as a multiset (Rule 5); .value is the sorted tuple
         self.settled = settled  # Rule 6 has run on it (every node but the first)
+        # The expansion memo's key of (system, used) (``Context.system_key``, explore.py
+        # Rule 10), when the search that made the node computed it; None: not yet.
+        self.xkey = xkey
 
 
 def _may_unsettle(before: msys.System, after: msys.System, action) -> bool:
@@ -192,13 +200,20 @@ class Context:
     def step(self, node: Node, action) -> tuple[Node, tuple]:
         """The node after ``action`` and the actions taken (``action`` and the deliveries
         that settled after it), which is what a path records."""
+        system, new_ghost, taken = self.advance(node, action)
+        ghost, order, bag = self.grow(node, new_ghost)
+        return Node(system, _spend(node, action), ghost, order, bag, True), taken
+
+    def advance(self, node: Node, action) -> tuple[msys.System, tuple, tuple]:
+        """``step`` without the ghost's growth: the system after ``action`` and the
+        deliveries that settle after it (Rule 6), the handles of the step's new ghost
+        records (a settled delivery adds none) and the actions taken."""
         before = node.system
         system, new_ghost = self.apply(before, action)
-        ghost, order, bag = self.grow(node, new_ghost)
         if node.settled and not _may_unsettle(before, system, action):
-            return Node(system, _spend(node, action), ghost, order, bag, True), (action,)
+            return system, new_ghost, (action,)
         system, settled = self.settle(system)
-        return Node(system, _spend(node, action), ghost, order, bag, True), (action, *settled)
+        return system, new_ghost, (action, *settled)
 
     def settle(self, s: msys.System) -> tuple[msys.System, list]:
         """Rule 6: deliver at once every message whose delivery changes nothing but the
@@ -206,39 +221,56 @@ class Context:
         commutes with every other action, so exploring it at every position only
         multiplies states (a partial-order reduction); delivering it now is one of the
         behaviours anyway."""
+        # A step is a hot path: ``awaits``, ``_memo_key`` and ``_noop`` are inlined here
+        # for a delivery to a replica (the candidates), the rest goes through ``apply``.
         settled = []
-        changed = True
-        while changed:
-            changed = False
+        awaited = self.awaited
+        handle = self.interner.handle
+        token = self.token
+        memo = self.memo
+        while True:
             replicas = s.replicas
             for env in s.in_flight:
-                if env.dst == "agent":
+                dst = env.dst
+                if dst == "agent":
                     continue  # the agent answers everything: never a no-op
-                rep = replicas.get(env.dst)
+                rep = replicas.get(dst)
                 req_id = getattr(env.payload, "req_id", None)
-                if rep is not None and req_id is not None and self.awaits(rep, req_id):
-                    continue  # an answer its caller still waits for changes the caller
-                action = msys.Deliver(s.now_ms, env.seq, env.what)
-                key, _ = self._memo_key(s, action)
-                delta = self._lookup(key, s) if key is not None else None
+                if rep is not None and req_id is not None:
+                    aw_key = (handle(rep), req_id)
+                    waits = awaited.get(aw_key)
+                    if waits is None:
+                        waits = awaited[aw_key] = chatd.awaits(rep, req_id)
+                    if waits:
+                        continue  # an answer its caller still waits for changes the caller
+                action = _new_action(msys.Deliver, s.now_ms, env.seq, env.what)
+                if dst in replicas:
+                    what = env.__dict__.get("_what")
+                    what = what[1] if what is not None and what[0] is token else self.envelope(env, False)
+                    deltas = memo.get(("chatd", what, s.now_ms, handle(replicas), handle(s.db), s.partitions))
+                    delta = self._first_fit(deltas, s) if deltas else None
+                else:
+                    delta = None
                 if delta is not None:
-                    # The memo knows what the delivery does: replay it only if it is a no-op.
+                    # The memo knows what the delivery does: replay it only if it is a
+                    # no-op, which is then certain (``_noop`` reads what the test below does).
                     if not self._noop(s, delta):
                         continue
                     self.hits += 1
-                    t, ghost = _replay(s, action, delta), delta.ghost
-                else:
-                    try:
-                        t, ghost = self.apply(s, action)
-                    except msys.ReplayMismatch:
-                        continue
+                    settled.append(action)
+                    s = _replay(s, action, delta)
+                    break
+                try:
+                    t, ghost = self.apply(s, action)
+                except msys.ReplayMismatch:
+                    continue
                 if (t.seq == s.seq and t.replicas == s.replicas and t.db == s.db and t.timers == s.timers
                         and t.agent == s.agent and not ghost):
                     settled.append(action)
                     s = t
-                    changed = True
                     break
-        return s, settled
+            else:
+                return s, settled
 
     def timers_key(self, timers: FMap) -> Id:
         """The handle of the armed timers without their sequence numbers (cached on the map)."""
@@ -271,7 +303,12 @@ class Context:
         return True
 
     def _lookup(self, key, s: msys.System) -> _Delta | None:
-        for delta in self.memo.get(key, ()):
+        return self._first_fit(self.memo.get(key, ()), s)
+
+    @staticmethod
+    def _first_fit(deltas, s: msys.System) -> _Delta | None:
+        """The first memoized step whose guards (the open requests it read) ``s`` meets."""
+        for delta in deltas:
             if not delta.guards:
                 return delta
             get = s.open_requests.get
@@ -428,23 +465,62 @@ class Context:
         """The state's identity in this search: a tuple of handles and small values. Two
         nodes have equal keys exactly when their system states are equal (sequence
         numbers and labels aside), their budgets are, and their ghost histories are (as
-        multisets with ``reorder``, Rule 5)."""
-        s = node.system
+        multisets with ``reorder``, Rule 5). It is ``system_key``'s first part and the
+        ghost's handle."""
+        return self.system_key(node.system, node.used)[0] + (node.bag if reorder else node.order,)
+
+    def system_key(self, s: msys.System, used: tuple, parent: msys.System | None = None,
+                   parent_key: tuple | None = None) -> tuple[tuple, tuple]:
+        """The part of a state's key that is not its ghost history, and the expansion
+        memo's key (explore.py Rule 10): the same with what the key leaves out but a step
+        or ``enabled`` may read, sequence numbers aside: the messages in flight and
+        waiting for a dial in their sending order (which orders the deliveries
+        ``enabled`` lists), the open requests (which a step's guards read) and the
+        replicas' boots. Given the ``parent`` system and its expansion key, a component
+        the step left as it was (the same object) takes its handle from there: a step
+        changes one or two."""
         iid = self.interner.handle
         key_of = self.interner.key_of
+        token = self.token
         envelope = self.envelope
-        order = self.sort_key
-        handles = []
-        for e in s.in_flight:
-            memo = e.__dict__.get("_fp")
-            handles.append(memo[1] if memo is not None and memo[0] is self.token else envelope(e))
-        if len(handles) > 1:
-            handles.sort(key=order)
-        msgs = key_of(("msgs", *handles))
-        timers = self.timers_key(s.timers)
-        dials = key_of(tuple(sorted((envelope(e) for e in s.dials_waiting), key=order))) if s.dials_waiting else ()
-        return (s.now_ms, iid(s.agent), s.agent_incarnation, iid(s.agent_files), iid(s.replicas), iid(s.db), msgs,
-                timers, s.partitions, dials, node.used, node.bag if reorder else node.order)
+        if parent is None:
+            parent, parent_key = _NO_SYSTEM, _NO_KEY
+        in_flight = s.in_flight
+        if in_flight is parent.in_flight:
+            msgs, in_order = parent_key[6], parent_key[11]
+        else:
+            handles = []
+            for e in in_flight:
+                memo = e.__dict__.get("_fp")
+                handles.append(memo[1] if memo is not None and memo[0] is token else envelope(e))
+            in_order = tuple(handles)
+            if len(handles) > 1:
+                handles.sort(key=self.sort_key)
+            msgs = key_of(("msgs", *handles))
+        timers = s.timers
+        if timers is parent.timers:
+            timers = parent_key[7]
+        else:
+            memo = timers._fp
+            timers = memo[1] if memo is not None and memo[0] is token else self.timers_key(timers)
+        if s.dials_waiting is parent.dials_waiting:
+            dials, waiting = parent_key[9], parent_key[12]
+        elif s.dials_waiting:
+            waiting = tuple([envelope(e) for e in s.dials_waiting])
+            dials = key_of(tuple(sorted(waiting, key=self.sort_key)))
+        else:
+            waiting = dials = ()
+        sk = (s.now_ms,
+              parent_key[1] if s.agent is parent.agent else iid(s.agent),
+              s.agent_incarnation,
+              parent_key[3] if s.agent_files is parent.agent_files else iid(s.agent_files),
+              parent_key[4] if s.replicas is parent.replicas else iid(s.replicas),
+              parent_key[5] if s.db is parent.db else iid(s.db),
+              msgs, timers, s.partitions, dials, used)
+        # The open requests map request IDs to (route, tool call): strings, compared as
+        # they are (a new map per request is cheaper hashed than interned).
+        return sk, sk + (in_order, waiting, s.open_requests._items,
+                         parent_key[14] if s.replica_boots is parent.replica_boots else iid(s.replica_boots))
 
     def verdict(self, node: Node, kinds: tuple) -> list:
         """The properties' violations in this state. They read the ghost history and, of
@@ -460,6 +536,16 @@ class Context:
                 calls = self.calls[chats] = committed_calls(node.system)
             found = self.verdicts[key] = props.violations_of(ghost_trace(node), node.system, kinds, calls)
         return found
+
+
+class _NoSystem:
+    """``system_key``'s parent when there is none: no component is the same object."""
+
+    in_flight = timers = dials_waiting = agent = agent_files = replicas = db = replica_boots = object()
+
+
+_NO_SYSTEM = _NoSystem()
+_NO_KEY = (None,) * 15
 
 
 def _replay(s: msys.System, action, d: _Delta) -> msys.System:
@@ -502,6 +588,14 @@ def _replay(s: msys.System, action, d: _Delta) -> msys.System:
     return out
 
 
+def _new_action(cls, at_ms: int, seq: int, what: str):
+    """A ``Deliver`` (or ``Drop``) without its dataclass ``__init__`` (a frozen class's
+    fields are set one ``object.__setattr__`` each): settling makes one per candidate."""
+    action = object.__new__(cls)
+    action.__dict__.update(at_ms=at_ms, seq=seq, what=what)
+    return action
+
+
 def _renumber(obj, shift: int):
     """A memoized step's new message or timer, numbered from another counter. Its
     explorer memos (keys without the number) carry over."""
@@ -525,12 +619,24 @@ def _is_attempt_timeout(name: str) -> bool:
 
 
 def _spend(node: Node, action) -> tuple[int, ...]:
+    """The budgets spent after ``action`` (Rule 2): the node's own tuple when it spends none."""
+    t = type(action)
+    if t is msys.Drop:
+        at = _LOST
+    elif t is msys.Fire:
+        if not _is_attempt_timeout(action.name):
+            return node.used
+        at = _RETRIES
+    elif t is msys.Fault:
+        at = _FAULT_BUDGET[action.kind]
+    else:
+        return node.used
     used = list(node.used)
-    if isinstance(action, msys.Drop):
-        used[BUDGETS.index("lost_responses")] += 1
-    elif isinstance(action, msys.Fire) and _is_attempt_timeout(action.name):
-        used[BUDGETS.index("task_retries")] += 1
-    elif isinstance(action, msys.Fault):
-        key = {"agent_restart": "agent_restarts", "interrupt": "interrupts", "takeover": "ownership_changes"}[action.kind]
-        used[BUDGETS.index(key)] += 1
+    used[at] += 1
     return tuple(used)
+
+
+_LOST = BUDGETS.index("lost_responses")
+_RETRIES = BUDGETS.index("task_retries")
+_FAULT_BUDGET = {"agent_restart": BUDGETS.index("agent_restarts"), "interrupt": BUDGETS.index("interrupts"),
+                 "takeover": BUDGETS.index("ownership_changes")}

@@ -66,6 +66,13 @@ def digest_of(key) -> bytes:
     (Rule 1: containers are interned, so no nested tuple holds a handle): a handle
     stands in by its digest behind a NUL, a class by its qualified name, anything else
     by its repr, which never holds a NUL or the unit separator between parts."""
+    return blake2b(digest_text(key), digest_size=16).digest()
+
+
+def digest_text(key) -> bytes:
+    """What ``digest_of`` digests. A key that extends another (``prefix + (handle,)``)
+    has the text ``digest_text(prefix) + b"\x1f\x00" + handle.digest``, so a caller
+    that keeps a prefix's text digests its extensions without rendering it again."""
     parts = []
     for part in key:
         t = type(part)
@@ -75,7 +82,12 @@ def digest_of(key) -> bytes:
             parts.append(f"{part.__module__}.{part.__qualname__}".encode())
         else:
             parts.append(repr(part).encode())
-    return blake2b(b"\x1f".join(parts), digest_size=16).digest()
+    return b"\x1f".join(parts)
+
+
+def digest_extended(prefix_text: bytes, handle: Id) -> bytes:
+    """``digest_of(prefix + (handle,))`` from ``digest_text(prefix)`` (a non-empty prefix)."""
+    return blake2b(prefix_text + b"\x1f\x00" + handle.digest, digest_size=16).digest()
 
 
 class Interner:

@@ -33,8 +33,12 @@ depth and counterexamples (tests/test_explore_parallel.py). Each worker's shares
 whatever its own past children were, so the load stays balanced only as far as subtrees
 are alike. Measured with 2 workers (states expanded by this process and by the forked
 one): 17,867 and 15,083 in the default world, 133,116 and 195,490 in the 1 s world. And
-every worker fills its own transition memo: a step first met in two workers runs the
-model twice, which is most of why 2 workers gain 1.04-1.2x, not 2x (README, the bench).
+every worker fills its own memos: a step first met in two workers runs the model twice,
+and a state whose system twin (model/explore.py Rule 10) went to the other worker is
+expanded again, which is most of why 2 workers gain far less than 2x (README, the bench).
+A worker takes its children from Rule 10's memo like the one-process search, sends each
+verdict packed once, and digests a child from the text of its key's system part, which
+the memo keeps (model/interning.py ``digest_extended``), not from the whole key.
 """
 
 from __future__ import annotations
@@ -46,14 +50,23 @@ from typing import Callable
 
 from model import explore as ex
 from model import system as msys
+from model.interning import digest_extended
 
 HEAD_START_PER_WORKER = 200  # frontier states each worker gets before the workers start
 
 _Violation = namedtuple("_Violation", "property residual_risk detail")
 
 
-def _pack(violations) -> tuple:
-    return tuple(_Violation(v.property, v.residual_risk, v.detail) for v in violations)
+def _pack(violations: list, packed: dict) -> tuple:
+    """The violations as plain tuples to send. A verdict is a list the verdict memo
+    keeps for the whole search (``Context.verdict``), so it is packed once, by identity."""
+    if not violations:
+        return ()
+    found = packed.get(id(violations))
+    if found is None:
+        found = packed[id(violations)] = (violations, tuple(_Violation(v.property, v.residual_risk, v.detail)
+                                                            for v in violations))
+    return found[1]
 
 
 def explore(config: msys.WorldConfig, bounds: ex.Bounds = ex.Bounds(), max_states: int = 200_000,
@@ -168,21 +181,26 @@ class _Worker:
         self.search, self.ctx, self.frontier = search, search.ctx, frontier
         self.known: dict = {}
         self.kept: list = []
+        self.packed: dict = {}  # id of a verdict -> (the verdict, kept alive; its packed form)
 
     def expand(self) -> list:
-        search, ctx, bounds, known = self.search, self.ctx, self.search.bounds, self.known
-        reorder = search.reorder
+        search, ctx, known = self.search, self.ctx, self.known
+        reorder, successors, grow, verdict = search.reorder, search.successors, ctx.grow, ctx.verdict
+        packed = self.packed
         entries, kept = [], []
         for number, node in self.frontier:
-            actions = ex.enabled(node, bounds)
-            own = _pack(ctx.verdict(node, search.kinds(node, actions)))
+            terminal, found = successors(node)  # Rule 10's memo, as the one-process search
+            own = _pack(verdict(node, ex.TERMINAL if terminal else ex.ALWAYS), packed)
             children = []
-            for action in actions:
-                child, _ = ctx.step(node, action)
-                local = ctx.key(child, reorder)
-                as_known = _pack(ctx.verdict(child, search.kinds(child, None))) if reorder else ()
+            for _, system, new_ghost, used, sk, xk, kinds, _, text in found:
+                ghost, order, bag = grow(node, new_ghost)
+                child = ex.Node(system, used, ghost, order, bag, True, xk)
+                last = bag if reorder else order
+                local = sk + (last,)
+                as_known = _pack(verdict(child, kinds), packed) if reorder else ()
                 seen = known.get(local)
-                children.append((seen if seen is not None else ex.digest_of(local), as_known))
+                # The key's digest from its system part's text, kept in the memo (Rule 10).
+                children.append((seen if seen is not None else digest_extended(text, last), as_known))
                 kept.append((local, child))
             entries.append((number, own, children))
         self.kept = kept

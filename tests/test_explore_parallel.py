@@ -83,6 +83,53 @@ def test_the_memo_check_fires_on_a_footprint_that_misses_a_read(checked_memo, mo
         ex.explore(worlds.default("contract"), ex.Bounds(), max_states=5_000)
 
 
+def test_every_memoized_expansion_equals_the_real_one(checked_memo, monkeypatch):
+    """Rule 10: with ``CHECK_MEMO`` every expansion taken from the memo is computed again
+    and compared (``Search._check_expansion``); the cases take hundreds from it."""
+    checked = []
+    real = ex.Search._check_expansion
+
+    def check(self, node, found):
+        checked.append(len(found[1]))
+        return real(self, node, found)
+    monkeypatch.setattr(ex.Search, "_check_expansion", check)
+    for world, variant, in_flight_ms, states in MEMO_CASES:
+        ex.explore(worlds.build(world, variant), ex.Bounds(max_in_flight_ms=in_flight_ms), max_states=states)
+    assert len(checked) > 200
+
+
+def test_the_expansion_check_fires_on_a_key_that_leaves_out_the_budgets(checked_memo, monkeypatch):
+    """A checker that cannot fire is worse than none: states that differ only in the
+    budgets spent have different actions, so an expansion key without them must be
+    caught."""
+    real = ex.Context.system_key
+
+    def blind(self, s, used, *parent):
+        sk, xk = real(self, s, used, *parent)
+        return sk, xk[:10] + ((),) + xk[11:]  # the budgets no longer decide the expansion
+    monkeypatch.setattr(ex.Context, "system_key", blind)
+    with pytest.raises(AssertionError, match="expansion memo differs"):
+        ex.explore(worlds.default("contract"), ex.Bounds(), max_states=5_000)
+
+
+@pytest.mark.parametrize("world,variant,in_flight_ms,states", MEMO_CASES,
+                         ids=[f"{w}-{v}-{f}" for w, v, f, _ in MEMO_CASES])
+def test_the_expansion_memo_changes_no_result(world, variant, in_flight_ms, states, monkeypatch):
+    """Rule 10 only saves time: without the memo (as with ``keep_edges``) the search
+    numbers the same states in the same order and finds the same counterexamples."""
+    config, bounds = worlds.build(world, variant), ex.Bounds(max_in_flight_ms=in_flight_ms)
+    memo = ex.explore(config, bounds, max_states=states)
+    real_init = ex.Search.__init__
+
+    def without_memo(self, *args, **kwargs):
+        real_init(self, *args, **kwargs)
+        self.expansions = None
+    monkeypatch.setattr(ex.Search, "__init__", without_memo)
+    plain = ex.explore(config, bounds, max_states=states)
+    assert _summary(memo) == _summary(plain)
+    assert memo.states_per_depth == plain.states_per_depth
+
+
 PARALLEL_CASES = [
     # Small searches (a few thousand states each): the driver's rounds, merges, cuts and
     # findings are all exercised; the speed is the bench's business.
