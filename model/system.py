@@ -630,7 +630,7 @@ def apply(system: System, action: Action, log: list | None = None, asked: tuple 
         env = in_flight[at]
         if env.what != action.what:
             raise ReplayMismatch(f"{action.label()}: message #{action.seq} is now '{env.what}'")
-        b.set(in_flight=in_flight[:at] + in_flight[at + 1:])  # sequence numbers are unique
+        b.s.__dict__["in_flight"] = in_flight[:at] + in_flight[at + 1:]  # (``set``; sequence numbers are unique)
         if kind is Drop:
             b.record(env.dst, "lost", seq=env.seq, what=env.what, route=env.route, tool_call=env.tool_call)
             _forget_answered(b, env)

@@ -238,19 +238,29 @@ class Simulation:
         first = len(in_flight)
         while first and in_flight[first - 1].seq > known_seq:
             first -= 1
-        new = list(in_flight[first:])
-        table = s.timers
-        timers = [t for t in armed if table.get((t.node, t.name)) is t]
-        if self.batch_idle and timers:
-            loops = [t for t in timers if self._is_loop_timer(s, t)]
-            if loops:
-                self._loops_armed = True  # the periodic wake-up may have to move
-                timers = [t for t in timers if t not in loops]
-        if timers:
-            new = sorted(new + timers, key=lambda item: item.seq)
+        new = in_flight[first:]
+        if armed:
+            table = s.timers._index  # (FMap's dict: one lookup per armed timer, no method call)
+            timers = [t for t in armed if table.get((t.node, t.name)) is t]
+            if self.batch_idle and timers:
+                loop_keys = self._loop_keys
+                others = []
+                for t in timers:
+                    known = loop_keys.get((t.node, t.name))
+                    if known is None:
+                        known = self._is_loop_timer(s, t)
+                    if known:
+                        self._loops_armed = True  # the periodic wake-up may have to move
+                    else:
+                        others.append(t)
+                timers = others
+            if timers:
+                # Both lists are in arming order already; merged only when both have some.
+                new = sorted(new + tuple(timers), key=_seq_of) if new else timers
+        at = self._at
         for item in new:
-            if type(item) is msys.Timer:
-                self._at(item.due_ms, item.seq, self._wake, item)
+            if type(item) is _Timer:
+                at(item.due_ms, item.seq, self._wake, item)
             else:
                 self._carry(item)
 
@@ -480,6 +490,13 @@ def _matches(m: MessageMatch, route, tool_call, direction) -> bool:
 
 
 _NO_RECORDS = msys.Step(None)  # what an ``Idle`` step adds to the trace besides its action
+_Timer = msys.Timer
+
+
+def _seq_of(item) -> int:
+    return item.seq
+
+
 
 # Which trigger events a record of each kind can be (``_events_of``).
 _EVENT_KINDS = {
