@@ -164,7 +164,7 @@ class Simulation:
         priority = self.system.seq + 0.5
         for spec in self.options.faults:
             if spec.trigger.at_ms is not None:
-                self._at(spec.trigger.at_ms + spec.trigger.offset_ms, priority, self._fault_now, spec)
+                self._at(spec.trigger.at_ms + spec.trigger.offset_ms, priority, Simulation._fault_now, spec)
         self._plan_periodic()
 
     # -- the one entry point -----------------------------------------------------
@@ -196,7 +196,7 @@ class Simulation:
                 self.now_ms = at_ms
                 if fn is None:
                     return
-                fn(arg)
+                fn(self, arg)
 
     # -- trace -------------------------------------------------------------------
     def _record_step(self, action, step: msys.Step):
@@ -222,7 +222,10 @@ class Simulation:
     # -- scheduling ----------------------------------------------------------------
     def _at(self, at_ms: int, priority, fn, arg):
         """One agenda entry at true time ``at_ms`` (never before now) that calls
-        ``fn(arg)``. Ties at the same time go by ``priority`` (Rule 1), then by insertion."""
+        ``fn(self, arg)``. Ties at the same time go by ``priority`` (Rule 1), then by
+        insertion. ``fn`` is a plain function of the class, never a bound method: an entry
+        that held the world would make the world a cycle, which only the collector frees
+        (the whole trace and every state with it, some 3% of a swarm seed)."""
         now_ms = self.now_ms
         heappush(self._queue, (at_ms if at_ms > now_ms else now_ms, priority, next(self._inserted), fn, arg))
 
@@ -260,7 +263,7 @@ class Simulation:
         at = self._at
         for item in new:
             if type(item) is _Timer:
-                at(item.due_ms, item.seq, self._wake, item)
+                at(item.due_ms, item.seq, Simulation._wake, item)
             else:
                 self._carry(item)
 
@@ -303,7 +306,7 @@ class Simulation:
             kind, extra_ms = named
             lost = kind == "lose"
             delay_ms += extra_ms
-        self._at(envelope.sent_at_ms + delay_ms, envelope.seq, self._arrive, (envelope, lost))
+        self._at(envelope.sent_at_ms + delay_ms, envelope.seq, Simulation._arrive, (envelope, lost))
 
     def _arrive(self, carried, _event=None):
         envelope, lost = carried
@@ -339,7 +342,7 @@ class Simulation:
         if key != self._agenda:
             self._agenda = key
             if key is not None:
-                self._at(key[0], key[1], self._periodic, key)
+                self._at(key[0], key[1], Simulation._periodic, key)
 
     def _periodic(self, key, _event=None):
         """Fire every periodic timer due before the next other event, in (due, seq) order:
@@ -414,7 +417,7 @@ class Simulation:
                     self.event_counts[i] = self.event_counts.get(i, 0) + 1
                     if self.event_counts[i] == t.match.nth:
                         # After everything this step armed, before anything armed later.
-                        self._at(at_ms + t.offset_ms, self.system.seq + 0.5, self._fault_now, spec)
+                        self._at(at_ms + t.offset_ms, self.system.seq + 0.5, Simulation._fault_now, spec)
 
     # -- output --------------------------------------------------------------------
     def trace_lines(self) -> list[str]:
