@@ -491,7 +491,10 @@ class _Builder:
             return
         before = rep
         db = self.s.db
-        now_ms, db_now_ms = self.clock(name), self.clock(DB)
+        if self.perfect_clocks:  # (``clock`` twice, inline: every replica step reads both)
+            now_ms = db_now_ms = self.s.now_ms
+        else:
+            now_ms, db_now_ms = self.clock(name), self.clock(DB)
         asked = self.asked
         if asked is not None and asked[0] is fn and asked[1] is rep and asked[2] is db and asked[3] == args \
                 and asked[4] == now_ms and asked[5] == db_now_ms:
@@ -502,7 +505,8 @@ class _Builder:
         if rep is not before:  # most answers and timers leave the replica as it was: no copy
             fields_["replicas"] = self.s.replicas.set(name, rep)
         fields_["db"] = db
-        self.absorb(name, effects)
+        if effects:  # (a third of replica steps have none: a publish or answer for nothing)
+            self.absorb(name, effects)
 
     def db_step(self, fn, *args):
         db, effects = fn(self.s.db, *args, self.clock(DB))
@@ -648,7 +652,8 @@ def apply(system: System, action: Action, log: list | None = None, asked: tuple 
         pass
     else:
         _fault(b, action)
-    b.flush_publishes()
+    if b.pending_publishes:  # (only with ``pubsub_immediate``)
+        b.flush_publishes()
     return Step(b.s, tuple(b.records), tuple(b.armed))
 
 
