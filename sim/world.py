@@ -310,13 +310,17 @@ class Simulation:
 
     def _arrive(self, carried, _event=None):
         envelope, lost = carried
-        if msys._find(self.system, envelope.seq) is None:
-            return
+        seq = envelope.seq
+        for held in self.system.in_flight:  # (``msys._find``, inline: every message asks)
+            if held.seq == seq:
+                break
+        else:
+            return  # taken out of flight since it was sent: nothing to deliver
         cls = Drop if lost else Deliver
         self.step(cls(self.now_ms, envelope.seq, envelope.what))
 
     def _wake(self, timer: msys.Timer, _event=None):
-        current = self.system.timers.get((timer.node, timer.name))
+        current = self.system.timers._index.get((timer.node, timer.name))  # (FMap.get without the call)
         if current is None or current.seq != timer.seq:
             return  # replaced or canceled since it was armed
         if timer.node == msys.AGENT and timer.name.startswith("handler:") and timer.name[8:] in self.panic_runs:
@@ -333,7 +337,7 @@ class Simulation:
             return
         if not self._loops_armed and self._agenda is not None:
             current = self._agenda_timer
-            if self.system.timers.get((current.node, current.name)) is current:
+            if self.system.timers._index.get((current.node, current.name)) is current:
                 return  # no loop timer armed and the first one still stands: it stays first
         self._loops_armed = False
         first = idle.next_periodic(self.system)
