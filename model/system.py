@@ -319,8 +319,8 @@ class _Builder:
         # dataclasses.replace of the whole System for every field change, and never seen
         # by anyone until the step returns it.
         # (What ``copy.copy`` does for a dataclass instance, without its generic dispatch.)
-        self.s = object.__new__(System)
-        self.s.__dict__.update(system.__dict__)
+        s = self.s = object.__new__(System)
+        s.__dict__.update(system.__dict__)
         # Most worlds give every node the perfect clock (no ``clocks`` entry): then every
         # reading is the true time and every delay is itself, which ``clock`` and
         # ``set_timer`` (several calls a step) answer without looking the clock up.
@@ -396,8 +396,9 @@ class _Builder:
                        "clock_ms": now_ms if self.perfect_clocks else self.s.config.clock(node).read(now_ms),
                        "kind": channel, channel: eff.kind}
                 for k, v in eff.fields:
-                    k = _RESERVED.get(k, k)  # (``_safe_fields``: a later renamed twin wins)
-                    if k == channel:
+                    if k in _RESERVED:
+                        k = _RESERVED[k]  # (``_safe_fields``: a later renamed twin wins)
+                    elif k == channel:
                         # The channel's name given twice: the keyword call raises the
                         # TypeError it always did.
                         self.record(node, channel, **{channel: eff.kind}, **_safe_fields(eff.fields), **(cause or {}))
