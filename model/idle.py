@@ -147,12 +147,17 @@ def advance(s, before: tuple | None = None, max_fires: int | None = None, memo: 
     max_fires = max_fires if max_fires is not None else 1 << 62
     get_known = known.get
     bulk_tried = False
+    # The loops whose first firing is below ``before``: every loop below it has a verdict
+    # exactly when all of these have one. (A loop gets its verdict when it first fires,
+    # and a loop that has not fired still has its first entry; so the count answers what
+    # a scan of the heap for unknown entries below ``before`` would, at every firing.)
+    below = sum(1 for e in heap if e < before)
     while fires < max_fires:
         entry = heap[0]
         if entry >= before:
             break
         # (The first entry is below ``before``: unknown, it decides at once.)
-        if not bulk_tried and entry[2] in known and all(e[2] in known for e in heap if e < before):
+        if not bulk_tried and entry[2] in known and len(known) == below:
             # Every loop's verdict is known: the rest of the batch in closed form.
             bulk_tried = True
             if row_owner is None:

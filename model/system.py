@@ -319,8 +319,8 @@ class _Builder:
         # dataclasses.replace of the whole System for every field change, and never seen
         # by anyone until the step returns it.
         # (What ``copy.copy`` does for a dataclass instance, without its generic dispatch.)
-        self.s = object.__new__(System)
-        self.s.__dict__.update(system.__dict__)
+        s = self.s = object.__new__(System)
+        s.__dict__.update(system.__dict__)
         # Most worlds give every node the perfect clock (no ``clocks`` entry): then every
         # reading is the true time and every delay is itself, which ``clock`` and
         # ``set_timer`` (several calls a step) answer without looking the clock up.
@@ -396,8 +396,9 @@ class _Builder:
                        "clock_ms": now_ms if self.perfect_clocks else self.s.config.clock(node).read(now_ms),
                        "kind": channel, channel: eff.kind}
                 for k, v in eff.fields:
-                    k = _RESERVED.get(k, k)  # (``_safe_fields``: a later renamed twin wins)
-                    if k == channel:
+                    if k in _RESERVED:
+                        k = _RESERVED[k]  # (``_safe_fields``: a later renamed twin wins)
+                    elif k == channel:
                         # The channel's name given twice: the keyword call raises the
                         # TypeError it always did.
                         self.record(node, channel, **{channel: eff.kind}, **_safe_fields(eff.fields), **(cause or {}))
@@ -491,7 +492,10 @@ class _Builder:
             return
         before = rep
         db = self.s.db
-        now_ms, db_now_ms = self.clock(name), self.clock(DB)
+        if self.perfect_clocks:  # (``clock`` twice, inline: every replica step reads both)
+            now_ms = db_now_ms = self.s.now_ms
+        else:
+            now_ms, db_now_ms = self.clock(name), self.clock(DB)
         asked = self.asked
         if asked is not None and asked[0] is fn and asked[1] is rep and asked[2] is db and asked[3] == args \
                 and asked[4] == now_ms and asked[5] == db_now_ms:
@@ -502,7 +506,8 @@ class _Builder:
         if rep is not before:  # most answers and timers leave the replica as it was: no copy
             fields_["replicas"] = self.s.replicas.set(name, rep)
         fields_["db"] = db
-        self.absorb(name, effects)
+        if effects:  # (a third of replica steps have none: a publish or answer for nothing)
+            self.absorb(name, effects)
 
     def db_step(self, fn, *args):
         db, effects = fn(self.s.db, *args, self.clock(DB))
@@ -630,7 +635,7 @@ def apply(system: System, action: Action, log: list | None = None, asked: tuple 
         env = in_flight[at]
         if env.what != action.what:
             raise ReplayMismatch(f"{action.label()}: message #{action.seq} is now '{env.what}'")
-        b.set(in_flight=in_flight[:at] + in_flight[at + 1:])  # sequence numbers are unique
+        b.s.__dict__["in_flight"] = in_flight[:at] + in_flight[at + 1:]  # (``set``; sequence numbers are unique)
         if kind is Drop:
             b.record(env.dst, "lost", seq=env.seq, what=env.what, route=env.route, tool_call=env.tool_call)
             _forget_answered(b, env)
@@ -648,7 +653,8 @@ def apply(system: System, action: Action, log: list | None = None, asked: tuple 
         pass
     else:
         _fault(b, action)
-    b.flush_publishes()
+    if b.pending_publishes:  # (only with ``pubsub_immediate``)
+        b.flush_publishes()
     return Step(b.s, tuple(b.records), tuple(b.armed))
 
 

@@ -164,7 +164,7 @@ class Simulation:
         priority = self.system.seq + 0.5
         for spec in self.options.faults:
             if spec.trigger.at_ms is not None:
-                self._at(spec.trigger.at_ms + spec.trigger.offset_ms, priority, self._fault_now, spec)
+                self._at(spec.trigger.at_ms + spec.trigger.offset_ms, priority, Simulation._fault_now, spec)
         self._plan_periodic()
 
     # -- the one entry point -----------------------------------------------------
@@ -196,7 +196,7 @@ class Simulation:
                 self.now_ms = at_ms
                 if fn is None:
                     return
-                fn(arg)
+                fn(self, arg)
 
     # -- trace -------------------------------------------------------------------
     def _record_step(self, action, step: msys.Step):
@@ -222,7 +222,10 @@ class Simulation:
     # -- scheduling ----------------------------------------------------------------
     def _at(self, at_ms: int, priority, fn, arg):
         """One agenda entry at true time ``at_ms`` (never before now) that calls
-        ``fn(arg)``. Ties at the same time go by ``priority`` (Rule 1), then by insertion."""
+        ``fn(self, arg)``. Ties at the same time go by ``priority`` (Rule 1), then by
+        insertion. ``fn`` is a plain function of the class, never a bound method: an entry
+        that held the world would make the world a cycle, which only the collector frees
+        (the whole trace and every state with it, some 3% of a swarm seed)."""
         now_ms = self.now_ms
         heappush(self._queue, (at_ms if at_ms > now_ms else now_ms, priority, next(self._inserted), fn, arg))
 
@@ -238,19 +241,29 @@ class Simulation:
         first = len(in_flight)
         while first and in_flight[first - 1].seq > known_seq:
             first -= 1
-        new = list(in_flight[first:])
-        table = s.timers
-        timers = [t for t in armed if table.get((t.node, t.name)) is t]
-        if self.batch_idle and timers:
-            loops = [t for t in timers if self._is_loop_timer(s, t)]
-            if loops:
-                self._loops_armed = True  # the periodic wake-up may have to move
-                timers = [t for t in timers if t not in loops]
-        if timers:
-            new = sorted(new + timers, key=lambda item: item.seq)
+        new = in_flight[first:]
+        if armed:
+            table = s.timers._index  # (FMap's dict: one lookup per armed timer, no method call)
+            timers = [t for t in armed if table.get((t.node, t.name)) is t]
+            if self.batch_idle and timers:
+                loop_keys = self._loop_keys
+                others = []
+                for t in timers:
+                    known = loop_keys.get((t.node, t.name))
+                    if known is None:
+                        known = self._is_loop_timer(s, t)
+                    if known:
+                        self._loops_armed = True  # the periodic wake-up may have to move
+                    else:
+                        others.append(t)
+                timers = others
+            if timers:
+                # Both lists are in arming order already; merged only when both have some.
+                new = sorted(new + tuple(timers), key=_seq_of) if new else timers
+        at = self._at
         for item in new:
-            if type(item) is msys.Timer:
-                self._at(item.due_ms, item.seq, self._wake, item)
+            if type(item) is _Timer:
+                at(item.due_ms, item.seq, Simulation._wake, item)
             else:
                 self._carry(item)
 
@@ -293,17 +306,21 @@ class Simulation:
             kind, extra_ms = named
             lost = kind == "lose"
             delay_ms += extra_ms
-        self._at(envelope.sent_at_ms + delay_ms, envelope.seq, self._arrive, (envelope, lost))
+        self._at(envelope.sent_at_ms + delay_ms, envelope.seq, Simulation._arrive, (envelope, lost))
 
     def _arrive(self, carried, _event=None):
         envelope, lost = carried
-        if msys._find(self.system, envelope.seq) is None:
-            return
+        seq = envelope.seq
+        for held in self.system.in_flight:  # (``msys._find``, inline: every message asks)
+            if held.seq == seq:
+                break
+        else:
+            return  # taken out of flight since it was sent: nothing to deliver
         cls = Drop if lost else Deliver
         self.step(cls(self.now_ms, envelope.seq, envelope.what))
 
     def _wake(self, timer: msys.Timer, _event=None):
-        current = self.system.timers.get((timer.node, timer.name))
+        current = self.system.timers._index.get((timer.node, timer.name))  # (FMap.get without the call)
         if current is None or current.seq != timer.seq:
             return  # replaced or canceled since it was armed
         if timer.node == msys.AGENT and timer.name.startswith("handler:") and timer.name[8:] in self.panic_runs:
@@ -320,7 +337,7 @@ class Simulation:
             return
         if not self._loops_armed and self._agenda is not None:
             current = self._agenda_timer
-            if self.system.timers.get((current.node, current.name)) is current:
+            if self.system.timers._index.get((current.node, current.name)) is current:
                 return  # no loop timer armed and the first one still stands: it stays first
         self._loops_armed = False
         first = idle.next_periodic(self.system)
@@ -329,7 +346,7 @@ class Simulation:
         if key != self._agenda:
             self._agenda = key
             if key is not None:
-                self._at(key[0], key[1], self._periodic, key)
+                self._at(key[0], key[1], Simulation._periodic, key)
 
     def _periodic(self, key, _event=None):
         """Fire every periodic timer due before the next other event, in (due, seq) order:
@@ -404,7 +421,7 @@ class Simulation:
                     self.event_counts[i] = self.event_counts.get(i, 0) + 1
                     if self.event_counts[i] == t.match.nth:
                         # After everything this step armed, before anything armed later.
-                        self._at(at_ms + t.offset_ms, self.system.seq + 0.5, self._fault_now, spec)
+                        self._at(at_ms + t.offset_ms, self.system.seq + 0.5, Simulation._fault_now, spec)
 
     # -- output --------------------------------------------------------------------
     def trace_lines(self) -> list[str]:
@@ -480,6 +497,13 @@ def _matches(m: MessageMatch, route, tool_call, direction) -> bool:
 
 
 _NO_RECORDS = msys.Step(None)  # what an ``Idle`` step adds to the trace besides its action
+_Timer = msys.Timer
+
+
+def _seq_of(item) -> int:
+    return item.seq
+
+
 
 # Which trigger events a record of each kind can be (``_events_of``).
 _EVENT_KINDS = {

@@ -47,6 +47,9 @@ DEFAULT_GEN_TIME_MS = DEFAULT_TIMING.default_gen_time_ms  # 2 s
 
 ACQUISITION_BATCH_SIZE = 10  # a count, not a duration: the same at every timing
 
+# ``ChatdRules.fence_checks``'s answers: (op, owner, history, attempt switches) -> FenceRule.
+_FENCE_CHECKS: dict[tuple, FenceRule] = {}
+
 # Result kinds of a call that never ran or never applied: an interrupt still commits them
 # (3.3), unless the planted bug ``interrupt_commits_not_run=False`` drops them.
 NOT_RUN_KINDS = ("not_run", "not_applied")
@@ -124,13 +127,19 @@ class ChatdRules(CachedRepr):
     def fence_checks(self, op: str) -> FenceRule:
         """Which parts of the task fence ``op`` checks (chatd_db rule 3): the table
         ``chatd_db.FENCES``. A planted fence bug switches a part off."""
-        rule = FENCES[op]
-        return FenceRule(
-            owner=rule.owner and self.owner_fence,
-            status=rule.status,
-            history=rule.history and self.history_fence,
-            attempt=rule.attempt and self.attempt_fence,
-        )
+        # A pure function of the operation and three switches: each answer is built once
+        # (FenceRule is frozen, so one instance serves every caller; a step asks a few).
+        key = (op, self.owner_fence, self.history_fence, self.attempt_fence)
+        checks = _FENCE_CHECKS.get(key)
+        if checks is None:
+            rule = FENCES[op]
+            checks = _FENCE_CHECKS[key] = FenceRule(
+                owner=rule.owner and self.owner_fence,
+                status=rule.status,
+                history=rule.history and self.history_fence,
+                attempt=rule.attempt and self.attempt_fence,
+            )
+        return checks
 
     def cancels_for(self, calls: tuple) -> tuple:
         """Interrupt rule 6: the cancels to send for the unresolved ``calls``, as

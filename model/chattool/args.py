@@ -108,7 +108,26 @@ _EXECUTE_ARG_TYPES: dict[str, tuple[type, str]] = {
 }
 
 
+# A pure function of one string, asked several times per call in a run (when chatd begins
+# it, on every retry, and when the checkers read the committed calls): the answers are
+# kept, per string. An error is not kept: it is raised afresh every time.
+_EXECUTE_ARGS: dict[str, ExecuteArgs] = {}
+_EXECUTE_ARGS_MAX = 4096  # distinct argument strings kept before the memo starts over
+
+
 def parse_execute_args(args_json: str) -> ExecuteArgs:
+    if type(args_json) is str:
+        args = _EXECUTE_ARGS.get(args_json)
+        if args is None:
+            args = _parse_execute_args(args_json)  # (raises before anything is kept)
+            if len(_EXECUTE_ARGS) >= _EXECUTE_ARGS_MAX:
+                _EXECUTE_ARGS.clear()
+            _EXECUTE_ARGS[args_json] = args
+        return args
+    return _parse_execute_args(args_json)
+
+
+def _parse_execute_args(args_json: str) -> ExecuteArgs:
     try:
         value = loads_go(args_json)
     except ValueError as err:
