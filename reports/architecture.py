@@ -144,8 +144,14 @@ def draw(out: pathlib.Path) -> None:
 
 def main(argv: list[str] | None = None) -> int:
     args = sys.argv[1:] if argv is None else argv
-    if len(args) > 1:
-        print("usage: python -m reports.architecture [OUT.svg]", file=sys.stderr)
+    usage = "usage: python -m reports.architecture [OUT.svg]"
+    if args in (["-h"], ["--help"]):
+        print(usage + "\n\nDraw the module map (default docs/architecture.svg).")
+        return 0
+    # An option is never a file name: without this, "--help" or a typo'd flag became the
+    # name of the SVG written.
+    if len(args) > 1 or (args and (args[0].startswith("-") or not args[0].endswith(".svg"))):
+        print(usage, file=sys.stderr)
         return 2
     out = pathlib.Path(args[0]) if args else DEFAULT_OUT
     draw(out)

@@ -198,6 +198,27 @@ def test_architecture_refuses_extra_arguments(capsys):
     assert "usage" in capsys.readouterr().err
 
 
+@pytest.mark.parametrize("argv", [["--out"], ["-x"], ["picture.png"]])
+def test_architecture_refuses_an_option_or_a_name_that_is_not_svg(argv, capsys, tmp_path, monkeypatch):
+    """An option never becomes the name of the file written (``--help`` once wrote an SVG
+    called ``--help``)."""
+    from reports import architecture
+
+    monkeypatch.chdir(tmp_path)
+    assert architecture.main(argv) == 2
+    assert "usage" in capsys.readouterr().err
+    assert list(tmp_path.iterdir()) == []
+
+
+def test_architecture_help_prints_usage_and_writes_nothing(capsys, tmp_path, monkeypatch):
+    from reports import architecture
+
+    monkeypatch.chdir(tmp_path)
+    assert architecture.main(["--help"]) == 0
+    assert "usage" in capsys.readouterr().out
+    assert list(tmp_path.iterdir()) == []
+
+
 # ---------------------------------------------------------------------------
 # The converter as a command
 # ---------------------------------------------------------------------------
