@@ -19,6 +19,7 @@ from pathlib import Path
 
 import junitparser
 import pytest
+from check_memo import each_job_once
 
 from model import planted_bugs
 from sim import check
@@ -67,15 +68,22 @@ def tiny(tmp_path_factory):
     (root / "tiny.toml").write_text(TINY)
     base = str(root / "baseline.json")
     # The second run takes the first's pictures (the same 11 drawing tasks: a picture is a
-    # pure function of its task) and the third draws its own, so the tests that compare
-    # the second and third reports still compare two drawings: one drawing pass less.
+    # pure function of its task) and its jobs' outputs (tests/check_memo.py), and the
+    # third computes and draws its own, so the tests that compare the second and third
+    # reports still compare two computations and two drawings: one pass of each less.
     with pytest.MonkeyPatch.context() as patch:
         _draw_each_task_once(patch)
+        each_job_once(patch, _JOBS)
         assert _check(str(root / "tiny.toml"), "--out", str(root / "first"), "--baseline", base,
                       "--update-baseline") == 0
         assert _check(str(root / "tiny.toml"), "--out", str(root / "second"), "--baseline", base) == 0
     assert _check(str(root / "tiny.toml"), "--out", str(root / "third"), "--baseline", base) == 0
     return root
+
+
+# The tiny suite's job outputs, computed by the fixture's first run (tests/check_memo.py):
+# the baseline test's three runs judge the same jobs against other baselines.
+_JOBS: dict = {}
 
 
 def _draw_each_task_once(monkeypatch) -> None:
@@ -335,9 +343,11 @@ def test_baseline_new_accepted_fixed_and_update(tiny, tmp_path, monkeypatch):
     """An entry removed from the baseline comes back as new (exit 1); one the run does
     not see again is fixed (exit 0); --update-baseline rewrites the file to what was
     seen, after which nothing is new."""
-    # The three runs below draw the same pictures: each is drawn once (the pictures are
-    # other tests' subject, not this one's, and drawing them was half of its time).
+    # The three runs below draw the same pictures and run the same jobs as the fixture's:
+    # each picture is drawn once and each job's output is the fixture's (the pictures and
+    # the jobs are other tests' subject; the baseline is judged in the fold, on each run).
     _draw_each_task_once(monkeypatch)
+    each_job_once(monkeypatch, _JOBS)
     shutil.copy(tiny / "tiny.toml", tmp_path / "tiny.toml")
     doc = json.loads((tiny / "baseline.json").read_text())
     assert {e["property"] for e in doc["accepted"]} == TODAY_FINDINGS
