@@ -411,9 +411,13 @@ task_retries = 0
 """
 
 
-def test_planted_bug_variant_fails_and_is_named_with_its_picture(tmp_path, capsys):
+def test_planted_bug_variant_fails_and_is_named_with_its_picture(tmp_path, capsys, monkeypatch):
     """A planted bug's variant added to a suite: exit 1, and the JUnit failure, the
-    Markdown and the HTML name it, the HTML with its sequence diagram."""
+    Markdown and the HTML name it, the HTML with its sequence diagram. The second run
+    judges the first run's jobs and pictures (tests/check_memo.py): what is tested is
+    that an accepted finding still fails the run, which the fold and writers decide."""
+    _draw_each_task_once(monkeypatch)
+    each_job_once(monkeypatch, {})
     (tmp_path / "s.toml").write_text(PLANTED_VARIANT)
     # Accepting its findings does not help: the scenario's expectation still fails.
     assert _check(str(tmp_path / "s.toml"), "--out", str(tmp_path / "accepted"), "--baseline",
