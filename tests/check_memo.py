@@ -1,6 +1,7 @@
-"""Each ``toolcall-sim check`` job computed once per test module, for the tests whose
-subject is what ``check`` does with the jobs' outputs (the fold, the baseline, the
-judgment, the writers), not the jobs.
+"""Each ``toolcall-sim check`` job computed once per test module, and each exhaustive
+exploration of a comparison world once per test process, for the tests whose subject is
+what is done with them (the fold, the baseline, the judgment, the writers, a design's
+verdicts), not the computation.
 
 Theory of operation
 -------------------
@@ -18,6 +19,17 @@ it back, so a fold that changes an output cannot change what the next run reads.
 swap holds only with one worker: a run with ``--workers 2`` is a test of the pool and
 runs every job itself. Where a test compares two runs' bytes (determinism), at least one
 of them computes its own jobs, so the comparison still compares two computations.
+
+``each_exploration_once`` does the same one level down, for ``model.explore.explore``
+(a pure function of the world, the bounds and the state bound: the explorer's
+determinism rule) called without a stop rule, progress or edges, across modules:
+tests/test_check_sections.py's one-worker check, tests/test_compare.py's command and
+tests/test_designs.py's contract exhaust the same above-margin world under the same
+designs (about a second each). ``EXPLORATIONS`` lives as long as the test process; the
+modules share one xdist group (``XDIST_GROUP``, tests/conftest.py), so they share the
+process, and the first one to explore a world computes it. The check sections' run
+with two workers explores in its pool without it, and its report is compared byte for
+byte with the one-worker run that filled ``EXPLORATIONS``.
 """
 
 from __future__ import annotations
@@ -50,3 +62,35 @@ def each_job_once(patch: pytest.MonkeyPatch, memo: dict) -> None:
         return outputs
 
     patch.setattr(check, "run_jobs", once)
+
+
+# (world config, bounds, max_states) as text -> the pickled ``model.explore.Result``,
+# for the life of this test process (``each_exploration_once``).
+EXPLORATIONS: dict = {}
+# The xdist group of the modules that share ``EXPLORATIONS`` (tests/conftest.py).
+ABOVE_MARGIN_GROUP = "explore-above-margin"
+
+
+def each_exploration_once(patch: pytest.MonkeyPatch, memo: dict = EXPLORATIONS) -> None:
+    """While ``patch`` holds, ``model.explore.explore`` without a stop rule, progress
+    callback or edges hands back a copy of the result ``memo`` holds for the same world,
+    bounds and state bound, computing it the first time."""
+    import inspect
+
+    from model import explore as ex
+
+    real = ex.explore
+    signature = inspect.signature(real)
+
+    def once(*args, **kwargs):
+        bound = signature.bind(*args, **kwargs)
+        bound.apply_defaults()
+        a = bound.arguments
+        if a["stop_on"] is not None or a["on_progress"] is not None or a["keep_edges"]:
+            return real(*args, **kwargs)
+        key = repr((a["config"], a["bounds"], a["max_states"]))
+        if key not in memo:
+            memo[key] = pickle.dumps(real(*args, **kwargs))
+        return pickle.loads(memo[key])
+
+    patch.setattr(ex, "explore", once)

@@ -17,7 +17,7 @@ import tomllib
 
 import junitparser
 import pytest
-from check_memo import each_job_once
+from check_memo import ABOVE_MARGIN_GROUP, each_exploration_once, each_job_once
 
 from sim import bugs, compare
 from sim import suite as suites
@@ -57,6 +57,9 @@ def _check(*args: str) -> int:
 # The jobs of the tiny suite's one-worker run (tests/check_memo.py): the run that
 # expects another verdict of the contract judges the contract's same two jobs.
 _JOBS: dict = {}
+# The one-worker run's explorations of the above-margin world are kept for
+# tests/test_compare.py and tests/test_designs.py, in the same worker (tests/conftest.py).
+XDIST_GROUP = ABOVE_MARGIN_GROUP
 
 
 @pytest.fixture(scope="module")
@@ -70,6 +73,8 @@ def sections(tmp_path_factory):
     for out, workers in (("one", "1"), ("two", "2")):
         with pytest.MonkeyPatch.context() as patch:
             each_job_once(patch, _JOBS)
+            if workers == "1":  # the pool's run explores in its workers, not from the cache
+                each_exploration_once(patch)
             assert _check(str(root / "s.toml"), "--out", str(root / out), "--baseline", base, "--update-baseline",
                           "--workers", workers) == 0
     assert _JOBS  # the one-worker run filled the memo
