@@ -668,3 +668,40 @@ def test_every_suite_key_is_accepted_and_changes_what_runs(where):
         return (s.name, s.summary, check._jobs(s), check._jobs(s.part(True)) if not s.part(True).empty else None,
                 s.compare.expect if s.compare is not None else None)
     assert runs(changed) != runs(VOCAB_BASE)
+
+
+def test_the_test_caches_hand_back_what_the_real_calls_give(monkeypatch):
+    """tests/check_memo.py, which the fixtures above and tests/test_check_sections.py,
+    test_compare.py and test_designs.py rely on: a cached exploration or job is a copy of
+    the real one's output, one per distinct world, bounds and bound (or job), computed
+    once; a search with a stop rule is never served from the cache."""
+    import functools
+
+    from check_memo import each_exploration_once
+
+    from model import explore as ex
+    from model import worlds
+    from sim import check_jobs
+
+    real_explore = ex.explore
+    real = {d: real_explore(worlds.build("two-messages", d), ex.Bounds(), max_states=300) for d in ("contract", "today")}
+    memo: dict = {}
+    calls = []
+    @functools.wraps(real_explore)  # the same signature, which the cache reads
+    def counted(*a, **k):
+        calls.append(a)
+        return real_explore(*a, **k)
+    monkeypatch.setattr(ex, "explore", counted)
+    each_exploration_once(monkeypatch, memo)
+    for _ in range(2):
+        for d in ("contract", "today"):
+            got = ex.explore(worlds.build("two-messages", d), ex.Bounds(), max_states=300)
+            assert got is not real[d] and (got.states, got.violations) == (real[d].states, real[d].violations)
+    assert len(memo) == len(calls) == 2
+    ex.explore(worlds.build("two-messages", "today"), ex.Bounds(), max_states=300, stop_on=lambda f: True)
+    assert len(calls) == 3  # a stop rule: the real search
+    jobs: dict = {}
+    each_job_once(monkeypatch, jobs)
+    job = [(check_jobs.job_detection, ("swarm", "interrupt-without-cancel", 2))]
+    first, again = check.run_jobs(job, 1), check.run_jobs(job, 1)
+    assert first == again == check_jobs.run_jobs(job, 1) and first[0] is not again[0] and len(jobs) == 1
