@@ -487,8 +487,11 @@ def test_workers_do_not_change_the_report(tiny):
 
 
 def test_interrupted_write_keeps_the_old_report(tiny, tmp_path, monkeypatch):
-    """An error while writing leaves the old report whole and no temporary folder."""
+    """An error while writing leaves the old report whole and no temporary folder (the
+    jobs are the fixture's: tests/check_memo.py)."""
     from reports import junit as junit_writer
+
+    each_job_once(monkeypatch, _JOBS)
 
     out = tmp_path / "out"
     shutil.copytree(tiny / "second", out)
@@ -508,7 +511,9 @@ def test_pictures_are_the_same_drawn_by_a_pool(tiny):
     from sim.commands import check as command
 
     suite = suites.load(tiny / "tiny.toml")
-    result = check.run_check(suite, quick=True)
+    with pytest.MonkeyPatch.context() as patch:  # the jobs are the fixture's: the pictures are the subject
+        each_job_once(patch, _JOBS)
+        result = check.run_check(suite, quick=True)
     assert command.draw(result.report, result.traces, 2) == command.draw(result.report, result.traces, 1)
 
 
