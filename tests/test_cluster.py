@@ -114,8 +114,11 @@ def test_progress_counts_every_seed_once(client):
 # -- failures ------------------------------------------------------------------
 
 
-def test_seed_that_always_raises_is_a_harness_error_naming_it(client):
-    """Dask retries the task; the seed that keeps raising is named, never dropped."""
+def test_seed_that_always_raises_is_a_harness_error_naming_it(client, monkeypatch):
+    """Dask retries the task; the seed that keeps raising is named, never dropped. (The
+    local pool's workers, still starting when the seed fails, are ended without the
+    early stop's grace: the grace is tests/test_outputs.py's subject, not this one's.)"""
+    monkeypatch.setattr(backends, "STOP_GRACE_S", 0.05)
     with pytest.raises(backends.SeedFailed, match=r"seed 6 failed on every try \(3\): RuntimeError: the harness broke here"):
         list(backends.map_seeds(_raises, 0, 12, (6,), cluster=client))
     with pytest.raises(backends.SeedFailed, match=r"seed 6 failed on every try \(1\): RuntimeError"):
@@ -170,7 +173,8 @@ def test_a_seed_that_kills_every_worker_is_named(process_cluster):
             list(backends.map_seeds(_always_dies, 0, 6, (3,), cluster=client))
 
 
-def test_a_local_worker_that_dies_names_its_seeds():
+def test_a_local_worker_that_dies_names_its_seeds(monkeypatch):
+    monkeypatch.setattr(backends, "STOP_GRACE_S", 0.05)  # as above: the others end without the grace
     with pytest.raises(backends.WorkerDied, match="worker process died"):
         list(backends.map_seeds(_always_dies, 0, 6, (3,), workers=2))
 
