@@ -9,7 +9,10 @@ the tests of a module with a module-scoped fixture form one unit (an ``xdist_gro
 named after the module, added here): that fixture (a check suite run twice, a compare
 run, a bench run, a local cluster) then runs once, in one worker, where ``--dist load``
 dealt the module's tests to both workers and each worker ran the fixture again (the
-10 s fixture of tests/test_check_sections.py twice, for one).
+10 s fixture of tests/test_check_sections.py twice, for one). A module may name a group
+shared with other modules (``XDIST_GROUP``) when their fixtures reuse one computation
+kept for the life of the worker process (tests/check_memo.py ``EXPLORATIONS``): the
+modules then run one after the other in one worker.
 
 Tests marked ``slow`` (seed sweeps, explorations, child processes: seconds each) and
 the tests using a module-wide fixture are moved to the front of the queue, so both workers
@@ -50,8 +53,12 @@ def module_wide_fixtures(item) -> list[str]:
 
 
 def group_of(item) -> str | None:
-    """The xdist group of ``item``: its module's path when it uses a module-wide fixture."""
-    return item.nodeid.split("::", 1)[0] if module_wide_fixtures(item) else None
+    """The xdist group of ``item`` when it uses a module-wide fixture: its module's
+    ``XDIST_GROUP`` where the module names one (modules whose fixtures share a cache for
+    the life of the process, tests/check_memo.py), else its module's path."""
+    if not module_wide_fixtures(item):
+        return None
+    return getattr(item.module, "XDIST_GROUP", None) or item.nodeid.split("::", 1)[0]
 
 
 @pytest.hookimpl(tryfirst=True)  # before xdist names the group in the node id

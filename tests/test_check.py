@@ -19,6 +19,7 @@ from pathlib import Path
 
 import junitparser
 import pytest
+from check_memo import each_job_once
 
 from model import planted_bugs
 from sim import check
@@ -67,15 +68,22 @@ def tiny(tmp_path_factory):
     (root / "tiny.toml").write_text(TINY)
     base = str(root / "baseline.json")
     # The second run takes the first's pictures (the same 11 drawing tasks: a picture is a
-    # pure function of its task) and the third draws its own, so the tests that compare
-    # the second and third reports still compare two drawings: one drawing pass less.
+    # pure function of its task) and its jobs' outputs (tests/check_memo.py), and the
+    # third computes and draws its own, so the tests that compare the second and third
+    # reports still compare two computations and two drawings: one pass of each less.
     with pytest.MonkeyPatch.context() as patch:
         _draw_each_task_once(patch)
+        each_job_once(patch, _JOBS)
         assert _check(str(root / "tiny.toml"), "--out", str(root / "first"), "--baseline", base,
                       "--update-baseline") == 0
         assert _check(str(root / "tiny.toml"), "--out", str(root / "second"), "--baseline", base) == 0
     assert _check(str(root / "tiny.toml"), "--out", str(root / "third"), "--baseline", base) == 0
     return root
+
+
+# The tiny suite's job outputs, computed by the fixture's first run (tests/check_memo.py):
+# the baseline test's three runs judge the same jobs against other baselines.
+_JOBS: dict = {}
 
 
 def _draw_each_task_once(monkeypatch) -> None:
@@ -335,9 +343,11 @@ def test_baseline_new_accepted_fixed_and_update(tiny, tmp_path, monkeypatch):
     """An entry removed from the baseline comes back as new (exit 1); one the run does
     not see again is fixed (exit 0); --update-baseline rewrites the file to what was
     seen, after which nothing is new."""
-    # The three runs below draw the same pictures: each is drawn once (the pictures are
-    # other tests' subject, not this one's, and drawing them was half of its time).
+    # The three runs below draw the same pictures and run the same jobs as the fixture's:
+    # each picture is drawn once and each job's output is the fixture's (the pictures and
+    # the jobs are other tests' subject; the baseline is judged in the fold, on each run).
     _draw_each_task_once(monkeypatch)
+    each_job_once(monkeypatch, _JOBS)
     shutil.copy(tiny / "tiny.toml", tmp_path / "tiny.toml")
     doc = json.loads((tiny / "baseline.json").read_text())
     assert {e["property"] for e in doc["accepted"]} == TODAY_FINDINGS
@@ -401,9 +411,13 @@ task_retries = 0
 """
 
 
-def test_planted_bug_variant_fails_and_is_named_with_its_picture(tmp_path, capsys):
+def test_planted_bug_variant_fails_and_is_named_with_its_picture(tmp_path, capsys, monkeypatch):
     """A planted bug's variant added to a suite: exit 1, and the JUnit failure, the
-    Markdown and the HTML name it, the HTML with its sequence diagram."""
+    Markdown and the HTML name it, the HTML with its sequence diagram. The second run
+    judges the first run's jobs and pictures (tests/check_memo.py): what is tested is
+    that an accepted finding still fails the run, which the fold and writers decide."""
+    _draw_each_task_once(monkeypatch)
+    each_job_once(monkeypatch, {})
     (tmp_path / "s.toml").write_text(PLANTED_VARIANT)
     # Accepting its findings does not help: the scenario's expectation still fails.
     assert _check(str(tmp_path / "s.toml"), "--out", str(tmp_path / "accepted"), "--baseline",
@@ -473,8 +487,11 @@ def test_workers_do_not_change_the_report(tiny):
 
 
 def test_interrupted_write_keeps_the_old_report(tiny, tmp_path, monkeypatch):
-    """An error while writing leaves the old report whole and no temporary folder."""
+    """An error while writing leaves the old report whole and no temporary folder (the
+    jobs are the fixture's: tests/check_memo.py)."""
     from reports import junit as junit_writer
+
+    each_job_once(monkeypatch, _JOBS)
 
     out = tmp_path / "out"
     shutil.copytree(tiny / "second", out)
@@ -494,7 +511,9 @@ def test_pictures_are_the_same_drawn_by_a_pool(tiny):
     from sim.commands import check as command
 
     suite = suites.load(tiny / "tiny.toml")
-    result = check.run_check(suite, quick=True)
+    with pytest.MonkeyPatch.context() as patch:  # the jobs are the fixture's: the pictures are the subject
+        each_job_once(patch, _JOBS)
+        result = check.run_check(suite, quick=True)
     assert command.draw(result.report, result.traces, 2) == command.draw(result.report, result.traces, 1)
 
 
@@ -654,3 +673,40 @@ def test_every_suite_key_is_accepted_and_changes_what_runs(where):
         return (s.name, s.summary, check._jobs(s), check._jobs(s.part(True)) if not s.part(True).empty else None,
                 s.compare.expect if s.compare is not None else None)
     assert runs(changed) != runs(VOCAB_BASE)
+
+
+def test_the_test_caches_hand_back_what_the_real_calls_give(monkeypatch):
+    """tests/check_memo.py, which the fixtures above and tests/test_check_sections.py,
+    test_compare.py and test_designs.py rely on: a cached exploration or job is a copy of
+    the real one's output, one per distinct world, bounds and bound (or job), computed
+    once; a search with a stop rule is never served from the cache."""
+    import functools
+
+    from check_memo import each_exploration_once
+
+    from model import explore as ex
+    from model import worlds
+    from sim import check_jobs
+
+    real_explore = ex.explore
+    real = {d: real_explore(worlds.build("two-messages", d), ex.Bounds(), max_states=300) for d in ("contract", "today")}
+    memo: dict = {}
+    calls = []
+    @functools.wraps(real_explore)  # the same signature, which the cache reads
+    def counted(*a, **k):
+        calls.append(a)
+        return real_explore(*a, **k)
+    monkeypatch.setattr(ex, "explore", counted)
+    each_exploration_once(monkeypatch, memo)
+    for _ in range(2):
+        for d in ("contract", "today"):
+            got = ex.explore(worlds.build("two-messages", d), ex.Bounds(), max_states=300)
+            assert got is not real[d] and (got.states, got.violations) == (real[d].states, real[d].violations)
+    assert len(memo) == len(calls) == 2
+    ex.explore(worlds.build("two-messages", "today"), ex.Bounds(), max_states=300, stop_on=lambda f: True)
+    assert len(calls) == 3  # a stop rule: the real search
+    jobs: dict = {}
+    each_job_once(monkeypatch, jobs)
+    job = [(check_jobs.job_detection, ("swarm", "interrupt-without-cancel", 2))]
+    first, again = check.run_jobs(job, 1), check.run_jobs(job, 1)
+    assert first == again == check_jobs.run_jobs(job, 1) and first[0] is not again[0] and len(jobs) == 1

@@ -17,6 +17,7 @@ import tomllib
 
 import junitparser
 import pytest
+from check_memo import ABOVE_MARGIN_GROUP, each_exploration_once, each_job_once
 
 from sim import bugs, compare
 from sim import suite as suites
@@ -53,15 +54,30 @@ def _check(*args: str) -> int:
     return main(["check", *args])
 
 
+# The jobs of the tiny suite's one-worker run (tests/check_memo.py): the run that
+# expects another verdict of the contract judges the contract's same two jobs.
+_JOBS: dict = {}
+# The one-worker run's explorations of the above-margin world are kept for
+# tests/test_compare.py and tests/test_designs.py, in the same worker (tests/conftest.py).
+XDIST_GROUP = ABOVE_MARGIN_GROUP
+
+
 @pytest.fixture(scope="module")
 def sections(tmp_path_factory):
-    """The tiny suite run with one worker and with two: (folder, first report, second)."""
+    """The tiny suite run with one worker and with two: (folder, first report, second).
+    The one-worker run keeps its jobs' outputs for later tests; the two-worker run
+    computes its own (in its pool), so the two reports are two computations."""
     root = tmp_path_factory.mktemp("sections")
     (root / "s.toml").write_text(SECTIONS)
     base = str(root / "none.json")
     for out, workers in (("one", "1"), ("two", "2")):
-        assert _check(str(root / "s.toml"), "--out", str(root / out), "--baseline", base, "--update-baseline",
-                      "--workers", workers) == 0
+        with pytest.MonkeyPatch.context() as patch:
+            each_job_once(patch, _JOBS)
+            if workers == "1":  # the pool's run explores in its workers, not from the cache
+                each_exploration_once(patch)
+            assert _check(str(root / "s.toml"), "--out", str(root / out), "--baseline", base, "--update-baseline",
+                          "--workers", workers) == 0
+    assert _JOBS  # the one-worker run filled the memo
     return root
 
 
@@ -157,10 +173,12 @@ def test_quick_runs_what_the_sections_say():
     assert slow.part(True).compare is None
 
 
-def test_a_verdict_other_than_expected_fails_the_run(tmp_path, capsys):
+def test_a_verdict_other_than_expected_fails_the_run(sections, tmp_path, capsys, monkeypatch):
     """The contract expected to hold at-most-once in the above-margin world (it has its
     age-check residual risk there): exit 1, the reason names the design and property,
-    and the JUnit case fails as a changed verdict; the other cells pass."""
+    and the JUnit case fails as a changed verdict; the other cells pass. The contract's
+    two jobs are the fixture's (the verdict is judged in the fold, which runs here)."""
+    each_job_once(monkeypatch, _JOBS)
     suite = textwrap.dedent("""
         name = "wrong"
         [compare]

@@ -114,8 +114,11 @@ def test_progress_counts_every_seed_once(client):
 # -- failures ------------------------------------------------------------------
 
 
-def test_seed_that_always_raises_is_a_harness_error_naming_it(client):
-    """Dask retries the task; the seed that keeps raising is named, never dropped."""
+def test_seed_that_always_raises_is_a_harness_error_naming_it(client, monkeypatch):
+    """Dask retries the task; the seed that keeps raising is named, never dropped. (The
+    local pool's workers, still starting when the seed fails, are ended without the
+    early stop's grace: the grace is tests/test_outputs.py's subject, not this one's.)"""
+    monkeypatch.setattr(backends, "STOP_GRACE_S", 0.05)
     with pytest.raises(backends.SeedFailed, match=r"seed 6 failed on every try \(3\): RuntimeError: the harness broke here"):
         list(backends.map_seeds(_raises, 0, 12, (6,), cluster=client))
     with pytest.raises(backends.SeedFailed, match=r"seed 6 failed on every try \(1\): RuntimeError"):
@@ -170,7 +173,8 @@ def test_a_seed_that_kills_every_worker_is_named(process_cluster):
             list(backends.map_seeds(_always_dies, 0, 6, (3,), cluster=client))
 
 
-def test_a_local_worker_that_dies_names_its_seeds():
+def test_a_local_worker_that_dies_names_its_seeds(monkeypatch):
+    monkeypatch.setattr(backends, "STOP_GRACE_S", 0.05)  # as above: the others end without the grace
     with pytest.raises(backends.WorkerDied, match="worker process died"):
         list(backends.map_seeds(_always_dies, 0, 6, (3,), workers=2))
 
@@ -194,7 +198,7 @@ def test_workers_with_a_cluster_is_refused(capsys, tmp_path):
 def test_unreachable_scheduler_is_one_line_exit_2(monkeypatch, capsys, tmp_path):
     """Nothing listens on the port: one line, exit 2 (the address is the user's input),
     and nothing on stdout (the connection comes before the header)."""
-    monkeypatch.setattr(backends, "CONNECT_TIMEOUT_S", 1)
+    monkeypatch.setattr(backends, "CONNECT_TIMEOUT_S", 0.2)  # refused at once; Dask retries until then
     assert main(["swarm", "--seeds", "2", "--cluster", "tcp://127.0.0.1:9", "--out", str(tmp_path)]) == 2
     captured = capsys.readouterr()
     err = captured.err.strip()

@@ -9,10 +9,15 @@ import io
 import json
 
 import pytest
+from check_memo import ABOVE_MARGIN_GROUP, each_exploration_once
 
 from sim.cli import main
 
 SMALL = ["--designs", "contract,first-attempt-only", "--worlds", "above-margin", "--seeds", "3"]
+# The above-margin world exhausted under each design once per worker process, shared with
+# tests/test_check_sections.py and tests/test_designs.py (tests/check_memo.py): what is
+# tested here is the command's output, not the explorer (tests/test_explore*.py).
+XDIST_GROUP = ABOVE_MARGIN_GROUP
 
 
 @pytest.mark.parametrize("argv, words", [
@@ -43,7 +48,8 @@ def one_worker(tmp_path_factory):
     One run for the tests below, which read it (each run costs seconds of explorer)."""
     root = tmp_path_factory.mktemp("compare")
     buffer = io.StringIO()
-    with contextlib.redirect_stdout(buffer):  # capsys is per test; this runs once per module
+    with contextlib.redirect_stdout(buffer), pytest.MonkeyPatch.context() as patch:  # capsys is per test
+        each_exploration_once(patch)
         code = main(["compare", *SMALL, "--json", "--out", str(root / "out"), "--report", str(root / "rep")])
     assert code == 0
     return json.loads(buffer.getvalue()), root / "out", root / "rep"
@@ -71,13 +77,16 @@ def test_json_shape_and_the_designs_verdicts(one_worker):
     assert table.startswith("# Comparing designs") and "| at_most_once | residual risk age_check_best_effort |" in table
 
 
-def test_deterministic_for_any_worker_count(one_worker, capsys):
+def test_deterministic_for_any_worker_count(one_worker, capsys, monkeypatch):
     """Two workers print what one printed (--report only writes the table: it does not
     change the JSON, so the one-worker run above, with it, is the reference). The
     two-worker run compares one design, the contract: a design's row depends on that
     design alone, and the workers run each design's swarm seeds the same way (the
     second design doubled this test's time and tested the same code)."""
     one, out, _ = one_worker
+    # The explorer runs in this process whatever --workers says: its result is the
+    # fixture's (tests/check_memo.py); the workers run the swarm seeds.
+    each_exploration_once(monkeypatch)
     code = main(["compare", "--designs", "contract", *SMALL[2:], "--json", "--out", str(out), "--workers", "2"])
     two = json.loads(capsys.readouterr().out)
     assert code == 0

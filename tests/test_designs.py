@@ -13,6 +13,7 @@ import pathlib
 from dataclasses import replace
 
 import pytest
+from check_memo import ABOVE_MARGIN_GROUP, each_exploration_once
 
 from model import designs, planted_bugs
 from model import explore as ex
@@ -124,10 +125,19 @@ def test_first_attempt_only_reports_unknown_for_a_command_that_never_ran():
     assert _new(_run("design_first_attempt_never_reached", "contract")) == set()
 
 
+# The contract's above-margin exploration is the one tests/test_check_sections.py and
+# tests/test_compare.py make, kept once per worker process (tests/check_memo.py).
+XDIST_GROUP = ABOVE_MARGIN_GROUP
+
+
 @pytest.fixture(scope="module")
 def contract_above_margin() -> ex.Result:
-    """The contract in the above-margin world, exhausted once for the two tests below."""
-    return _explore("contract", ABOVE.world, ABOVE.bounds, ABOVE.max_states)
+    """The contract in the above-margin world, exhausted once for the two tests below
+    (and for the modules of its xdist group: the explorer is a pure function of its
+    world, bounds and state bound)."""
+    with pytest.MonkeyPatch.context() as patch:
+        each_exploration_once(patch)
+        return _explore("contract", ABOVE.world, ABOVE.bounds, ABOVE.max_states)
 
 
 def test_incarnation_token_holds_at_most_once_above_the_margin_where_the_contract_does_not(contract_above_margin):
