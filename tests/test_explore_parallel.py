@@ -48,23 +48,45 @@ MEMO_CASES = [
 ]
 
 
-def test_every_memoized_step_equals_the_real_one(checked_memo, monkeypatch):
-    """``Context._check`` raises on the first cached step whose system, timers, messages,
-    open requests or ghost records differ from ``system.apply``'s; and between them the
-    cases replay cached steps of every footprint ``Context._memo_key`` knows."""
-    seen = set()
-    real = ex.Context._lookup
+@pytest.fixture(scope="module")
+def checked_cases():
+    """The cases searched once with ``CHECK_MEMO`` on, both checks at work in the same
+    searches (every cached step applied for real and compared, every memoized expansion
+    computed again and compared): which footprints were replayed from the step memo, and
+    how many expansions came from the expansion memo. One pass serves the two tests below
+    (each check raises on its own first difference, whichever test is reading)."""
+    seen, checked, memo = set(), [], []
+    real_lookup = ex.Context._lookup
+    real_check = ex.Search._check_expansion
 
     def lookup(self, key, s):
-        found = real(self, key, s)
+        found = real_lookup(self, key, s)
         if found is not None:
             seen.add(key[0])
         return found
-    monkeypatch.setattr(ex.Context, "_lookup", lookup)
-    for world, variant, in_flight_ms, states in MEMO_CASES:
-        result = ex.explore(worlds.build(world, variant), ex.Bounds(max_in_flight_ms=in_flight_ms),
-                            max_states=states)
-        assert result.memo_hits > result.memo_misses > 0, (world, variant)
+
+    def check(self, node, found):
+        checked.append(len(found[1]))
+        return real_check(self, node, found)
+
+    with pytest.MonkeyPatch.context() as patch:
+        patch.setattr(explore_context, "CHECK_MEMO", True)
+        patch.setattr(ex.Context, "_lookup", lookup)
+        patch.setattr(ex.Search, "_check_expansion", check)
+        for world, variant, in_flight_ms, states in MEMO_CASES:
+            result = ex.explore(worlds.build(world, variant), ex.Bounds(max_in_flight_ms=in_flight_ms),
+                                max_states=states)
+            memo.append((world, variant, result.memo_hits, result.memo_misses))
+    return seen, checked, memo
+
+
+def test_every_memoized_step_equals_the_real_one(checked_cases):
+    """``Context._check`` raises on the first cached step whose system, timers, messages,
+    open requests or ghost records differ from ``system.apply``'s; and between them the
+    cases replay cached steps of every footprint ``Context._memo_key`` knows."""
+    seen, _, memo = checked_cases
+    for world, variant, hits, misses in memo:
+        assert hits > misses > 0, (world, variant)
     assert seen >= {"agent", "chatd", "lose", "agent-timer", "chatd-timer", "restart", "chatd-fault", "tick"}
 
 
@@ -83,18 +105,10 @@ def test_the_memo_check_fires_on_a_footprint_that_misses_a_read(checked_memo, mo
         ex.explore(worlds.default("contract"), ex.Bounds(), max_states=5_000)
 
 
-def test_every_memoized_expansion_equals_the_real_one(checked_memo, monkeypatch):
+def test_every_memoized_expansion_equals_the_real_one(checked_cases):
     """Rule 10: with ``CHECK_MEMO`` every expansion taken from the memo is computed again
     and compared (``Search._check_expansion``); the cases take hundreds from it."""
-    checked = []
-    real = ex.Search._check_expansion
-
-    def check(self, node, found):
-        checked.append(len(found[1]))
-        return real(self, node, found)
-    monkeypatch.setattr(ex.Search, "_check_expansion", check)
-    for world, variant, in_flight_ms, states in MEMO_CASES:
-        ex.explore(worlds.build(world, variant), ex.Bounds(max_in_flight_ms=in_flight_ms), max_states=states)
+    _, checked, _ = checked_cases
     assert len(checked) > 200
 
 
