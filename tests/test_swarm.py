@@ -191,15 +191,16 @@ def test_a_worker_chunk_stops_once_the_parent_stops_reading(monkeypatch):
 
 def test_pool_forks_only_where_safe(monkeypatch):
     """Forked on Linux from a process with no other thread (the model already imported);
-    spawned from one with threads (a lock held by another thread at the fork would stay
-    held in the child) and on other systems."""
+    from one with threads (a lock held by another thread at the fork would stay held in
+    the child) forked from a one-thread server process that preloads the workers'
+    modules; spawned on other systems."""
     import threading
 
     monkeypatch.setattr(sys, "platform", "linux")
     monkeypatch.setattr(threading, "active_count", lambda: 1)
     assert swarm._pool_context().get_start_method() == "fork"
     monkeypatch.setattr(threading, "active_count", lambda: 2)
-    assert swarm._pool_context().get_start_method() == "spawn"
+    assert swarm._pool_context().get_start_method() == "forkserver"
     monkeypatch.setattr(threading, "active_count", lambda: 1)
     monkeypatch.setattr(sys, "platform", "darwin")
     assert swarm._pool_context().get_start_method() == "spawn"
