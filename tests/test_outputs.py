@@ -359,17 +359,24 @@ def test_ctrl_c_at_any_line_of_the_pool_stops_it(tmp_path):
     script = tmp_path / "ctrl_c_at_line.py"
     script.write_text(_CTRL_C_AT_LINE, encoding="utf-8")
     ks = ["3", "40", "150", "400", "700", "1000", "1300"]
-    # Its own session: on a hang, the script and its workers are killed together.
-    proc = subprocess.Popen([sys.executable, str(script), *ks], cwd=tmp_path, env=_env(), text=True,
+    out, err = _script_within(script, ks, cwd=tmp_path, hung="the pool did not stop after a Ctrl-C")
+    assert out.splitlines() == [f"{k} interrupted 0" for k in ks], err
+
+
+def _script_within(script, args, *, cwd, hung: str) -> tuple[str, str]:
+    """Run ``script`` in its own session and return its (stdout, stderr) once it exits 0;
+    on a hang (120 s: a guard, not a speed check) kill it and its workers together and
+    fail with ``hung`` and what it printed before."""
+    proc = subprocess.Popen([sys.executable, str(script), *args], cwd=cwd, env=_env(), text=True,
                             stdout=subprocess.PIPE, stderr=subprocess.PIPE, start_new_session=True)
     try:
         out, err = proc.communicate(timeout=120)
     except subprocess.TimeoutExpired:
         os.killpg(proc.pid, signal.SIGKILL)
         out, err = proc.communicate()
-        pytest.fail(f"the pool did not stop after a Ctrl-C; done before: {out!r}")
+        pytest.fail(f"{hung}; printed before: {out!r}")
     assert proc.returncode == 0, err
-    assert out.splitlines() == [f"{k} interrupted 0" for k in ks], err
+    return out, err
 
 
 _STUCK_WORKER = """
@@ -398,15 +405,7 @@ def test_an_early_stop_ends_workers_that_do_not_finish(tmp_path):
     hour; the timeout guards against that, it is not a speed check.)"""
     script = tmp_path / "stuck_worker.py"
     script.write_text(_STUCK_WORKER, encoding="utf-8")
-    proc = subprocess.Popen([sys.executable, str(script)], cwd=tmp_path, env=_env(), text=True,
-                            stdout=subprocess.PIPE, stderr=subprocess.PIPE, start_new_session=True)
-    try:
-        out, err = proc.communicate(timeout=120)
-    except subprocess.TimeoutExpired:
-        os.killpg(proc.pid, signal.SIGKILL)
-        out, err = proc.communicate()
-        pytest.fail(f"the pool waited for its stuck workers; printed before: {out!r}")
-    assert proc.returncode == 0, err
+    out, err = _script_within(script, [], cwd=tmp_path, hung="the pool waited for its stuck workers")
     assert out.splitlines() == ["0", "0"], err
 
 
