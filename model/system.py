@@ -88,7 +88,6 @@ from .core import (
     TransportError,
     header_value,
 )
-from .timing import Timing
 from .identity import AGE_MS_HEADER, TOOL_CALL_ID_HEADER, path_unescape
 
 AGENT = "agent"
@@ -97,73 +96,9 @@ DB = "db"
 PROBE = "probe"  # sends the crafted requests of ``request`` faults and receives their answers
 
 
-# ---------------------------------------------------------------------------
-# Configuration
-# ---------------------------------------------------------------------------
-
-
-@dataclass(frozen=True)
-class ClockSpec:
-    """A node clock: ``offset + true + drift + steps`` in integer milliseconds."""
-
-    offset_ms: int = 0
-    drift_ppm: int = 0
-    steps: tuple[tuple[int, int], ...] = ()  # (at true ms, jump ms)
-
-    def read(self, true_ms: int) -> int:
-        if self is PERFECT_CLOCK:
-            return true_ms  # most nodes of most worlds: every step reads several clocks
-        jumps = sum(by for at, by in self.steps if at <= true_ms)
-        return self.offset_ms + true_ms + (true_ms * self.drift_ppm) // 1_000_000 + jumps
-
-    def true_delay(self, after_ms: int) -> int:
-        """How much true time passes while this clock advances ``after_ms``."""
-        if self.drift_ppm == 0:
-            return after_ms
-        rate = 1_000_000 + self.drift_ppm
-        return -((-after_ms * 1_000_000) // rate)  # ceiling division
-
-
-PERFECT_CLOCK = ClockSpec()
-
-
-@dataclass(frozen=True)
-class ChatSpec:
-    name: str
-    chat_id: str
-    turns: tuple  # tuple of turns, each a tuple of chattool.ToolCall
-    gen_time_ms: int = chatd.DEFAULT_GEN_TIME_MS
-    start_at_ms: int = 0
-
-
-@dataclass(frozen=True)
-class WorldConfig:
-    replicas: tuple[str, ...] = ("replica-1", "replica-2")
-    chatd_rules: Any = chatd.CONTRACT
-    agent_config: agent.AgentConfig = agent.AgentConfig()
-    chats: tuple[ChatSpec, ...] = ()
-    clocks: FMap = EMPTY  # node -> ClockSpec
-    files: FMap = EMPTY
-    agent_boot_at_ms: int = 0
-    replica_rules: FMap = EMPTY  # replica name -> ChatdRules, for mixed versions in a rollout
-    pubsub_immediate: bool = False  # deliver publishes within the commit's step (explorer worlds)
-    message_ids_per_chat: bool = False  # each chat numbers its own messages (chatd_db.Db)
-    # chatd's timing as the world was built, before any planted bug changed it (set where
-    # the world is built: model/worlds.py, sim/run.py). Checkers bound the world by this
-    # clock, so a bug that changes timing (no-agent-answer-timeout) cannot move its own
-    # bound and checkers need not know the planted bugs. None: ``chatd_rules.timing``.
-    reference_timing: Timing | None = None
-    # The agent's handlers (``boot``, ``shutdown``, ``on_request``, ``on_timer`` with
-    # the agent package's signatures); None is model/agent/. Only tests plug in a stub agent,
-    # so that every chatd test runs through this module's one interpreter of effects.
-    agent_impl: Any = None
-
-    def clock(self, node: str) -> ClockSpec:
-        return self.clocks.get(node) or PERFECT_CLOCK
-
-    def timing_before_bugs(self) -> Timing:
-        """The world's chatd clock without its planted bugs (``reference_timing``)."""
-        return self.reference_timing if self.reference_timing is not None else self.chatd_rules.timing
+# The configuration (replicas, chats, clocks, rules) lives in model/world_config.py and
+# is re-exported: every driver says ``msys.WorldConfig``.
+from .world_config import PERFECT_CLOCK, ChatSpec, ClockSpec, WorldConfig  # noqa: E402,F401
 
 
 # ---------------------------------------------------------------------------
