@@ -35,11 +35,12 @@ from dataclasses import asdict, dataclass, field
 
 from model import planted_bugs
 
-from . import explore_tour, story_search
+from . import explore_tour
+from .stories import SEARCH_EXAMPLES
 
 DRIVERS = ("explore", "search", "swarm")
 UNITS = {"explore": "states", "search": "programs", "swarm": "seeds"}
-DEFAULT_BUDGETS = {"explore": explore_tour.TOUR_STATES, "search": story_search.EXAMPLES, "swarm": 100}
+DEFAULT_BUDGETS = {"explore": explore_tour.TOUR_STATES, "search": SEARCH_EXAMPLES, "swarm": 100}
 SWARM_STARTS = (1, 1001, 2001)
 SEARCH_SHRINK_RUNS = 30  # the table's shrinking: enough to show a shorter story, bounded in runs
 CONTROL = "contract"  # the row that must show no new finding

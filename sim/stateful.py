@@ -23,7 +23,6 @@ programs shrinking tries.
 from __future__ import annotations
 
 import json
-import shutil
 import tempfile
 from pathlib import Path
 from typing import Callable
@@ -38,7 +37,7 @@ from model import properties as props
 from model import system as msys
 
 from . import counterexample as cx
-from .progress import Progress, add_quiet_flag
+from .progress import Progress
 
 settings.register_profile("ci", max_examples=40, stateful_step_count=40, deadline=None,
                           suppress_health_check=[HealthCheck.too_slow])
@@ -152,31 +151,6 @@ def save_counterexample(out: Path, variant: str, bounds: ex.Bounds, v, path: lis
 # ---------------------------------------------------------------------------
 # Command line: toolcall-sim search
 # ---------------------------------------------------------------------------
-
-
-def add_arguments(parser) -> None:
-    from model import worlds as small_worlds
-
-    from .output import default_out_dir
-
-    parser.add_argument("--variant", default="contract", help="variant, e.g. today or contract+no-age-margin")
-    parser.add_argument("--examples", type=int, default=None,
-                        help="programs hypothesis tries (default 500 drawn stories, the budget of toolcall-sim "
-                             "bugs; 200 with --world)")
-    parser.add_argument("--world", choices=small_worlds.names(), default=None,
-                        help="search this small world of the explorer step by step (the rule-based state "
-                             "machine) instead of drawing race stories (the default)")
-    parser.add_argument("--steps", type=int, default=None,
-                        help="with --world: actions per program at most (default 40)")
-    parser.add_argument("--shrink-runs", type=int, default=None,
-                        help="without --world: runs shrinking may spend after the first failure (default "
-                             "200)")
-    parser.add_argument("--seed", type=int, default=None, help="without --world: hypothesis's seed (default 0)")
-    parser.add_argument("--out", default=None, metavar="DIR",
-                        help=f"where the shrunk counterexample (and, for stories, hypothesis's example "
-                             f"database) is written (default ./{default_out_dir('search')} for stories, "
-                             f"./{OUT} with --world, under the current directory)")
-    add_quiet_flag(parser)
 
 
 def main(args, out) -> int:

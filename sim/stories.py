@@ -45,6 +45,11 @@ from model.timing import DEFAULT_TIMING
 
 from .scenario import ROUTE_OF_TOOL, format_duration, parse_duration
 
+# How many drawn stories a search tries by default: ``toolcall-sim search`` and the
+# detection table (sim/bugs.py) alike. Here, beside the drawing, rather than in
+# sim/story_search.py, so the command line reads it without importing hypothesis.
+SEARCH_EXAMPLES = 500
+
 # Fault kinds swarm toggles per seed: the vocabulary's swarm subset (model/vocabulary.py
 # says why the others stay out).
 FAULT_KINDS = vocabulary.SWARM_FAULT_KINDS

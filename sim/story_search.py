@@ -66,9 +66,9 @@ from hypothesis import HealthCheck, Phase, given, settings, target
 from hypothesis import strategies as st
 
 from .minimize import size
-from .stories import draw_scenario
+from .stories import SEARCH_EXAMPLES, draw_scenario
 
-EXAMPLES = 500  # programs by default: `search` and the detection table (sim/bugs.py) alike
+EXAMPLES = SEARCH_EXAMPLES  # programs by default: sim/stories.py says why it lives there
 SHRINK_RUNS = 200  # runs shrinking may spend after the first failure (Rule 3)
 _UNIT = 1_000  # resolution of DrawnRandom.random()
 _SPREAD = 383  # coprime with _UNIT: n -> n * 383 mod 1000 is a permutation of 0..999

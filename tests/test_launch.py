@@ -43,3 +43,18 @@ def test_the_console_script_and_python_m_sim_start_through_the_guard():
     scripts = tomllib.loads((ROOT / "pyproject.toml").read_text())["project"]["scripts"]
     assert scripts["toolcall-sim"] == "sim.launch:main"
     assert "from .launch import main" in (ROOT / "sim" / "__main__.py").read_text()
+
+
+def test_the_command_line_is_built_without_hypothesis():
+    """``toolcall-sim`` builds its whole command line (every subcommand's flags) without
+    importing hypothesis: only a search imports it (sim/commands/search.py declares the
+    search's flags itself), and the folder its --world programs write to is sim.stateful's."""
+    child = ("import sys\nfrom sim import cli\ncli.parser()\n"
+             "print('hypothesis' in sys.modules)\n")
+    done = subprocess.run([sys.executable, "-c", child], cwd=ROOT, capture_output=True, text=True, timeout=120)
+    assert done.returncode == 0, done.stderr
+    assert done.stdout.strip() == "False"
+    from sim import stateful
+    from sim.commands import search
+
+    assert search.WORLD_OUT == stateful.OUT.as_posix()

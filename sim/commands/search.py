@@ -2,22 +2,48 @@
 
 Theory of operation
 -------------------
-Only the registration lives here: the flags and the run are ``sim.stateful``'s
-(``add_arguments`` and ``main``), the hypothesis state machine that drives
-``model.system.apply`` and shrinks a failure to a short counterexample.
+Only the registration lives here: the flags, and the run, which is ``sim.stateful``'s
+``main`` (the hypothesis state machine that drives ``model.system.apply`` and shrinks a
+failure to a short counterexample). The flags are declared here, not there, so building
+the command line does not import hypothesis (0.1 s of every ``toolcall-sim`` start);
+``sim.stateful`` is imported when a search runs.
 """
 
 from __future__ import annotations
 
-from .. import stateful
-
 NAME = "search"
 HELP = "random search with shrinking (hypothesis) of the default world"
+# sim.stateful.OUT: where --world programs' counterexamples go (a test keeps them equal).
+WORLD_OUT = "reports/out/hypothesis"
 
 
 def add_arguments(parser) -> None:
-    stateful.add_arguments(parser)
+    from model import worlds as small_worlds
+
+    from ..output import default_out_dir
+    from ..progress import add_quiet_flag
+
+    parser.add_argument("--variant", default="contract", help="variant, e.g. today or contract+no-age-margin")
+    parser.add_argument("--examples", type=int, default=None,
+                        help="programs hypothesis tries (default 500 drawn stories, the budget of toolcall-sim "
+                             "bugs; 200 with --world)")
+    parser.add_argument("--world", choices=small_worlds.names(), default=None,
+                        help="search this small world of the explorer step by step (the rule-based state "
+                             "machine) instead of drawing race stories (the default)")
+    parser.add_argument("--steps", type=int, default=None,
+                        help="with --world: actions per program at most (default 40)")
+    parser.add_argument("--shrink-runs", type=int, default=None,
+                        help="without --world: runs shrinking may spend after the first failure (default "
+                             "200)")
+    parser.add_argument("--seed", type=int, default=None, help="without --world: hypothesis's seed (default 0)")
+    parser.add_argument("--out", default=None, metavar="DIR",
+                        help=f"where the shrunk counterexample (and, for stories, hypothesis's example "
+                             f"database) is written (default ./{default_out_dir('search')} for stories, "
+                             f"./{WORLD_OUT} with --world, under the current directory)")
+    add_quiet_flag(parser)
 
 
 def main(args, out) -> int:
+    from .. import stateful
+
     return stateful.main(args, out)
