@@ -8,6 +8,9 @@ import pathlib
 import weakref
 from dataclasses import replace
 
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
 from model import system as msys
 from model.core import FMap
 from sim.run import build, run_scenario
@@ -133,3 +136,63 @@ def test_a_finished_world_is_freed_without_the_collector():
     finally:
         if was_enabled:
             gc.enable()
+
+
+# simpy is the reference the world's agenda is held to: the agenda replaced a simpy event
+# per message and timer for speed (issue 14), and must fire in exactly the order simpy
+# would, entries scheduled from inside a firing and the stop at ``until`` included.
+_ENTRY = st.tuples(st.integers(0, 40), st.integers(0, 4),
+                   st.lists(st.tuples(st.integers(0, 40), st.integers(0, 4)), max_size=3))
+
+
+def _simpy_order(entries, until_ms) -> list:
+    import simpy
+
+    env = simpy.Environment()
+    fired = []
+
+    def at(delay_ms, priority, name, children):
+        event = simpy.Event(env)
+        event._ok, event._value = True, None
+
+        def fire(_event):
+            fired.append((env.now, name))
+            for k, (d, p) in enumerate(children):
+                at(d, p, f"{name}.{k}", ())
+        event.callbacks.append(fire)
+        env.schedule(event, priority, delay_ms)
+
+    for i, (delay_ms, priority, children) in enumerate(entries):
+        at(delay_ms, priority, str(i), children)
+    env.run(until=until_ms)
+    return fired
+
+
+def _agenda_order(entries, until_ms) -> list:
+    world = Simulation(msys.WorldConfig(replicas=()), 1, None)
+    world._queue.clear()
+    fired = []
+
+    def fire(w, entry):
+        name, children = entry
+        fired.append((w.now_ms, name))
+        for k, (d, p) in enumerate(children):
+            w._at(w.now_ms + d, p, fire, (f"{name}.{k}", ()))
+
+    for i, (delay_ms, priority, children) in enumerate(entries):
+        world._at(delay_ms, priority, fire, (str(i), children))
+    world.run(until_ms)
+    return fired
+
+
+@settings(max_examples=150, deadline=None)
+@given(st.lists(_ENTRY, max_size=12), st.integers(1, 60))
+def test_the_agenda_fires_in_simpys_order(entries, until_ms):
+    assert _agenda_order(entries, until_ms) == _simpy_order(entries, until_ms)
+
+
+def test_the_simpy_oracle_can_tell_orders_apart():
+    """The oracle above is not blind: two entries due at the same time fire by priority,
+    and one due at ``until`` does not fire at all, in simpy as in the agenda."""
+    entries = [(5, 3, []), (5, 1, [(0, 0)]), (9, 1, [])]
+    assert _simpy_order(entries, 9) == [(5, "1"), (5, "1.0"), (5, "0")] == _agenda_order(entries, 9)
