@@ -267,9 +267,7 @@ def _read_network(c: _Checker, value: Any, nodes: tuple[str, ...]) -> tuple[int,
             c.fail("network.latency.p99", f"{lat['p99']} is below the median {lat['median']}")
         latency_shape = (("shape", shape_name), ("median_ms", median), ("p99_ms", p99))
     stalls = _read_stalls(c, network["stalls"]) if "stalls" in network else ()
-    loss = float(c.typed(network.get("loss", 0.0), float, "network.loss"))
-    if not 0.0 <= loss <= 1.0:
-        c.fail("network.loss", f"must be between 0 and 1, got {loss}")
+    loss = _loss(c, network.get("loss", 0.0), "network.loss")
     links = []
     for link, spec in sorted(c.table(network.get("links", {}), "network.links").items()):
         where = f"network.links.{link}"
@@ -288,12 +286,17 @@ def _read_network(c: _Checker, value: Any, nodes: tuple[str, ...]) -> tuple[int,
             if values[-1][1] < values[-2][1]:
                 c.fail(f"{where}.latency", "max is below min")
         if "loss" in spec:
-            link_loss = float(c.typed(spec["loss"], float, f"{where}.loss"))
-            if not 0.0 <= link_loss <= 1.0:
-                c.fail(f"{where}.loss", f"must be between 0 and 1, got {link_loss}")
-            values.append(("loss", link_loss))
+            values.append(("loss", _loss(c, spec["loss"], f"{where}.loss")))
         links.append((link, tuple(values)))
     return lat_min, lat_max, loss, tuple(links), latency_shape, stalls
+
+
+def _loss(c: _Checker, value: Any, where: str) -> float:
+    """A loss probability (the world's ``network.loss`` or one link's): 0 to 1."""
+    loss = float(c.typed(value, float, where))
+    if not 0.0 <= loss <= 1.0:
+        c.fail(where, f"must be between 0 and 1, got {loss}")
+    return loss
 
 
 def _read_stalls(c: _Checker, value: Any) -> tuple:

@@ -415,32 +415,42 @@ def _read_swarm(r: _Reader, value: Any) -> tuple[SwarmRun, ...]:
     return tuple(runs)
 
 
-def _read_planted(r: _Reader, value: Any) -> Planted:
-    from model import explore as ex
-    from model import planted_bugs, worlds
+def _drivers_and_bugs(r: _Reader, t: dict, section: str, known_drivers) -> tuple[tuple, tuple, tuple]:
+    """``drivers``, ``quick_drivers`` and ``bugs`` of ``[planted]`` and ``[detection]``,
+    which name them alike: (drivers, the quick part's drivers, bug names; ``["*"]`` or no
+    ``bugs`` is every planted bug). Each name is checked; errors name ``section``."""
+    from model import planted_bugs
 
-    t = r.table(value, "planted", PLANTED_KEYS)
-    if "drivers" not in t:
-        r.fail("planted.drivers", f"missing: name the drivers that must catch each bug ({', '.join(DRIVERS)})")
-    drivers = r.strings(t["drivers"], "planted.drivers")
+    drivers = r.strings(t["drivers"], f"{section}.drivers")
     for i, d in enumerate(drivers):
-        if d not in DRIVERS:
-            r.fail(f"planted.drivers[{i}]", f"unknown driver {d!r} (known: {', '.join(DRIVERS)})")
+        if d not in known_drivers:
+            r.fail(f"{section}.drivers[{i}]", f"unknown driver {d!r} (known: {', '.join(known_drivers)})")
     quick_drivers: tuple[str, ...] = ()
     if "quick_drivers" in t:
         if not isinstance(t["quick_drivers"], list):
-            r.fail("planted.quick_drivers", f"expected a list of drivers, got {t['quick_drivers']!r}")
-        quick_drivers = tuple(r.string(d, f"planted.quick_drivers[{i}]") for i, d in enumerate(t["quick_drivers"]))
+            r.fail(f"{section}.quick_drivers", f"expected a list of drivers, got {t['quick_drivers']!r}")
+        quick_drivers = tuple(r.string(d, f"{section}.quick_drivers[{i}]") for i, d in enumerate(t["quick_drivers"]))
         for i, d in enumerate(quick_drivers):
             if d not in drivers:
-                r.fail(f"planted.quick_drivers[{i}]", f"{d!r} is not one of planted.drivers ({', '.join(drivers)})")
+                r.fail(f"{section}.quick_drivers[{i}]", f"{d!r} is not one of {section}.drivers ({', '.join(drivers)})")
     known = planted_bugs.by_name()
-    names = r.strings(t.get("bugs", ["*"]), "planted.bugs")
+    names = r.strings(t.get("bugs", ["*"]), f"{section}.bugs")
     if names == ("*",):
         names = tuple(known)
     for i, n in enumerate(names):
         if n not in known:
-            r.fail(f"planted.bugs[{i}]", f"unknown planted bug {n!r} (known: {', '.join(sorted(known))})")
+            r.fail(f"{section}.bugs[{i}]", f"unknown planted bug {n!r} (known: {', '.join(sorted(known))})")
+    return drivers, quick_drivers, names
+
+
+def _read_planted(r: _Reader, value: Any) -> Planted:
+    from model import explore as ex
+    from model import worlds
+
+    t = r.table(value, "planted", PLANTED_KEYS)
+    if "drivers" not in t:
+        r.fail("planted.drivers", f"missing: name the drivers that must catch each bug ({', '.join(DRIVERS)})")
+    drivers, quick_drivers, names = _drivers_and_bugs(r, t, "planted", DRIVERS)
     explores = "explore" in drivers
     if not explores:
         for key in ("max_in_flight", "max_states"):
@@ -523,32 +533,12 @@ def _read_compare(r: _Reader, value: Any) -> Compare:
 
 
 def _read_detection(r: _Reader, value: Any) -> Detection:
-    from model import planted_bugs
-
     from . import bugs as detect
 
     t = r.table(value, "detection", DETECTION_KEYS)
     if "drivers" not in t:
         r.fail("detection.drivers", f"missing: name the drivers to measure ({', '.join(detect.DRIVERS)})")
-    drivers = r.strings(t["drivers"], "detection.drivers")
-    for i, d in enumerate(drivers):
-        if d not in detect.DRIVERS:
-            r.fail(f"detection.drivers[{i}]", f"unknown driver {d!r} (known: {', '.join(detect.DRIVERS)})")
-    quick_drivers: tuple[str, ...] = ()
-    if "quick_drivers" in t:
-        if not isinstance(t["quick_drivers"], list):
-            r.fail("detection.quick_drivers", f"expected a list of drivers, got {t['quick_drivers']!r}")
-        quick_drivers = tuple(r.string(d, f"detection.quick_drivers[{i}]") for i, d in enumerate(t["quick_drivers"]))
-        for i, d in enumerate(quick_drivers):
-            if d not in drivers:
-                r.fail(f"detection.quick_drivers[{i}]", f"{d!r} is not one of detection.drivers ({', '.join(drivers)})")
-    known = planted_bugs.by_name()
-    names = r.strings(t.get("bugs", ["*"]), "detection.bugs")
-    if names == ("*",):
-        names = tuple(known)
-    for i, n in enumerate(names):
-        if n not in known:
-            r.fail(f"detection.bugs[{i}]", f"unknown planted bug {n!r} (known: {', '.join(sorted(known))})")
+    drivers, quick_drivers, names = _drivers_and_bugs(r, t, "detection", detect.DRIVERS)
     given = r.table(t.get("budgets", {}), "detection.budgets", detect.DRIVERS)
     for d in given:
         if d not in drivers:

@@ -104,9 +104,7 @@ def main(args, out) -> int:
         raise BadFlag(f"--second: shapes only the default world, not {args.world}")
     if args.max_states < 1:
         raise BadFlag(f"--max-states: must be at least 1, got {args.max_states}")
-    for budget in ex.BUDGETS:
-        if getattr(args, budget) < 0:
-            raise BadFlag(f"--{budget.replace('_', '-')}: must not be negative, got {getattr(args, budget)}")
+    check_budgets(args)
     scale = ex.Bounds().scale
     max_in_flight_ms = parse_duration(args.max_in_flight, "--max-in-flight") // scale
     horizon_ms = parse_duration(args.horizon, "--horizon") // scale
@@ -202,6 +200,16 @@ def one_run_report(args, bounds, max_in_flight_ms: int, horizon_ms: int, result,
                          check.explore_output(run, result), code, reasons, reproduce=(default, actual))
 
 
+def check_budgets(args) -> None:
+    """Each fault budget flag (one per ``ex.BUDGETS``) of one world and of the tour alike:
+    never negative."""
+    from model import explore as ex
+
+    for budget in ex.BUDGETS:
+        if getattr(args, budget) < 0:
+            raise BadFlag(f"--{budget.replace('_', '-')}: must not be negative, got {getattr(args, budget)}")
+
+
 def stop_rule(at_first: bool, wanted: list[str]):
     """When the search may stop early (None: never before it is exhausted). Breadth-first
     order makes every counterexample found so far a shortest one, so stopping loses none."""
@@ -261,9 +269,7 @@ def tour_main(args, out) -> int:
     max_states = explore_tour.TOUR_STATES if args.max_states is None else args.max_states
     if max_states < 1:
         raise BadFlag(f"--max-states: must be at least 1, got {max_states}")
-    for budget in ex.BUDGETS:
-        if getattr(args, budget) < 0:
-            raise BadFlag(f"--{budget.replace('_', '-')}: must not be negative, got {getattr(args, budget)}")
+    check_budgets(args)
     scale = ex.Bounds().scale
     horizon_ms = parse_duration(args.horizon, "--horizon") // scale
     if horizon_ms < 1:
