@@ -48,7 +48,6 @@ Rule 3. A seed reports at most one failure: the earliest new finding (by simulat
 
 from __future__ import annotations
 
-import sys
 import tomllib
 from dataclasses import dataclass
 from pathlib import Path
@@ -177,12 +176,6 @@ def run_seed(seed: int, variant: str, minimize_failures: bool = True) -> dict:
 # ---------------------------------------------------------------------------
 # Many seeds
 # ---------------------------------------------------------------------------
-
-
-def _run_chunk(first_seed: int, seeds: int, variant: str) -> list[dict]:
-    """One task of a swarm: the outcomes of a run of consecutive seeds (sim/backends.py
-    ``run_range``, which every backend runs)."""
-    return run_range(run_seed, first_seed, seeds, (variant,))
 
 
 def _preload() -> None:

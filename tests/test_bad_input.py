@@ -109,6 +109,8 @@ CASES = [
     ("explore --interrupts negative", {}, ["explore", "--interrupts", "-2", "--out", "{tmp}/o"]),
     ("explore --lost-responses negative", {}, ["explore", "--lost-responses", "-1", "--out", "{tmp}/o"]),
     ("explore --task-retries negative", {}, ["explore", "--task-retries", "-1", "--out", "{tmp}/o"]),
+    ("explore --world default --agent-restarts negative", {},
+     ["explore", "--world", "default", "--agent-restarts", "-1", "--out", "{tmp}/o"]),
     ("explore --horizon 0s", {}, ["explore", "--horizon", "0s", "--out", "{tmp}/o"]),
     ("explore --horizon below the explorer's tick", {}, ["explore", "--horizon", "500ms", "--out", "{tmp}/o"]),
     ("explore --horizon not a duration", {}, ["explore", "--horizon", "long", "--out", "{tmp}/o"]),

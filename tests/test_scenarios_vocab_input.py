@@ -69,6 +69,7 @@ BAD = [
      "faults[0].duration: must be longer than 0s (omit it"),
     ("clock step of nothing", GOOD + '[clocks.agent]\nsteps = [ { at = "1m", by = "0s" } ]\n', "clocks.agent.steps[0].by: must be longer than 0s"),
     ("link loss above 1", GOOD + '[network.links."agent->replica-1"]\nloss = 1.5\n', "network.links.agent->replica-1.loss: must be between 0 and 1"),
+    ("world loss below 0", GOOD + '[network]\nloss = -0.1\n', "network.loss: must be between 0 and 1"),
 ]
 
 

@@ -184,9 +184,11 @@ def test_a_worker_chunk_stops_once_the_parent_stops_reading(monkeypatch):
 
     stop = threading.Event()
     monkeypatch.setattr(backends, "_STOP", stop)
-    assert swarm._run_chunk(3, 2, "contract") == [swarm.run_seed(3, "contract"), swarm.run_seed(4, "contract")]
+    # What every backend runs as one task of a swarm (sim/backends.py ``run_range``).
+    chunk = lambda: backends.run_range(swarm.run_seed, 3, 2, ("contract",))  # noqa: E731
+    assert chunk() == [swarm.run_seed(3, "contract"), swarm.run_seed(4, "contract")]
     stop.set()
-    assert swarm._run_chunk(3, 2, "contract") == []
+    assert chunk() == []
 
 
 def test_pool_forks_only_where_safe(monkeypatch):
