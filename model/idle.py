@@ -151,7 +151,7 @@ def advance(s, before: tuple | None = None, max_fires: int | None = None, memo: 
     # exactly when all of these have one. (A loop gets its verdict when it first fires,
     # and a loop that has not fired still has its first entry; so the count answers what
     # a scan of the heap for unknown entries below ``before`` would, at every firing.)
-    below = sum(1 for e in heap if e < before)
+    below = len([e for e in heap if e < before])  # (a list's length: no generator frame)
     while fires < max_fires:
         entry = heap[0]
         if entry >= before:
@@ -173,7 +173,7 @@ def advance(s, before: tuple | None = None, max_fires: int | None = None, memo: 
         verdict = get_known(key)
         if verdict is None and memo is not None:
             seen = memo.get(key)
-            if seen is not None and seen[0] is replicas.get(key[0]) and seen[1] is db.chats \
+            if seen is not None and seen[0] is replicas._index.get(key[0]) and seen[1] is db.chats \
                     and seen[2] == db.db_up and seen[3] == db.heartbeats._index.keys():
                 verdict = known[key] = seen[4]
         if verdict is not None and verdict[2] is not None:

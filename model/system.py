@@ -370,11 +370,11 @@ class _Builder:
         self.s.__dict__["open_requests"] = self.s.open_requests.set(req.req_id, (route, tool_call))
         if self.log is not None:
             self.log.append(("open_set", req.req_id, (route, tool_call)))
-        extra = {}
+        fields_ = {"seq": env.seq, "req": req.req_id, "route": route, "tool_call": tool_call, "dst": dst}
         age = header_value(req.headers, AGE_MS_HEADER)
         if age is not None and age.isdigit():
-            extra["age_ms"] = int(age)
-        self.record(src, "send", seq=env.seq, req=req.req_id, route=route, tool_call=tool_call, dst=dst, **extra)
+            fields_["age_ms"] = int(age)
+        self.add_record(src, "send", fields_)  # (``record``'s fields as a dict, in the same order)
 
     def reply(self, src: str, dst: str, answer):
         route, tool_call = self.s.open_requests.get(answer.req_id, ("other", None))

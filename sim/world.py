@@ -173,13 +173,19 @@ class Simulation:
         (``model.system.apply``)."""
         before_seq = self.system.seq
         step = msys.apply(self.system, action, asked=asked)
-        self.system = step.system
+        s = self.system = step.system
         self.actions.append(action)
         self._record_step(action, step)
-        self._schedule_new(step.system, before_seq, step.armed)
+        self._schedule_new(s, before_seq, step.armed)
         if self._watching:
             self._watch(step.records, action.at_ms)
-        self._plan_periodic()
+        # ``_plan_periodic``'s first answer inline (most steps arm no loop timer, and the
+        # first loop timer still stands): the call is left for when it has work.
+        if self.batch_idle:
+            current = self._agenda_timer
+            if self._loops_armed or self._agenda is None \
+                    or s.timers._index.get((current.node, current.name)) is not current:
+                self._plan_periodic()
         return step
 
     def run(self, until_ms: int):

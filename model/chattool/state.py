@@ -100,10 +100,25 @@ def _headers(cs: CallState, now_ms: int, tool_call: bool) -> Headers:
     headers: Headers = ((ident.CHAT_ID_HEADER, cs.chat_id),)
     if tool_call and cs.identity is not None and cs.send_identity:
         id_ = cs.identity
-        headers = ident.set_tool_call_headers(headers, id_.message_id, id_.tool_call_id, id_.age.now(now_ms))
+        # ``ident.set_tool_call_headers(headers, ...)`` on headers that hold only the chat
+        # ID: each of its three Sets finds no value to replace and appends, so the three
+        # pairs are appended here directly (the ID escaped once per distinct ID: pure).
+        escaped = _ESCAPED.get(id_.tool_call_id)
+        if escaped is None:
+            if len(_ESCAPED) >= _ESCAPED_MAX:
+                _ESCAPED.clear()  # bounded: a long swarm meets IDs without end
+            escaped = _ESCAPED[id_.tool_call_id] = ident.path_escape(id_.tool_call_id)
+        headers = (headers[0], (ident.MESSAGE_ID_HEADER, str(id_.message_id)), (ident.TOOL_CALL_ID_HEADER, escaped),
+                   (ident.AGE_MS_HEADER, ident.encode_ms(id_.age.now(now_ms))))
         if id_.incarnation is not None:
             headers = headers + ((ident.AGENT_INCARNATION_HEADER, str(id_.incarnation)),)
     return headers
+
+
+# Tool call ID -> ``ident.path_escape`` of it (a pure function of the string; a swarm
+# seed escapes the same few IDs for every request of their calls).
+_ESCAPED: dict[str, str] = {}
+_ESCAPED_MAX = 4096
 
 
 def _send(cs: CallState, op: str, method: str, path: str, query: str, headers: Headers,
