@@ -162,6 +162,11 @@ def _as_json(value):
     tuple as a list), anything else ``_canonical``."""
     kind = type(value)
     if hasattr(kind, "__dataclass_fields__"):
+        fields_ = getattr(value, "__dict__", None)
+        if fields_ is not None and len(fields_) == len(_field_names(kind)):
+            # A frozen dataclass's instance dict holds exactly its fields (nothing else
+            # set on it): that dict is the one to encode, keys sorted by the encoder.
+            return fields_
         return {name: getattr(value, name) for name in _field_names(kind)}
     return _canonical(value)
 

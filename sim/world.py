@@ -250,26 +250,35 @@ class Simulation:
         new = in_flight[first:]
         if armed:
             table = s.timers._index  # (FMap's dict: one lookup per armed timer, no method call)
-            timers = [t for t in armed if table.get((t.node, t.name)) is t]
-            if self.batch_idle and timers:
+            if self.batch_idle:
+                # One pass: still armed, then a periodic loop's (the wake-up's business) or not.
                 loop_keys = self._loop_keys
-                others = []
-                for t in timers:
-                    known = loop_keys.get((t.node, t.name))
+                timers = []
+                for t in armed:
+                    key = (t.node, t.name)
+                    if table.get(key) is not t:
+                        continue
+                    known = loop_keys.get(key)
                     if known is None:
                         known = self._is_loop_timer(s, t)
                     if known:
                         self._loops_armed = True  # the periodic wake-up may have to move
                     else:
-                        others.append(t)
-                timers = others
+                        timers.append(t)
+            else:
+                timers = [t for t in armed if table.get((t.node, t.name)) is t]
             if timers:
                 # Both lists are in arming order already; merged only when both have some.
                 new = sorted(new + tuple(timers), key=_seq_of) if new else timers
-        at = self._at
+        if not new:
+            return
+        queue, inserted, now_ms = self._queue, self._inserted, self.now_ms
         for item in new:
             if type(item) is _Timer:
-                at(item.due_ms, item.seq, Simulation._wake, item)
+                # (``_at`` inline: one entry per timer)
+                due_ms = item.due_ms
+                heappush(queue, (due_ms if due_ms > now_ms else now_ms, item.seq, next(inserted),
+                                 Simulation._wake, item))
             else:
                 self._carry(item)
 
@@ -293,26 +302,35 @@ class Simulation:
         return spec
 
     def _carry(self, envelope: msys.Envelope):
-        link = self._link(envelope.src, envelope.dst)
+        link = self._links.get((envelope.src, envelope.dst))  # (``_link``'s lookup inline; it fills it once)
+        if link is None:
+            link = self._link(envelope.src, envelope.dst)
+        rng = self.rng_network
         if link.shape is None:
             # ``randint(a, b)`` is ``a + _randbelow(b - a + 1)`` when b >= a (random.py's
             # randrange): the same draw from the same stream, two calls fewer per message.
             low_ms, high_ms = link.latency_min_ms, link.latency_max_ms
             if high_ms >= low_ms:
-                delay_ms = low_ms + self.rng_network._randbelow(high_ms - low_ms + 1)
+                delay_ms = low_ms + rng._randbelow(high_ms - low_ms + 1)
             else:
-                delay_ms = self.rng_network.randint(low_ms, high_ms)  # its ValueError, as before
+                delay_ms = rng.randint(low_ms, high_ms)  # its ValueError, as before
         else:
-            delay_ms = link.shape.draw_ms(self.rng_network)
-        lost = link.loss > 0 and self.rng_network.random() < link.loss
-        if self.options.stalls is not None:  # drawn last, and only when set: worlds without keep their draws
-            delay_ms += self.options.stalls.extra_ms(self.rng_network)
-        named = self._named_fate(envelope) if self._message_faults else None
-        if named is not None:
-            kind, extra_ms = named
-            lost = kind == "lose"
-            delay_ms += extra_ms
-        self._at(envelope.sent_at_ms + delay_ms, envelope.seq, Simulation._arrive, (envelope, lost))
+            delay_ms = link.shape.draw_ms(rng)
+        lost = link.loss > 0 and rng.random() < link.loss
+        stalls = self.options.stalls
+        if stalls is not None:  # drawn last, and only when set: worlds without keep their draws
+            delay_ms += stalls.extra_ms(rng)
+        if self._message_faults:
+            named = self._named_fate(envelope)
+            if named is not None:
+                kind, extra_ms = named
+                lost = kind == "lose"
+                delay_ms += extra_ms
+        # (``_at`` inline: one entry per message)
+        at_ms = envelope.sent_at_ms + delay_ms
+        now_ms = self.now_ms
+        heappush(self._queue, (at_ms if at_ms > now_ms else now_ms, envelope.seq, next(self._inserted),
+                               Simulation._arrive, (envelope, lost)))
 
     def _arrive(self, carried, _event=None):
         envelope, lost = carried

@@ -67,11 +67,12 @@ def replica_on_timer(rep: ReplicaState, db: Db, name: str, now_ms: int, db_now_m
     return _call_progress(rep, db, runner, task, i, cs, eff, now_ms, db_now_ms)
 
 
-def _awaited(rep: ReplicaState, req_id: str):
+def _awaited(rep: ReplicaState, req_id: str, found=False):
     """(runner, task, call index or None for the dial) of the attempt waiting for this
     answer, or None when nobody waits for it any more (a late answer: its task, attempt
-    or call has moved on)."""
-    found = _find_task(rep, req_id)
+    or call has moved on). ``found``: ``_find_task(rep, req_id)`` when the caller has it."""
+    if found is False:
+        found = _find_task(rep, req_id)
     if found is None:
         return None
     runner, task, rest = found
@@ -96,7 +97,7 @@ def replica_on_answer(rep: ReplicaState, db: Db, answer: Response | TransportErr
     zombie = _find_task(rep, answer.req_id)
     if zombie is not None and _zombie_call(zombie[1], zombie[2]) is not None:
         return _zombie_progress(rep, db, *zombie, lambda cs: chattool.on_answer(cs, answer, now_ms), db_now_ms)
-    found = _awaited(rep, answer.req_id)
+    found = _awaited(rep, answer.req_id, zombie)  # (the task found once)
     if found is None:
         return rep, db, [note("late_answer", replica=rep.name, req_id=answer.req_id)]
     runner, task, i = found
