@@ -25,6 +25,12 @@ class Deliver:
     seq: int
     what: str
 
+    def __init__(self, at_ms, seq, what):
+        # (model/core.py ``SetTimer.__init__``: the fields written straight into the instance
+        # dict; the simulated world builds one action per step)
+        d = self.__dict__
+        d["at_ms"], d["seq"], d["what"] = at_ms, seq, what
+
     def label(self) -> str:
         return f"deliver #{self.seq} {self.what}"
 
@@ -35,6 +41,10 @@ class Drop:
     seq: int
     what: str
 
+    def __init__(self, at_ms, seq, what):  # (as ``Deliver.__init__``)
+        d = self.__dict__
+        d["at_ms"], d["seq"], d["what"] = at_ms, seq, what
+
     def label(self) -> str:
         return f"lose #{self.seq} {self.what}"
 
@@ -44,6 +54,10 @@ class Fire:
     at_ms: int
     node: str
     name: str
+
+    def __init__(self, at_ms, node, name):  # (as ``Deliver.__init__``)
+        d = self.__dict__
+        d["at_ms"], d["node"], d["name"] = at_ms, node, name
 
     def label(self) -> str:
         return f"timer {self.node} {self.name}"
@@ -84,6 +98,10 @@ class Idle:
 
     at_ms: int
     fires: int
+
+    def __init__(self, at_ms, fires):  # (as ``Deliver.__init__``)
+        d = self.__dict__
+        d["at_ms"], d["fires"] = at_ms, fires
 
     def label(self) -> str:
         return f"idle {self.fires} periodic timer fires to {self.at_ms} ms"

@@ -249,6 +249,9 @@ def _describe_answer(answer, route: str, tool_call: str | None) -> str:
 class _Builder:
     """Accumulates one step: the evolving system and its trace records."""
 
+    # (A builder per step, its attributes read many times in it: slots are cheaper.)
+    __slots__ = ("s", "perfect_clocks", "records", "armed", "action", "pending_publishes", "log", "asked")
+
     def __init__(self, system: System, action: Action | None, log: list | None = None, asked: tuple | None = None):
         # A private shallow copy that this step alone mutates (``set``): cheaper than a
         # dataclasses.replace of the whole System for every field change, and never seen
@@ -259,7 +262,7 @@ class _Builder:
         # Most worlds give every node the perfect clock (no ``clocks`` entry): then every
         # reading is the true time and every delay is itself, which ``clock`` and
         # ``set_timer`` (several calls a step) answer without looking the clock up.
-        self.perfect_clocks = not system.config.clocks
+        self.perfect_clocks = not system.config.clocks._index  # (the map's dict: no ``__len__`` call)
         self.records: list[dict] = []
         self.armed: list = []  # every Timer ``set_timer`` made, in arming order (``Step.armed``)
         self.action = action

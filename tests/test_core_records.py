@@ -53,7 +53,8 @@ def test_handwritten_inits_of_frozen_dataclasses_match_their_fields():
 
     from model.core import CancelTimer, SetTimer
 
-    for cls in (SetTimer, CancelTimer, TraceRecord, msys.Envelope, msys.Timer, msys.Step):
+    for cls in (SetTimer, CancelTimer, TraceRecord, msys.Envelope, msys.Timer, msys.Step, msys.Deliver, msys.Drop,
+                msys.Fire, msys.Idle):
         fields = dataclasses.fields(cls)
         params = list(inspect.signature(cls.__init__).parameters.values())[1:]
         assert [p.name for p in params] == [f.name for f in fields], cls.__name__
