@@ -316,10 +316,13 @@ class RunResult:
 
 
 def run_scenario(scenario: Scenario, variant: str | None = None, seed: int | None = None,
-                 until_ms: int | None = None, idle: str | None = None) -> RunResult:
+                 until_ms: int | None = None, idle: str | None = None, header: bool = True) -> RunResult:
     """Run the scenario in the simulated world (sim/world.py). ``idle`` overrides how the replicas' periodic
     loops run (``WorldOptions.idle``: "batched", the default, or "stepwise", which
-    records every firing)."""
+    records every firing). ``header=False`` leaves the trace's header record out, for a
+    caller that reads only the verdicts (the swarm's ``judge``): no property reads the
+    header, and its scenario digest is a sixth of a swarm seed's cost before the run. Such
+    a trace is not the run's trace (its hash differs): it is never written or hashed."""
     variant = variant or scenario.variant
     seed = scenario.seed if seed is None else seed
     if until_ms is None:
@@ -336,9 +339,11 @@ def run_scenario(scenario: Scenario, variant: str | None = None, seed: int | Non
         options = dataclasses.replace(options, idle=idle)
     # The scenario by content, never by the path it was typed as (a path would give the
     # same run another hash in another folder or checkout).
-    header = {"scenario": scenario.name, "scenario_sha256": scenario_digest(scenario), "variant": variant,
-              "seed": seed, "until_ms": until_ms}
-    world = Simulation(config, seed, options, header)
+    record = None
+    if header:
+        record = {"scenario": scenario.name, "scenario_sha256": scenario_digest(scenario), "variant": variant,
+                  "seed": seed, "until_ms": until_ms}
+    world = Simulation(config, seed, options, record)
     world.run(until_ms)
     report = props.evaluate(world.trace, world.system)
     return RunResult(scenario, variant, seed, until_ms, world, report.violations, report=report)

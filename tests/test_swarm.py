@@ -215,6 +215,28 @@ def test_workers_in_process_match_one_process():
     assert swarm.run_swarm(5, 20, "contract", workers=2) == swarm.run_swarm(5, 20, "contract", workers=1)
 
 
+def test_judge_without_the_header_gives_the_verdicts_of_the_full_run(monkeypatch):
+    """``judge`` runs without the trace's header record (``run_scenario(header=False)``):
+    its verdicts are those of the full run, for seeds with findings, residual risks and
+    known findings under today and the contract; and the rest of the trace is the same."""
+    import sim.run as srun
+
+    full_run = srun.run_scenario
+    seeds_variants = [(1, "today"), (1, "contract"), (57, "contract"), (58, "contract+no-age-margin"), (3, "today")]
+    for seed, variant in seeds_variants:
+        data = swarm.draw_scenario(seed)
+        fast = swarm.judge(data, variant)
+        monkeypatch.setattr(srun, "run_scenario", lambda sc, v, header=True, **kw: full_run(sc, v, **kw))
+        assert swarm.judge(data, variant) == fast, (seed, variant)
+        monkeypatch.setattr(srun, "run_scenario", full_run)
+        scenario = from_dict(data, "<swarm>")
+        with_header, without = full_run(scenario, variant), full_run(scenario, variant, header=False)
+        assert with_header.world.trace[0]["kind"] == "header" and without.world.trace[0]["kind"] != "header"
+        assert with_header.world.trace[1:] == without.world.trace
+    assert any(swarm.judge(swarm.draw_scenario(s), v).findings for s, v in seeds_variants)
+    assert any(swarm.judge(swarm.draw_scenario(s), v).residual_risks for s, v in seeds_variants)
+
+
 # -- (c) the contract survives a fixed budget -------------------------------------
 
 
