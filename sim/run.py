@@ -9,6 +9,7 @@ line prints as a story or as JSON.
 from __future__ import annotations
 
 import dataclasses
+import functools
 
 import hashlib
 import json
@@ -31,6 +32,7 @@ from .world import LinkSpec, Simulation, WorldOptions
 CHAT_NAMESPACE = uuid.UUID("6f1c2d3e-4b5a-5c6d-8e7f-101112131415")
 
 
+@functools.lru_cache(maxsize=4096)  # pure: a swarm names its chats "chat-1", "chat-2" in every seed
 def chat_uuid(name: str) -> str:
     try:
         return str(uuid.UUID(name))
@@ -50,7 +52,12 @@ def _tool_call(spec: ToolCallSpec) -> chattool.ToolCall:
         args = {"files": [{"path": spec.path, "edits": edits}]}
     else:
         args = {"path": spec.path, "content": spec.content}
-    return chattool.ToolCall(spec.provider, spec.tool, json.dumps(args, sort_keys=True, separators=(",", ":")))
+    return chattool.ToolCall(spec.provider, spec.tool, _ARGS_JSON(args))
+
+
+# ``json.dumps(args, sort_keys=True, separators=(",", ":"))`` with one encoder, not one
+# built per call (the same text: dumps builds this very encoder).
+_ARGS_JSON = json.JSONEncoder(sort_keys=True, separators=(",", ":")).encode
 
 
 def world_timing(scenario: Scenario) -> Timing:

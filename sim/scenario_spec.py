@@ -149,7 +149,12 @@ class Scenario:
     stalls: tuple[tuple[str, Any], ...] = ()  # ``[network] stalls``: probability, min_ms, max_ms; empty: none
 
     def world_value(self, name: str, default: Any = None) -> Any:
-        return dict(self.world).get(name, default)
+        # The pairs as a dict, built once per scenario (a run asks a dozen of these) and
+        # kept beside the fields (not a field: equality, hashing and the digest skip it).
+        values = self.__dict__.get("_world_values")
+        if values is None:
+            values = self.__dict__["_world_values"] = dict(self.world)
+        return values.get(name, default)
 
     def expectation(self, variant: str) -> Expectation | None:
         return dict(self.expect).get(variant)
