@@ -97,6 +97,8 @@ class _Checker:
                 self.fail(f"{where}.{key}" if where else key, f"unknown key (allowed: {', '.join(sorted(allowed))})")
 
     def typed(self, value: Any, kind, where: str):
+        if type(value) is kind:
+            return value  # exactly the type asked for (a bool is no int here: its type is bool)
         if kind == "duration":
             try:
                 return parse_duration(value, where)
