@@ -323,13 +323,15 @@ class RunResult:
 
 
 def run_scenario(scenario: Scenario, variant: str | None = None, seed: int | None = None,
-                 until_ms: int | None = None, idle: str | None = None, header: bool = True) -> RunResult:
+                 until_ms: int | None = None, idle: str | None = None, verdicts_only: bool = False) -> RunResult:
     """Run the scenario in the simulated world (sim/world.py). ``idle`` overrides how the replicas' periodic
     loops run (``WorldOptions.idle``: "batched", the default, or "stepwise", which
-    records every firing). ``header=False`` leaves the trace's header record out, for a
-    caller that reads only the verdicts (the swarm's ``judge``): no property reads the
-    header, and its scenario digest is a sixth of a swarm seed's cost before the run. Such
-    a trace is not the run's trace (its hash differs): it is never written or hashed."""
+    records every firing). ``verdicts_only`` leaves the header record and the action
+    records out of the trace (``WorldOptions.action_records``), for a caller that reads
+    only the verdicts (the swarm's ``judge``): no property reads either, the header's
+    scenario digest is a sixth of a swarm seed's cost before the run and the action
+    records a third of its trace. Such a trace is not the run's trace (its hash differs):
+    it is never written or hashed; the verdicts are the same (tests/test_swarm.py)."""
     variant = variant or scenario.variant
     seed = scenario.seed if seed is None else seed
     if until_ms is None:
@@ -344,10 +346,12 @@ def run_scenario(scenario: Scenario, variant: str | None = None, seed: int | Non
     config, options = build(scenario, variant)
     if idle is not None:
         options = dataclasses.replace(options, idle=idle)
+    if verdicts_only:
+        options.action_records = False  # (the options were just built for this run)
     # The scenario by content, never by the path it was typed as (a path would give the
     # same run another hash in another folder or checkout).
     record = None
-    if header:
+    if not verdicts_only:
         record = {"scenario": scenario.name, "scenario_sha256": scenario_digest(scenario), "variant": variant,
                   "seed": seed, "until_ms": until_ms}
     world = Simulation(config, seed, options, record)

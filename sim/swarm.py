@@ -110,7 +110,7 @@ def judge(data: dict, variant: str) -> Verdict:
 
     scenario = from_dict(data, f"<{data.get('name', 'swarm')}>")
     try:
-        result = run_scenario(scenario, variant, header=False)  # (verdicts only: no header record)
+        result = run_scenario(scenario, variant, verdicts_only=True)  # (no header or action records)
     except ScenarioError:
         raise
     except Exception as err:  # noqa: BLE001 - any crash of the model or world is a finding

@@ -96,6 +96,12 @@ class WorldOptions:
     # ``Idle`` step without their records (model/idle.py); "stepwise" steps each firing
     # through ``apply``, the reference the batched run is tested against.
     idle: str = "batched"
+    # False: the trace leaves out the action records (one per step: what was applied), for
+    # a run whose only reader is the properties (the swarm's judge, sim/run.py
+    # ``verdicts_only``): no property reads them, and they are a third of a trace. The
+    # actions themselves are kept (``Simulation.actions``); such a trace is never written
+    # or hashed.
+    action_records: bool = True
 
 
 IDLE_BATCHED = "batched"
@@ -206,7 +212,7 @@ class Simulation:
 
     # -- trace -------------------------------------------------------------------
     def _record_step(self, action, step: msys.Step):
-        if action is not None:
+        if action is not None and self.options.action_records:
             kind = type(action)
             # The world's most frequent actions, written out: the record
             # ``action_to_json`` and ``label`` would make, with the same keys.

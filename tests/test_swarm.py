@@ -215,10 +215,11 @@ def test_workers_in_process_match_one_process():
     assert swarm.run_swarm(5, 20, "contract", workers=2) == swarm.run_swarm(5, 20, "contract", workers=1)
 
 
-def test_judge_without_the_header_gives_the_verdicts_of_the_full_run(monkeypatch):
-    """``judge`` runs without the trace's header record (``run_scenario(header=False)``):
-    its verdicts are those of the full run, for seeds with findings, residual risks and
-    known findings under today and the contract; and the rest of the trace is the same."""
+def test_judge_reads_verdicts_only_and_they_are_the_full_runs(monkeypatch):
+    """``judge`` runs with ``verdicts_only`` (no header record, no action records: no
+    property reads them): its verdicts are those of the full run, for seeds with findings,
+    residual risks and known findings under today and the contract; and its trace is the
+    full trace less exactly those records."""
     import sim.run as srun
 
     full_run = srun.run_scenario
@@ -226,13 +227,14 @@ def test_judge_without_the_header_gives_the_verdicts_of_the_full_run(monkeypatch
     for seed, variant in seeds_variants:
         data = swarm.draw_scenario(seed)
         fast = swarm.judge(data, variant)
-        monkeypatch.setattr(srun, "run_scenario", lambda sc, v, header=True, **kw: full_run(sc, v, **kw))
+        monkeypatch.setattr(srun, "run_scenario", lambda sc, v, verdicts_only=False, **kw: full_run(sc, v, **kw))
         assert swarm.judge(data, variant) == fast, (seed, variant)
         monkeypatch.setattr(srun, "run_scenario", full_run)
         scenario = from_dict(data, "<swarm>")
-        with_header, without = full_run(scenario, variant), full_run(scenario, variant, header=False)
-        assert with_header.world.trace[0]["kind"] == "header" and without.world.trace[0]["kind"] != "header"
-        assert with_header.world.trace[1:] == without.world.trace
+        full, lean = full_run(scenario, variant), full_run(scenario, variant, verdicts_only=True)
+        assert full.world.trace[0]["kind"] == "header"
+        assert [r for r in full.world.trace if r["kind"] not in ("header", "action")] == lean.world.trace
+        assert full.world.actions == lean.world.actions
     assert any(swarm.judge(swarm.draw_scenario(s), v).findings for s, v in seeds_variants)
     assert any(swarm.judge(swarm.draw_scenario(s), v).residual_risks for s, v in seeds_variants)
 
