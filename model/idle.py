@@ -118,7 +118,7 @@ def advance(s, before: tuple | None = None, max_fires: int | None = None, memo: 
     DB = _system.DB
 
     names = s.config.replicas
-    heap = [(t.due_ms, t.seq, key) for key, t in s.timers.items()
+    heap = [(t.due_ms, t.seq, key) for key, t in s.timers._items
             if key[0] in names and (key[1] in _LOOP_NAMES or key[1].startswith(SYNC_PREFIX))]
     if not heap:
         return s, 0, None, None
@@ -183,9 +183,11 @@ def advance(s, before: tuple | None = None, max_fires: int | None = None, memo: 
             if row_owner is None:
                 row_owner = _row_owner(replicas)
             floor = db_clock.read(due_ms) - verdict[2]
-            if any((db_clock.read(beats[row_owner[k]]) if row_owner.get(k) in beats else v) < floor
-                   for k, v in db.heartbeats.items()):
-                verdict = None  # ask the handler: it will find something to do
+            for k, v in db.heartbeats._items:  # (a loop, not ``any`` over a generator: every poll asks)
+                owner = row_owner.get(k)
+                if (db_clock.read(beats[owner]) if owner in beats else v) < floor:
+                    verdict = None  # ask the handler: it will find something to do
+                    break
         if verdict is not None:
             if verdict[1]:
                 beats[key[0]] = due_ms
