@@ -235,6 +235,17 @@ class Request(CachedRepr):
     headers: Headers = ()
     body: bytes = b""
 
+    def __init__(self, req_id, src, method, path, query="", headers=(), body=b""):
+        # (as ``SetTimer.__init__``: each field straight into the instance dict)
+        d = self.__dict__
+        d["req_id"] = req_id
+        d["src"] = src
+        d["method"] = method
+        d["path"] = path
+        d["query"] = query
+        d["headers"] = headers
+        d["body"] = body
+
     def json(self) -> Any:
         return json.loads(self.body.decode("utf-8"))
 
@@ -248,6 +259,15 @@ class Response(CachedRepr):
     content_type: str = ""
     body: bytes = b""
     headers: Headers = ()
+
+    def __init__(self, req_id, status, content_type="", body=b"", headers=()):
+        # (as ``SetTimer.__init__``: each field straight into the instance dict)
+        d = self.__dict__
+        d["req_id"] = req_id
+        d["status"] = status
+        d["content_type"] = content_type
+        d["body"] = body
+        d["headers"] = headers
 
     def json(self) -> Any:
         return json.loads(self.body.decode("utf-8"))
@@ -287,6 +307,11 @@ class Send:
     dst: str
     request: Request
 
+    def __init__(self, dst, request):  # (as ``SetTimer.__init__``)
+        d = self.__dict__
+        d["dst"] = dst
+        d["request"] = request
+
 
 @dataclass(frozen=True)
 class Reply:
@@ -297,6 +322,11 @@ class Reply:
 
     dst: str
     answer: Response | TransportError
+
+    def __init__(self, dst, answer):  # (as ``SetTimer.__init__``)
+        d = self.__dict__
+        d["dst"] = dst
+        d["answer"] = answer
 
 
 @dataclass(frozen=True)
@@ -399,6 +429,11 @@ class Publish:
 
     channel: str
     chat_id: str
+
+    def __init__(self, channel, chat_id):  # (as ``SetTimer.__init__``)
+        d = self.__dict__
+        d["channel"] = channel
+        d["chat_id"] = chat_id
 
 
 Effect = Send | Reply | SetTimer | CancelTimer | TraceRecord | Publish

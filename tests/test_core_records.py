@@ -51,10 +51,18 @@ def test_handwritten_inits_of_frozen_dataclasses_match_their_fields():
     import dataclasses
     import inspect
 
-    from model.core import CancelTimer, SetTimer
+    from model import agent, chatd_db, chattool
+    from model.chatd import state as chatd_state
+    from model.chattool import args as chattool_args
+    from model.core import CancelTimer, Publish, Reply, Request, Response, Send, SetTimer
 
+    hot_states = (Request, Response, Send, Reply, Publish, chatd_state.Attempt, chatd_state.Task, chatd_state.Runner,
+                  chatd_state.ReplicaState, chatd_db.Message, chatd_db.Chat, chatd_db.Db, chatd_db.TaskFence,
+                  chattool.CallState, chattool_args.ToolCallAge, chattool_args.Identity, chattool_args.ToolCall,
+                  chattool.Result, agent.state.Recorded, agent.state.Record, agent.state.Run, agent.state.Waiter,
+                  agent.state.Process, agent.state.AgentState)
     for cls in (SetTimer, CancelTimer, TraceRecord, msys.Envelope, msys.Timer, msys.Step, msys.Deliver, msys.Drop,
-                msys.Fire, msys.Idle):
+                msys.Fire, msys.Idle) + hot_states:
         fields = dataclasses.fields(cls)
         params = list(inspect.signature(cls.__init__).parameters.values())[1:]
         assert [p.name for p in params] == [f.name for f in fields], cls.__name__

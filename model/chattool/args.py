@@ -38,6 +38,11 @@ class ToolCallAge:
     at_read_ms: int = 0
     read_at_ms: int | None = None
 
+    def __init__(self, at_read_ms=0, read_at_ms=None):  # (as model/core.py ``SetTimer.__init__``)
+        d = self.__dict__
+        d["at_read_ms"] = at_read_ms
+        d["read_at_ms"] = read_at_ms
+
     @classmethod
     def from_db(cls, db_now_ms: int, committed_at_ms: int, read_at_ms: int) -> "ToolCallAge":
         return cls(db_now_ms - committed_at_ms, read_at_ms)
@@ -61,6 +66,15 @@ class Identity:
     # for this call before its first request, sent on every request. None: not sent.
     incarnation: int | None = None
 
+    def __init__(self, chat_id, message_id, tool_call_id, age=ToolCallAge(), incarnation=None):
+        # (as model/core.py ``SetTimer.__init__``: each field straight into the instance dict)
+        d = self.__dict__
+        d["chat_id"] = chat_id
+        d["message_id"] = message_id
+        d["tool_call_id"] = tool_call_id
+        d["age"] = age
+        d["incarnation"] = incarnation
+
     @property
     def uuid(self) -> str:
         return ident.tool_call_uuid(self.chat_id, self.message_id, self.tool_call_id)
@@ -74,6 +88,12 @@ class ToolCall(CachedRepr):
     provider_id: str
     tool: str
     args_json: str
+
+    def __init__(self, provider_id, tool, args_json):  # (as model/core.py ``SetTimer.__init__``)
+        d = self.__dict__
+        d["provider_id"] = provider_id
+        d["tool"] = tool
+        d["args_json"] = args_json
 
 
 # ---------------------------------------------------------------------------

@@ -76,6 +76,44 @@ class CallState(CachedRepr):
     read_error: str = ""
     result: Result | None = None
 
+    def __init__(self, call, src, req_prefix, chat_id, identity, send_identity=True, timing=DEFAULT_TIMING, layer=DESIGN_B,
+                 phase=Phase.START, background=False, command="", timeout_ms=0, plan=None, seq=0, pending_req_id=None,
+                 pending_op="", pending_method="", pending_url="", answer_timer=None, deadline_timer=None,
+                 snapshot_timer=None, started_at_ms=0, deadline_at_ms=None, process_id="", run_age_ms=0,
+                 wait_started_at_ms=0, legacy=False, timed_out=False, read_error="", result=None):
+        # (as model/core.py ``SetTimer.__init__``: each field straight into the instance dict)
+        d = self.__dict__
+        d["call"] = call
+        d["src"] = src
+        d["req_prefix"] = req_prefix
+        d["chat_id"] = chat_id
+        d["identity"] = identity
+        d["send_identity"] = send_identity
+        d["timing"] = timing
+        d["layer"] = layer
+        d["phase"] = phase
+        d["background"] = background
+        d["command"] = command
+        d["timeout_ms"] = timeout_ms
+        d["plan"] = plan
+        d["seq"] = seq
+        d["pending_req_id"] = pending_req_id
+        d["pending_op"] = pending_op
+        d["pending_method"] = pending_method
+        d["pending_url"] = pending_url
+        d["answer_timer"] = answer_timer
+        d["deadline_timer"] = deadline_timer
+        d["snapshot_timer"] = snapshot_timer
+        d["started_at_ms"] = started_at_ms
+        d["deadline_at_ms"] = deadline_at_ms
+        d["process_id"] = process_id
+        d["run_age_ms"] = run_age_ms
+        d["wait_started_at_ms"] = wait_started_at_ms
+        d["legacy"] = legacy
+        d["timed_out"] = timed_out
+        d["read_error"] = read_error
+        d["result"] = result
+
     @property
     def done(self) -> bool:
         return self.result is not None
