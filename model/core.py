@@ -27,6 +27,7 @@ header pairs (a header may repeat, which the parse rules care about) and body by
 from __future__ import annotations
 
 import json
+from json.encoder import c_make_encoder, encode_basestring_ascii
 from bisect import bisect_left
 from dataclasses import dataclass
 from typing import Any, Iterable, Iterator, Mapping
@@ -287,12 +288,20 @@ class TransportError:
 
 def json_body(value: Any) -> bytes:
     """Canonical JSON bytes: sorted keys and no spaces, so equal values hash equally."""
-    return _CANONICAL_JSON.encode(value).encode("utf-8")
+    if _CANONICAL_C is None or type(value) is str:
+        return _CANONICAL_JSON.encode(value).encode("utf-8")
+    return "".join(_CANONICAL_C(value, 0)).encode("utf-8")
 
 
 # ``json.dumps(value, sort_keys=True, separators=(",", ":"))`` builds this encoder on every
 # call (its keyword arguments are not the defaults); one instance gives the same text.
 _CANONICAL_JSON = json.JSONEncoder(sort_keys=True, separators=(",", ":"))
+# What its ``encode`` builds on every call (``iterencode``: the C encoder and a float
+# formatter), built once: the same text. Without the circular-reference markers: the
+# model's bodies are fresh literals, never a cycle (one would end in a RecursionError
+# instead of "Circular reference detected").
+_CANONICAL_C = (c_make_encoder(None, _CANONICAL_JSON.default, encode_basestring_ascii, None, ":", ",", True, False, True)
+                if c_make_encoder is not None else None)
 
 
 # ---------------------------------------------------------------------------
