@@ -236,8 +236,8 @@ def advance(s, before: tuple | None = None, max_fires: int | None = None, memo: 
     if not fires:
         return s, 0, None, blocked
     out = object.__new__(type(s))  # ``copy.copy`` of the dataclass, without its generic dispatch
-    fields_ = out.__dict__
-    fields_.update(s.__dict__)
+    fields_ = s.__dict__.copy()  # (one block copy: ``core.replace``)
+    object.__setattr__(out, "__dict__", fields_)
     # The same keys in the same (sorted) order, the re-armed loops' timers replaced: one
     # splice per re-armed loop when few fired (the median batch fires two), else one pass.
     timers = s.timers

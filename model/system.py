@@ -258,7 +258,7 @@ class _Builder:
         # by anyone until the step returns it.
         # (What ``copy.copy`` does for a dataclass instance, without its generic dispatch.)
         s = self.s = object.__new__(System)
-        s.__dict__.update(system.__dict__)
+        object.__setattr__(s, "__dict__", system.__dict__.copy())  # (one block copy: ``core.replace``)
         # Most worlds give every node the perfect clock (no ``clocks`` entry): then every
         # reading is the true time and every delay is itself, which ``clock`` and
         # ``set_timer`` (several calls a step) answer without looking the clock up.
