@@ -115,7 +115,9 @@ class FMap(Mapping):
         else:
             pairs = list(items)
         index = dict(pairs)
-        self._items = tuple(sorted(index.items(), key=lambda kv: kv[0]))
+        # By key: the keys of a dict are distinct, so comparing the pairs never reaches a
+        # value (no key function called per pair).
+        self._items = tuple(sorted(index.items()))
         self._index = index
         self._repr = None  # computed once: maps are immutable and fingerprints repr them often
         self._iid = None

@@ -342,7 +342,9 @@ class _Builder:
                         self.record(node, channel, **{channel: eff.kind}, **_safe_fields(eff.fields), **(cause or {}))
                     rec[k] = v
                 if cause:
-                    if channel in cause or not cause.keys().isdisjoint(_safe_fields(eff.fields)):
+                    # (``rec`` holds the channel and every field's record name: the names a
+                    # cause key would clash with; ``agent_step``'s never clash with the rest)
+                    if not cause.keys().isdisjoint(rec):
                         self.record(node, channel, **{channel: eff.kind}, **_safe_fields(eff.fields), **cause)
                     rec.update(cause)
                 self.records.append(rec)
