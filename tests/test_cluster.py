@@ -2,12 +2,18 @@
 
 A ``distributed.LocalCluster`` with two workers stands in for a real one. In-process
 workers (``processes=False``, threads of this process, about 0.1 s to start) serve the
-equality tests; the tests that kill a worker need worker processes (``processes=True``,
-about 2 s to start), since ``os._exit`` in a thread would end the test itself.
+equality tests; the tests that kill a worker need worker processes (``processes=True``),
+since ``os._exit`` in a thread would end the test itself. Those processes are forked
+from a server process (Dask's ``forkserver`` method, ``forked_dask_workers``) instead of
+spawned: each spawned worker imports Dask and the project again (about 0.5 s of CPU,
+and the tests that kill workers start six of them, the nanny replacing each dead one),
+a forked one starts with them imported. How a worker process starts is not what these
+tests check: that it dies, is replaced, and changes nothing.
 """
 
 from __future__ import annotations
 
+import contextlib
 import json
 import os
 import sys
@@ -21,6 +27,17 @@ from sim import backends, swarm  # noqa: E402
 from sim.cli import main  # noqa: E402
 
 VARIANT = "contract"
+
+
+@contextlib.contextmanager
+def forked_dask_workers():
+    """While it holds, the worker processes Dask starts (``LocalCluster(processes=True)``,
+    and the nanny's replacement of a dead one) fork from multiprocessing's forkserver,
+    which imports Dask once (``distributed.utils.get_mp_context``)."""
+    import dask
+
+    with dask.config.set({"distributed.worker.multiprocessing-method": "forkserver"}):
+        yield
 
 
 @pytest.fixture(scope="module")
@@ -98,7 +115,8 @@ def test_cluster_local_starts_a_local_cluster_with_the_same_report(tmp_path, cap
     argv = ["swarm", "--seeds", "8", "--first-seed", "20", "--json", "--out", str(tmp_path)]
     assert main(argv) == 0
     local = capsys.readouterr().out
-    assert main(argv + ["--cluster", "local", "--workers", "2"]) == 0
+    with forked_dask_workers():
+        assert main(argv + ["--cluster", "local", "--workers", "2"]) == 0
     assert capsys.readouterr().out == local
 
 
@@ -146,7 +164,7 @@ def process_cluster():
 
     # One death of a worker under a task makes it suspicious; two and the scheduler
     # gives up on it (KilledWorker), so the always-dying seed is found in seconds.
-    with dask.config.set({"distributed.scheduler.allowed-failures": 1}):
+    with dask.config.set({"distributed.scheduler.allowed-failures": 1}), forked_dask_workers():
         with distributed.LocalCluster(n_workers=2, threads_per_worker=1, processes=True,
                                       dashboard_address=":0") as cluster:
             yield cluster
