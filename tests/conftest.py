@@ -82,7 +82,12 @@ def _rewrite_from_the_end(config) -> None:
         from _pytest.assertion import rewrite as rw
 
         state = config.stash[rw.assertstate_key]
-        for source in sorted(Path(__file__).resolve().parent.glob("test_*.py"), reverse=True):
+        # Only the modules this run collects (a run of one file rewrites one file).
+        here = config.invocation_params.dir
+        asked = [(here / arg.split("::", 1)[0]).resolve() for arg in config.args]
+        modules = [m for m in Path(__file__).resolve().parent.glob("test_*.py")
+                   if any(m == a or a in m.parents for a in asked)]
+        for source in sorted(modules, reverse=True):
             pyc = rw.get_cache_dir(source) / (source.name[:-3] + rw.PYC_TAIL)
             if rw._read_pyc(source, pyc) is not None:
                 return  # the first worker got here: the rest is cached
