@@ -12,7 +12,10 @@ dealt the module's tests to both workers and each worker ran the fixture again (
 10 s fixture of tests/test_check_sections.py twice, for one). A module may name a group
 shared with other modules (``XDIST_GROUP``) when their fixtures reuse one computation
 kept for the life of the worker process (tests/check_memo.py ``EXPLORATIONS``): the
-modules then run one after the other in one worker.
+modules then run one after the other in one worker. A test may also carry the
+``xdist_group`` mark itself: the screenshot tests of tests/test_one_run_report.py join
+tests/test_browser.py's group, so one worker's one browser takes every screenshot
+(tests/browser.py Rule 2).
 
 Tests marked ``slow`` (seed sweeps, explorations, child processes: seconds each) and
 the tests using a module-wide fixture are moved to the front of the queue, so both workers
@@ -37,6 +40,9 @@ starts (``python -m sim``, pools, Dask workers) then read the same caches instea
 compiling what it imports again (a child that never reads a module a worker imported
 first compiled ``sim/launch.py`` and ``sim/__main__.py`` in every run, warm or not). It
 costs about 0.2 s once in a fresh clone and a few milliseconds of ``stat`` calls after.
+The test modules' rewritten asserts are cached by the workers themselves, each module
+once: the second worker rewrites from the last module backwards while the first collects
+forwards (``_rewrite_from_the_end``).
 """
 
 from __future__ import annotations
