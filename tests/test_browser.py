@@ -1,7 +1,8 @@
 """A page drawn in headless Chromium is not blank (issue 15: "a test renders index.html in
 headless Chromium ... and checks that the screenshot is not blank").
 
-tests/browser.py takes the screenshot and measures it. The measure is tested on pictures
+tests/browser.py takes the screenshot (in one browser per worker process, kept for the
+next page) and measures it. The measure is tested on pictures
 made here (a blank one must be called blank, or the check could not fail), then on what the
 browser draws: a small self-contained page like the report's (inline CSS, an inline SVG
 and a PNG embedded as a data URI) must come out drawn, its SVG's exact colours present,
@@ -78,6 +79,12 @@ td, th {{ border: 1px solid #999; padding: 4px 8px; }} .bad {{ background: #fdd;
 <p><img alt="embedded" src="data:image/png;base64,{{png}}"></p>
 </body></html>
 """
+
+
+# The tests that take screenshots here and in tests/test_one_run_report.py run in one
+# worker process, so they share its one browser (tests/browser.py Rule 2) instead of
+# starting one in each worker (tests/conftest.py: a module-wide fixture's group).
+XDIST_GROUP = browser.XDIST_GROUP
 
 
 @pytest.fixture(scope="module")

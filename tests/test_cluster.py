@@ -2,12 +2,21 @@
 
 A ``distributed.LocalCluster`` with two workers stands in for a real one. In-process
 workers (``processes=False``, threads of this process, about 0.1 s to start) serve the
-equality tests; the tests that kill a worker need worker processes (``processes=True``,
-about 2 s to start), since ``os._exit`` in a thread would end the test itself.
+equality tests; the tests that kill a worker need worker processes (``processes=True``),
+since ``os._exit`` in a thread would end the test itself. Those processes are forked
+from a server process (Dask's ``forkserver`` method, ``forked_dask_workers``) instead of
+spawned: a spawned worker starts a fresh interpreter that imports Dask and the project
+again, a forked one starts from the server's imports (Dask's, or the project's where a
+local pool of sim/backends.py started this process's server first). The tests that kill
+workers start six of them, the nanny replacing each dead one (measured: the test that
+kills every worker, run alone, 3.7 -> 1.6 s of CPU). How a worker process starts is not
+what these tests check: that it dies, is replaced, and changes nothing.
 """
 
 from __future__ import annotations
 
+import contextlib
+import importlib.util
 import json
 import os
 import sys
@@ -15,16 +24,36 @@ from pathlib import Path
 
 import pytest
 
-distributed = pytest.importorskip("distributed")
+if importlib.util.find_spec("distributed") is None:  # found, not imported: see DASK_GROUP
+    pytest.skip("the distributed package is not installed", allow_module_level=True)
 
 from sim import backends, swarm  # noqa: E402
 from sim.cli import main  # noqa: E402
 
+# The tests that start or reach a Dask cluster (here and in tests/test_sweep.py) form one
+# xdist group, so one worker process runs them and only that one imports Dask (0.4 s of
+# CPU): this module imports ``distributed`` in the tests, not at its collection, which
+# both workers make (tests/conftest.py).
+DASK_GROUP = XDIST_GROUP = "dask"
+
 VARIANT = "contract"
+
+
+@contextlib.contextmanager
+def forked_dask_workers():
+    """While it holds, the worker processes Dask starts (``LocalCluster(processes=True)``,
+    and the nanny's replacement of a dead one) fork from multiprocessing's forkserver
+    (``distributed.utils.get_mp_context``), one server per process."""
+    import dask
+
+    with dask.config.set({"distributed.worker.multiprocessing-method": "forkserver"}):
+        yield
 
 
 @pytest.fixture(scope="module")
 def threads_cluster():
+    import distributed
+
     with distributed.LocalCluster(n_workers=2, threads_per_worker=1, processes=False,
                                   dashboard_address=":0") as cluster:
         yield cluster
@@ -32,6 +61,8 @@ def threads_cluster():
 
 @pytest.fixture
 def client(threads_cluster):
+    import distributed
+
     with distributed.Client(threads_cluster, set_as_default=False) as c:
         yield c
 
@@ -92,13 +123,15 @@ def test_swarm_command_with_cluster_prints_the_same_json_bytes(threads_cluster, 
     assert json.loads(local)["seeds_run"] == 10
 
 
+@pytest.mark.xdist_group(DASK_GROUP)  # it imports Dask
 def test_cluster_local_starts_a_local_cluster_with_the_same_report(tmp_path, capsys):
     """``--cluster local --workers 2``: a Dask LocalCluster of two worker processes,
     started and closed by the command; the same JSON bytes as the local run."""
     argv = ["swarm", "--seeds", "8", "--first-seed", "20", "--json", "--out", str(tmp_path)]
     assert main(argv) == 0
     local = capsys.readouterr().out
-    assert main(argv + ["--cluster", "local", "--workers", "2"]) == 0
+    with forked_dask_workers():
+        assert main(argv + ["--cluster", "local", "--workers", "2"]) == 0
     assert capsys.readouterr().out == local
 
 
@@ -143,10 +176,11 @@ def test_cli_reports_a_failing_seed_as_exit_70(monkeypatch, capsys, tmp_path):
 @pytest.fixture(scope="module")
 def process_cluster():
     import dask
+    import distributed
 
     # One death of a worker under a task makes it suspicious; two and the scheduler
     # gives up on it (KilledWorker), so the always-dying seed is found in seconds.
-    with dask.config.set({"distributed.scheduler.allowed-failures": 1}):
+    with dask.config.set({"distributed.scheduler.allowed-failures": 1}), forked_dask_workers():
         with distributed.LocalCluster(n_workers=2, threads_per_worker=1, processes=True,
                                       dashboard_address=":0") as cluster:
             yield cluster
@@ -155,6 +189,8 @@ def process_cluster():
 def test_a_killed_worker_changes_nothing(process_cluster, tmp_path):
     """A worker process dies mid-run (``os._exit`` in the middle of the seeds); Dask runs
     its task again on a live worker, and the report is complete and identical."""
+    import distributed
+
     _register_by_value()
     local = swarm.summarize([swarm.run_seed(s, VARIANT) for s in range(5, 21)], 5, VARIANT)
     with distributed.Client(process_cluster, set_as_default=False) as client:
@@ -167,6 +203,8 @@ def test_a_seed_that_kills_every_worker_is_named(process_cluster):
     """A seed that kills each worker it runs on: its task is split into single seeds and
     the one that keeps killing workers is named (the others' results are not lost in
     silence: the run stops with a harness error)."""
+    import distributed
+
     _register_by_value()
     with distributed.Client(process_cluster, set_as_default=False) as client:
         with pytest.raises(backends.SeedFailed, match=r"seed 3 failed on every try.*KilledWorker"):
@@ -195,6 +233,7 @@ def test_workers_with_a_cluster_is_refused(capsys, tmp_path):
     assert "swarm: --workers: not used with --cluster" in capsys.readouterr().err
 
 
+@pytest.mark.xdist_group(DASK_GROUP)  # it imports Dask
 def test_unreachable_scheduler_is_one_line_exit_2(monkeypatch, capsys, tmp_path):
     """Nothing listens on the port: one line, exit 2 (the address is the user's input),
     and nothing on stdout (the connection comes before the header)."""

@@ -20,6 +20,7 @@ import xml.etree.ElementTree as ET
 from html.parser import HTMLParser
 from pathlib import Path
 
+import browser
 import junitparser
 import pytest
 
@@ -322,14 +323,13 @@ EVIDENCE_BG = (255, 227, 234)  # reports/figures/_style.py EVIDENCE_BG: the band
 
 
 def _drawn(page: Path):
-    import browser
-
     browser.require_browser()
     picture = browser.measure(browser.screenshot(page, window=TALL))
     assert not picture.blank, picture
     return picture
 
 
+@pytest.mark.xdist_group(browser.XDIST_GROUP)  # one browser for the suite's screenshots
 def test_the_check_page_is_drawn_with_its_sequence_diagram(tmp_path, capsys):
     """check on a tiny suite whose scenario fails under a planted bug: the page a browser
     draws is not blank, and the failed scenario's sequence diagram (an embedded SVG) is
@@ -345,6 +345,7 @@ def test_the_check_page_is_drawn_with_its_sequence_diagram(tmp_path, capsys):
     assert picture.has_colour(EVIDENCE_BG, 1_000)
 
 
+@pytest.mark.xdist_group(browser.XDIST_GROUP)  # one browser for the suite's screenshots
 def test_a_report_page_is_drawn_with_its_evidence(tmp_path, capsys):
     assert main(["run", "us09_chat_isolation", "--variant", "contract+pid-from-command",
                  "--report", str(tmp_path / "r")]) == 1

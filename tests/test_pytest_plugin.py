@@ -164,11 +164,13 @@ def test_pinned_trace_hashes_fail_when_moved_and_repin(pytester, monkeypatch):
 @pytest.mark.slow
 def test_scenario_items_run_under_xdist(pytester, monkeypatch):
     """In two worker processes (a child pytest, as the project's suite runs), every item
-    is collected and run once."""
+    is collected and run once. (Without hypothesis's plugin, which imports all of
+    hypothesis in each of the child's three processes, a quarter of its CPU: no item
+    here is a hypothesis test.)"""
     # The child imports this checkout's sim/, wherever the installed package points.
     monkeypatch.setenv("PYTHONPATH", os.pathsep.join(filter(None, [str(ROOT), os.environ.get("PYTHONPATH")])))
     _folder(pytester, {"scenarios/a.toml": LOST, "scenarios/b.toml": WRONG})
-    result = pytester.runpytest_subprocess(*PLUGIN, "-n", "2", "scenarios")
+    result = pytester.runpytest_subprocess(*PLUGIN, "-p", "no:hypothesispytest", "-n", "2", "scenarios")
     result.assert_outcomes(passed=3, failed=1)
     assert "toolu_01.process_starts: expected 1, got 2" in result.stdout.str()
 

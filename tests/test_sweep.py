@@ -221,6 +221,7 @@ def test_counters_fire_on_double_runs_and_stay_quiet_under_the_contract(tmp_path
 # -- the same report on every backend --------------------------------------------------
 
 
+@pytest.mark.xdist_group("dask")  # with tests/test_cluster.py's Dask tests, in one worker
 def test_same_json_on_one_process_two_workers_and_a_cluster(tmp_path, capsys):
     distributed = pytest.importorskip("distributed")
     path = _tiny(tmp_path)
