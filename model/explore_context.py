@@ -141,6 +141,8 @@ class Context:
     # A memo this big is dropped and refilled: it only saves time, and a search that
     # outgrows it (millions of distinct steps) should not grow memory without bound.
     MEMO_LIMIT = 400_000
+    # The verdict monitors kept, in each of two generations (``monitor``).
+    MONITORS_LIMIT = 20_000
 
     def __init__(self, digests: bool = False):
         self.interner = Interner(digests)
@@ -153,7 +155,10 @@ class Context:
         self.verdicts: dict = {}
         self.awaited: dict = {}  # (replica handle, request ID) -> chatd.awaits
         self.calm: dict = {}  # database handle -> properties.quiesced
-        self.calls: dict = {}  # chats handle -> the committed tool calls (properties.evidence)
+        self.calls: dict = {}  # chats handle -> the committed tool calls and their number (``_calls_of``)
+        self.call_sets: dict = {}  # committed tool calls (a tuple) -> their number
+        self.monitors: dict = {}  # (ghost history handle, calls' number) -> properties.Monitor
+        self.monitors_old: dict = {}  # the previous generation (``monitor``)
         self.hits = 0
         self.misses = 0
         self.check = CHECK_MEMO  # tests: every hit is also applied for real and compared
@@ -175,7 +180,10 @@ class Context:
         if not new:
             return node.ghost, node.order, node.bag
         key_of = self.interner.key_of
-        order = key_of(("seq", node.order) + new)
+        # The sequence's key is its value: its parent's handle and the new records
+        # (``verdict`` walks it back to a history it has a monitor for).
+        seq = ("seq", node.order) + new
+        order = key_of(seq, seq)
         grown = (node.bag, new)
         bag = self.grown.get(grown)
         if bag is None:
@@ -526,15 +534,64 @@ class Context:
         """The properties' violations in this state. They read the ghost history and, of
         the system, only the chats (committed tool calls, statuses) and the
         configuration, which is the same for the whole search: so the verdict is
-        memoized on those."""
+        memoized on those. A new one comes from the history's monitor
+        (model/properties/monitor.py), which grows from its parent history's: the
+        same violations as judging the whole ghost history, at a few records' cost."""
         chats = self.interner.handle(node.system.db.chats)
         key = (kinds, node.order, chats)
         found = self.verdicts.get(key)
         if found is None:
             calls = self.calls.get(chats)
             if calls is None:
-                calls = self.calls[chats] = committed_calls(node.system)
-            found = self.verdicts[key] = props.violations_of(ghost_trace(node), node.system, kinds, calls)
+                calls = self.calls[chats] = self._calls_of(node.system)
+            monitor = self.monitor(node.order, calls, node.system)
+            found = self.verdicts[key] = monitor.violations(kinds, self.quiesced(node.system))
+            if self.check:
+                whole = props.violations_of(ghost_trace(node), node.system, kinds, calls[0])
+                if whole != found:
+                    raise AssertionError(f"the monitor's verdict {found} differs from the whole history's {whole}")
+        return found
+
+    def _calls_of(self, s: msys.System) -> tuple:
+        """The committed tool calls and their number in this search (a monitor's calls)."""
+        calls = committed_calls(s)
+        frozen = tuple(calls)
+        number = self.call_sets.get(frozen)
+        if number is None:
+            number = self.call_sets[frozen] = len(self.call_sets)
+        return calls, number
+
+    def monitor(self, order: Id, calls: tuple, final: msys.System) -> props.Monitor:
+        """The monitor of the ghost history ``order`` under the committed ``calls`` (a
+        ``_calls_of`` pair): memoized, else grown from the nearest shorter history of the
+        same path that has one (its parent's, as a rule), else from the empty history.
+        The memo keeps two generations of ``MONITORS_LIMIT``: a state's monitor is asked
+        for by its children, a breadth-first level later."""
+        number = calls[1]
+        monitors, old = self.monitors, self.monitors_old
+        found = monitors.get((order, number))
+        if found is None:
+            found = old.get((order, number))
+        if found is not None:
+            return found
+        # Walk back to a history with a monitor, then grow it forward, memoizing each.
+        chain = []
+        while found is None:
+            seq = order.value  # ("seq", parent's handle, *new records), or None: the empty one
+            if seq is None:
+                found = props.Monitor.of([], final, calls[0])
+                break
+            chain.append((order, seq[2:]))
+            order = seq[1]
+            found = monitors.get((order, number))
+            if found is None:
+                found = old.get((order, number))
+        for order, new in reversed(chain):
+            found = found.extended([h.value for h in new], final)
+            if len(monitors) >= self.MONITORS_LIMIT:
+                self.monitors_old = monitors
+                monitors = self.monitors = {}
+            monitors[(order, number)] = found
         return found
 
 

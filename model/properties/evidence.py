@@ -106,8 +106,39 @@ def committed_calls(final) -> list[CallInfo]:
 _INDEXED_KINDS = frozenset(("note", "truth", "send", "agent_down", "fault"))
 
 
+def record_tags(rec: dict) -> tuple:
+    """What a record is, as ``Property.reads`` names it (model/properties/checks.py):
+    ``("kind", kind)`` for every record, ``("note", name)`` for a note, ``("truth",
+    what)`` for a record with a ``truth`` field. Every index entry ``Evidence`` makes for
+    a record is named by one of its tags (a start by ``("truth", "process_started")``,
+    a send by ``("kind", "send")``, a cancel's mark by ``("note",
+    "cancel_never_received")``)."""
+    kind = rec.get("kind")
+    tags = [("kind", kind)]
+    if kind == "note":
+        tags.append(("note", rec.get("note")))
+    if "truth" in rec:
+        tags.append(("truth", rec["truth"]))
+    return tuple(tags)
+
+
+# The per-call indexes (call uuid -> trace indexes) and the other containers an
+# ``Evidence`` keeps; ``extended`` copies each before its fold appends to it.
+_PER_CALL = ("starts", "edits", "results", "exits", "kills", "never_received")
+_DICTS = _PER_CALL + ("pid_owner", "pid_start", "sends", "marks_by")
+_LISTS = ("agent_downs", "interrupts", "interruption_done", "faults", "marks")
+
+
 class Evidence:
-    """The trace indexed per tool call, computed once and shared by every property."""
+    """The trace indexed per tool call, computed once and shared by every property.
+
+    The index is a left fold over the records (``_index``): what a record adds depends
+    only on the records before it and the committed calls. So ``extended`` gives the
+    evidence of a longer trace from a shorter one's without walking the old records
+    again (the explorer's monitors, model/properties/monitor.py): the same index as
+    building it from the whole trace, by construction, because it is the same fold.
+    The fold never appends to a list it shares: a per-call or per-mark list grows by a
+    new list (``lst + [i]``), so the evidence it was extended from keeps its own."""
 
     def __init__(self, trace: list[dict], final, calls: list | None = None):
         self.trace = trace
@@ -135,28 +166,57 @@ class Evidence:
         # record with a ``truth`` field, each in trace order; a reachability property
         # asks only those of its kind (``checks._reached_mark``).
         self.marks_by: dict[tuple, list[int]] = {}
-        by_uuid = {c.uuid: c for c in self.calls}
-        by_command = {(c.chat_id, c.command): c for c in self.calls if c.tool == "execute"}
-        by_path = {(c.chat_id, c.path): c for c in self.calls if c.tool != "execute"}
+        # How a record finds its call (rule 3 of ``model.properties``): read by ``_index``.
+        self._by_uuid = {c.uuid: c for c in self.calls}
+        self._by_command = {(c.chat_id, c.command): c for c in self.calls if c.tool == "execute"}
+        self._by_path = {(c.chat_id, c.path): c for c in self.calls if c.tool != "execute"}
+        self._index(0)
+
+    def extended(self, records: list[dict], final=None) -> "Evidence":
+        """The evidence of this trace followed by ``records`` (with ``final`` as the final
+        state, or this one's): equal to ``Evidence(self.trace + records, final,
+        self.calls)``, and this evidence is left as it was. The committed calls are this
+        one's: a caller whose calls changed builds the evidence anew (the index files
+        earlier records under calls that were not committed yet)."""
+        new = object.__new__(Evidence)
+        fields_ = new.__dict__
+        fields_.update(self.__dict__)
+        for name in _DICTS:
+            fields_[name] = fields_[name].copy()
+        for name in _LISTS:
+            fields_[name] = fields_[name].copy()
+        new.trace = self.trace + records
+        if final is not None:
+            new.final = final
+        new._index(len(self.trace))
+        return new
+
+    def _index(self, start: int) -> None:
+        """File the records from ``start`` on (the fold; see the class docstring)."""
+        trace = self.trace
+        by_uuid, by_command, by_path = self._by_uuid, self._by_command, self._by_path
+        starts, edits, results, never_received = self.starts, self.edits, self.results, self.never_received
         # (Locals for the loop: a trace has some 300 records, a third of them notes.)
         marks, marks_by = self.marks, self.marks_by
         indexed = _INDEXED_KINDS
-        for i, rec in enumerate(trace):
+        for i in range(start, len(trace)):
+            rec = trace[i]
             kind = rec.get("kind")
             if kind == "note":
                 # The most frequent indexed kind first: a mark, by name, and three of
                 # them indexed on their own.
                 marks.append(i)
                 name = rec.get("note")
-                by = marks_by.get(("note", name))
-                if by is None:
-                    marks_by[("note", name)] = [i]
-                else:
-                    by.append(i)
+                key = ("note", name)
+                by = marks_by.get(key)
+                marks_by[key] = [i] if by is None else by + [i]
                 if "truth" in rec:
-                    marks_by.setdefault(("truth", rec["truth"]), []).append(i)
-                if name == "cancel_never_received" and rec.get("uuid") in self.never_received:
-                    self.never_received[rec["uuid"]].append(i)
+                    key = ("truth", rec["truth"])
+                    marks_by[key] = marks_by.get(key, []) + [i]
+                if name == "cancel_never_received":
+                    uuid = rec.get("uuid")
+                    if uuid in never_received:
+                        never_received[uuid] = never_received[uuid] + [i]
                 elif name == "interrupt_requested":
                     self.interrupts.append(i)
                 elif name == "interruption_finished":
@@ -167,7 +227,8 @@ class Evidence:
             if kind == "truth" or "truth" in rec:
                 marks.append(i)
                 if "truth" in rec:
-                    marks_by.setdefault(("truth", rec["truth"]), []).append(i)
+                    key = ("truth", rec["truth"])
+                    marks_by[key] = marks_by.get(key, []) + [i]
             if kind == "send":
                 self.sends.setdefault(rec.get("req"), i)
             elif kind == "agent_down":
@@ -182,21 +243,23 @@ class Evidence:
                 pid_key = f"{rec.get('incarnation')}/{rec.get('pid')}"
                 self.pid_start[pid_key] = i
                 if call is not None:
-                    self.starts[call.uuid].append(i)
+                    starts[call.uuid] = starts[call.uuid] + [i]
                     self.pid_owner[pid_key] = call.uuid
             elif what in ("process_exited", "process_killed"):
                 owner = self.pid_owner.get(f"{rec.get('incarnation')}/{rec.get('pid')}")
                 if owner is not None:
-                    (self.exits if what == "process_exited" else self.kills)[owner].append(i)
+                    ends = self.exits if what == "process_exited" else self.kills
+                    ends[owner] = ends[owner] + [i]
             elif what == "edit_applied":
                 call = by_uuid.get(rec.get("uuid")) or by_path.get((rec.get("cause_chat"), rec.get("path")))
                 if call is None:
                     call = next((c for c in self.calls if c.tool != "execute" and c.path == rec.get("path")), None)
                 if call is not None:
-                    self.edits[call.uuid].append(i)
+                    edits[call.uuid] = edits[call.uuid] + [i]
             elif what == "result_committed":
-                if rec.get("uuid") in self.results:
-                    self.results[rec["uuid"]].append(i)
+                uuid = rec.get("uuid")
+                if uuid in results:
+                    results[uuid] = results[uuid] + [i]
 
     # -- helpers ---------------------------------------------------------------
     def end_ms(self) -> int:
