@@ -478,7 +478,7 @@ PROPERTIES: tuple[Property, ...] = (
              reads=_RESULTS | _EFFECTS | {("note", "cancel_never_received")}),
     Property("unknown_only_when_unknowable", "always", "US5, issue 16",
              "An unknown result only when the agent was unreachable or a request for the call may have reached a gone agent incarnation.",
-             _unknown_only_when_unknowable, reads=_RESULTS | _EFFECTS | {("kind", "agent_down"), ("kind", "send")}),
+             _unknown_only_when_unknowable, reads=_RESULTS | _EFFECTS | {("kind", "agent_down")}),
     Property("fenced_commits", "always", "C7, chatd 2.4",
              "Results are committed only by the chat's owner and by its newest generation attempt.", _fenced_commits,
              reads=frozenset(_FENCE_MARKS)),
