@@ -117,9 +117,10 @@ def test_the_verdict_check_fires_on_a_declaration_that_misses_a_read(monkeypatch
     """A checker that cannot fire is worse than none: at_most_once declared to read no
     record keeps its first verdict for good, and the comparison must catch it."""
     monkeypatch.setattr(explore_context, "CHECK_MEMO", True)
-    first = monitor._INCREMENTAL_CHECKS[0]
+    first = monitor._INCREMENTAL[0]
     assert monitor.INCREMENTAL[0].name == "at_most_once"
-    monkeypatch.setattr(monitor, "_INCREMENTAL_CHECKS", ((frozenset(), first[1]),) + monitor._INCREMENTAL_CHECKS[1:])
+    monkeypatch.setattr(monitor, "_INCREMENTAL", ((frozenset(),) + first[1:],) + monitor._INCREMENTAL[1:])
+    monkeypatch.setattr(monitor, "_RECHECK", {})
     with pytest.raises(AssertionError, match="monitor's verdict"):
         ex.explore(worlds.build("default", "today"), ex.Bounds(max_in_flight_ms=1), max_states=20_000)
 

@@ -122,11 +122,17 @@ def record_tags(rec: dict) -> tuple:
     return tuple(tags)
 
 
-# The per-call indexes (call uuid -> trace indexes) and the other containers an
-# ``Evidence`` keeps; ``extended`` copies each before its fold appends to it.
-_PER_CALL = ("starts", "edits", "results", "exits", "kills", "never_received")
-_DICTS = _PER_CALL + ("pid_owner", "pid_start", "sends", "marks_by")
-_LISTS = ("agent_downs", "interrupts", "interruption_done", "faults", "marks")
+# The containers ``_index`` may write for a record of each kind (and for any record with
+# a ``truth`` field): ``extended`` copies those before the fold writes to them, and
+# shares the rest with the evidence it extends.
+_WRITES = {
+    "note": ("marks", "marks_by", "never_received", "interrupts", "interruption_done"),
+    "truth": ("marks", "marks_by", "pid_start", "pid_owner", "starts", "exits", "kills", "edits", "results"),
+    "send": ("sends",),
+    "agent_down": ("agent_downs",),
+    "fault": ("faults",),
+}
+_TRUTH_WRITES = ("marks", "marks_by")
 
 
 class Evidence:
@@ -181,10 +187,12 @@ class Evidence:
         new = object.__new__(Evidence)
         fields_ = new.__dict__
         fields_.update(self.__dict__)
-        for name in _DICTS:
-            fields_[name] = fields_[name].copy()
-        for name in _LISTS:
-            fields_[name] = fields_[name].copy()
+        copied = set()
+        for rec in records:
+            for name in _WRITES.get(rec.get("kind"), ()) + (_TRUTH_WRITES if "truth" in rec else ()):
+                if name not in copied:
+                    copied.add(name)
+                    fields_[name] = fields_[name].copy()
         new.trace = self.trace + records
         if final is not None:
             new.final = final
