@@ -159,6 +159,7 @@ class Context:
         self.call_sets: dict = {}  # committed tool calls (a tuple) -> their number
         self.monitors: dict = {}  # (ghost history handle, calls' number) -> properties.Monitor
         self.monitors_old: dict = {}  # the previous generation (``monitor``)
+        self.tags: dict = {}  # ghost record handle -> its properties.record_tags
         self.hits = 0
         self.misses = 0
         self.check = CHECK_MEMO  # tests: every hit is also applied for real and compared
@@ -588,8 +589,15 @@ class Context:
             found = monitors.get((order, number))
             if found is None:
                 found = old.get((order, number))
+        tags_of = self.tags
         for order, new in reversed(chain):
-            found = found.extended([h.value for h in new], final)
+            tags = ()
+            for h in new:
+                found_tags = tags_of.get(h)
+                if found_tags is None:
+                    found_tags = tags_of[h] = props.record_tags(h.value)
+                tags += found_tags
+            found = found.extended([h.value for h in new], final, tags)
             if len(monitors) >= self.MONITORS_LIMIT:
                 self.monitors_old = monitors
                 monitors = self.monitors = {}

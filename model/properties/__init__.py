@@ -43,7 +43,7 @@ from dataclasses import dataclass
 
 from .checks import INTERRUPT_SLACK_MS, PROPERTIES, Property, interrupt_bound_ms
 from .classify import CANCEL_UNSURE_REASONS, CLASSIFIERS, classify, informational
-from .evidence import CallInfo, Evidence, Violation, agent_clock_at, committed_calls, violation
+from .evidence import CallInfo, Evidence, Violation, agent_clock_at, committed_calls, record_tags, violation
 from .monitor import Monitor, _check
 from .risks import KNOWN_FINDINGS, RESIDUAL_RISKS, is_known_finding
 
@@ -79,6 +79,7 @@ __all__ = [
     "interrupt_bound_ms",
     "is_known_finding",
     "quiesced",
+    "record_tags",
     "violation",
 ]
 

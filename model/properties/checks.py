@@ -306,10 +306,16 @@ def _marks_of(ev: Evidence, kinds: tuple, start: int = 0) -> list[int]:
     """The indexes (``start`` and after) of the marks of these kinds (``Evidence.marks_by``
     keys), in trace order, each once (a note with a ``truth`` field is filed under both
     of its kinds)."""
-    out: set[int] = set()
+    out: list[int] = []
     for kind in kinds:
-        out.update(i for i in ev.marks_by.get(kind, ()) if i >= start)
-    return sorted(out)
+        marks = ev.marks_by.get(kind)
+        if marks:
+            # In trace order: those from ``start`` on are a tail (a monitor's new records).
+            k = len(marks)
+            while k and marks[k - 1] >= start:
+                k -= 1
+            out += marks[k:]
+    return sorted(set(out)) if len(out) > 1 else out
 
 
 def _fenced_commits(ev: Evidence) -> list[Violation]:

@@ -133,6 +133,18 @@ _WRITES = {
     "fault": ("faults",),
 }
 _TRUTH_WRITES = ("marks", "marks_by")
+_COPIES: dict[tuple, tuple[str, ...]] = {}  # the new records' tags -> what ``extended`` copies
+
+
+def _copies(tags: tuple) -> tuple[str, ...]:
+    """The containers ``_index`` may write for records with these tags, each once."""
+    names: dict[str, None] = {}
+    for what, name in tags:
+        if what == "kind":
+            names.update(dict.fromkeys(_WRITES.get(name, ())))
+        elif what == "truth":
+            names.update(dict.fromkeys(_TRUTH_WRITES))
+    return tuple(names)
 
 
 class Evidence:
@@ -178,21 +190,25 @@ class Evidence:
         self._by_path = {(c.chat_id, c.path): c for c in self.calls if c.tool != "execute"}
         self._index(0)
 
-    def extended(self, records: list[dict], final=None) -> "Evidence":
+    def extended(self, records: list[dict], final=None, tags: tuple | None = None) -> "Evidence":
         """The evidence of this trace followed by ``records`` (with ``final`` as the final
         state, or this one's): equal to ``Evidence(self.trace + records, final,
         self.calls)``, and this evidence is left as it was. The committed calls are this
         one's: a caller whose calls changed builds the evidence anew (the index files
-        earlier records under calls that were not committed yet)."""
+        earlier records under calls that were not committed yet). ``tags``: the
+        records' ``record_tags``, one after another, when the caller has them."""
         new = object.__new__(Evidence)
         fields_ = new.__dict__
         fields_.update(self.__dict__)
-        copied = set()
-        for rec in records:
-            for name in _WRITES.get(rec.get("kind"), ()) + (_TRUTH_WRITES if "truth" in rec else ()):
-                if name not in copied:
-                    copied.add(name)
-                    fields_[name] = fields_[name].copy()
+        if tags is None:
+            tags = ()
+            for rec in records:
+                tags += record_tags(rec)
+        copies = _COPIES.get(tags)
+        if copies is None:
+            copies = _COPIES[tags] = _copies(tags)
+        for name in copies:
+            fields_[name] = fields_[name].copy()
         new.trace = self.trace + records
         if final is not None:
             new.final = final

@@ -71,15 +71,17 @@ class Monitor:
                     for (_, check, _), state in zip(_INCREMENTAL, folds))
         return cls(ev, raw, folds)
 
-    def extended(self, records: list[dict], final=None) -> "Monitor":
-        """Rule 1: the monitor of this history followed by ``records``."""
+    def extended(self, records: list[dict], final=None, tags: tuple | None = None) -> "Monitor":
+        """Rule 1: the monitor of this history followed by ``records``. ``tags``: their
+        ``record_tags``, one after another, when the caller keeps them per record."""
         if not records:
             return self
+        if tags is None:
+            tags = ()
+            for rec in records:
+                tags += record_tags(rec)
         start = len(self.ev.trace)
-        ev = self.ev.extended(records, final)
-        tags = ()
-        for rec in records:
-            tags += record_tags(rec)
+        ev = self.ev.extended(records, final, tags)
         recheck = _RECHECK.get(tags)
         if recheck is None:
             touched = set(tags)
