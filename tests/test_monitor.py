@@ -4,7 +4,7 @@ A monitor re-runs a property only when a new record carries one of the tags the 
 declares it reads (``Property.reads``), and the explorer grows a state's monitor from its
 parent history's. Three tests stand behind that: a monitor grown record by record over
 every hand-written trace of tests/test_properties.py gives ``violations_of``'s verdict
-(and ``Evidence.extended`` the index built anew) at every prefix; every state of small
+at every prefix; every state of small
 searches gets from its monitor the whole ghost history's verdict (``CHECK_MEMO``:
 ``Context.verdict`` compares them), and a declaration that leaves out a record the check
 reads is caught there; and each declaration is what its check really reads, recorded on
@@ -34,42 +34,41 @@ def _traces():
 
 @pytest.mark.parametrize("status", ["waiting", "running"])
 def test_a_monitor_grown_record_by_record_gives_the_whole_traces_verdict(status):
-    """Every prefix of every hand-written trace: the same violations (classified, in the
-    same order, with the same evidence) and the same index as judging it whole."""
+    """Every prefix of every hand-written trace: the same monitor state as judging the
+    prefix whole, and the same violations (classified, in the same order, with the
+    same evidence) as ``violations_of``; grown by several records at once too."""
     final = tp.final(status)
     settled = props.quiesced(final)
     checked = 0
     for name, trace in _traces():
-        mon = props.Monitor.of([], final)
+        state = props.Monitor.of(props.Evidence([], final))
         for n, rec in enumerate(trace, 1):
-            mon = mon.extended([rec], final)
-            whole = props.Evidence(trace[:n], final)
-            assert _index(mon.ev) == _index(whole), (name, n)
+            def evidence(n=n):
+                return props.Evidence(trace[:n], final)
+            state = props.Monitor.grown(state, props.record_tags(rec), evidence)
+            assert state == props.Monitor.of(evidence()), (name, n)
             for kinds in KINDS:
-                assert mon.violations(kinds, settled) == props.violations_of(trace[:n], final, kinds), (name, n, kinds)
+                assert props.Monitor.violations(state, kinds, settled, evidence) == \
+                    props.violations_of(trace[:n], final, kinds), (name, n, kinds)
                 checked += 1
-        # Grown in one piece, and from a prefix, too.
         for cut in range(len(trace) + 1):
-            grown = props.Monitor.of(trace[:cut], final).extended(trace[cut:], final)
-            assert grown.violations(KINDS[2], settled) == props.violations_of(trace, final, KINDS[2]), (name, cut)
+            tags = tuple(t for rec in trace[cut:] for t in props.record_tags(rec))
+            grown = props.Monitor.grown(props.Monitor.of(props.Evidence(trace[:cut], final)), tags,
+                                        lambda: props.Evidence(trace, final))
+            assert grown == props.Monitor.of(props.Evidence(trace, final)), (name, cut)
     assert checked > 150
 
 
-def _index(ev) -> dict:
-    return {k: v for k, v in ev.__dict__.items() if k not in ("final",)}
+def test_a_step_no_property_reads_needs_no_evidence():
+    """Rule 1: records no incremental property reads (a start request sent, an agent's
+    boot) leave the state as it was without building any evidence."""
+    state = props.Monitor.of(props.Evidence(tp.CASES["at_most_once"][1][0], tp.final()))
 
-
-def test_extending_leaves_the_shorter_evidence_as_it_was():
-    """A parent's evidence is shared by all its children: growing one must not touch it."""
-    trace = tp.CASES["at_most_once"][1][0]
-    final = tp.final()
-    parent = props.Evidence(trace[:1], final)
-    before = {k: (list(v) if isinstance(v, list) else {a: list(b) if isinstance(b, list) else b
-                                                        for a, b in v.items()} if isinstance(v, dict) else v)
-              for k, v in _index(parent).items()}
-    parent.extended(trace[1:], final)
-    parent.extended([tp.result(300, "completed", code=0)], final)
-    assert _index(parent) == before
+    def no_evidence():
+        raise AssertionError("evidence built")
+    tags = props.record_tags(tp.sent(500)) + props.record_tags(tp.r(600, "agent", "agent_up", incarnation=2))
+    assert props.Monitor.grown(state, tags, no_evidence) is state
+    assert monitor.recheck(props.record_tags(tp.start(700))) != ()
 
 
 # Worlds and variants whose searches reach many violations (today, planted bugs) and
@@ -117,9 +116,8 @@ def test_the_verdict_check_fires_on_a_declaration_that_misses_a_read(monkeypatch
     """A checker that cannot fire is worse than none: at_most_once declared to read no
     record keeps its first verdict for good, and the comparison must catch it."""
     monkeypatch.setattr(explore_context, "CHECK_MEMO", True)
-    first = monitor._INCREMENTAL[0]
     assert monitor.INCREMENTAL[0].name == "at_most_once"
-    monkeypatch.setattr(monitor, "_INCREMENTAL", ((frozenset(),) + first[1:],) + monitor._INCREMENTAL[1:])
+    monkeypatch.setattr(monitor, "_INCREMENTAL", ((frozenset(), monitor._INCREMENTAL[0][1]),) + monitor._INCREMENTAL[1:])
     monkeypatch.setattr(monitor, "_RECHECK", {})
     with pytest.raises(AssertionError, match="monitor's verdict"):
         ex.explore(worlds.build("default", "today"), ex.Bounds(max_in_flight_ms=1), max_states=20_000)

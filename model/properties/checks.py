@@ -41,15 +41,10 @@ class Property:
     # check that reads nothing else: the index entries those records make, the records
     # before one of them, never the trace's end. A record with none of these tags then
     # leaves its violations as they were, which is what the explorer's monitors
-    # (model/properties/monitor.py) rely on; tests/test_properties.py checks each
+    # (model/properties/monitor.py) rely on; tests/test_monitor.py checks each
     # declaration against what the check really reads. None: it reads the whole trace
     # (its end, say) and is checked anew every time.
     reads: frozenset | None = None
-    # A check that is a fold over its records in trace order can say so: a factory of its
-    # state, whose ``feed(ev, start)`` reads the records from ``start`` on, ``out`` is the
-    # violations so far and ``copy`` gives a state to feed on; ``check(ev)`` is then
-    # ``fold().feed(ev, 0).out``. A monitor feeds only a step's new records.
-    fold: Callable[[], object] | None = field(default=None, compare=False)
 
 
 def _truths(*names: str) -> frozenset:
@@ -302,19 +297,12 @@ _FENCE_MARKS = (("note", "acquired"), ("note", "task_started"), ("note", "batch_
                 ("truth", "result_committed"))
 
 
-def _marks_of(ev: Evidence, kinds: tuple, start: int = 0) -> list[int]:
-    """The indexes (``start`` and after) of the marks of these kinds (``Evidence.marks_by``
-    keys), in trace order, each once (a note with a ``truth`` field is filed under both
-    of its kinds)."""
+def _marks_of(ev: Evidence, kinds: tuple) -> list[int]:
+    """The indexes of the marks of these kinds (``Evidence.marks_by`` keys), in trace order,
+    each once (a note with a ``truth`` field is filed under both of its kinds)."""
     out: list[int] = []
     for kind in kinds:
-        marks = ev.marks_by.get(kind)
-        if marks:
-            # In trace order: those from ``start`` on are a tail (a monitor's new records).
-            k = len(marks)
-            while k and marks[k - 1] >= start:
-                k -= 1
-            out += marks[k:]
+        out += ev.marks_by.get(kind, ())
     return sorted(set(out)) if len(out) > 1 else out
 
 
@@ -332,70 +320,43 @@ def _fenced_commits(ev: Evidence) -> list[Violation]:
     generate-assistant attempt emits no such note, but it only begins once no call is
     unresolved, so no batch can be waiting to commit behind it. The explorer keeps
     neither note on its paths (they would split its states), so there only the owner
-    half can fire.
-
-    It is a fold over those marks in trace order (``_Fences``), so a monitor carries
-    its state from a history to a longer one (model/properties/monitor.py)."""
-    return _Fences().feed(ev, 0).out
-
-
-class _Fences:
-    """``_fenced_commits`` as a fold: the owners, the tasks' chats and the generation
-    attempts begun so far, and the violations found so far. ``feed`` reads the marks
-    from a trace position on; ``copy`` gives a state to feed a longer trace without
-    changing this one (``Property.fold``)."""
-
-    __slots__ = ("owner", "chat_of_task", "begun", "out")
-
-    def __init__(self):
-        self.out: list[Violation] = []
-        self.owner: dict[str, str] = {}
-        self.chat_of_task: dict[str, str] = {}
-        self.begun: dict[str, list[tuple[int, str, int]]] = {}  # chat -> (index, replica, generation_attempt)
-
-    def copy(self) -> "_Fences":
-        new = _Fences()
-        new.out = list(self.out)
-        new.owner = dict(self.owner)
-        new.chat_of_task = dict(self.chat_of_task)
-        new.begun = {chat: list(begins) for chat, begins in self.begun.items()}
-        return new
-
-    def feed(self, ev: Evidence, start: int) -> "_Fences":
-        """This state after the fence marks of ``ev`` at ``start`` and after."""
-        out, owner, chat_of_task, begun = self.out, self.owner, self.chat_of_task, self.begun
-        for i in _marks_of(ev, _FENCE_MARKS, start):  # only these notes and truths are read, in trace order
-            rec = ev.trace[i]
-            kind = rec.get("kind")
-            if kind == "note":
-                name = rec.get("note")
-                if name == "acquired":
-                    owner[rec.get("chat_id")] = rec.get("worker_id")
-                elif name == "task_started":
-                    chat_of_task[rec.get("task")] = rec.get("chat_id")
-                elif name == "batch_started" and rec.get("task") in chat_of_task:
-                    begun.setdefault(chat_of_task[rec["task"]], []).append(
-                        (i, rec.get("node"), rec.get("generation_attempt", 0)))
-            elif kind == "truth" and rec.get("truth") == "result_committed":
-                chat_id = rec.get("chat_id")
-                replica = str(rec.get("replica") or "")
-                owner_replica = owner.get(chat_id, "").rsplit("-w", 1)[0]
-                call = next((c for c in ev.calls if c.uuid == rec.get("uuid")), None)
-                if replica and chat_id in owner and owner_replica != replica:
-                    out.append(violation("fenced_commits", call, rec["t_ms"],
-                                  f"{replica} committed a result for a chat owned by {owner[chat_id]}", (i,)))
-                    continue
-                if rec.get("task") != "generation":
-                    continue
-                gen = rec.get("generation_attempt", 0)
-                begins = begun.get(chat_id, [])
-                mine = next((b for b in reversed(begins) if b[1] == replica and b[2] == gen), None)
-                later = [b for b in begins if mine is not None and b[0] > mine[0]]
-                if later:
-                    out.append(violation("fenced_commits", call, rec["t_ms"],
-                                  f"{replica}'s generation attempt {gen} committed after {later[-1][1]} began "
-                                  f"attempt {later[-1][2]} of the chat", (mine[0], later[-1][0], i)))
-        return self
+    half can fire."""
+    out = []
+    owner: dict[str, str] = {}
+    chat_of_task: dict[str, str] = {}
+    begun: dict[str, list[tuple[int, str, int]]] = {}  # chat -> (index, replica, generation_attempt)
+    for i in _marks_of(ev, _FENCE_MARKS):  # only these notes and truths are read, in trace order
+        rec = ev.trace[i]
+        kind = rec.get("kind")
+        if kind == "note":
+            name = rec.get("note")
+            if name == "acquired":
+                owner[rec.get("chat_id")] = rec.get("worker_id")
+            elif name == "task_started":
+                chat_of_task[rec.get("task")] = rec.get("chat_id")
+            elif name == "batch_started" and rec.get("task") in chat_of_task:
+                begun.setdefault(chat_of_task[rec["task"]], []).append(
+                    (i, rec.get("node"), rec.get("generation_attempt", 0)))
+        elif kind == "truth" and rec.get("truth") == "result_committed":
+            chat_id = rec.get("chat_id")
+            replica = str(rec.get("replica") or "")
+            owner_replica = owner.get(chat_id, "").rsplit("-w", 1)[0]
+            call = next((c for c in ev.calls if c.uuid == rec.get("uuid")), None)
+            if replica and chat_id in owner and owner_replica != replica:
+                out.append(violation("fenced_commits", call, rec["t_ms"],
+                              f"{replica} committed a result for a chat owned by {owner[chat_id]}", (i,)))
+                continue
+            if rec.get("task") != "generation":
+                continue
+            gen = rec.get("generation_attempt", 0)
+            begins = begun.get(chat_id, [])
+            mine = next((b for b in reversed(begins) if b[1] == replica and b[2] == gen), None)
+            later = [b for b in begins if mine is not None and b[0] > mine[0]]
+            if later:
+                out.append(violation("fenced_commits", call, rec["t_ms"],
+                              f"{replica}'s generation attempt {gen} committed after {later[-1][1]} began "
+                              f"attempt {later[-1][2]} of the chat", (mine[0], later[-1][0], i)))
+    return out
 
 
 # ---------------------------------------------------------------------------
@@ -520,7 +481,7 @@ PROPERTIES: tuple[Property, ...] = (
              _unknown_only_when_unknowable, reads=_RESULTS | _EFFECTS | {("kind", "agent_down")}),
     Property("fenced_commits", "always", "C7, chatd 2.4",
              "Results are committed only by the chat's owner and by its newest generation attempt.", _fenced_commits,
-             reads=frozenset(_FENCE_MARKS), fold=_Fences),
+             reads=frozenset(_FENCE_MARKS)),
     Property("one_result_eventually", "eventually", "US1, C7",
              "Once the run has quiesced, every committed tool call has exactly one committed result.",
              _one_result_eventually),

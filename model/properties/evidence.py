@@ -102,10 +102,6 @@ def committed_calls(final) -> list[CallInfo]:
     return out
 
 
-# The record kinds ``Evidence`` indexes (besides any record with a ``truth`` field).
-_INDEXED_KINDS = frozenset(("note", "truth", "send", "agent_down", "fault"))
-
-
 def record_tags(rec: dict) -> tuple:
     """What a record is, as ``Property.reads`` names it (model/properties/checks.py):
     ``("kind", kind)`` for every record, ``("note", name)`` for a note, ``("truth",
@@ -122,41 +118,12 @@ def record_tags(rec: dict) -> tuple:
     return tuple(tags)
 
 
-# The containers ``_index`` may write for a record of each kind (and for any record with
-# a ``truth`` field): ``extended`` copies those before the fold writes to them, and
-# shares the rest with the evidence it extends.
-_WRITES = {
-    "note": ("marks", "marks_by", "never_received", "interrupts", "interruption_done"),
-    "truth": ("marks", "marks_by", "pid_start", "pid_owner", "starts", "exits", "kills", "edits", "results"),
-    "send": ("sends",),
-    "agent_down": ("agent_downs",),
-    "fault": ("faults",),
-}
-_TRUTH_WRITES = ("marks", "marks_by")
-_COPIES: dict[tuple, tuple[str, ...]] = {}  # the new records' tags -> what ``extended`` copies
-
-
-def _copies(tags: tuple) -> tuple[str, ...]:
-    """The containers ``_index`` may write for records with these tags, each once."""
-    names: dict[str, None] = {}
-    for what, name in tags:
-        if what == "kind":
-            names.update(dict.fromkeys(_WRITES.get(name, ())))
-        elif what == "truth":
-            names.update(dict.fromkeys(_TRUTH_WRITES))
-    return tuple(names)
+# The record kinds ``Evidence`` indexes (besides any record with a ``truth`` field).
+_INDEXED_KINDS = frozenset(("note", "truth", "send", "agent_down", "fault"))
 
 
 class Evidence:
-    """The trace indexed per tool call, computed once and shared by every property.
-
-    The index is a left fold over the records (``_index``): what a record adds depends
-    only on the records before it and the committed calls. So ``extended`` gives the
-    evidence of a longer trace from a shorter one's without walking the old records
-    again (the explorer's monitors, model/properties/monitor.py): the same index as
-    building it from the whole trace, by construction, because it is the same fold.
-    The fold never appends to a list it shares: a per-call or per-mark list grows by a
-    new list (``lst + [i]``), so the evidence it was extended from keeps its own."""
+    """The trace indexed per tool call, computed once and shared by every property."""
 
     def __init__(self, trace: list[dict], final, calls: list | None = None):
         self.trace = trace
@@ -184,63 +151,28 @@ class Evidence:
         # record with a ``truth`` field, each in trace order; a reachability property
         # asks only those of its kind (``checks._reached_mark``).
         self.marks_by: dict[tuple, list[int]] = {}
-        # How a record finds its call (rule 3 of ``model.properties``): read by ``_index``.
-        self._by_uuid = {c.uuid: c for c in self.calls}
-        self._by_command = {(c.chat_id, c.command): c for c in self.calls if c.tool == "execute"}
-        self._by_path = {(c.chat_id, c.path): c for c in self.calls if c.tool != "execute"}
-        self._index(0)
-
-    def extended(self, records: list[dict], final=None, tags: tuple | None = None) -> "Evidence":
-        """The evidence of this trace followed by ``records`` (with ``final`` as the final
-        state, or this one's): equal to ``Evidence(self.trace + records, final,
-        self.calls)``, and this evidence is left as it was. The committed calls are this
-        one's: a caller whose calls changed builds the evidence anew (the index files
-        earlier records under calls that were not committed yet). ``tags``: the
-        records' ``record_tags``, one after another, when the caller has them."""
-        new = object.__new__(Evidence)
-        fields_ = new.__dict__
-        fields_.update(self.__dict__)
-        if tags is None:
-            tags = ()
-            for rec in records:
-                tags += record_tags(rec)
-        copies = _COPIES.get(tags)
-        if copies is None:
-            copies = _COPIES[tags] = _copies(tags)
-        for name in copies:
-            fields_[name] = fields_[name].copy()
-        new.trace = self.trace + records
-        if final is not None:
-            new.final = final
-        new._index(len(self.trace))
-        return new
-
-    def _index(self, start: int) -> None:
-        """File the records from ``start`` on (the fold; see the class docstring)."""
-        trace = self.trace
-        by_uuid, by_command, by_path = self._by_uuid, self._by_command, self._by_path
-        starts, edits, results, never_received = self.starts, self.edits, self.results, self.never_received
+        by_uuid = {c.uuid: c for c in self.calls}
+        by_command = {(c.chat_id, c.command): c for c in self.calls if c.tool == "execute"}
+        by_path = {(c.chat_id, c.path): c for c in self.calls if c.tool != "execute"}
         # (Locals for the loop: a trace has some 300 records, a third of them notes.)
         marks, marks_by = self.marks, self.marks_by
         indexed = _INDEXED_KINDS
-        for i in range(start, len(trace)):
-            rec = trace[i]
+        for i, rec in enumerate(trace):
             kind = rec.get("kind")
             if kind == "note":
                 # The most frequent indexed kind first: a mark, by name, and three of
                 # them indexed on their own.
                 marks.append(i)
                 name = rec.get("note")
-                key = ("note", name)
-                by = marks_by.get(key)
-                marks_by[key] = [i] if by is None else by + [i]
+                by = marks_by.get(("note", name))
+                if by is None:
+                    marks_by[("note", name)] = [i]
+                else:
+                    by.append(i)
                 if "truth" in rec:
-                    key = ("truth", rec["truth"])
-                    marks_by[key] = marks_by.get(key, []) + [i]
-                if name == "cancel_never_received":
-                    uuid = rec.get("uuid")
-                    if uuid in never_received:
-                        never_received[uuid] = never_received[uuid] + [i]
+                    marks_by.setdefault(("truth", rec["truth"]), []).append(i)
+                if name == "cancel_never_received" and rec.get("uuid") in self.never_received:
+                    self.never_received[rec["uuid"]].append(i)
                 elif name == "interrupt_requested":
                     self.interrupts.append(i)
                 elif name == "interruption_finished":
@@ -251,8 +183,7 @@ class Evidence:
             if kind == "truth" or "truth" in rec:
                 marks.append(i)
                 if "truth" in rec:
-                    key = ("truth", rec["truth"])
-                    marks_by[key] = marks_by.get(key, []) + [i]
+                    marks_by.setdefault(("truth", rec["truth"]), []).append(i)
             if kind == "send":
                 self.sends.setdefault(rec.get("req"), i)
             elif kind == "agent_down":
@@ -267,23 +198,21 @@ class Evidence:
                 pid_key = f"{rec.get('incarnation')}/{rec.get('pid')}"
                 self.pid_start[pid_key] = i
                 if call is not None:
-                    starts[call.uuid] = starts[call.uuid] + [i]
+                    self.starts[call.uuid].append(i)
                     self.pid_owner[pid_key] = call.uuid
             elif what in ("process_exited", "process_killed"):
                 owner = self.pid_owner.get(f"{rec.get('incarnation')}/{rec.get('pid')}")
                 if owner is not None:
-                    ends = self.exits if what == "process_exited" else self.kills
-                    ends[owner] = ends[owner] + [i]
+                    (self.exits if what == "process_exited" else self.kills)[owner].append(i)
             elif what == "edit_applied":
                 call = by_uuid.get(rec.get("uuid")) or by_path.get((rec.get("cause_chat"), rec.get("path")))
                 if call is None:
                     call = next((c for c in self.calls if c.tool != "execute" and c.path == rec.get("path")), None)
                 if call is not None:
-                    edits[call.uuid] = edits[call.uuid] + [i]
+                    self.edits[call.uuid].append(i)
             elif what == "result_committed":
-                uuid = rec.get("uuid")
-                if uuid in results:
-                    results[uuid] = results[uuid] + [i]
+                if rec.get("uuid") in self.results:
+                    self.results[rec["uuid"]].append(i)
 
     # -- helpers ---------------------------------------------------------------
     def end_ms(self) -> int:
