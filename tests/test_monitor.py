@@ -256,3 +256,25 @@ def test_the_reads_check_fires_on_a_check_that_reads_the_end():
     log = _Log()
     _Recording(ev, log).end_ms()
     assert END in log
+
+
+def test_changed_by_is_part_of_what_a_check_reads():
+    """``Property.changed_by`` narrows ``reads``: a record the check does not read cannot
+    change its violations, so naming one there would be a mistake."""
+    narrowed = [p for p in monitor.INCREMENTAL if p.changed_by is not None]
+    assert narrowed
+    for prop in narrowed:
+        assert prop.changed_by < prop.reads, prop.name
+
+
+def test_the_verdict_check_fires_on_a_changed_by_that_misses_a_trigger(monkeypatch):
+    """fenced_commits changed by nothing would keep its first verdict; the comparison of
+    every verdict must catch that in a world whose replaced attempt commits."""
+    monkeypatch.setattr(explore_context, "CHECK_MEMO", True)
+    at = next(j for j, p in enumerate(monitor.INCREMENTAL) if p.name == "fenced_commits")
+    wrong = list(monitor._INCREMENTAL)
+    wrong[at] = (frozenset(), wrong[at][1])
+    monkeypatch.setattr(monitor, "_INCREMENTAL", tuple(wrong))
+    monkeypatch.setattr(monitor, "_RECHECK", {})
+    with pytest.raises(AssertionError, match="monitor's verdict"):
+        ex.explore(worlds.build("late-pubsub", "contract+commit-without-fences"), ex.Bounds(), max_states=5_000)

@@ -45,6 +45,11 @@ class Property:
     # declaration against what the check really reads. None: it reads the whole trace
     # (its end, say) and is checked anew every time.
     reads: frozenset | None = None
+    # Of ``reads``, the records whose arrival can change its violations, when that is
+    # fewer: a check that finds each violation at one record from the records before it
+    # (fenced_commits at a commit) is changed only by a new such record; the others it
+    # reads only decide later ones. None: every record it reads.
+    changed_by: frozenset | None = None
 
 
 def _truths(*names: str) -> frozenset:
@@ -481,7 +486,7 @@ PROPERTIES: tuple[Property, ...] = (
              _unknown_only_when_unknowable, reads=_RESULTS | _EFFECTS | {("kind", "agent_down")}),
     Property("fenced_commits", "always", "C7, chatd 2.4",
              "Results are committed only by the chat's owner and by its newest generation attempt.", _fenced_commits,
-             reads=frozenset(_FENCE_MARKS)),
+             reads=frozenset(_FENCE_MARKS), changed_by=_RESULTS),
     Property("one_result_eventually", "eventually", "US1, C7",
              "Once the run has quiesced, every committed tool call has exactly one committed result.",
              _one_result_eventually),

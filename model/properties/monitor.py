@@ -14,7 +14,8 @@ Rule 1. A step's monitor is its parent history's with only the properties re-che
         that read one of the new records' tags (``evidence.record_tags``, ``recheck``):
         every other property keeps its violations, because its check reads nothing but
         the records it declares and records before them, which new records leave as
-        they were. A re-check runs the property's own check on the evidence of the
+        they were. A property that finds each violation at one record from the records
+        before it is re-checked only for a new such record (``Property.changed_by``). A re-check runs the property's own check on the evidence of the
         whole new history (``Evidence``); a step whose records no property reads (a
         start request sent, an agent's boot) needs no evidence at all.
 Rule 2. ``violations`` is ``_check``, the one evaluation every driver runs (the simulated
@@ -50,7 +51,7 @@ from .evidence import Evidence, Violation, record_tags
 # The incremental properties (Rule 1), in ``PROPERTIES`` order: a monitor keeps one
 # tuple of violations for each.
 INCREMENTAL = tuple(p for p in PROPERTIES if p.reads is not None)
-_INCREMENTAL = tuple((p.reads, p.check) for p in INCREMENTAL)
+_INCREMENTAL = tuple((p.changed_by or p.reads, p.check) for p in INCREMENTAL)
 # The record tags of a step's new records -> the places in ``INCREMENTAL`` of the
 # properties that read one of them: a few dozen kinds of step, each asked thousands of times.
 _RECHECK: dict[tuple, tuple[int, ...]] = {}
