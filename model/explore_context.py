@@ -585,7 +585,8 @@ class Context:
         records), which its parent state computed a breadth-first level before; else,
         when the parent's is not kept (other calls, or a level wider than the memo),
         made from ``evidence()``, the whole history's. The memo keeps two generations
-        of ``MONITORS_LIMIT``; equal states are one object (there are few)."""
+        of ``MONITORS_LIMIT``; equal states are one object (there are few but in worlds
+        of many findings, whose violations name their records)."""
         key = (order, calls)
         states = self.monitors
         found = states.get(key)
@@ -611,7 +612,10 @@ class Context:
                     more = tags_of[h] = props.record_tags(h.value)
                 tags += more
             found = props.Monitor.grown(parent, tags, evidence)
-        found = self.monitor_states.setdefault(found, found)
+        shared = self.monitor_states
+        if len(shared) >= self.MONITORS_LIMIT:
+            shared.clear()  # sharing only saves memory; a world of many findings refills it
+        found = shared.setdefault(found, found)
         if len(states) >= self.MONITORS_LIMIT:
             self.monitors_old = states
             states = self.monitors = {}
