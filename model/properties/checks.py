@@ -47,8 +47,12 @@ class Property:
     reads: frozenset | None = None
     # Of ``reads``, the records whose arrival can change its violations, when that is
     # fewer: a check that finds each violation at one record from the records before it
-    # (fenced_commits at a commit) is changed only by a new such record; the others it
-    # reads only decide later ones. None: every record it reads.
+    # (fenced_commits at a commit, unknown_only_when_unknowable at an unknown result
+    # from the agent restarts before it) is changed only by a new such record, and by
+    # the records its text counts (the side effects); a mark that only a later side
+    # effect can violate (canceled_before_received_never_runs: a cancel's mark or an
+    # interrupt's result, the earliest of which counts) only by that effect. None:
+    # every record it reads.
     changed_by: frozenset | None = None
 
 
@@ -480,10 +484,11 @@ PROPERTIES: tuple[Property, ...] = (
              reads=_truths("process_started", "process_killed")),
     Property("canceled_before_received_never_runs", "always", "US10",
              "A tool call the agent recorded as canceled before receiving it never runs.", _canceled_before_received,
-             reads=_RESULTS | _EFFECTS | {("note", "cancel_never_received")}),
+             reads=_RESULTS | _EFFECTS | {("note", "cancel_never_received")}, changed_by=_EFFECTS),
     Property("unknown_only_when_unknowable", "always", "US5, issue 16",
              "An unknown result only when the agent was unreachable or a request for the call may have reached a gone agent incarnation.",
-             _unknown_only_when_unknowable, reads=_RESULTS | _EFFECTS | {("kind", "agent_down")}),
+             _unknown_only_when_unknowable, reads=_RESULTS | _EFFECTS | {("kind", "agent_down")},
+             changed_by=_RESULTS | _EFFECTS),
     Property("fenced_commits", "always", "C7, chatd 2.4",
              "Results are committed only by the chat's owner and by its newest generation attempt.", _fenced_commits,
              reads=frozenset(_FENCE_MARKS), changed_by=_RESULTS),
