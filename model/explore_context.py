@@ -585,8 +585,8 @@ class Context:
         records), which its parent state computed a breadth-first level before; else,
         when the parent's is not kept (other calls, or a level wider than the memo),
         made from ``evidence()``, the whole history's. The memo keeps two generations
-        of ``MONITORS_LIMIT``; equal states are one object (there are few but in worlds
-        of many findings, whose violations name their records)."""
+        of ``MONITORS_LIMIT``; equal states are one object (they are few, except in
+        worlds of many findings, whose violations name their records)."""
         key = (order, calls)
         states = self.monitors
         found = states.get(key)
