@@ -1,14 +1,15 @@
 """The explorer's monitors give the whole trace's verdict (model/properties/monitor.py).
 
 A monitor re-runs a property only when a new record carries one of the tags the property
-declares it reads (``Property.reads``), and the explorer grows a state's monitor from its
-parent history's. Three tests stand behind that: a monitor grown record by record over
-every hand-written trace of tests/test_properties.py gives ``violations_of``'s verdict
-at every prefix; every state of small
-searches gets from its monitor the whole ghost history's verdict (``CHECK_MEMO``:
-``Context.verdict`` compares them), and a declaration that leaves out a record the check
-reads is caught there; and each declaration is what its check really reads, recorded on
-an evidence that notes every attribute, mark kind and trace position asked for.
+declares it reads (``Property.reads``, narrowed by ``Property.changed_by``), and the
+explorer grows a state's monitor from its parent history's. Three tests stand behind
+that: a monitor grown record by record over every hand-written trace of
+tests/test_properties.py gives ``violations_of``'s verdict at every prefix; every state
+of small searches gets from its monitor the whole ghost history's verdict
+(``CHECK_MEMO``: ``Context.verdict`` compares them), and a declaration that leaves out a
+record the check reads is caught there; and each declaration is what its check really
+reads, recorded on an evidence that notes every attribute, mark kind and trace position
+asked for.
 """
 
 from __future__ import annotations
