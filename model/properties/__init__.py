@@ -3,7 +3,9 @@ contract held, with the evidence that proves it.
 
 The package has one module per seam: ``evidence`` indexes the trace per tool call,
 ``checks`` holds the properties (``PROPERTIES``), ``risks`` names the residual risks and
-known findings, and ``classify`` recognises them (``CLASSIFIERS``). This module only
+known findings, ``classify`` recognises them (``CLASSIFIERS``), and ``monitor`` keeps
+the verdicts of a growing trace (the explorer's) and holds ``_check``, the evaluation
+every driver runs. This module only
 evaluates a run (``evaluate``) and re-exports the public names, so ``model.properties.X``
 keeps working for every caller.
 
@@ -41,7 +43,8 @@ from dataclasses import dataclass
 
 from .checks import INTERRUPT_SLACK_MS, PROPERTIES, Property, interrupt_bound_ms
 from .classify import CANCEL_UNSURE_REASONS, CLASSIFIERS, classify, informational
-from .evidence import CallInfo, Evidence, Violation, agent_clock_at, committed_calls, violation
+from .evidence import CallInfo, Evidence, Violation, agent_clock_at, committed_calls, record_tags, violation
+from .monitor import Monitor, _check
 from .risks import KNOWN_FINDINGS, RESIDUAL_RISKS, is_known_finding
 
 # Rule 4's table must name what exists: a row with a misspelled class or property would
@@ -62,6 +65,7 @@ __all__ = [
     "Evidence",
     "INTERRUPT_SLACK_MS",
     "KNOWN_FINDINGS",
+    "Monitor",
     "PROPERTIES",
     "Property",
     "RESIDUAL_RISKS",
@@ -75,6 +79,7 @@ __all__ = [
     "interrupt_bound_ms",
     "is_known_finding",
     "quiesced",
+    "record_tags",
     "violation",
 ]
 
@@ -93,28 +98,12 @@ def quiesced(final) -> bool:
 
 
 def violations_of(trace: list[dict], final, kinds: tuple[str, ...], calls=None) -> list:
-    """Only ``evaluate(...).violations``: what the explorer asks of every new history.
-    ``calls`` is ``evidence.committed_calls(final)`` when the caller has it already (it
-    depends on the committed messages alone, which most steps leave as they are)."""
+    """Only ``evaluate(...).violations``, judged on the whole trace: what the explorer's
+    monitors (``Monitor``) give for every new history, step by step. ``calls`` is
+    ``evidence.committed_calls(final)`` when the caller has it already (it depends on
+    the committed messages alone, which most steps leave as they are)."""
     ev = Evidence(trace, final, calls)
     return _check(ev, kinds, quiesced(final))[0]
-
-
-def _check(ev: "Evidence", kinds: tuple[str, ...], settled: bool) -> tuple[list, list]:
-    violations: list[Violation] = []
-    unreached: list[str] = []
-    for prop in PROPERTIES:
-        if prop.kind not in kinds:
-            continue
-        if prop.kind == "eventually" and prop.needs_quiescence and not settled:
-            continue
-        found = prop.check(ev)
-        if prop.kind == "sometimes":
-            if found:
-                unreached.append(prop.name)
-            continue
-        violations.extend(classify(v, ev) for v in found)
-    return violations, unreached
 
 
 @dataclass

@@ -37,6 +37,33 @@ class Property:
     statement: str
     check: Callable[["Evidence"], list] = field(compare=False)
     needs_quiescence: bool = True  # eventually-properties with their own time bound say False
+    # The records its check depends on, as ``evidence.record_tags`` names them, for a
+    # check that reads nothing else: the index entries those records make, the records
+    # before one of them, never the trace's end. A record with none of these tags then
+    # leaves its violations as they were, which is what the explorer's monitors
+    # (model/properties/monitor.py) rely on; tests/test_monitor.py checks each
+    # declaration against what the check really reads. None: it reads the whole trace
+    # (its end, say) and is checked anew every time.
+    reads: frozenset | None = None
+    # Of ``reads``, the records whose arrival can change its violations, when that is
+    # fewer: a check that finds each violation at one record from the records before it
+    # (fenced_commits at a commit, unknown_only_when_unknowable at an unknown result
+    # from the agent restarts before it) is changed only by a new such record, and by
+    # the records its text counts (the side effects); a mark that only a later side
+    # effect can violate (canceled_before_received_never_runs: a cancel's mark or an
+    # interrupt's result, the earliest of which counts) only by that effect. None:
+    # every record it reads.
+    changed_by: frozenset | None = None
+
+
+def _truths(*names: str) -> frozenset:
+    """``Property.reads`` for ``truth`` records of these kinds."""
+    return frozenset(("truth", name) for name in names)
+
+
+_EFFECTS = _truths("process_started", "edit_applied")
+_PROCESS_LIFE = _truths("process_started", "process_exited", "process_killed")
+_RESULTS = _truths("result_committed")
 
 
 # ---------------------------------------------------------------------------
@@ -190,9 +217,9 @@ def _background_survives(ev: Evidence) -> list[Violation]:
 def _chat_isolation(ev: Evidence) -> list[Violation]:
     """US9: a request carrying one chat's ID never kills or reuses another chat's process."""
     out = []
-    for i in ev.marks:  # a kill is a truth
+    for i in ev.marks_by.get(("truth", "process_killed"), ()):  # the kills, in trace order
         rec = ev.trace[i]
-        if rec.get("kind") != "truth" or rec.get("truth") != "process_killed" or rec.get("by") == "shutdown":
+        if rec.get("kind") != "truth" or rec.get("by") == "shutdown":
             continue
         si = ev.pid_start.get(f"{rec.get('incarnation')}/{rec.get('pid')}")
         if si is None or rec.get("cause_chat") is None:
@@ -274,6 +301,20 @@ def _unknown_only_when_unknowable(ev: Evidence) -> list[Violation]:
     return out
 
 
+# The marks ``_fenced_commits`` reads: its ``Property.reads``, and what it iterates.
+_FENCE_MARKS = (("note", "acquired"), ("note", "task_started"), ("note", "batch_started"),
+                ("truth", "result_committed"))
+
+
+def _marks_of(ev: Evidence, kinds: tuple) -> list[int]:
+    """The indexes of the marks of these kinds (``Evidence.marks_by`` keys), in trace order,
+    each once (a note with a ``truth`` field is filed under both of its kinds)."""
+    out: list[int] = []
+    for kind in kinds:
+        out += ev.marks_by.get(kind, ())
+    return sorted(set(out)) if len(out) > 1 else out
+
+
 def _fenced_commits(ev: Evidence) -> list[Violation]:
     """No commit from a non-owner or a replaced attempt: every result commit comes from
     the chat's owner at that time, and from the newest generation attempt it began.
@@ -293,7 +334,7 @@ def _fenced_commits(ev: Evidence) -> list[Violation]:
     owner: dict[str, str] = {}
     chat_of_task: dict[str, str] = {}
     begun: dict[str, list[tuple[int, str, int]]] = {}  # chat -> (index, replica, generation_attempt)
-    for i in ev.marks:  # only notes and truths are read
+    for i in _marks_of(ev, _FENCE_MARKS):  # only these notes and truths are read, in trace order
         rec = ev.trace[i]
         kind = rec.get("kind")
         if kind == "note":
@@ -422,29 +463,35 @@ def _cancel_first_refuses_start(ev: Evidence):
 PROPERTIES: tuple[Property, ...] = (
     Property("at_most_once", "always", "US1, A1",
              "Per tool call, at most one process started and at most one edit applied, across every agent incarnation.",
-             _at_most_once),
+             _at_most_once, reads=_EFFECTS),
     Property("one_result", "always", "US1, C7",
-             "Every tool call of a committed assistant message has at most one committed result.", _one_result),
+             "Every tool call of a committed assistant message has at most one committed result.", _one_result,
+             reads=_RESULTS),
     Property("truthful_result", "always", "US5",
-             "The committed result kind matches what really happened (unknown is always allowed).", _truthful_result),
+             "The committed result kind matches what really happened (unknown is always allowed).", _truthful_result,
+             reads=_RESULTS | _EFFECTS | _PROCESS_LIFE),
     Property("retry_changes_nothing", "always", "US4",
              "A task retry or ownership change causes no new side effect: only the first attempt acts.",
-             _retry_changes_nothing),
+             _retry_changes_nothing, reads=_EFFECTS),
     Property("interrupt_stops_foreground", "always", "US2",
              "An interrupt kills a foreground process below its timeout and reports it canceled.",
-             _interrupt_stops_foreground),
+             _interrupt_stops_foreground, reads=_RESULTS | _PROCESS_LIFE),
     Property("background_survives", "always", "US6",
              "A background process, or a foreground one past its timeout, is never killed by a cancel.",
-             _background_survives),
+             _background_survives, reads=_truths("process_started", "process_killed")),
     Property("chat_isolation", "always", "US9, A5",
-             "A request carrying one chat's ID never kills another chat's process.", _chat_isolation),
+             "A request carrying one chat's ID never kills another chat's process.", _chat_isolation,
+             reads=_truths("process_started", "process_killed")),
     Property("canceled_before_received_never_runs", "always", "US10",
-             "A tool call the agent recorded as canceled before receiving it never runs.", _canceled_before_received),
+             "A tool call the agent recorded as canceled before receiving it never runs.", _canceled_before_received,
+             reads=_RESULTS | _EFFECTS | {("note", "cancel_never_received")}, changed_by=_EFFECTS),
     Property("unknown_only_when_unknowable", "always", "US5, issue 16",
              "An unknown result only when the agent was unreachable or a request for the call may have reached a gone agent incarnation.",
-             _unknown_only_when_unknowable),
+             _unknown_only_when_unknowable, reads=_RESULTS | _EFFECTS | {("kind", "agent_down")},
+             changed_by=_RESULTS | _EFFECTS),
     Property("fenced_commits", "always", "C7, chatd 2.4",
-             "Results are committed only by the chat's owner and by its newest generation attempt.", _fenced_commits),
+             "Results are committed only by the chat's owner and by its newest generation attempt.", _fenced_commits,
+             reads=frozenset(_FENCE_MARKS), changed_by=_RESULTS),
     Property("one_result_eventually", "eventually", "US1, C7",
              "Once the run has quiesced, every committed tool call has exactly one committed result.",
              _one_result_eventually),

@@ -102,6 +102,22 @@ def committed_calls(final) -> list[CallInfo]:
     return out
 
 
+def record_tags(rec: dict) -> tuple:
+    """What a record is, as ``Property.reads`` names it (model/properties/checks.py):
+    ``("kind", kind)`` for every record, ``("note", name)`` for a note, ``("truth",
+    what)`` for a record with a ``truth`` field. Every index entry ``Evidence`` makes for
+    a record is named by one of its tags (a start by ``("truth", "process_started")``,
+    a send by ``("kind", "send")``, a cancel's mark by ``("note",
+    "cancel_never_received")``)."""
+    kind = rec.get("kind")
+    tags = [("kind", kind)]
+    if kind == "note":
+        tags.append(("note", rec.get("note")))
+    if "truth" in rec:
+        tags.append(("truth", rec["truth"]))
+    return tuple(tags)
+
+
 # The record kinds ``Evidence`` indexes (besides any record with a ``truth`` field).
 _INDEXED_KINDS = frozenset(("note", "truth", "send", "agent_down", "fault"))
 
