@@ -476,7 +476,10 @@ class Search:
         handle = ctx.interner.handle
         for action in actions:
             used = _spend(node, action)
-            system, new_ghost, _ = ctx.advance(node, action)
+            if xkey is not None and node.settled:
+                system, new_ghost = ctx.child(node, action, xkey)
+            else:
+                system, new_ghost, _ = ctx.advance(node, action)
             sk, xk = ctx.system_key(system, used, parent, xkey)
             children.append((action, system, new_ghost, used, sk, xk, TERMINAL if ctx.quiesced(system) else ALWAYS,
                              handle(system.db.chats), digest_text(sk) if digests else None))

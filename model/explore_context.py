@@ -154,6 +154,7 @@ class Context:
         self.awaited: dict = {}  # (replica handle, request ID) -> chatd.awaits
         self.calm: dict = {}  # database handle -> properties.quiesced
         self.calls: dict = {}  # chats handle -> the committed tool calls (properties.evidence)
+        self.msgs_of: dict = {}  # messages' handles in sending order -> the handle of their set
         self.hits = 0
         self.misses = 0
         self.check = CHECK_MEMO  # tests: every hit is also applied for real and compared
@@ -214,6 +215,45 @@ class Context:
             return system, new_ghost, (action,)
         system, settled = self.settle(system)
         return system, new_ghost, (action, *settled)
+
+    def child(self, node: Node, action, parent_key: tuple) -> tuple[msys.System, tuple]:
+        """``advance`` of a settled node whose expansion key (``system_key``) is known,
+        without the actions taken: explore.py Rule 10's listing of a state's children,
+        the search's hottest path. A delivery, a lost message or a tick finds its memo
+        key (``_memo_key``, the same key) from the parent's handles, and a memoized step
+        is replayed here; anything else goes through ``apply``."""
+        before = node.system
+        t = type(action)
+        key = None
+        if t is _DELIVER or t is _DROP:
+            seq = action.seq
+            for env in before.in_flight:
+                if env.seq == seq:
+                    memo = env.__dict__.get("_what")
+                    what = memo[1] if memo is not None and memo[0] is self.token else self.envelope(env, False)
+                    if t is _DROP:
+                        key = ("lose", what, action.at_ms)
+                    elif env.dst == msys.AGENT:
+                        if before.agent is not None:
+                            key = ("agent", what, action.at_ms, parent_key[1], before.partitions)
+                    elif env.dst in before.replicas:
+                        key = ("chatd", what, action.at_ms, parent_key[4], parent_key[5], before.partitions)
+                    break
+        elif t is Tick:
+            key = ("tick", action.at_ms)
+        delta = None
+        if key is not None:
+            deltas = self.memo.get(key)
+            if deltas:
+                delta = self._first_fit(deltas, before)
+        if delta is None or self.check:
+            system, new_ghost = self.apply(before, action)
+        else:
+            self.hits += 1
+            system, new_ghost = _replay(before, action, delta), delta.ghost
+        if not _may_unsettle(before, system, action):
+            return system, new_ghost
+        return self.settle(system)[0], new_ghost
 
     def settle(self, s: msys.System) -> tuple[msys.System, list]:
         """Rule 6: deliver at once every message whose delivery changes nothing but the
@@ -483,6 +523,7 @@ class Context:
         key_of = self.interner.key_of
         token = self.token
         envelope = self.envelope
+        msgs_of = self.msgs_of
         if parent is None:
             parent, parent_key = _NO_SYSTEM, _NO_KEY
         in_flight = s.in_flight
@@ -494,9 +535,13 @@ class Context:
                 memo = e.__dict__.get("_fp")
                 handles.append(memo[1] if memo is not None and memo[0] is token else envelope(e))
             in_order = tuple(handles)
-            if len(handles) > 1:
-                handles.sort(key=self.sort_key)
-            msgs = key_of(("msgs", *handles))
+            # The set's handle by the messages in sending order: a step's children
+            # reach the same few sets in the same orders again and again.
+            msgs = msgs_of.get(in_order)
+            if msgs is None:
+                if len(handles) > 1:
+                    handles.sort(key=self.sort_key)
+                msgs = msgs_of[in_order] = key_of(("msgs", *handles))
         timers = s.timers
         if timers is parent.timers:
             timers = parent_key[7]
@@ -536,6 +581,9 @@ class Context:
                 calls = self.calls[chats] = committed_calls(node.system)
             found = self.verdicts[key] = props.violations_of(ghost_trace(node), node.system, kinds, calls)
         return found
+
+
+_DELIVER, _DROP = msys.Deliver, msys.Drop
 
 
 class _NoSystem:
