@@ -111,28 +111,7 @@ def _explore(config, bounds, max_states, stop_on, on_progress, workers, head_sta
             answers: list[list[int]] = [[] for _ in rounds]
             merged = heapq.merge(*([(entry, w) for entry in r] for w, r in enumerate(rounds)),
                                  key=lambda item: item[0][0])
-            new_states = 0
-            index = search.index
-            for (number, own, children), w in merged:
-                search.report(own, lambda number=number: search.path_to(number), search.depths[number])
-                if search.stopped:
-                    break
-                answer = answers[w]
-                for move, (key, as_known) in enumerate(children):
-                    if type(key) is int:
-                        # The worker knows this child's number already: a known state.
-                        search.offer_known(number, move, lambda as_known=as_known: as_known)
-                        new = -1 - key
-                    else:
-                        new = search.offer(number, move, key, "", lambda as_known=as_known: as_known)
-                        if new is None and not search.full:
-                            new = -1 - index[key]  # known: tell the worker which state it is
-                    if search.full:
-                        break
-                    answer.append(new)
-                    new_states += new >= 0
-                if search.full:
-                    break
+            new_states = _merge(search, merged, answers)
             if on_progress is not None and on_progress(len(search.parents)):
                 search.stopped = True
             if search.stopped or search.full or new_states == 0:
@@ -156,6 +135,48 @@ def _explore(config, bounds, max_states, stop_on, on_progress, workers, head_sta
     result.memo_hits = before[0] + hits
     result.memo_misses = before[1] + misses
     return result
+
+
+def _merge(search: ex.Search, merged, answers: list[list[int]]) -> int:
+    """Rule 3 for one round: the workers' states in number order, replayed as the events
+    of ``Search.report``, ``offer`` and ``offer_known`` (written out here: this loop is
+    the part of a round no worker shares). Returns how many states are new."""
+    index, parents, moves, depths = search.index, search.parents, search.moves, search.depths
+    result, reorder, report, path_to = search.result, search.reorder, search.report, search.path_to
+    limit = search.max_states + 1
+    new_states = 0
+    for (number, own, children), w in merged:
+        if own:
+            report(own, lambda number=number: path_to(number), depths[number])
+        if search.stopped:  # by this verdict, or by a path's own order in the state before
+            break
+        answer = answers[w]
+        depth = depths[number] + 1
+        for move, (key, as_known) in enumerate(children):
+            result.transitions += 1
+            if type(key) is int:
+                known = key  # the worker knows this child's number already: a known state
+            else:
+                known = index.get(key)
+                if known is None:
+                    n = len(parents)
+                    if n >= limit:
+                        search.full = True
+                        return new_states
+                    index[key] = n
+                    parents.append(number)
+                    moves.append(move)
+                    depths.append(depth)
+                    if depth > result.depth:
+                        result.depth = depth
+                    answer.append(n)
+                    new_states += 1
+                    continue
+            if reorder and as_known:
+                # Rule 5: this path's own order of the history is checked too.
+                report(as_known, lambda number=number, move=move: path_to(number, move), depth)
+            answer.append(-1 - known)  # known: tell the worker which state it is
+    return new_states
 
 
 def _shares(frontier: list, workers: int) -> list[list]:
