@@ -473,16 +473,25 @@ class Search:
         terminal = not actions or ctx.quiesced(node.system)
         children = []
         parent = node.system if xkey is not None else None
-        handle = ctx.interner.handle
+        fast = xkey is not None and node.settled
+        step, system_key, calm, chats_of = ctx.child, ctx.system_key, ctx.calm, ctx.chats_of
         for action in actions:
             used = _spend(node, action)
-            if xkey is not None and node.settled:
-                system, new_ghost = ctx.child(node, action, xkey)
+            if fast:
+                system, new_ghost = step(node, action, xkey)
             else:
                 system, new_ghost, _ = ctx.advance(node, action)
-            sk, xk = ctx.system_key(system, used, parent, xkey)
-            children.append((action, system, new_ghost, used, sk, xk, TERMINAL if ctx.quiesced(system) else ALWAYS,
-                             handle(system.db.chats), digest_text(sk) if digests else None))
+            sk, xk = system_key(system, used, parent, xkey)
+            # Quiescence and the chats are the database's: read by its handle in the key.
+            db = sk[5]
+            quiet = calm.get(db)
+            if quiet is None:
+                quiet = ctx.quiesced(system)
+            chats = chats_of.get(db)
+            if chats is None:
+                chats = chats_of[db] = ctx.interner.handle(system.db.chats)
+            children.append((action, system, new_ghost, used, sk, xk, TERMINAL if quiet else ALWAYS, chats,
+                             digest_text(sk) if digests else None))
         found = (terminal, tuple(children))
         if xkey is not None and expansions is not None:
             if len(expansions) >= self.EXPANSIONS_LIMIT:

@@ -30,7 +30,7 @@ from __future__ import annotations
 
 import json
 from bisect import insort
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any
 
 from . import chatd
@@ -136,6 +136,13 @@ class _Delta:
     # database equal to those of the state it was computed on, whose handles the memo
     # key of a delivery to chatd holds: Rule 6's no-op test but for the timers (``_noop``).
     quiet: bool = False
+    to_chatd: bool = False  # one of its new messages goes to chatd (``_may_unsettle``)
+    # shift -> its new messages and timers numbered from another counter (``_replay``):
+    # a step is replayed at a few distances from its own counter, again and again.
+    renumbered: dict = field(default_factory=dict, compare=False, repr=False)
+    # The handle of the timers before -> after it, without sequence numbers
+    # (``Context.timers_key``), which its timer edits decide.
+    timers_after: dict = field(default_factory=dict, compare=False, repr=False)
 
 
 class Context:
@@ -157,6 +164,7 @@ class Context:
         self.verdicts: dict = {}
         self.awaited: dict = {}  # (replica handle, request ID) -> chatd.awaits
         self.calm: dict = {}  # database handle -> properties.quiesced
+        self.chats_of: dict = {}  # database handle -> the handle of its chats
         self.calls: dict = {}  # chats handle -> the committed tool calls (properties.evidence)
         self.msgs_of: dict = {}  # messages' handles in sending order -> the handle of their set
         self.hits = 0
@@ -251,13 +259,33 @@ class Context:
             if deltas:
                 delta = self._first_fit(deltas, before)
         if delta is None or self.check:
+            if self.check and key is not None and key != self._memo_key(before, action)[0]:
+                raise AssertionError(f"memo differs in the key of {action.label()}")
             system, new_ghost = self.apply(before, action)
-        else:
-            self.hits += 1
-            system, new_ghost = _replay(before, action, delta), delta.ghost
-        if not _may_unsettle(before, system, action):
-            return system, new_ghost
-        return self.settle(system)[0], new_ghost
+            if not _may_unsettle(before, system, action):
+                return system, new_ghost
+            return self.settle(system)[0], new_ghost
+        self.hits += 1
+        system = _replay(before, action, delta, self.token)
+        if delta.timer_ops:
+            self._timers_after(before, system, delta)
+        # ``_may_unsettle`` with the delta's own answer for its new messages.
+        if (t is Tick or system.replicas is not before.replicas or system.db is not before.db
+                or system.partitions is not before.partitions or delta.to_chatd):
+            system = self.settle(system)[0]
+        return system, delta.ghost
+
+    def _timers_after(self, before: msys.System, after: msys.System, delta: _Delta) -> None:
+        """A replayed step's new timer table: its handle, kept as the delta's transition
+        from the old table's handle (``_replay`` reads it there the next time)."""
+        timers = after.timers
+        memo = timers._fp
+        if timers is before.timers or (memo is not None and memo[0] is self.token):
+            return
+        found = self.timers_key(timers)
+        memo = before.timers._fp
+        if memo is not None and memo[0] is self.token:
+            delta.timers_after[memo[1]] = found
 
     def settle(self, s: msys.System) -> tuple[msys.System, list]:
         """Rule 6: deliver at once every message whose delivery changes nothing but the
@@ -381,7 +409,9 @@ class Context:
             delta = self._lookup(key, s)
             if delta is not None:
                 self.hits += 1
-                out = _replay(s, action, delta)
+                out = _replay(s, action, delta, self.token)
+                if delta.timer_ops:
+                    self._timers_after(s, out, delta)
                 if self.check:
                     self._check(s, action, out, delta.ghost)
                 return out, delta.ghost
@@ -480,7 +510,7 @@ class Context:
         quiet = out.seq == s.seq and not ghost and all(
             iid(value) is iid(s.__dict__[name]) for name, value in whole if name in ("agent", "replicas", "db"))
         return _Delta(s.seq, tuple(whole), dropped == 1, added, timer_ops, open_ops, guards, out.seq - s.seq, ghost,
-                      quiet)
+                      quiet, any(e.dst != msys.AGENT for e in added))
 
     def _check(self, s, action, out, ghost) -> None:
         """``CHECK_MEMO``: the memoized step must equal the real one, field by field."""
@@ -495,6 +525,12 @@ class Context:
                 raise AssertionError(f"memo differs in {name} after {action.label()}")
         if self.ghost_of(st.records) != ghost:
             raise AssertionError(f"memo differs in its ghost records after {action.label()}")
+        memo = out.timers._fp
+        if memo is not None and memo[0] is self.token:
+            # The handle a replay gave the timers (``_Delta.timers_after``) is theirs.
+            fresh = self.interner.key_of(("timers", *[(k, t.due_ms) for k, t in out.timers._items]))
+            if fresh is not memo[1]:
+                raise AssertionError(f"memo differs in the timers' handle after {action.label()}")
 
     # -- fingerprints (Rule 4) ---------------------------------------------------------
     def envelope(self, env: msys.Envelope, with_sent_at: bool = True) -> Id:
@@ -606,9 +642,11 @@ _NO_SYSTEM = _NoSystem()
 _NO_KEY = (None,) * 15
 
 
-def _replay(s: msys.System, action, d: _Delta) -> msys.System:
+def _replay(s: msys.System, action, d: _Delta, token: object = None) -> msys.System:
     """Rule 7: a memoized step's edits on another state with the same footprint. New
-    messages and timers are numbered from this state's counter, as the step would have."""
+    messages and timers are numbered from this state's counter, as the step would have.
+    Given the context's ``token``, the new timer table gets its handle from the old
+    one's (``Context.timers_key``) through the delta's ``timers_after``."""
     out = object.__new__(msys.System)
     fields_ = out.__dict__
     fields_.update(s.__dict__)
@@ -620,20 +658,35 @@ def _replay(s: msys.System, action, d: _Delta) -> msys.System:
     if d.drops_env:
         seq = action.seq
         in_flight = tuple([e for e in in_flight if e.seq != seq])
-    if d.added:
-        in_flight += d.added if shift == 0 else tuple([_renumber(e, shift) for e in d.added])
+    if shift == 0:
+        added, timer_ops = d.added, d.timer_ops
+    else:
+        found = d.renumbered.get(shift)
+        if found is None:
+            found = d.renumbered[shift] = (
+                tuple([_renumber(e, shift) for e in d.added]),
+                tuple([op if op[0] != "timer_set" else (op[0], op[1], _renumber(op[2], shift)) for op in d.timer_ops]))
+        added, timer_ops = found
+    if added:
+        in_flight += added
     fields_["in_flight"] = in_flight
-    if d.timer_ops:
-        timers = s.timers
-        for op in d.timer_ops:
+    if timer_ops:
+        before = timers = s.timers
+        for op in timer_ops:
             kind = op[0]
             if kind == "timer_set":
-                timers = timers.set(op[1], op[2] if shift == 0 else _renumber(op[2], shift))
+                timers = timers.set(op[1], op[2])
             elif kind == "timer_cancel":
                 timers = timers.remove(op[1])
             else:
                 timers = FMap((k, t) for k, t in timers.items() if t.node != op[1])
         fields_["timers"] = timers
+        if token is not None and timers is not before:
+            memo = before._fp
+            if memo is not None and memo[0] is token:
+                after = d.timers_after.get(memo[1])
+                if after is not None:
+                    timers._fp = (token, after)
     if d.open_ops:
         open_requests = s.open_requests
         for op in d.open_ops:
