@@ -196,9 +196,16 @@ def enabled(node: Node, bounds: Bounds) -> list:
                 if env.src == msys.AGENT and env.route in LOSABLE_ROUTES and isinstance(env.payload, Response):
                     actions.append(_action(msys.Drop, at_ms=now, seq=env.seq, what=env.what))
     timers = s.timers._items
+    nxt = None  # the first timer due, and the first due within the horizon (one pass, no generator)
     if timers:
         horizon = bounds.horizon_ms
-        first = min((t.due_ms for _, t in timers if t.due_ms <= horizon), default=None)
+        first = None
+        for _, t in timers:
+            due = t.due_ms
+            if nxt is None or due < nxt:
+                nxt = due
+            if due <= horizon and (first is None or due < first):
+                first = due
         if first is not None and (deadline is None or first <= deadline):
             at = max(now, first)
             for (node_name, name), t in timers:  # sorted by (node, name)
@@ -210,7 +217,6 @@ def enabled(node: Node, bounds: Bounds) -> list:
     # Only tool call requests may be held while time passes: their transit time is what the
     # age rule is about. Every other message is delivered before time moves on.
     if in_flight and now + 1 <= min(deadline, bounds.horizon_ms) and _all_held(in_flight):
-        nxt = min((t.due_ms for _, t in timers), default=None)
         if nxt is None or now + 1 <= nxt:
             actions.append(Tick(now + 1))
     if restarts < bounds.agent_restarts and s.agent is not None:
