@@ -302,12 +302,13 @@ class Context:
         memo = self.memo
         while True:
             replicas = s.replicas
+            rep_of = replicas._index.get  # (the map's own dict: no method call per message)
             nodes = None  # the chatd memo key's node handles, read once a pass needs them
             for env in s.in_flight:
                 dst = env.dst
                 if dst == "agent":
                     continue  # the agent answers everything: never a no-op
-                rep = replicas.get(dst)
+                rep = rep_of(dst)
                 req_id = getattr(env.payload, "req_id", None)
                 if rep is not None and req_id is not None:
                     rep_memo = rep.__dict__.get("_iid")
@@ -386,7 +387,7 @@ class Context:
         for delta in deltas:
             if not delta.guards:
                 return delta
-            get = s.open_requests.get
+            get = s.open_requests._index.get  # (the map's own dict: no method call per guard)
             for k, v in delta.guards:
                 if get(k) != v:
                     break
