@@ -181,11 +181,13 @@ def _merge(search: ex.Search, merged, answers: list[list[int]]) -> int:
 
 def _shares(frontier: list, workers: int) -> list[list]:
     """Rule 2's split, dealt like cards in number order. This process also numbers every
-    state (Rule 3), so it takes a slightly smaller first hand: 17 cards to each other
-    worker's 20. After the first round each keeps its own children, so this only
-    decides where the shares start (see the theory of operation for how they end)."""
+    state (Rule 3), so it takes a smaller first hand: 15 cards to each other worker's
+    20 (the default world's states then split 13,541 here to 19,409 in the other
+    worker, whose share then costs about what this one's and the numbering do). After
+    the first round each keeps its own children, so this only decides where the shares
+    start (see the theory of operation for how they end)."""
     shares: list[list] = [[] for _ in range(workers)]
-    hands = [(0, 17)] + [(w, 20) for w in range(1, workers)]
+    hands = [(0, 15)] + [(w, 20) for w in range(1, workers)]
     # One round of the deal, each worker's cards spread evenly through it.
     deal = [w for _, w in sorted((i / n, w) for w, n in hands for i in range(n))]
     for i, item in enumerate(frontier):
@@ -207,18 +209,28 @@ class _Worker:
     def expand(self) -> list:
         search, ctx, known = self.search, self.ctx, self.known
         reorder, successors, grow, verdict = search.reorder, search.successors, ctx.grow, ctx.verdict
-        packed = self.packed
+        packed, verdicts, Node = self.packed, ctx.verdicts, ex.Node
         entries, kept = [], []
         for number, node in self.frontier:
             terminal, found = successors(node)  # Rule 10's memo, as the one-process search
             own = _pack(verdict(node, ex.TERMINAL if terminal else ex.ALWAYS), packed)
             children = []
-            for _, system, new_ghost, used, sk, xk, kinds, _, text in found:
-                ghost, order, bag = grow(node, new_ghost)
-                child = ex.Node(system, used, ghost, order, bag, True, xk)
+            for _, system, new_ghost, used, sk, xk, kinds, chats, text in found:
+                if new_ghost:
+                    ghost, order, bag = grow(node, new_ghost)
+                else:
+                    ghost, order, bag = node.ghost, node.order, node.bag
+                child = Node(system, used, ghost, order, bag, True, xk)
                 last = bag if reorder else order
                 local = sk + (last,)
-                as_known = _pack(verdict(child, kinds), packed) if reorder else ()
+                if reorder:
+                    # The verdict memo read here first, as ``Context.verdict`` keys it.
+                    as_known = verdicts.get((kinds, order, chats))
+                    if as_known is None:
+                        as_known = verdict(child, kinds)
+                    as_known = _pack(as_known, packed) if as_known else ()
+                else:
+                    as_known = ()
                 seen = known.get(local)
                 # The key's digest from its system part's text, kept in the memo (Rule 10).
                 children.append((seen if seen is not None else digest_extended(text, last), as_known))
