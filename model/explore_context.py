@@ -255,12 +255,15 @@ class Context:
             key = ("tick", action.at_ms)
         delta = None
         if key is not None:
-            deltas = self.memo.get(key)
-            if deltas:
-                delta = self._first_fit(deltas, before)
-        if delta is None or self.check:
-            if self.check and key is not None and key != self._memo_key(before, action)[0]:
-                raise AssertionError(f"memo differs in the key of {action.label()}")
+            if self.check:
+                if key != self._memo_key(before, action)[0]:
+                    raise AssertionError(f"memo differs in the key of {action.label()}")
+                delta = self._lookup(key, before)
+            else:
+                deltas = self.memo.get(key)
+                if deltas:
+                    delta = self._first_fit(deltas, before)
+        if delta is None:
             system, new_ghost = self.apply(before, action)
             if not _may_unsettle(before, system, action):
                 return system, new_ghost
@@ -269,6 +272,10 @@ class Context:
         system = _replay(before, action, delta, self.token)
         if delta.timer_ops:
             self._timers_after(before, system, delta)
+        if self.check:
+            self._check(before, action, system, delta.ghost)
+            if delta.to_chatd != any(e.seq > before.seq and e.dst != msys.AGENT for e in system.in_flight):
+                raise AssertionError(f"memo differs in whether it sends to chatd after {action.label()}")
         # ``_may_unsettle`` with the delta's own answer for its new messages.
         if (t is Tick or system.replicas is not before.replicas or system.db is not before.db
                 or system.partitions is not before.partitions or delta.to_chatd):
@@ -330,6 +337,8 @@ class Context:
                 if delta is not None:
                     # The memo knows what the delivery does: replay it only if it is a
                     # no-op, which is then certain (``_noop`` reads what the test below does).
+                    if self.check and delta.quiet != self._nodes_kept(s, delta):
+                        raise AssertionError(f"memo differs in its no-op test for {env.what}")
                     if not delta.quiet:
                         continue
                     if delta.timer_ops and not self._noop(s, delta):
@@ -377,6 +386,13 @@ class Context:
             if op[0] != "timer_cancel" or op[1] in s.timers:
                 return False
         return True
+
+    def _nodes_kept(self, s: msys.System, d: _Delta) -> bool:
+        """``CHECK_MEMO``: ``_Delta.quiet`` computed on ``s`` itself: no new message or
+        ghost record, and the agent, replicas and database keep their handles."""
+        iid = self.interner.iid
+        return not d.seq_inc and not d.ghost and all(
+            iid(value) is iid(s.__dict__[name]) for name, value in d.whole if name in ("agent", "replicas", "db"))
 
     def _lookup(self, key, s: msys.System) -> _Delta | None:
         return self._first_fit(self.memo.get(key, ()), s)

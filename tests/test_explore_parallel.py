@@ -105,6 +105,45 @@ def test_the_memo_check_fires_on_a_footprint_that_misses_a_read(checked_memo, mo
         ex.explore(worlds.default("contract"), ex.Bounds(), max_states=5_000)
 
 
+def _bent_delta(monkeypatch, **bent):
+    """Every delta the memo stores, with the named flags negated (``Context._delta``)."""
+    import dataclasses
+    real = ex.Context._delta
+
+    def bend(self, *args):
+        delta = real(self, *args)
+        if delta is None:
+            return None
+        return dataclasses.replace(delta, **{name: not getattr(delta, name) for name in bent})
+    monkeypatch.setattr(ex.Context, "_delta", bend)
+
+
+@pytest.mark.parametrize("flag,message", [
+    ("quiet", "memo differs in its no-op test"),
+    ("to_chatd", "memo differs in whether it sends to chatd"),
+])
+def test_the_memo_check_fires_on_a_wrong_delta_flag(flag, message, checked_memo, monkeypatch):
+    """A checker that cannot fire is worse than none: the flags a delta computes once
+    (Rule 6's no-op test of a delivery to chatd, whether a step sends to chatd) are
+    what settling trusts, so a wrong one must be caught."""
+    _bent_delta(monkeypatch, **{flag: True})
+    with pytest.raises(AssertionError, match=message):
+        ex.explore(worlds.default("contract"), ex.Bounds(), max_states=3_000)
+
+
+def test_the_memo_check_fires_on_a_wrong_timer_transition(checked_memo, monkeypatch):
+    """A replayed step's timer table takes its handle from the old table's through the
+    delta (``_Delta.timers_after``); a transition that keeps the old handle must be
+    caught."""
+    def keep_old(self, before, after, delta):
+        memo = before.timers._fp
+        if memo is not None and memo[0] is self.token and after.timers is not before.timers:
+            delta.timers_after[memo[1]] = memo[1]
+    monkeypatch.setattr(ex.Context, "_timers_after", keep_old)
+    with pytest.raises(AssertionError, match="memo differs in the timers' handle"):
+        ex.explore(worlds.default("contract"), ex.Bounds(), max_states=3_000)
+
+
 def test_every_memoized_expansion_equals_the_real_one(checked_cases):
     """Rule 10: with ``CHECK_MEMO`` every expansion taken from the memo is computed again
     and compared (``Search._check_expansion``); the cases take hundreds from it."""
