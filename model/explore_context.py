@@ -137,12 +137,20 @@ class _Delta:
     # key of a delivery to chatd holds: Rule 6's no-op test but for the timers (``_noop``).
     quiet: bool = False
     to_chatd: bool = False  # one of its new messages goes to chatd (``_may_unsettle``)
-    # shift -> its new messages and timers numbered from another counter (``_replay``):
-    # a step is replayed at a few distances from its own counter, again and again.
-    renumbered: dict = field(default_factory=dict, compare=False, repr=False)
-    # The handle of the timers before -> after it, without sequence numbers
+    # Caches of a frozen value, made on first use (written through ``__dict__``):
+    # shift -> its new messages and timers numbered from another counter (``_replay``),
+    # the last ``RENUMBERED_KEPT`` shifts: a step is replayed at a few distances from
+    # its own counter again and again, and renumbered messages are large to keep;
+    renumbered: dict | None = field(default=None, compare=False, repr=False)
+    # the handle of the timers before -> after it, without sequence numbers
     # (``Context.timers_key``), which its timer edits decide.
-    timers_after: dict = field(default_factory=dict, compare=False, repr=False)
+    timers_after: dict | None = field(default=None, compare=False, repr=False)
+
+
+# How many shifts a delta keeps its renumbered messages and timers for: the default
+# world's first 10,000 states take 3.8% fewer instructions with every shift kept, 2.4%
+# with 3; every shift costs the 1 s world 100 bytes per state.
+RENUMBERED_KEPT = 4
 
 
 class Context:
@@ -292,6 +300,8 @@ class Context:
         found = self.timers_key(timers)
         memo = before.timers._fp
         if memo is not None and memo[0] is self.token:
+            if delta.timers_after is None:
+                delta.__dict__["timers_after"] = {}
             delta.timers_after[memo[1]] = found
 
     def settle(self, s: msys.System) -> tuple[msys.System, list]:
@@ -678,9 +688,14 @@ def _replay(s: msys.System, action, d: _Delta, token: object = None) -> msys.Sys
     if shift == 0:
         added, timer_ops = d.added, d.timer_ops
     else:
-        found = d.renumbered.get(shift)
+        cache = d.renumbered
+        if cache is None:
+            cache = d.__dict__["renumbered"] = {}
+        found = cache.get(shift)
         if found is None:
-            found = d.renumbered[shift] = (
+            if len(cache) >= RENUMBERED_KEPT:
+                cache.clear()
+            found = cache[shift] = (
                 tuple([_renumber(e, shift) for e in d.added]),
                 tuple([op if op[0] != "timer_set" else (op[0], op[1], _renumber(op[2], shift)) for op in d.timer_ops]))
         added, timer_ops = found
@@ -700,7 +715,7 @@ def _replay(s: msys.System, action, d: _Delta, token: object = None) -> msys.Sys
         fields_["timers"] = timers
         if token is not None and timers is not before:
             memo = before._fp
-            if memo is not None and memo[0] is token:
+            if memo is not None and memo[0] is token and d.timers_after is not None:
                 after = d.timers_after.get(memo[1])
                 if after is not None:
                     timers._fp = (token, after)

@@ -138,6 +138,9 @@ def test_the_memo_check_fires_on_a_wrong_timer_transition(checked_memo, monkeypa
     def keep_old(self, before, after, delta):
         memo = before.timers._fp
         if memo is not None and memo[0] is self.token and after.timers is not before.timers:
+            delta.__dict__.setdefault("timers_after", {})
+            if delta.timers_after is None:
+                delta.__dict__["timers_after"] = {}
             delta.timers_after[memo[1]] = memo[1]
     monkeypatch.setattr(ex.Context, "_timers_after", keep_old)
     with pytest.raises(AssertionError, match="memo differs in the timers' handle"):
