@@ -16,9 +16,18 @@ Rule 3) as interned handles. A ``Context`` belongs to one search and holds its t
   replayed onto any state with the same footprint (``_replay``), new messages and timers
   renumbered from that state's counter; ``CHECK_MEMO`` makes every replay also run
   ``system.apply`` and compares field by field;
+- what a delta works out once and keeps, because a replay is the search's commonest
+  step (75,000 in the default world): whether it is a no-op for the nodes (``quiet``,
+  Rule 6's test read off the delta) and whether it sends to chatd (``to_chatd``,
+  ``_may_unsettle`` without a scan); its new messages and timers renumbered for its last
+  few shifts (``renumbered``); and its timer table's handle as a transition from the old
+  table's (``timers_after``), so a replayed table is not keyed again. ``CHECK_MEMO``
+  checks each of these against what it stands for;
 - Rule 6's settling of no-op deliveries (``Context.settle``), with its static half
   (``_may_unsettle``); ``Context.advance`` is a step and its settling without the
-  ghost's growth, which is what explore.py Rule 10 memoizes;
+  ghost's growth, which is what explore.py Rule 10 memoizes; ``Context.child`` is the
+  same for a settled state whose expansion key is known (a listing of its children,
+  the hottest path): it finds a delivery's memo key from the parent's handles;
 - the verdict memo: the properties' violations per ghost history and committed chats.
 
 Memos kept on states (``_iid``, ``_fp``, ``_what``, ``_link``) name their context by a

@@ -19,8 +19,9 @@ Rule 2. Rounds. Each worker expands its share of the frontier (the states whose 
         every process) and the verdict it would get as a known state. It keeps the
         children and sends the rest.
 Rule 3. One numbering. This process merges the workers' rounds in state-number order and
-        replays the events through ``Search.report`` and ``Search.offer``, exactly as the
-        one-process search does them: the same states get the same numbers, the same
+        replays the events of ``Search.report``, ``Search.offer`` and
+        ``Search.offer_known`` (written out in ``_merge``), exactly as the one-process
+        search does them: the same states get the same numbers, the same
         merged paths are checked, the same first counterexample per property is kept,
         and ``max_states`` and ``stop_on`` cut at the same event. It answers each worker
         with the numbers of its children that are new (a known child is dropped), and a
@@ -32,10 +33,18 @@ So ``--workers`` changes the speed and never the result: the same states, transi
 depth and counterexamples (tests/test_explore_parallel.py). Each worker's shares are
 whatever its own past children were, so the load stays balanced only as far as subtrees
 are alike. Measured with 2 workers (states expanded by this process and by the forked
-one): 17,867 and 15,083 in the default world, 133,116 and 195,490 in the 1 s world. And
-every worker fills its own memos: a step first met in two workers runs the model twice,
-and a state whose system twin (model/explore.py Rule 10) went to the other worker is
-expanded again, which is most of why 2 workers gain far less than 2x (README, the bench).
+one): 13,541 and 19,409 in the default world (17,867 and 15,083 when this process took
+17 cards of 37), 133,116 and 195,490 in the 1 s world (at 17 of 37). And every worker
+fills its own memos: a step first met in two workers runs the model twice, and a state
+whose system twin (model/explore.py Rule 10) went to the other worker is expanded again
+(the default world lists the actions of 22,306 states with 2 workers, 19,419 with one),
+which is most of why 2 workers gain far less than 2x (README, the bench). Splitting the
+first frontier by ancestor instead (twins meet within a few levels of a common one) was
+tried: it lists hardly more states than one process, but subtrees differ so much in size
+(a state with budgets left has far more below it) that no static split kept the two
+workers' loads within 30% in the default, 1 s and two-chats worlds alike; moving states
+between workers costs more than expanding them (pickling a state and unpickling it, about
+160 us against 60 us to expand one).
 A worker takes its children from Rule 10's memo like the one-process search, sends each
 verdict packed once, and digests a child from the text of its key's system part, which
 the memo keeps (model/interning.py ``digest_extended``), not from the whole key.
