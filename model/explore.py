@@ -481,7 +481,7 @@ class Search:
         children = []
         parent = node.system if xkey is not None else None
         fast = xkey is not None and node.settled
-        step, system_key, calm, chats_of = ctx.child, ctx.system_key, ctx.calm, ctx.chats_of
+        step, system_key, calm, chats_of = ctx.child_of, ctx.system_key, ctx.calm, ctx.chats_of
         for action in actions:
             used = _spend(node, action)
             if fast:

@@ -25,7 +25,7 @@ Rule 3) as interned handles. A ``Context`` belongs to one search and holds its t
   checks each of these against what it stands for;
 - Rule 6's settling of no-op deliveries (``Context.settle``), with its static half
   (``_may_unsettle``); ``Context.advance`` is a step and its settling without the
-  ghost's growth, which is what explore.py Rule 10 memoizes; ``Context.child`` is the
+  ghost's growth, which is what explore.py Rule 10 memoizes; ``Context.child_of`` is the
   same for a settled state whose expansion key is known (a listing of its children,
   the hottest path): it finds a delivery's memo key from the parent's handles;
 - the verdict memo: the properties' violations per ghost history and committed chats.
@@ -245,7 +245,7 @@ class Context:
         system, settled = self.settle(system)
         return system, new_ghost, (action, *settled)
 
-    def child(self, node: Node, action, parent_key: tuple) -> tuple[msys.System, tuple]:
+    def child_of(self, node: Node, action, parent_key: tuple) -> tuple[msys.System, tuple]:
         """``advance`` of a settled node whose expansion key (``system_key``) is known,
         without the actions taken: explore.py Rule 10's listing of a state's children,
         the search's hottest path. A delivery, a lost message or a tick finds its memo
