@@ -33,11 +33,11 @@ So ``--workers`` changes the speed and never the result: the same states, transi
 depth and counterexamples (tests/test_explore_parallel.py). Each worker's shares are
 whatever its own past children were, so the load stays balanced only as far as subtrees
 are alike. Measured with 2 workers (states expanded by this process and by the forked
-one): 13,541 and 19,409 in the default world (17,867 and 15,083 when this process took
-17 cards of 37), 133,116 and 195,490 in the 1 s world (at 17 of 37). And every worker
+one): 17,473 and 15,477 in the default world, 133,116 and 195,490 in the 1 s world
+(measured when this process took 17 cards of 37, not 16 of 36). And every worker
 fills its own memos: a step first met in two workers runs the model twice, and a state
 whose system twin (model/explore.py Rule 10) went to the other worker is expanded again
-(the default world lists the actions of 22,306 states with 2 workers, 19,419 with one),
+(the default world lists the actions of 22,610 states with 2 workers, 19,419 with one),
 which is most of why 2 workers gain far less than 2x (README, the bench). Splitting the
 first frontier by ancestor instead (twins meet within a few levels of a common one) was
 tried: it lists hardly more states than one process, but subtrees differ so much in size
@@ -190,13 +190,15 @@ def _merge(search: ex.Search, merged, answers: list[list[int]]) -> int:
 
 def _shares(frontier: list, workers: int) -> list[list]:
     """Rule 2's split, dealt like cards in number order. This process also numbers every
-    state (Rule 3), so it takes a smaller first hand: 15 cards to each other worker's
-    20 (the default world's states then split 13,541 here to 19,409 in the other
-    worker, whose share then costs about what this one's and the numbering do). After
+    state (Rule 3), so it takes a smaller first hand: 16 cards to each other worker's
+    20 (the default world's states then split 17,473 here to 15,477 in the other
+    worker, and the two processes execute 8.34 and 8.34 billion instructions, measured
+    with cachegrind; at 17 cards the split was 17,867 to 15,083, at 15 13,541 to
+    19,409 with 7.08 against 9.69 billion). After
     the first round each keeps its own children, so this only decides where the shares
     start (see the theory of operation for how they end)."""
     shares: list[list] = [[] for _ in range(workers)]
-    hands = [(0, 15)] + [(w, 20) for w in range(1, workers)]
+    hands = [(0, 16)] + [(w, 20) for w in range(1, workers)]
     # One round of the deal, each worker's cards spread evenly through it.
     deal = [w for _, w in sorted((i / n, w) for w, n in hands for i in range(n))]
     for i, item in enumerate(frontier):
