@@ -117,7 +117,7 @@ from typing import Callable
 from . import chatd
 from . import system as msys
 from .core import Response
-from .interning import digest_extended, digest_of, digest_text
+from .interning import digest_extended, digest_of, digest_text_of
 from .system import Tick
 
 # The explored states and the search's context live in model/explore_context.py; what
@@ -383,6 +383,7 @@ class Search:
         # labels carry each path's own sequence numbers.
         self.expansions: dict | None = None if keep_edges else {}
         self.expansions_old: dict = {}
+        self.texts: dict = {}  # a key's small parts -> their digest text (``digest_text_of``)
         self.parents = array("l", [-1])  # state number -> its parent's number
         self.moves = array("l", [-1])  # state number -> the index of the parent's action that led here
         self.depths = array("l", [0])
@@ -482,6 +483,7 @@ class Search:
         parent = node.system if xkey is not None else None
         fast = xkey is not None and node.settled
         step, system_key, calm, chats_of = ctx.child_of, ctx.system_key, ctx.calm, ctx.chats_of
+        texts = self.texts
         for action in actions:
             used = _spend(node, action)
             if fast:
@@ -498,7 +500,7 @@ class Search:
             if chats is None:
                 chats = chats_of[db] = ctx.interner.handle(system.db.chats)
             children.append((action, system, new_ghost, used, sk, xk, TERMINAL if quiet else ALWAYS, chats,
-                             digest_text(sk) if digests else None))
+                             digest_text_of(sk, texts) if digests else None))
         found = (terminal, tuple(children))
         if xkey is not None and expansions is not None:
             if len(expansions) >= self.EXPANSIONS_LIMIT:

@@ -243,3 +243,20 @@ def test_explore_cli_runs_with_workers(tmp_path, capsys):
 def test_explore_refuses_bad_worker_flags(flags, message, tmp_path, capsys):
     assert main(["explore", "--world", "default", "--out", str(tmp_path)] + flags) == 2
     assert message in capsys.readouterr().err
+
+
+def test_cached_digest_text_is_the_digest_text():
+    """The parallel driver digests a child's key from ``digest_text_of`` (the small parts'
+    texts kept): it must give ``digest_text``'s bytes, for the keys of a real search and
+    for parts that Python equates across types (``1``, ``True``, ``1.0``)."""
+    from model.interning import Interner, digest_text, digest_text_of
+
+    search = ex.Search(worlds.default("contract"), ex.Bounds(), max_states=300, digests=True)
+    search.run()
+    keys = [entry[4] for found in list(search.expansions.values()) for entry in found[1]]
+    handle = Interner(digests=True).key_of(("x",))
+    keys += [(1, True, 1.0, handle), (True, 1, handle, (1,), 1.0)]
+    texts: dict = {}
+    assert len(keys) > 100
+    for key in keys + keys:
+        assert digest_text_of(key, texts) == digest_text(key)
