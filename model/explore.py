@@ -90,8 +90,9 @@ Rule 10 (one expansion per system state). A state's children depend on its syste
         memo is off. It keeps two generations of ``EXPANSIONS_LIMIT`` expansions: twins
         are found within a few breadth-first levels of each other, and the memo holds
         whole child systems, so a bigger one costs the 1 s world memory per state
-        (exhausted: 844 bytes at 4,000, 899 at 6,000, 941 at 8,000; the issue's goal
-        is 1 KB) for hits the widest searches need (pid-from-command's
+        (exhausted: 844 bytes at 4,000, 899 at 6,000, 941 at 8,000, before a step's
+        delta kept its renumbered messages and timer transitions, which made 899 956;
+        the issue's goal is 1 KB) for hits the widest searches need (pid-from-command's
         two chats: 42,452 of 53,313 expansions list their actions at 6,000, 37,468 at
         20,000). Under ``CHECK_MEMO`` every reuse is computed again and compared. A memo
         per system state and action (sharing children between states that differ in
@@ -116,7 +117,7 @@ from typing import Callable
 from . import chatd
 from . import system as msys
 from .core import Response
-from .interning import digest_extended, digest_of, digest_text
+from .interning import digest_extended, digest_of, digest_text_of
 from .system import Tick
 
 # The explored states and the search's context live in model/explore_context.py; what
@@ -196,9 +197,16 @@ def enabled(node: Node, bounds: Bounds) -> list:
                 if env.src == msys.AGENT and env.route in LOSABLE_ROUTES and isinstance(env.payload, Response):
                     actions.append(_action(msys.Drop, at_ms=now, seq=env.seq, what=env.what))
     timers = s.timers._items
+    nxt = None  # the first timer due, and the first due within the horizon (one pass, no generator)
     if timers:
         horizon = bounds.horizon_ms
-        first = min((t.due_ms for _, t in timers if t.due_ms <= horizon), default=None)
+        first = None
+        for _, t in timers:
+            due = t.due_ms
+            if nxt is None or due < nxt:
+                nxt = due
+            if due <= horizon and (first is None or due < first):
+                first = due
         if first is not None and (deadline is None or first <= deadline):
             at = max(now, first)
             for (node_name, name), t in timers:  # sorted by (node, name)
@@ -210,7 +218,6 @@ def enabled(node: Node, bounds: Bounds) -> list:
     # Only tool call requests may be held while time passes: their transit time is what the
     # age rule is about. Every other message is delivered before time moves on.
     if in_flight and now + 1 <= min(deadline, bounds.horizon_ms) and _all_held(in_flight):
-        nxt = min((t.due_ms for _, t in timers), default=None)
         if nxt is None or now + 1 <= nxt:
             actions.append(Tick(now + 1))
     if restarts < bounds.agent_restarts and s.agent is not None:
@@ -376,6 +383,7 @@ class Search:
         # labels carry each path's own sequence numbers.
         self.expansions: dict | None = None if keep_edges else {}
         self.expansions_old: dict = {}
+        self.texts: dict = {}  # a key's small parts -> their digest text (``digest_text_of``)
         self.parents = array("l", [-1])  # state number -> its parent's number
         self.moves = array("l", [-1])  # state number -> the index of the parent's action that led here
         self.depths = array("l", [0])
@@ -473,13 +481,26 @@ class Search:
         terminal = not actions or ctx.quiesced(node.system)
         children = []
         parent = node.system if xkey is not None else None
-        handle = ctx.interner.handle
+        fast = xkey is not None and node.settled
+        step, system_key, calm, chats_of = ctx.child_of, ctx.system_key, ctx.calm, ctx.chats_of
+        texts = self.texts
         for action in actions:
             used = _spend(node, action)
-            system, new_ghost, _ = ctx.advance(node, action)
-            sk, xk = ctx.system_key(system, used, parent, xkey)
-            children.append((action, system, new_ghost, used, sk, xk, TERMINAL if ctx.quiesced(system) else ALWAYS,
-                             handle(system.db.chats), digest_text(sk) if digests else None))
+            if fast:
+                system, new_ghost = step(node, action, xkey)
+            else:
+                system, new_ghost, _ = ctx.advance(node, action)
+            sk, xk = system_key(system, used, parent, xkey)
+            # Quiescence and the chats are the database's: read by its handle in the key.
+            db = sk[5]
+            quiet = calm.get(db)
+            if quiet is None:
+                quiet = ctx.quiesced(system)
+            chats = chats_of.get(db)
+            if chats is None:
+                chats = chats_of[db] = ctx.interner.handle(system.db.chats)
+            children.append((action, system, new_ghost, used, sk, xk, TERMINAL if quiet else ALWAYS, chats,
+                             digest_text_of(sk, texts) if digests else None))
         found = (terminal, tuple(children))
         if xkey is not None and expansions is not None:
             if len(expansions) >= self.EXPANSIONS_LIMIT:

@@ -19,8 +19,9 @@ Rule 2. Rounds. Each worker expands its share of the frontier (the states whose 
         every process) and the verdict it would get as a known state. It keeps the
         children and sends the rest.
 Rule 3. One numbering. This process merges the workers' rounds in state-number order and
-        replays the events through ``Search.report`` and ``Search.offer``, exactly as the
-        one-process search does them: the same states get the same numbers, the same
+        replays the events of ``Search.report``, ``Search.offer`` and
+        ``Search.offer_known`` (written out in ``_merge``), exactly as the one-process
+        search does them: the same states get the same numbers, the same
         merged paths are checked, the same first counterexample per property is kept,
         and ``max_states`` and ``stop_on`` cut at the same event. It answers each worker
         with the numbers of its children that are new (a known child is dropped), and a
@@ -32,10 +33,18 @@ So ``--workers`` changes the speed and never the result: the same states, transi
 depth and counterexamples (tests/test_explore_parallel.py). Each worker's shares are
 whatever its own past children were, so the load stays balanced only as far as subtrees
 are alike. Measured with 2 workers (states expanded by this process and by the forked
-one): 17,867 and 15,083 in the default world, 133,116 and 195,490 in the 1 s world. And
-every worker fills its own memos: a step first met in two workers runs the model twice,
-and a state whose system twin (model/explore.py Rule 10) went to the other worker is
-expanded again, which is most of why 2 workers gain far less than 2x (README, the bench).
+one): 17,473 and 15,477 in the default world, 133,116 and 195,490 in the 1 s world
+(measured when this process took 17 cards of 37, not 16 of 36). And every worker
+fills its own memos: a step first met in two workers runs the model twice, and a state
+whose system twin (model/explore.py Rule 10) went to the other worker is expanded again
+(the default world lists the actions of 22,610 states with 2 workers, 19,419 with one),
+which is most of why 2 workers gain far less than 2x (README, the bench). Splitting the
+first frontier by ancestor instead (twins meet within a few levels of a common one) was
+tried: it lists hardly more states than one process, but subtrees differ so much in size
+(a state with budgets left has far more below it) that no static split kept the two
+workers' loads within 30% in the default, 1 s and two-chats worlds alike; moving states
+between workers costs more than expanding them (pickling a state and unpickling it, about
+160 us against 60 us to expand one).
 A worker takes its children from Rule 10's memo like the one-process search, sends each
 verdict packed once, and digests a child from the text of its key's system part, which
 the memo keeps (model/interning.py ``digest_extended``), not from the whole key.
@@ -111,28 +120,7 @@ def _explore(config, bounds, max_states, stop_on, on_progress, workers, head_sta
             answers: list[list[int]] = [[] for _ in rounds]
             merged = heapq.merge(*([(entry, w) for entry in r] for w, r in enumerate(rounds)),
                                  key=lambda item: item[0][0])
-            new_states = 0
-            index = search.index
-            for (number, own, children), w in merged:
-                search.report(own, lambda number=number: search.path_to(number), search.depths[number])
-                if search.stopped:
-                    break
-                answer = answers[w]
-                for move, (key, as_known) in enumerate(children):
-                    if type(key) is int:
-                        # The worker knows this child's number already: a known state.
-                        search.offer_known(number, move, lambda as_known=as_known: as_known)
-                        new = -1 - key
-                    else:
-                        new = search.offer(number, move, key, "", lambda as_known=as_known: as_known)
-                        if new is None and not search.full:
-                            new = -1 - index[key]  # known: tell the worker which state it is
-                    if search.full:
-                        break
-                    answer.append(new)
-                    new_states += new >= 0
-                if search.full:
-                    break
+            new_states = _merge(search, merged, answers)
             if on_progress is not None and on_progress(len(search.parents)):
                 search.stopped = True
             if search.stopped or search.full or new_states == 0:
@@ -158,13 +146,59 @@ def _explore(config, bounds, max_states, stop_on, on_progress, workers, head_sta
     return result
 
 
+def _merge(search: ex.Search, merged, answers: list[list[int]]) -> int:
+    """Rule 3 for one round: the workers' states in number order, replayed as the events
+    of ``Search.report``, ``offer`` and ``offer_known`` (written out here: this loop is
+    the part of a round no worker shares). Returns how many states are new."""
+    index, parents, moves, depths = search.index, search.parents, search.moves, search.depths
+    result, reorder, report, path_to = search.result, search.reorder, search.report, search.path_to
+    limit = search.max_states + 1
+    new_states = 0
+    for (number, own, children), w in merged:
+        if own:
+            report(own, lambda number=number: path_to(number), depths[number])
+        if search.stopped:  # by this verdict, or by a path's own order in the state before
+            break
+        answer = answers[w]
+        depth = depths[number] + 1
+        for move, (key, as_known) in enumerate(children):
+            result.transitions += 1
+            if type(key) is int:
+                known = key  # the worker knows this child's number already: a known state
+            else:
+                known = index.get(key)
+                if known is None:
+                    n = len(parents)
+                    if n >= limit:
+                        search.full = True
+                        return new_states
+                    index[key] = n
+                    parents.append(number)
+                    moves.append(move)
+                    depths.append(depth)
+                    if depth > result.depth:
+                        result.depth = depth
+                    answer.append(n)
+                    new_states += 1
+                    continue
+            if reorder and as_known:
+                # Rule 5: this path's own order of the history is checked too.
+                report(as_known, lambda number=number, move=move: path_to(number, move), depth)
+            answer.append(-1 - known)  # known: tell the worker which state it is
+    return new_states
+
+
 def _shares(frontier: list, workers: int) -> list[list]:
     """Rule 2's split, dealt like cards in number order. This process also numbers every
-    state (Rule 3), so it takes a slightly smaller first hand: 17 cards to each other
-    worker's 20. After the first round each keeps its own children, so this only
-    decides where the shares start (see the theory of operation for how they end)."""
+    state (Rule 3), so it takes a smaller first hand: 16 cards to each other worker's
+    20 (the default world's states then split 17,473 here to 15,477 in the other
+    worker, and the two processes execute 8.34 and 8.34 billion instructions, measured
+    with cachegrind; at 17 cards the split was 17,867 to 15,083, at 15 13,541 to
+    19,409 with 7.08 against 9.69 billion). After
+    the first round each keeps its own children, so this only decides where the shares
+    start (see the theory of operation for how they end)."""
     shares: list[list] = [[] for _ in range(workers)]
-    hands = [(0, 17)] + [(w, 20) for w in range(1, workers)]
+    hands = [(0, 16)] + [(w, 20) for w in range(1, workers)]
     # One round of the deal, each worker's cards spread evenly through it.
     deal = [w for _, w in sorted((i / n, w) for w, n in hands for i in range(n))]
     for i, item in enumerate(frontier):
@@ -186,18 +220,28 @@ class _Worker:
     def expand(self) -> list:
         search, ctx, known = self.search, self.ctx, self.known
         reorder, successors, grow, verdict = search.reorder, search.successors, ctx.grow, ctx.verdict
-        packed = self.packed
+        packed, verdicts, Node = self.packed, ctx.verdicts, ex.Node
         entries, kept = [], []
         for number, node in self.frontier:
             terminal, found = successors(node)  # Rule 10's memo, as the one-process search
             own = _pack(verdict(node, ex.TERMINAL if terminal else ex.ALWAYS), packed)
             children = []
-            for _, system, new_ghost, used, sk, xk, kinds, _, text in found:
-                ghost, order, bag = grow(node, new_ghost)
-                child = ex.Node(system, used, ghost, order, bag, True, xk)
+            for _, system, new_ghost, used, sk, xk, kinds, chats, text in found:
+                if new_ghost:
+                    ghost, order, bag = grow(node, new_ghost)
+                else:
+                    ghost, order, bag = node.ghost, node.order, node.bag
+                child = Node(system, used, ghost, order, bag, True, xk)
                 last = bag if reorder else order
                 local = sk + (last,)
-                as_known = _pack(verdict(child, kinds), packed) if reorder else ()
+                if reorder:
+                    # The verdict memo read here first, as ``Context.verdict`` keys it.
+                    as_known = verdicts.get((kinds, order, chats))
+                    if as_known is None:
+                        as_known = verdict(child, kinds)
+                    as_known = _pack(as_known, packed) if as_known else ()
+                else:
+                    as_known = ()
                 seen = known.get(local)
                 # The key's digest from its system part's text, kept in the memo (Rule 10).
                 children.append((seen if seen is not None else digest_extended(text, last), as_known))

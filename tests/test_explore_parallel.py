@@ -105,6 +105,48 @@ def test_the_memo_check_fires_on_a_footprint_that_misses_a_read(checked_memo, mo
         ex.explore(worlds.default("contract"), ex.Bounds(), max_states=5_000)
 
 
+def _bent_delta(monkeypatch, **bent):
+    """Every delta the memo stores, with the named flags negated (``Context._delta``)."""
+    import dataclasses
+    real = ex.Context._delta
+
+    def bend(self, *args):
+        delta = real(self, *args)
+        if delta is None:
+            return None
+        return dataclasses.replace(delta, **{name: not getattr(delta, name) for name in bent})
+    monkeypatch.setattr(ex.Context, "_delta", bend)
+
+
+@pytest.mark.parametrize("flag,message", [
+    ("quiet", "memo differs in its no-op test"),
+    ("to_chatd", "memo differs in whether it sends to chatd"),
+])
+def test_the_memo_check_fires_on_a_wrong_delta_flag(flag, message, checked_memo, monkeypatch):
+    """A checker that cannot fire is worse than none: the flags a delta computes once
+    (Rule 6's no-op test of a delivery to chatd, whether a step sends to chatd) are
+    what settling trusts, so a wrong one must be caught."""
+    _bent_delta(monkeypatch, **{flag: True})
+    with pytest.raises(AssertionError, match=message):
+        ex.explore(worlds.default("contract"), ex.Bounds(), max_states=3_000)
+
+
+def test_the_memo_check_fires_on_a_wrong_timer_transition(checked_memo, monkeypatch):
+    """A replayed step's timer table takes its handle from the old table's through the
+    delta (``_Delta.timers_after``); a transition that keeps the old handle must be
+    caught."""
+    def keep_old(self, before, after, delta):
+        memo = before.timers._fp
+        if memo is not None and memo[0] is self.token and after.timers is not before.timers:
+            delta.__dict__.setdefault("timers_after", {})
+            if delta.timers_after is None:
+                delta.__dict__["timers_after"] = {}
+            delta.timers_after[memo[1]] = memo[1]
+    monkeypatch.setattr(ex.Context, "_timers_after", keep_old)
+    with pytest.raises(AssertionError, match="memo differs in the timers' handle"):
+        ex.explore(worlds.default("contract"), ex.Bounds(), max_states=3_000)
+
+
 def test_every_memoized_expansion_equals_the_real_one(checked_cases):
     """Rule 10: with ``CHECK_MEMO`` every expansion taken from the memo is computed again
     and compared (``Search._check_expansion``); the cases take hundreds from it."""
@@ -201,3 +243,20 @@ def test_explore_cli_runs_with_workers(tmp_path, capsys):
 def test_explore_refuses_bad_worker_flags(flags, message, tmp_path, capsys):
     assert main(["explore", "--world", "default", "--out", str(tmp_path)] + flags) == 2
     assert message in capsys.readouterr().err
+
+
+def test_cached_digest_text_is_the_digest_text():
+    """The parallel driver digests a child's key from ``digest_text_of`` (the small parts'
+    texts kept): it must give ``digest_text``'s bytes, for the keys of a real search and
+    for parts that Python equates across types (``1``, ``True``, ``1.0``)."""
+    from model.interning import Interner, digest_text, digest_text_of
+
+    search = ex.Search(worlds.default("contract"), ex.Bounds(), max_states=300, digests=True)
+    search.run()
+    keys = [entry[4] for found in list(search.expansions.values()) for entry in found[1]]
+    handle = Interner(digests=True).key_of(("x",))
+    keys += [(1, True, 1.0, handle), (True, 1, handle, (1,), 1.0)]
+    texts: dict = {}
+    assert len(keys) > 100
+    for key in keys + keys:
+        assert digest_text_of(key, texts) == digest_text(key)
