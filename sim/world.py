@@ -140,8 +140,11 @@ class Simulation:
         self._agenda_timer: msys.Timer | None = None  # the timer it is set for
         self._loops_armed = True  # a step armed a loop timer since the wake-up was set
         # Only event-triggered faults and handler panics read the records of each step.
-        self._watching = any(spec.kind == "handler_panic" or spec.trigger.event is not None
-                             for spec in self.options.faults)
+        # Each such fault starts once, on its nth event: when the last of them has, no record
+        # can start anything more and the watch retires (``_watch``).
+        self._watch_left = sum(1 for spec in self.options.faults
+                               if spec.kind == "handler_panic" or spec.trigger.event is not None)
+        self._watching = self._watch_left > 0
         # The record kinds that can be a watched event (``_events_of``), and ``send``,
         # whose request the ``process_started`` and ``handler_panic`` triggers look up:
         # the other records of a step are skipped without asking what event they are.
@@ -445,6 +448,7 @@ class Simulation:
                             self.event_counts[i] = self.event_counts.get(i, 0) + 1
                             if self.event_counts[i] == m.nth:
                                 self.panic_runs[self.req_of_seq.get(rec.get("seq"), "")] = bool(spec.get("after_spawn", False))
+                                self._retire_one()
                         continue
                     if t.event != name or t.match is None or not _matches(t.match, route, tool_call, direction):
                         continue
@@ -452,6 +456,16 @@ class Simulation:
                     if self.event_counts[i] == t.match.nth:
                         # After everything this step armed, before anything armed later.
                         self._at(at_ms + t.offset_ms, self.system.seq + 0.5, Simulation._fault_now, spec)
+                        self._retire_one()
+
+    def _retire_one(self):
+        """One watched fault has started (its count reached its nth, which no later event
+        reaches again): when it was the last, records are no longer read for events (the
+        steps after it would only count events no fault waits for). The rest of the step's
+        records are still counted as before: the counts are the watch's own."""
+        self._watch_left -= 1
+        if not self._watch_left:
+            self._watching = False
 
     # -- output --------------------------------------------------------------------
     def trace_lines(self) -> list[str]:
