@@ -373,7 +373,7 @@ class Simulation:
             if self.system.timers._index.get((current.node, current.name)) is current:
                 return  # no loop timer armed and the first one still stands: it stays first
         self._loops_armed = False
-        first = idle.next_periodic(self.system)
+        first = idle.next_periodic(self.system, self._idle_memo)  # (after a batch: its heap's head)
         self._agenda_timer = first
         key = None if first is None else (first.due_ms, first.seq)
         if key != self._agenda:
