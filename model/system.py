@@ -43,7 +43,11 @@ The actions themselves (``Deliver``, ``Drop``, ``Fire``, ``Fault``, ``Tick``) an
 JSON form live in model/actions.py and are re-exported here; the fault handlers (Rules 3,
 6 and 7: ``FAULT_HANDLERS``) live in model/faults.py and edit the system through this
 module's ``_Builder``. What stays here is one piece, the world's interpreter: the effect
-builder and the delivery and timer rules.
+builder and the delivery and timer rules. One delivery skips the builder: a publish its
+replica ignores (``chatd.publish_changes_nothing``: down, no runner for the chat, a paused
+worker's ownership event) is the step the builder would make, the message out of flight
+and one ``deliver`` record (``_quiet_publish``, tests/test_system_publish.py); most of
+the publishes a swarm seed delivers are such.
 
 Model abstractions: a caller that stops waiting does not tell the agent (the agent's
 waiter answers into the void, which the caller ignores); a cancel waiting on a pending run

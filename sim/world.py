@@ -53,7 +53,9 @@ Rule 3. A named message can be lost or delayed on purpose (``lose``/``delay`` fa
 Rule 4. Each fault counts the messages or events it matches, so ``nth`` is the nth one
         that fault names. Trigger events are the vocabulary's (model/vocabulary.py):
         requests sent and delivered, their answers sent and delivered, a process
-        started, a result or an assistant message committed (``_events_of``).
+        started, a result or an assistant message committed (``_events_of``). Each
+        watched fault starts once, so when the last has started the world stops reading
+        records for events (``_retire_one``).
 """
 
 from __future__ import annotations
