@@ -45,8 +45,7 @@ and tests/test_world_idle.py checks each against firing one at a time):
    stale), checked at every poll. Heartbeat rows are written once, each replica's last
    beat, before a poll is asked and at the end (``_write_beats``).
 2. ``memo`` carries verdicts between batches while the handler's inputs are the same
-   objects (``advance``): each loop's own inputs (``_reads``), so a heartbeat or a
-   sync is not asked again because another chat changed.
+   objects (``advance``).
 3. Once every loop that fires has a verdict, the rest is closed form: each loop fires
    every period, the firings merge in (due, seq) order by a rule on their instants
    (``_fire_key``), and the first poll that would not be idle is found by division
@@ -122,9 +121,8 @@ def advance(s, before: tuple | None = None, max_fires: int | None = None, memo: 
 
     ``memo`` (a dict the caller keeps between batches, or None) carries verdicts from one
     batch to the next: a loop's verdict is reused only while what its handler reads is
-    the very same objects (the replica state, the database's up flag and what else that
-    loop reads, ``_reads``: a poll the chats and the set of heartbeat rows, a sync its
-    chat, a heartbeat nothing more; a poll is still checked against the rows' ages every
+    the very same objects (the replica state, the chats and the up flag of the database,
+    and the set of heartbeat rows; a poll is still checked against the rows' ages every
     time), so it changes no result, only how often the handler is asked. The entries hold
     those objects, so an identity is never that of a newer object. It also receives
     ``FIRST``: the returned system's first periodic timer (``next_periodic``)."""
@@ -186,17 +184,9 @@ def advance(s, before: tuple | None = None, max_fires: int | None = None, memo: 
         verdict = get_known(key)
         if verdict is None and memo is not None:
             seen = memo.get(key)
-            if seen is not None and seen[0] is replicas._index.get(key[0]) and seen[2] == db.db_up:
-                # What else the loop's handler reads (``_reads``), compared as the memo
-                # entry keeps it: the same object, or the same set of heartbeat rows.
-                name = key[1]
-                if name == TIMER_HEARTBEAT:
-                    verdict = known[key] = seen[4]
-                elif name == TIMER_ACQUIRE:
-                    if seen[1] is db.chats and seen[3] == db.heartbeats._index.keys():
-                        verdict = known[key] = seen[4]
-                elif seen[1] is db.chats._index.get(name[_SYNC_CUT:]):
-                    verdict = known[key] = seen[4]
+            if seen is not None and seen[0] is replicas._index.get(key[0]) and seen[1] is db.chats \
+                    and seen[2] == db.db_up and seen[3] == db.heartbeats._index.keys():
+                verdict = known[key] = seen[4]
         if verdict is not None and verdict[2] is not None:
             # A poll found idle once in this batch stays idle while no heartbeat row is
             # older than its stale limit (then its cleanup deletes nothing and no owned
@@ -240,7 +230,9 @@ def advance(s, before: tuple | None = None, max_fires: int | None = None, memo: 
             period_ms = clock.true_delay(max(effects[0].after_ms, 0))  # true time: drift is constant
             known[key] = verdict = (period_ms, db_after is not db, stale_ms)
             if memo is not None:
-                memo[key] = (rep,) + _reads(name, db) + (verdict,)
+                # The set of heartbeat rows by the keys view of the map's index (never
+                # changed after it is built): compared as a set, without a tuple each time.
+                memo[key] = (rep, db.chats, db.db_up, db.heartbeats._index.keys(), verdict)
             db = db_after
             if name == TIMER_HEARTBEAT:
                 beats.pop(node, None)
@@ -275,26 +267,6 @@ def advance(s, before: tuple | None = None, max_fires: int | None = None, memo: 
     if memo is not None:
         memo[FIRST] = (out, heap[0][2])
     return out, fires, last_ms, blocked
-
-
-_SYNC_CUT = len(SYNC_PREFIX)  # a sync timer's name less its prefix is its chat ID
-
-
-def _reads(name: str, db) -> tuple:
-    """What of the database a loop's handler reads besides the replica state (runner.py
-    ``_acquire``, ``_heartbeat``, ``_observe``), as a memo entry keeps it: (chats, up
-    flag, heartbeat rows). A verdict carried between batches (``advance``'s ``memo``)
-    holds while these are the same, so each loop keeps only what it reads: a poll reads
-    every chat and the set of rows (by the keys view of the map's index, never changed
-    after it is built: compared as a set, without a tuple each time); a runner's sync
-    reads its own chat (the same object: another chat's change does not ask it again);
-    a heartbeat reads neither (it writes its rows whatever they held). All three read
-    the up flag."""
-    if name == TIMER_HEARTBEAT:
-        return (None, db.db_up, None)
-    if name == TIMER_ACQUIRE:
-        return (db.chats, db.db_up, db.heartbeats._index.keys())
-    return (db.chats._index.get(name[_SYNC_CUT:]), db.db_up, None)
 
 
 def _row_owner(replicas) -> dict:
