@@ -34,30 +34,9 @@ class ScenarioError(Exception):
     """One line: file, field and reason."""
 
 
-# A duration text read once -> its milliseconds: the reading is a pure function of the
-# text, and a swarm reads the same few texts ("30s", "2m", ...) twenty times a seed (the
-# Go grammar's parser was a third of validating a drawn scenario). Only valid texts are
-# kept (an error names its field, so it is raised anew); bounded, so no input grows it
-# without end.
-_DURATION_MS: dict[str, int] = {}
-_DURATION_MEMO_MAX = 4096
-
-
 def parse_duration(text: Any, where: str) -> int:
     """Rule 1: "1h30m" -> 5_400_000, read with the same Go duration grammar chatd uses for
     an execute timeout. Raises ScenarioError naming ``where``."""
-    if type(text) is str:
-        known = _DURATION_MS.get(text)
-        if known is not None:
-            return known
-        ms = _parse_duration(text, where)
-        if len(_DURATION_MS) < _DURATION_MEMO_MAX:
-            _DURATION_MS[text] = ms
-        return ms
-    return _parse_duration(text, where)
-
-
-def _parse_duration(text: Any, where: str) -> int:
     if isinstance(text, bool) or not isinstance(text, str):
         raise ScenarioError(f"{where}: expected a duration string such as \"2s\", got {text!r}")
     s = text.strip()
