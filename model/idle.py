@@ -83,6 +83,11 @@ _LOOP_NAMES = (TIMER_HEARTBEAT, TIMER_ACQUIRE)
 # is otherwise computed two or three times (a poll that takes a chat, a sync that reads a
 # change), a twentieth of a swarm seed's time.
 ASKED = "asked"
+# The memo entry of the system the last batch returned and the key of its first periodic
+# timer by (due, seq), the head of the batch's heap: what ``next_periodic`` of that very
+# system answers (the heap holds every replica loop's timer in that order), so the world,
+# which asks it after every batch, reads it instead of scanning the timer table again.
+FIRST = "first"
 
 
 def is_periodic(s, node: str, name: str) -> bool:
@@ -91,9 +96,14 @@ def is_periodic(s, node: str, name: str) -> bool:
         and node in s.config.replicas
 
 
-def next_periodic(s):
+def next_periodic(s, memo: dict | None = None):
     """The periodic timer that fires first, by (due, arming sequence number), or None.
-    (``is_periodic`` inline: the world asks after most steps.)"""
+    (``is_periodic`` inline: the world asks after most steps.) ``memo``: ``advance``'s,
+    whose ``FIRST`` answers for the very system its last batch returned."""
+    if memo is not None:
+        known = memo.get(FIRST)
+        if known is not None and known[0] is s:
+            return s.timers._index.get(known[1])
     best = None
     replicas = s.config.replicas
     for (node, name), timer in s.timers.items():
@@ -114,7 +124,8 @@ def advance(s, before: tuple | None = None, max_fires: int | None = None, memo: 
     the very same objects (the replica state, the chats and the up flag of the database,
     and the set of heartbeat rows; a poll is still checked against the rows' ages every
     time), so it changes no result, only how often the handler is asked. The entries hold
-    those objects, so an identity is never that of a newer object."""
+    those objects, so an identity is never that of a newer object. It also receives
+    ``FIRST``: the returned system's first periodic timer (``next_periodic``)."""
     DB = _system.DB
 
     names = s.config.replicas
@@ -234,6 +245,8 @@ def advance(s, before: tuple | None = None, max_fires: int | None = None, memo: 
     if beats:
         db = _write_beats(db, replicas, beats, db_clock)
     if not fires:
+        if memo is not None:
+            memo[FIRST] = (s, heap[0][2])
         return s, 0, None, blocked
     out = object.__new__(type(s))  # ``copy.copy`` of the dataclass, without its generic dispatch
     fields_ = s.__dict__.copy()  # (one block copy: ``core.replace``)
@@ -251,6 +264,8 @@ def advance(s, before: tuple | None = None, max_fires: int | None = None, memo: 
     fields_["seq"] = seq
     fields_["db"] = db
     fields_["now_ms"] = last_ms
+    if memo is not None:
+        memo[FIRST] = (out, heap[0][2])
     return out, fires, last_ms, blocked
 
 

@@ -43,7 +43,11 @@ The actions themselves (``Deliver``, ``Drop``, ``Fire``, ``Fault``, ``Tick``) an
 JSON form live in model/actions.py and are re-exported here; the fault handlers (Rules 3,
 6 and 7: ``FAULT_HANDLERS``) live in model/faults.py and edit the system through this
 module's ``_Builder``. What stays here is one piece, the world's interpreter: the effect
-builder and the delivery and timer rules.
+builder and the delivery and timer rules. One delivery skips the builder: a publish its
+replica ignores (``chatd.publish_changes_nothing``: down, no runner for the chat, a paused
+worker's ownership event) is the step the builder would make, the message out of flight
+and one ``deliver`` record (``_quiet_publish``, tests/test_system_publish.py); most of
+the publishes a swarm seed delivers are such.
 
 Model abstractions: a caller that stops waiting does not tell the agent (the agent's
 waiter answers into the void, which the caller ignores); a cancel waiting on a pending run
@@ -565,37 +569,63 @@ def apply(system: System, action: Action, log: list | None = None, asked: tuple 
     kind = type(action)  # the actions are exactly these classes (model/actions.py)
     if kind is Idle:
         return idle.apply_idle(system, action)  # a batch of idle periodic firings (model/idle.py)
-    b = _Builder(system, action, log, asked)
-    b.s.__dict__["now_ms"] = action.at_ms  # (``set``, without the keyword call)
     if kind is Deliver or kind is Drop:
-        in_flight = b.s.in_flight
+        in_flight = system.in_flight
         at = _find_index(in_flight, action.seq)
         if at is None:
             raise ReplayMismatch(f"{action.label()}: no message #{action.seq} is in flight")
         env = in_flight[at]
         if env.what != action.what:
             raise ReplayMismatch(f"{action.label()}: message #{action.seq} is now '{env.what}'")
-        b.s.__dict__["in_flight"] = in_flight[:at] + in_flight[at + 1:]  # (``set``; sequence numbers are unique)
+        rest = in_flight[:at] + in_flight[at + 1:]  # (sequence numbers are unique)
+        payload = env.payload
+        if kind is Deliver and type(payload) is Publish and not system.partitions \
+                and chatd.publish_changes_nothing(system.replicas._index.get(env.dst), payload.channel, payload.chat_id):
+            return _quiet_publish(system, action, env, rest)
+        b = _Builder(system, action, log, asked)
+        b.s.__dict__["now_ms"] = action.at_ms  # (``set``, without the keyword call)
+        b.s.__dict__["in_flight"] = rest
         if kind is Drop:
             b.record(env.dst, "lost", seq=env.seq, what=env.what, route=env.route, tool_call=env.tool_call)
             _forget_answered(b, env)
         else:
             _deliver(b, env)
-    elif kind is Fire:
-        timer = b.s.timers.get((action.node, action.name))
-        if timer is None:
-            raise ReplayMismatch(f"{action.label()}: no such timer is armed")
-        if timer.due_ms > action.at_ms:
-            raise ReplayMismatch(f"{action.label()}: due at {timer.due_ms} ms, not {action.at_ms} ms")
-        b.cancel_timer((action.node, action.name))
-        _fire(b, action.node, action.name)
-    elif kind is Tick:
-        pass
     else:
-        _fault(b, action)
+        b = _Builder(system, action, log, asked)
+        b.s.__dict__["now_ms"] = action.at_ms  # (``set``, without the keyword call)
+        if kind is Fire:
+            timer = b.s.timers.get((action.node, action.name))
+            if timer is None:
+                raise ReplayMismatch(f"{action.label()}: no such timer is armed")
+            if timer.due_ms > action.at_ms:
+                raise ReplayMismatch(f"{action.label()}: due at {timer.due_ms} ms, not {action.at_ms} ms")
+            b.cancel_timer((action.node, action.name))
+            _fire(b, action.node, action.name)
+        elif kind is not Tick:
+            _fault(b, action)
     if b.pending_publishes:  # (only with ``pubsub_immediate``)
         b.flush_publishes()
     return Step(b.s, tuple(b.records), tuple(b.armed))
+
+
+def _quiet_publish(system: System, action: Deliver, env: Envelope, rest: tuple) -> Step:
+    """The delivery of a publish its replica ignores (``chatd.publish_changes_nothing``:
+    the handler would return the replica and database it was given and no effect), as
+    the general step makes it, without a builder: the message leaves flight, time moves
+    to the delivery, and the one record is the ``deliver`` record. A swarm seed delivers
+    some 16 of these (a chat's update reaches every replica; one of them runs the chat),
+    a sixth of its steps. tests/test_system_publish.py compares it with the general step."""
+    at_ms = action.at_ms
+    s = object.__new__(System)
+    fields_ = system.__dict__.copy()  # (one block copy: ``core.replace``)
+    fields_["now_ms"] = at_ms
+    fields_["in_flight"] = rest
+    object.__setattr__(s, "__dict__", fields_)
+    config = system.config
+    dst = env.dst
+    clock_ms = config.clock(dst).read(at_ms) if config.clocks._index else at_ms
+    return Step(s, ({"t_ms": at_ms, "node": dst, "clock_ms": clock_ms, "kind": "deliver", "seq": env.seq,
+                     "what": env.what, "route": env.route, "tool_call": env.tool_call},), ())
 
 
 def _forget_answered(b: _Builder, env: Envelope):

@@ -53,7 +53,9 @@ Rule 3. A named message can be lost or delayed on purpose (``lose``/``delay`` fa
 Rule 4. Each fault counts the messages or events it matches, so ``nth`` is the nth one
         that fault names. Trigger events are the vocabulary's (model/vocabulary.py):
         requests sent and delivered, their answers sent and delivered, a process
-        started, a result or an assistant message committed (``_events_of``).
+        started, a result or an assistant message committed (``_events_of``). Each
+        watched fault starts once, so when the last has started the world stops reading
+        records for events (``_retire_one``).
 """
 
 from __future__ import annotations
@@ -140,8 +142,11 @@ class Simulation:
         self._agenda_timer: msys.Timer | None = None  # the timer it is set for
         self._loops_armed = True  # a step armed a loop timer since the wake-up was set
         # Only event-triggered faults and handler panics read the records of each step.
-        self._watching = any(spec.kind == "handler_panic" or spec.trigger.event is not None
-                             for spec in self.options.faults)
+        # Each such fault starts once, on its nth event: when the last of them has, no record
+        # can start anything more and the watch retires (``_watch``).
+        self._watch_left = sum(1 for spec in self.options.faults
+                               if spec.kind == "handler_panic" or spec.trigger.event is not None)
+        self._watching = self._watch_left > 0
         # The record kinds that can be a watched event (``_events_of``), and ``send``,
         # whose request the ``process_started`` and ``handler_panic`` triggers look up:
         # the other records of a step are skipped without asking what event they are.
@@ -370,7 +375,7 @@ class Simulation:
             if self.system.timers._index.get((current.node, current.name)) is current:
                 return  # no loop timer armed and the first one still stands: it stays first
         self._loops_armed = False
-        first = idle.next_periodic(self.system)
+        first = idle.next_periodic(self.system, self._idle_memo)  # (after a batch: its heap's head)
         self._agenda_timer = first
         key = None if first is None else (first.due_ms, first.seq)
         if key != self._agenda:
@@ -445,6 +450,7 @@ class Simulation:
                             self.event_counts[i] = self.event_counts.get(i, 0) + 1
                             if self.event_counts[i] == m.nth:
                                 self.panic_runs[self.req_of_seq.get(rec.get("seq"), "")] = bool(spec.get("after_spawn", False))
+                                self._retire_one()
                         continue
                     if t.event != name or t.match is None or not _matches(t.match, route, tool_call, direction):
                         continue
@@ -452,6 +458,16 @@ class Simulation:
                     if self.event_counts[i] == t.match.nth:
                         # After everything this step armed, before anything armed later.
                         self._at(at_ms + t.offset_ms, self.system.seq + 0.5, Simulation._fault_now, spec)
+                        self._retire_one()
+
+    def _retire_one(self):
+        """One watched fault has started (its count reached its nth, which no later event
+        reaches again): when it was the last, records are no longer read for events (the
+        steps after it would only count events no fault waits for). The rest of the step's
+        records are still counted as before: the counts are the watch's own."""
+        self._watch_left -= 1
+        if not self._watch_left:
+            self._watching = False
 
     # -- output --------------------------------------------------------------------
     def trace_lines(self) -> list[str]:

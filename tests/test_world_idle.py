@@ -185,3 +185,24 @@ def test_advance_in_closed_form_equals_one_firing_at_a_time(clocks):
     assert one == counted
     _, n, _, stopped = idle.advance(one, None, 1)
     assert n == 0 and stopped == blocked
+
+
+def test_first_periodic_timer_from_the_batch_equals_the_scan(monkeypatch):
+    """``next_periodic`` answered from ``advance``'s memo (``FIRST``: the head of the
+    batch's heap, for the very system the batch returned) is the timer the scan of the
+    table finds, at every ask of the world's runs."""
+    original = idle.next_periodic
+    answered = []
+
+    def checked(s, memo=None):
+        got = original(s, memo)
+        scanned = original(s)
+        assert got is scanned
+        known = (memo or {}).get(idle.FIRST)
+        answered.append(known is not None and known[0] is s)
+        return got
+
+    monkeypatch.setattr(idle, "next_periodic", checked)
+    for seed in range(1, 31):
+        simrun.run_scenario(from_dict(draw_scenario(seed), "<swarm>"), "contract", verdicts_only=True)
+    assert sum(answered) > len(answered) / 2  # most asks follow a batch: the memo answers them

@@ -141,7 +141,7 @@ from ..chatd_db import (  # noqa: F401  (re-exported: the world uses chatd as on
     upsert_heartbeats,
 )
 from .batch import DIAL_FAILURE_FOR_STATUS, DIAL_FAILURE_TIMEOUT, DIAL_FAILURE_TRANSPORT  # noqa: F401
-from .replica import awaits, replica_on_answer, replica_on_publish, replica_on_timer  # noqa: F401
+from .replica import awaits, publish_changes_nothing, replica_on_answer, replica_on_publish, replica_on_timer  # noqa: F401
 from .retry import _end_task  # noqa: F401  (tests hand an outcome to the retry wrapper)
 from .rules import (  # noqa: F401
     ACQUISITION_BATCH_SIZE,

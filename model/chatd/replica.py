@@ -107,6 +107,20 @@ def replica_on_answer(rep: ReplicaState, db: Db, answer: Response | TransportErr
     return _call_progress(rep, db, runner, task, i, cs, eff, now_ms, db_now_ms)
 
 
+def publish_changes_nothing(rep: ReplicaState | None, channel: str, chat_id: str) -> bool:
+    """Whether ``replica_on_publish`` answers this publish with the replica and database it
+    was given and no effect, whatever the database and the clocks: a replica that is down,
+    an update of a chat it runs no runner for, or an ownership change seen by a paused
+    worker (``_acquire`` reads nothing then). Most publishes are one of these (a chat's
+    update reaches every replica, and one runs it): ``model.system.apply`` delivers them
+    without the general step (the same step, tests/test_system_publish.py)."""
+    if rep is None:
+        return True
+    if channel == CHANNEL_OWNERSHIP:
+        return rep.heartbeats_paused
+    return channel != CHANNEL_UPDATE or chat_id not in rep.runners
+
+
 def replica_on_publish(rep: ReplicaState, db: Db, channel: str, chat_id: str, now_ms: int, db_now_ms: int) -> Out:
     if channel == CHANNEL_OWNERSHIP:
         return _acquire(rep, db, now_ms, db_now_ms)
