@@ -116,12 +116,19 @@ def _warm_hypothesis_unicode_tables() -> None:
     them. In a fresh clone each worker computed them at its first drawn text; the second
     worker writes them first, before its collection, while the first still collects (in
     a warm checkout this reads the two small files). It is hypothesis's own function and
-    cache: what hypothesis draws does not change."""
+    cache: what hypothesis draws does not change. Hypothesis warns about any storage it
+    reads while plugins load (``HypothesisSideeffectWarning``, printed above every run's
+    dots); this read is the point, so its warning is silenced here alone."""
+    import warnings
+
     try:
+        from hypothesis.errors import HypothesisSideeffectWarning
         from hypothesis.internal import charmap
 
-        charmap.charmap()
-        charmap.intervals_from_codec("utf-8")
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore", HypothesisSideeffectWarning)
+            charmap.charmap()
+            charmap.intervals_from_codec("utf-8")
     except Exception:  # noqa: BLE001 - an optimisation only; hypothesis computes them itself
         return
 
