@@ -30,6 +30,18 @@ modules share one xdist group (``XDIST_GROUP``, tests/conftest.py), so they shar
 process, and the first one to explore a world computes it. The check sections' run
 with two workers explores in its pool without it, and its report is compared byte for
 byte with the one-worker run that filled ``EXPLORATIONS``.
+
+``checked_searches`` runs small searches with ``CHECK_MEMO`` on (model/explore_context.py:
+every replayed step applied for real, every memoized expansion computed again, every
+monitor's verdict compared with the whole ghost history's) once per test process for
+the two modules that read what those checks saw: tests/test_explore_parallel.py (which
+footprints were replayed, how many expansions were checked, the memo's hits) and
+tests/test_monitor.py (how many verdicts were compared, a sample of ghost histories).
+One search serves both when they name the same world, variant, time in flight and state
+bound: the checks are the same switch, and each hook only records. Each module reads
+only its own cases' records, so each asserts what it asserted with its own pass; the
+modules share one xdist group (``CHECKED_GROUP``), so they share the process (3 of the
+12 searches were the same ones: about 1.5 s of CPU once).
 """
 
 from __future__ import annotations
@@ -94,3 +106,72 @@ def each_exploration_once(patch: pytest.MonkeyPatch, memo: dict = EXPLORATIONS) 
         return pickle.loads(memo[key])
 
     patch.setattr(ex, "explore", once)
+
+
+# (world, variant, in_flight_ms, max_states) -> ``Checked``, for the life of this test
+# process (``checked_searches``).
+CHECKED: dict = {}
+# The xdist group of the modules that read ``CHECKED`` (tests/conftest.py).
+CHECKED_GROUP = "checked-searches"
+# Every how many compared verdicts a ghost history is kept (test_monitor's reads test).
+HISTORY_EVERY = 7
+
+
+class Checked:
+    """What the ``CHECK_MEMO`` checks saw in one search (each check raised on its first
+    difference, so a record here means every comparison agreed)."""
+
+    def __init__(self):
+        self.replayed: set = set()  # footprint kinds (a step memo key's first part) replayed
+        self.expansions: list = []  # the size of each memoized expansion checked
+        self.verdicts: list = []  # per verdict compared with the whole history's: any violation
+        self.histories: list = []  # (trace, final) of every HISTORY_EVERY-th compared verdict
+        self.memo_hits = self.memo_misses = 0
+        self.result = b""  # the pickled ``model.explore.Result``
+
+
+def checked_searches(cases, memo: dict = CHECKED) -> list:
+    """The ``Checked`` of each (world, variant, in_flight_ms, max_states) in ``cases``,
+    searching with ``CHECK_MEMO`` on the ones ``memo`` does not hold yet."""
+    missing = [case for case in cases if case not in memo]
+    if missing:
+        from model import explore as ex
+        from model import explore_context
+        from model import properties as props
+        from model import worlds
+
+        now = [None]
+        real_lookup, real_check, real_whole = ex.Context._lookup, ex.Search._check_expansion, props.violations_of
+
+        def lookup(self, key, s):
+            found = real_lookup(self, key, s)
+            if found is not None:
+                now[0].replayed.add(key[0])
+            return found
+
+        def check(self, node, found):
+            now[0].expansions.append(len(found[1]))
+            return real_check(self, node, found)
+
+        def whole(trace, final, kinds, calls=None):
+            found = real_whole(trace, final, kinds, calls)
+            seen = now[0]
+            seen.verdicts.append(bool(found))
+            if len(seen.verdicts) % HISTORY_EVERY == 0:
+                seen.histories.append((trace, final))
+            return found
+
+        with pytest.MonkeyPatch.context() as patch:
+            patch.setattr(explore_context, "CHECK_MEMO", True)
+            patch.setattr(ex.Context, "_lookup", lookup)
+            patch.setattr(ex.Search, "_check_expansion", check)
+            patch.setattr(props, "violations_of", whole)
+            for case in missing:
+                world, variant, in_flight_ms, states = case
+                now[0] = seen = Checked()
+                result = ex.explore(worlds.build(world, variant), ex.Bounds(max_in_flight_ms=in_flight_ms),
+                                    max_states=states)
+                seen.memo_hits, seen.memo_misses = result.memo_hits, result.memo_misses
+                seen.result = pickle.dumps(result)
+                memo[case] = seen
+    return [memo[case] for case in cases]

@@ -21,6 +21,10 @@ from model import worlds
 from sim import explore_parallel as xp
 from sim.cli import main
 
+from check_memo import CHECKED_GROUP, checked_searches
+
+XDIST_GROUP = CHECKED_GROUP  # the checked searches, shared with tests/test_monitor.py
+
 NONE = dict(agent_restarts=0, ownership_changes=0, interrupts=0, lost_responses=0, task_retries=0)
 
 
@@ -54,29 +58,14 @@ def checked_cases():
     searches (every cached step applied for real and compared, every memoized expansion
     computed again and compared): which footprints were replayed from the step memo, and
     how many expansions came from the expansion memo. One pass serves the two tests below
-    (each check raises on its own first difference, whichever test is reading)."""
+    (each check raises on its own first difference, whichever test is reading), and
+    tests/test_monitor.py's verdict tests, which search three of these cases too
+    (tests/check_memo.py ``checked_searches``, one xdist group)."""
     seen, checked, memo = set(), [], []
-    real_lookup = ex.Context._lookup
-    real_check = ex.Search._check_expansion
-
-    def lookup(self, key, s):
-        found = real_lookup(self, key, s)
-        if found is not None:
-            seen.add(key[0])
-        return found
-
-    def check(self, node, found):
-        checked.append(len(found[1]))
-        return real_check(self, node, found)
-
-    with pytest.MonkeyPatch.context() as patch:
-        patch.setattr(explore_context, "CHECK_MEMO", True)
-        patch.setattr(ex.Context, "_lookup", lookup)
-        patch.setattr(ex.Search, "_check_expansion", check)
-        for world, variant, in_flight_ms, states in MEMO_CASES:
-            result = ex.explore(worlds.build(world, variant), ex.Bounds(max_in_flight_ms=in_flight_ms),
-                                max_states=states)
-            memo.append((world, variant, result.memo_hits, result.memo_misses))
+    for (world, variant, _, _), case in zip(MEMO_CASES, checked_searches(MEMO_CASES)):
+        seen |= case.replayed
+        checked.extend(case.expansions)
+        memo.append((world, variant, case.memo_hits, case.memo_misses))
     return seen, checked, memo
 
 

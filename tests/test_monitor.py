@@ -22,7 +22,10 @@ from model import properties as props
 from model import worlds
 from model.properties import monitor
 
+import check_memo
 import test_properties as tp
+
+XDIST_GROUP = check_memo.CHECKED_GROUP  # the checked searches, shared with tests/test_explore_parallel.py
 
 KINDS = (("always",), ("always", "eventually"), ("always", "eventually", "sometimes"))
 
@@ -76,7 +79,7 @@ def test_a_step_no_property_reads_needs_no_evidence():
 # none (contract), with edits (two-messages, late-pubsub) and two chats.
 SEARCHES = [
     ("default", "today", 1, 3_000),
-    ("default", "contract", 1, 2_000),
+    ("default", "contract", 1, 2_500),  # tests/test_explore_parallel.py's memo case too
     ("two-chats", "contract+pid-from-command", 1, 2_000),
     ("two-messages", "today", 1, 2_000),
     ("late-pubsub", "contract+commit-without-fences", 0, 2_000),
@@ -88,22 +91,13 @@ SEARCHES = [
 def checked_searches():
     """The searches run once with ``CHECK_MEMO`` on, so ``Context.verdict`` compares every
     verdict its monitor gives with ``violations_of`` on the whole ghost history; with the
-    verdicts compared and a sample of the ghost histories (for the ``reads`` test)."""
+    verdicts compared and a sample of the ghost histories (for the ``reads`` test). Three
+    of them are tests/test_explore_parallel.py's memo cases too, searched once for both
+    modules (tests/check_memo.py ``checked_searches``, one xdist group)."""
     compared, histories = [], []
-    real = props.violations_of
-
-    def whole(trace, final, kinds, calls=None):
-        found = real(trace, final, kinds, calls)
-        compared.append(bool(found))
-        if len(compared) % 7 == 0:
-            histories.append((trace, final))
-        return found
-
-    with pytest.MonkeyPatch.context() as patch:
-        patch.setattr(explore_context, "CHECK_MEMO", True)
-        patch.setattr(props, "violations_of", whole)
-        for world, variant, in_flight_ms, states in SEARCHES:
-            ex.explore(worlds.build(world, variant), ex.Bounds(max_in_flight_ms=in_flight_ms), max_states=states)
+    for case in check_memo.checked_searches(SEARCHES):
+        compared.extend(case.verdicts)
+        histories.extend(case.histories)
     return compared, histories
 
 
