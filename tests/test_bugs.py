@@ -16,7 +16,8 @@ import pytest
 from hypothesis import find
 from hypothesis import strategies as st
 
-from model import planted_bugs
+from model import explore as ex
+from model import planted_bugs, worlds
 from sim import bugs, explore_tour, story_search
 from sim.cli import main
 from sim.run import run_scenario
@@ -41,24 +42,58 @@ EXPLORE_STATES = {
     "background-stopped-on-interrupt": 3_500,  # 2813
     "no-agent-answer-timeout": 40_000,  # 37406: two-messages, interrupt + lost answer + task retry
 }
-# The contract through the tour's first stages: as many states as every bug above but
-# the costliest (no-agent-answer-timeout, 37,406) needed. The whole tour (200,000
+# The bugs whose stage the tour reaches late, after every smaller stage has run (the
+# states pinned above are nearly all those earlier stages': 37,313 of 37,406 and 9,688 of
+# 10,101), each with the stage that finds it. Their test runs that stage alone, as the
+# tour runs it in its first round; the whole tour to them (4.3 s and 1.2 s of CPU) runs
+# in CI's detection table (`toolcall-sim check`, scenarios/suites/ci.toml [detection]:
+# every bug through the tour, 200,000 states) and in `toolcall-sim bugs --driver explore`.
+LATE_STAGES = {
+    "no-age-margin": explore_tour.Stage("two-messages", 1, ("agent_restarts", "interrupts")),  # 413 states
+    "no-agent-answer-timeout": explore_tour.Stage(
+        "two-messages", 0, ("interrupts", "lost_responses", "task_retries")),  # 93 states
+}
+# The contract through the tour's first stages: as many states as every bug the tour
+# test below runs needed (commit-without-attempt-fence, 4,333). The whole tour (200,000
 # states) runs on the contract as the detection table's control row in CI
-# (`toolcall-sim check`, scenarios/suites/ci.toml [detection]); 40,000 here cost 8 s.
-CONTRACT_STATES = 15_000
+# (`toolcall-sim check`, scenarios/suites/ci.toml [detection]); 15,000 here cost 2 s.
+CONTRACT_STATES = 5_000
 
 
 def test_every_planted_bug_has_a_pinned_explorer_budget():
     assert sorted(EXPLORE_STATES) == sorted(bugs.bug_names())
+    assert set(LATE_STAGES) < set(EXPLORE_STATES)
+    assert CONTRACT_STATES >= max(n for bug, n in EXPLORE_STATES.items() if bug not in LATE_STAGES)
 
 
-@pytest.mark.parametrize("bug", bugs.bug_names())
+@pytest.mark.parametrize("bug", [b for b in bugs.bug_names() if b not in LATE_STAGES])
 def test_explorer_tour_finds_planted_bug_within_its_states(bug):
     """From the explorer's defaults (the tour, no world chosen for the bug) each planted
-    bug shows a new finding within its pinned number of states."""
+    bug shows a new finding within its pinned number of states (the bugs of
+    ``LATE_STAGES`` at their stage, below)."""
     d = bugs.detect_explore(bug, EXPLORE_STATES[bug])
     assert d.found, f"{bug}: not found within {EXPLORE_STATES[bug]} states"
     assert d.used <= EXPLORE_STATES[bug] and d.length.endswith("actions")
+
+
+@pytest.mark.parametrize("bug", sorted(LATE_STAGES))
+def test_the_tours_stage_finds_a_late_bug_in_its_first_round(bug):
+    """A bug the tour reaches late: its stage is one of the tour's, and explored alone
+    as the tour explores it (its bounds from the explorer's default budgets, within the
+    first round's cap) it shows a new finding, where the plain contract is exhausted
+    with none. The states of the stages before it, and the tour's pinned total, are
+    covered by CI's detection table and ``toolcall-sim bugs --driver explore``
+    (``LATE_STAGES``)."""
+    stage, cap = LATE_STAGES[bug], explore_tour.ROUND_CAPS[0]
+    assert stage in explore_tour.stages()
+
+    def new(found):
+        return found.residual_risk is None
+    found = ex.explore(worlds.build(stage.world, bugs.variant_of(bug)), stage.bounds(ex.Bounds()),
+                       max_states=cap, stop_on=new)
+    assert [v for v in found.violations if new(v)] and found.states <= cap, (bug, found.states)
+    control = ex.explore(worlds.build(stage.world, bugs.CONTROL), stage.bounds(ex.Bounds()), max_states=cap)
+    assert control.exhausted and not [v for v in control.violations if new(v)]
 
 
 def test_contract_tour_has_no_new_finding():
