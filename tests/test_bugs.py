@@ -1,7 +1,9 @@
 """Which driver finds which planted bug from its default settings, within a budget counted
 in states, programs or seeds (never seconds): the explorer's tour, hypothesis over drawn
 race stories, and the swarm from several first seeds (sim/bugs.py). The plain contract
-shows no new finding in the same runs.
+shows no new finding in the same runs. A bug the tour reaches only after thousands of
+states of other stages is checked at its own stage of the tour (``LATE_STAGES``); CI's
+detection table runs the whole tour to every bug.
 
 Re-pin after a change to the model, the worlds or the drawing: ``python -m sim bugs
 --driver DRIVER --json`` prints each bug's ``used`` (states, programs, or the most seeds
