@@ -797,16 +797,8 @@ def _replay(s: msys.System, action, d: _Delta, token: object = None) -> msys.Sys
         in_flight += added
     fields_["in_flight"] = in_flight
     if timer_ops:
-        before = timers = s.timers
-        for op in timer_ops:
-            kind = op[0]
-            if kind == "timer_set":
-                timers = timers.set(op[1], op[2])
-            elif kind == "timer_cancel":
-                timers = timers.remove(op[1])
-            else:
-                timers = FMap((k, t) for k, t in timers.items() if t.node != op[1])
-        fields_["timers"] = timers
+        before = s.timers
+        timers = fields_["timers"] = _edited(before, timer_ops)
         if token is not None and timers is not before:
             memo = before._fp
             if memo is not None and memo[0] is token and d.timers_after is not None:
@@ -814,15 +806,38 @@ def _replay(s: msys.System, action, d: _Delta, token: object = None) -> msys.Sys
                 if after is not None:
                     timers._fp = (token, after)
     if d.open_ops:
-        open_requests = s.open_requests
-        for op in d.open_ops:
-            if op[0] == "open_set":
-                open_requests = open_requests.set(op[1], op[2])
-            else:
-                open_requests = open_requests.remove(op[1])
-        fields_["open_requests"] = open_requests
+        fields_["open_requests"] = _edited(s.open_requests, d.open_ops)
     fields_["seq"] = s.seq + d.seq_inc
     return out
+
+
+def _edited(table: FMap, ops: tuple) -> FMap:
+    """A replayed step's edits of the timers or the open requests (``_Delta.timer_ops``,
+    ``open_ops``) in one copy of the table, not one ``FMap.set`` or ``remove`` each (a
+    replay makes two on average, and is the search's commonest step). The same table
+    as those calls made, and the same object where they changed nothing (a removal of
+    a key that is not there), which ``system_key`` and ``_timers_after`` test for."""
+    index = table._index.copy()
+    changed = False
+    for op in ops:
+        kind = op[0]
+        if kind == "timer_set" or kind == "open_set":
+            index[op[1]] = op[2]
+            changed = True
+        elif kind == "timers_of_node_cancel":
+            node = op[1]
+            for k in [k for k, t in index.items() if t.node == node]:
+                del index[k]
+            changed = True  # (the step builds a new table here whatever it holds)
+        elif index.pop(op[1], _ABSENT) is not _ABSENT:  # timer_cancel, open_remove
+            changed = True
+    if not changed:
+        return table
+    # By key: the keys are distinct, so sorting the pairs never compares two values.
+    return FMap._sorted(tuple(sorted(index.items())), index)
+
+
+_ABSENT = object()
 
 
 def _new_action(cls, at_ms: int, seq: int, what: str):
