@@ -283,6 +283,7 @@ def _link_heads(in_flight) -> list:
 
 
 _SEQ = attrgetter("seq")
+_DELIVER = msys.Deliver
 
 
 def _all_held(in_flight) -> bool:
@@ -484,8 +485,10 @@ class Search:
         fast = xkey is not None and node.settled
         step, system_key, calm, chats_of = ctx.child_of, ctx.system_key, ctx.calm, ctx.chats_of
         texts = self.texts
+        same = node.used
         for action in actions:
-            used = _spend(node, action)
+            # (a delivery or a tick spends no budget: ``_spend`` without a call)
+            used = same if type(action) is _DELIVER or type(action) is Tick else _spend(node, action)
             if fast:
                 system, new_ghost = step(node, action, xkey)
             else:

@@ -41,7 +41,7 @@ bare token, never the context itself, so a search makes no reference cycles
 from __future__ import annotations
 
 import json
-from bisect import insort
+from bisect import bisect_left, insort
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -263,9 +263,9 @@ class Context:
     def child_of(self, node: Node, action, parent_key: tuple) -> tuple[msys.System, tuple]:
         """``advance`` of a settled node whose expansion key (``system_key``) is known,
         without the actions taken: explore.py Rule 10's listing of a state's children,
-        the search's hottest path. A delivery, a lost message or a tick finds its memo
-        key (``_memo_key``, the same key) from the parent's handles, and a memoized step
-        is replayed here; anything else goes through ``apply``."""
+        the search's hottest path. A delivery, a lost message, a timer or a tick finds
+        its memo key (``_memo_key``, the same key) from the parent's handles, and a
+        memoized step is replayed here; anything else (a fault) goes through ``apply``."""
         before = node.system
         t = type(action)
         key = None
@@ -285,6 +285,17 @@ class Context:
                     break
         elif t is Tick:
             key = ("tick", action.at_ms)
+        elif t is _FIRE:
+            # ``enabled`` lists a timer only when it is armed and due.
+            name, at_ms = action.name, action.at_ms
+            where = action.node
+            timer = before.timers._index.get((where, name))
+            if timer is not None and timer.due_ms <= at_ms:
+                if where == msys.AGENT:
+                    if before.agent is not None:
+                        key = ("agent-timer", name, at_ms, parent_key[1])
+                elif where in before.replicas:
+                    key = ("chatd-timer", where, name, at_ms, parent_key[4], parent_key[5])
         delta = None
         if key is not None:
             if self.check:
@@ -380,7 +391,10 @@ class Context:
                     self.hits += 1
                     action = _new_action(msys.Deliver, s.now_ms, env.seq, env.what)
                     settled.append(action)
-                    s = _replay(s, action, delta)
+                    out = _settled(s, env.seq, delta)
+                    if self.check:
+                        self._check(s, action, out, delta.ghost)
+                    s = out
                     break
                 action = _new_action(msys.Deliver, s.now_ms, env.seq, env.what)
                 try:
@@ -750,7 +764,7 @@ class Context:
         return found
 
 
-_DELIVER, _DROP = msys.Deliver, msys.Drop
+_DELIVER, _DROP, _FIRE = msys.Deliver, msys.Drop, msys.Fire
 
 
 class _NoSystem:
@@ -813,31 +827,63 @@ def _replay(s: msys.System, action, d: _Delta, token: object = None) -> msys.Sys
 
 def _edited(table: FMap, ops: tuple) -> FMap:
     """A replayed step's edits of the timers or the open requests (``_Delta.timer_ops``,
-    ``open_ops``) in one copy of the table, not one ``FMap.set`` or ``remove`` each (a
-    replay makes two on average, and is the search's commonest step). The same table
-    as those calls made, and the same object where they changed nothing (a removal of
-    a key that is not there), which ``system_key`` and ``_timers_after`` test for."""
-    index = table._index.copy()
-    changed = False
+    ``open_ops``) in one copy of the table's index, not one ``FMap.set`` or ``remove``
+    (and a new map) each: a replay makes two on average, and is the search's commonest
+    step. The sorted pairs are spliced as ``FMap.set`` does. The same table as those
+    calls made, and the same object where they changed nothing (a removal of a key that
+    is not there), which ``system_key`` and ``_timers_after`` test for."""
+    index = None
+    items = table._items
     for op in ops:
         kind = op[0]
-        if kind == "timer_set" or kind == "open_set":
-            index[op[1]] = op[2]
-            changed = True
-        elif kind == "timers_of_node_cancel":
+        if kind == "timers_of_node_cancel":
+            # (the step builds a new table here whatever it holds)
             node = op[1]
-            for k in [k for k, t in index.items() if t.node == node]:
-                del index[k]
-            changed = True  # (the step builds a new table here whatever it holds)
-        elif index.pop(op[1], _ABSENT) is not _ABSENT:  # timer_cancel, open_remove
-            changed = True
-    if not changed:
+            items = tuple([(k, t) for k, t in items if t.node != node])
+            index = dict(items)
+            continue
+        key = op[1]
+        if index is None:
+            if kind != "timer_set" and kind != "open_set" and key not in table._index:
+                continue  # a removal of what is not there
+            index = table._index.copy()
+        # Probing with the 1-tuple ``(key,)`` finds the key's place among the pairs
+        # without comparing a value (``FMap.set``).
+        at = bisect_left(items, (key,))
+        there = at < len(items) and items[at][0] == key
+        if kind == "timer_set" or kind == "open_set":
+            index[key] = op[2]
+            items = items[:at] + ((key, op[2]),) + items[at + 1 if there else at:]
+        elif there:  # timer_cancel, open_remove
+            del index[key]
+            items = items[:at] + items[at + 1:]
+    if index is None:
         return table
-    # By key: the keys are distinct, so sorting the pairs never compares two values.
-    return FMap._sorted(tuple(sorted(index.items())), index)
+    return FMap._sorted(items, index)
 
 
-_ABSENT = object()
+
+_NODES = ("agent", "replicas", "db")
+
+
+def _settled(s: msys.System, seq: int, d: _Delta) -> msys.System:
+    """``_replay`` of a no-op delivery that ``settle`` found (``_Delta.quiet`` and
+    ``_noop``): it only takes the message out of the network and edits the open
+    requests. The agent, replicas and database it replaced have the handles of ``s``'s
+    own (``quiet``), so ``s``'s objects are kept, which later keys read by identity
+    (``system_key``); its timer edits cancel timers that are not armed, and it makes
+    no message or timer, so no number moves."""
+    out = object.__new__(msys.System)
+    fields_ = out.__dict__
+    fields_.update(s.__dict__)
+    for name, value in d.whole:
+        if name not in _NODES:
+            fields_[name] = value
+    if d.drops_env:
+        fields_["in_flight"] = tuple([e for e in s.in_flight if e.seq != seq])
+    if d.open_ops:
+        fields_["open_requests"] = _edited(s.open_requests, d.open_ops)
+    return out
 
 
 def _new_action(cls, at_ms: int, seq: int, what: str):
