@@ -111,6 +111,22 @@ def _ghost_records(records) -> list[dict]:
     return [{k: v for k, v in r.items() if k != "seq"} for r in out]
 
 
+_FLAT_TYPES = (str, int, bool, type(None))
+
+
+def _flat(rec: dict) -> tuple | None:
+    """A record's fields with each value's type (so ``1`` and ``True`` differ), in
+    its own order, or None if a value is anything but a string, an integer, a bool or
+    None (a float's text is not decided by equality: ``0.0 == -0.0``)."""
+    out = []
+    for k, v in rec.items():
+        t = type(v)
+        if t not in _FLAT_TYPES:
+            return None
+        out.append((k, t, v))
+    return tuple(out)
+
+
 def _by_n(handle: Id) -> int:
     return handle.n
 
@@ -195,6 +211,7 @@ class Context:
         self.monitors_old: dict = {}  # the previous generation (``monitor``)
         self.monitor_states: dict = {}  # each distinct monitor state, to share one object
         self.tags: dict = {}  # ghost record handle -> its properties.record_tags
+        self.ghost_flat: dict = {}  # a flat ghost record's typed fields -> its handle (``ghost_of``)
         self.msgs_of: dict = {}  # messages' handles in sending order -> the handle of their set
         self.hits = 0
         self.misses = 0
@@ -202,13 +219,29 @@ class Context:
 
     # -- ghost records (Rule 3) ---------------------------------------------------
     def ghost_of(self, records) -> tuple:
+        """The handles of a step's ghost records. A record's key is its canonical JSON
+        text (what a parallel search's digests read), rendered once per flat record:
+        a record of strings, integers, bools and None (the ghost's records, measured)
+        finds its handle by its fields and their types (``ghost_flat``), so a step run
+        for real (Rule 7) encodes none it has seen."""
         handles = []
+        flats = self.ghost_flat
         for rec in _ghost_records(records):
-            text = json.dumps(rec, sort_keys=True, separators=(",", ":"), default=str)
-            key = ("ghost", text)
-            handle = self.interner.table.get(key)
-            if handle is None:
-                handle = self.interner.key_of(key, json.loads(text))
+            flat = _flat(rec)
+            handle = flats.get(flat) if flat is not None else None
+            if handle is None or self.check:
+                text = json.dumps(rec, sort_keys=True, separators=(",", ":"), default=str)
+                key = ("ghost", text)
+                found = self.interner.table.get(key)
+                if found is None:
+                    found = self.interner.key_of(key, json.loads(text))
+                if handle is not None and handle is not found:
+                    raise AssertionError(f"ghost record memo differs for {text}")
+                handle = found
+                if flat is not None:
+                    if len(flats) >= self.MEMO_LIMIT:
+                        flats.clear()
+                    flats[flat] = handle
             handles.append(handle)
         return tuple(handles)
 
