@@ -22,12 +22,19 @@ Rule 3) as interned handles. A ``Context`` belongs to one search and holds its t
   ``_may_unsettle`` without a scan); its new messages and timers renumbered for its last
   few shifts (``renumbered``); and its timer table's handle as a transition from the old
   table's (``timers_after``), so a replayed table is not keyed again. ``CHECK_MEMO``
-  checks each of these against what it stands for;
+  checks each of these against what it stands for. A replay edits the timers and the
+  open requests in one copy of each table (``_edited``, not one ``FMap`` per edit), and
+  a no-op delivery that settling finds is replayed by ``_settled``, which keeps the
+  state's own node objects (equal handles) and renumbers nothing;
+- a step run for real keys its ghost records by their canonical JSON text (what the
+  parallel search's digests read), a flat record once: its handle is kept under its
+  typed fields (``ghost_flat``), checked against the text under ``CHECK_MEMO``;
 - Rule 6's settling of no-op deliveries (``Context.settle``), with its static half
   (``_may_unsettle``); ``Context.advance`` is a step and its settling without the
   ghost's growth, which is what explore.py Rule 10 memoizes; ``Context.child_of`` is the
   same for a settled state whose expansion key is known (a listing of its children,
-  the hottest path): it finds a delivery's memo key from the parent's handles;
+  the hottest path): it finds a delivery's, a timer's or a tick's memo key from the
+  parent's handles;
 - the verdict memo: the properties' violations per ghost history and committed chats,
   each new one from the history's monitor state (model/properties/monitor.py), grown
   from its parent history's by the step's new records (``Context.monitor``: a sequence
