@@ -484,20 +484,16 @@ class Search:
         parent = node.system if xkey is not None else None
         fast = xkey is not None and node.settled
         step, system_key, calm, chats_of = ctx.child_of, ctx.system_key, ctx.calm, ctx.chats_of
-        settled_child = ctx.settled_child
         texts = self.texts
         same = node.used
         for action in actions:
             # (a delivery or a tick spends no budget: ``_spend`` without a call)
             used = same if type(action) is _DELIVER or type(action) is Tick else _spend(node, action)
             if fast:
-                system, new_ghost, unsettled = step(node, action, xkey)
-                sk, xk = system_key(system, used, parent, xkey)
-                if unsettled:
-                    system, sk, xk = settled_child(system, used, sk, xk)
+                system, new_ghost = step(node, action, xkey)
             else:
                 system, new_ghost, _ = ctx.advance(node, action)
-                sk, xk = system_key(system, used, parent, xkey)
+            sk, xk = system_key(system, used, parent, xkey)
             # Quiescence and the chats are the database's: read by its handle in the key.
             db = sk[5]
             quiet = calm.get(db)

@@ -218,7 +218,6 @@ class Context:
         self.monitors_old: dict = {}  # the previous generation (``monitor``)
         self.monitor_states: dict = {}  # each distinct monitor state, to share one object
         self.tags: dict = {}  # ghost record handle -> its properties.record_tags
-        self.calm_children: dict = {}  # what settling reads of a child that settles nothing (``settled_child``)
         self.ghost_flat: dict = {}  # a flat ghost record's typed fields -> its handle (``ghost_of``)
         self.msgs_of: dict = {}  # messages' handles in sending order -> the handle of their set
         self.hits = 0
@@ -301,14 +300,12 @@ class Context:
         system, settled = self.settle(system)
         return system, new_ghost, (action, *settled)
 
-    def child_of(self, node: Node, action, parent_key: tuple) -> tuple[msys.System, tuple, bool]:
+    def child_of(self, node: Node, action, parent_key: tuple) -> tuple[msys.System, tuple]:
         """``advance`` of a settled node whose expansion key (``system_key``) is known,
         without the actions taken: explore.py Rule 10's listing of a state's children,
         the search's hottest path. A delivery, a lost message, a timer or a tick finds
         its memo key (``_memo_key``, the same key) from the parent's handles, and a
-        memoized step is replayed here; anything else (a fault) goes through ``apply``.
-        The child is not settled here: the third value says whether it may need to be
-        (``_may_unsettle``), which ``settled_child`` does once the child's key is known."""
+        memoized step is replayed here; anything else (a fault) goes through ``apply``."""
         before = node.system
         t = type(action)
         key = None
@@ -351,7 +348,9 @@ class Context:
                     delta = self._first_fit(deltas, before)
         if delta is None:
             system, new_ghost = self.apply(before, action)
-            return system, new_ghost, _may_unsettle(before, system, action)
+            if not _may_unsettle(before, system, action):
+                return system, new_ghost
+            return self.settle(system)[0], new_ghost
         self.hits += 1
         system = _replay(before, action, delta, self.token)
         if delta.timer_ops:
@@ -361,35 +360,10 @@ class Context:
             if delta.to_chatd != any(e.seq > before.seq and e.dst != msys.AGENT for e in system.in_flight):
                 raise AssertionError(f"memo differs in whether it sends to chatd after {action.label()}")
         # ``_may_unsettle`` with the delta's own answer for its new messages.
-        return system, delta.ghost, (t is Tick or system.replicas is not before.replicas or system.db is not before.db
-                                     or system.partitions is not before.partitions or delta.to_chatd)
-
-    def settled_child(self, system: msys.System, used: tuple, sk: tuple, xk: tuple) -> tuple:
-        """``child_of``'s child after Rule 6's settling, with its ``system_key``
-        (``sk``, ``xk`` are the unsettled child's). Whether nothing settles is decided by
-        what ``settle`` reads: each message's own test reads the message (its handle
-        without a number), the replicas, the database, the partitions and the clock (a
-        delivery to chatd's memo key), the open requests (its guards) and the armed
-        timers (``_noop``): so an unsettled child whose key has those parts of a child
-        that settled nothing settles nothing (``calm_children``, bounded like the memo;
-        ``CHECK_MEMO`` settles it again and compares). A child that settles something is
-        keyed again from the unsettled one's key."""
-        calm_key = _calm_key(system, sk)
-        calm = self.calm_children
-        known = calm.get(calm_key)
-        if known is not None and not self.check:
-            return system, sk, xk
-        out = self.settle(system)[0]
-        if out is system:
-            if known is None:
-                if len(calm) >= self.MEMO_LIMIT:
-                    calm.clear()
-                calm[calm_key] = True
-            return system, sk, xk
-        if known is not None:
-            raise AssertionError("settling memo differs: a child it calls calm settles a delivery")
-        sk, xk = self.system_key(out, used, system, xk)
-        return out, sk, xk
+        if (t is Tick or system.replicas is not before.replicas or system.db is not before.db
+                or system.partitions is not before.partitions or delta.to_chatd):
+            system = self.settle(system)[0]
+        return system, delta.ghost
 
     def _timers_after(self, before: msys.System, after: msys.System, delta: _Delta) -> None:
         """A replayed step's new timer table: its handle, kept as the delta's transition
@@ -927,13 +901,6 @@ def _edited(table: FMap, ops: tuple) -> FMap:
         return table
     return FMap._sorted(items, index)
 
-
-
-def _calm_key(system: msys.System, sk: tuple) -> tuple:
-    """What settling reads of a child (``Context.settled_child``), from its key: the
-    clock, the replicas, the database, the messages, the timers and the partitions
-    (``system_key``'s parts 0 and 4-8), and the open requests."""
-    return (sk[0], sk[4], sk[5], sk[6], sk[7], sk[8], system.open_requests._items)
 
 
 _NODES = ("agent", "replicas", "db")

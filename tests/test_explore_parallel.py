@@ -161,15 +161,6 @@ def test_the_memo_check_fires_on_a_wrong_settled_delivery(checked_memo, monkeypa
         ex.explore(worlds.default("contract"), ex.Bounds(), max_states=3_000)
 
 
-def test_the_memo_check_fires_on_a_settling_memo_that_misses_a_read(checked_memo, monkeypatch):
-    """A listed child that settles nothing is remembered by what settling reads
-    (``Context.settled_child``); a key that leaves out the messages calls a child calm
-    that has a no-op delivery to settle, which settling it again must catch."""
-    monkeypatch.setattr(explore_context, "_calm_key", lambda system, sk: (sk[0], sk[4], sk[5]))
-    with pytest.raises(AssertionError, match="settling memo differs"):
-        ex.explore(worlds.default("contract"), ex.Bounds(), max_states=5_000)
-
-
 def test_the_memo_check_fires_on_a_wrong_ghost_record_handle(checked_memo, monkeypatch):
     """A flat ghost record finds its handle by its typed fields (``Context.ghost_of``);
     a memo key that leaves out the values makes different records one, which the
