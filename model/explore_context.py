@@ -211,7 +211,8 @@ class Context:
         self.verdicts: dict = {}
         self.awaited: dict = {}  # (replica handle, request ID) -> chatd.awaits
         self.calm: dict = {}  # database handle -> properties.quiesced
-        self.chats_of: dict = {}  # database handle -> the handle of its chats
+        # database handle -> (the properties' kinds a state with it is checked for, its chats' handle)
+        self.chats_of: dict = {}
         self.calls: dict = {}  # chats handle -> the committed tool calls and their number (``_calls_of``)
         self.call_sets: dict = {}  # committed tool calls (a tuple) -> their number
         self.monitors: dict = {}  # (ghost history handle, calls' number) -> its monitor state
@@ -681,10 +682,9 @@ class Context:
         if in_flight is parent.in_flight:
             msgs, in_order = parent_key[6], parent_key[11]
         else:
-            handles = []
-            for e in in_flight:
-                memo = e.__dict__.get("_fp")
-                handles.append(memo[1] if memo is not None and memo[0] is token else envelope(e))
+            # (a comprehension, not a loop of appends: a listing keys every child's messages)
+            handles = [memo[1] if (memo := e.__dict__.get("_fp")) is not None and memo[0] is token else envelope(e)
+                       for e in in_flight]
             in_order = tuple(handles)
             # The set's handle by the messages in sending order: a step's children
             # reach the same few sets in the same orders again and again.
