@@ -283,6 +283,7 @@ def _link_heads(in_flight) -> list:
 
 
 _SEQ = attrgetter("seq")
+_DELIVER = msys.Deliver
 
 
 def _all_held(in_flight) -> bool:
@@ -482,24 +483,25 @@ class Search:
         children = []
         parent = node.system if xkey is not None else None
         fast = xkey is not None and node.settled
-        step, system_key, calm, chats_of = ctx.child_of, ctx.system_key, ctx.calm, ctx.chats_of
+        step, system_key, chats_of = ctx.child_of, ctx.system_key, ctx.chats_of
         texts = self.texts
+        same = node.used
         for action in actions:
-            used = _spend(node, action)
+            # (a delivery or a tick spends no budget: ``_spend`` without a call)
+            used = same if type(action) is _DELIVER or type(action) is Tick else _spend(node, action)
             if fast:
                 system, new_ghost = step(node, action, xkey)
             else:
                 system, new_ghost, _ = ctx.advance(node, action)
             sk, xk = system_key(system, used, parent, xkey)
-            # Quiescence and the chats are the database's: read by its handle in the key.
+            # Quiescence and the chats are the database's: read by its handle in the key,
+            # both in one lookup.
             db = sk[5]
-            quiet = calm.get(db)
-            if quiet is None:
-                quiet = ctx.quiesced(system)
-            chats = chats_of.get(db)
-            if chats is None:
-                chats = chats_of[db] = ctx.interner.handle(system.db.chats)
-            children.append((action, system, new_ghost, used, sk, xk, TERMINAL if quiet else ALWAYS, chats,
+            facts = chats_of.get(db)
+            if facts is None:
+                facts = chats_of[db] = (TERMINAL if ctx.quiesced(system) else ALWAYS,
+                                        ctx.interner.handle(system.db.chats))
+            children.append((action, system, new_ghost, used, sk, xk, facts[0], facts[1],
                              digest_text_of(sk, texts) if digests else None))
         found = (terminal, tuple(children))
         if xkey is not None and expansions is not None:

@@ -22,12 +22,19 @@ Rule 3) as interned handles. A ``Context`` belongs to one search and holds its t
   ``_may_unsettle`` without a scan); its new messages and timers renumbered for its last
   few shifts (``renumbered``); and its timer table's handle as a transition from the old
   table's (``timers_after``), so a replayed table is not keyed again. ``CHECK_MEMO``
-  checks each of these against what it stands for;
+  checks each of these against what it stands for. A replay edits the timers and the
+  open requests in one copy of each table (``_edited``, not one ``FMap`` per edit), and
+  a no-op delivery that settling finds is replayed by ``_settled``, which keeps the
+  state's own node objects (equal handles) and renumbers nothing;
+- a step run for real keys its ghost records by their canonical JSON text (what the
+  parallel search's digests read), a flat record once: its handle is kept under its
+  typed fields (``ghost_flat``), checked against the text under ``CHECK_MEMO``;
 - Rule 6's settling of no-op deliveries (``Context.settle``), with its static half
   (``_may_unsettle``); ``Context.advance`` is a step and its settling without the
   ghost's growth, which is what explore.py Rule 10 memoizes; ``Context.child_of`` is the
   same for a settled state whose expansion key is known (a listing of its children,
-  the hottest path): it finds a delivery's memo key from the parent's handles;
+  the hottest path): it finds a delivery's, a timer's or a tick's memo key from the
+  parent's handles;
 - the verdict memo: the properties' violations per ghost history and committed chats,
   each new one from the history's monitor state (model/properties/monitor.py), grown
   from its parent history's by the step's new records (``Context.monitor``: a sequence
@@ -41,7 +48,7 @@ bare token, never the context itself, so a search makes no reference cycles
 from __future__ import annotations
 
 import json
-from bisect import insort
+from bisect import bisect_left, insort
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -109,6 +116,22 @@ def _ghost_records(records) -> list[dict]:
     # Sequence numbers only say in which order messages were created; two paths that
     # differ only there reach the same state.
     return [{k: v for k, v in r.items() if k != "seq"} for r in out]
+
+
+_FLAT_TYPES = (str, int, bool, type(None))
+
+
+def _flat(rec: dict) -> tuple | None:
+    """A record's fields with each value's type (so ``1`` and ``True`` differ), in
+    its own order, or None if a value is anything but a string, an integer, a bool or
+    None (a float's text is not decided by equality: ``0.0 == -0.0``)."""
+    out = []
+    for k, v in rec.items():
+        t = type(v)
+        if t not in _FLAT_TYPES:
+            return None
+        out.append((k, t, v))
+    return tuple(out)
 
 
 def _by_n(handle: Id) -> int:
@@ -188,13 +211,15 @@ class Context:
         self.verdicts: dict = {}
         self.awaited: dict = {}  # (replica handle, request ID) -> chatd.awaits
         self.calm: dict = {}  # database handle -> properties.quiesced
-        self.chats_of: dict = {}  # database handle -> the handle of its chats
+        # database handle -> (the properties' kinds a state with it is checked for, its chats' handle)
+        self.chats_of: dict = {}
         self.calls: dict = {}  # chats handle -> the committed tool calls and their number (``_calls_of``)
         self.call_sets: dict = {}  # committed tool calls (a tuple) -> their number
         self.monitors: dict = {}  # (ghost history handle, calls' number) -> its monitor state
         self.monitors_old: dict = {}  # the previous generation (``monitor``)
         self.monitor_states: dict = {}  # each distinct monitor state, to share one object
         self.tags: dict = {}  # ghost record handle -> its properties.record_tags
+        self.ghost_flat: dict = {}  # a flat ghost record's typed fields -> its handle (``ghost_of``)
         self.msgs_of: dict = {}  # messages' handles in sending order -> the handle of their set
         self.hits = 0
         self.misses = 0
@@ -202,13 +227,29 @@ class Context:
 
     # -- ghost records (Rule 3) ---------------------------------------------------
     def ghost_of(self, records) -> tuple:
+        """The handles of a step's ghost records. A record's key is its canonical JSON
+        text (what a parallel search's digests read), rendered once per flat record:
+        a record of strings, integers, bools and None (the ghost's records, measured)
+        finds its handle by its fields and their types (``ghost_flat``), so a step run
+        for real (Rule 7) encodes none it has seen."""
         handles = []
+        flats = self.ghost_flat
         for rec in _ghost_records(records):
-            text = json.dumps(rec, sort_keys=True, separators=(",", ":"), default=str)
-            key = ("ghost", text)
-            handle = self.interner.table.get(key)
-            if handle is None:
-                handle = self.interner.key_of(key, json.loads(text))
+            flat = _flat(rec)
+            handle = flats.get(flat) if flat is not None else None
+            if handle is None or self.check:
+                text = json.dumps(rec, sort_keys=True, separators=(",", ":"), default=str)
+                key = ("ghost", text)
+                found = self.interner.table.get(key)
+                if found is None:
+                    found = self.interner.key_of(key, json.loads(text))
+                if handle is not None and handle is not found:
+                    raise AssertionError(f"ghost record memo differs for {text}")
+                handle = found
+                if flat is not None:
+                    if len(flats) >= self.MEMO_LIMIT:
+                        flats.clear()
+                    flats[flat] = handle
             handles.append(handle)
         return tuple(handles)
 
@@ -263,9 +304,9 @@ class Context:
     def child_of(self, node: Node, action, parent_key: tuple) -> tuple[msys.System, tuple]:
         """``advance`` of a settled node whose expansion key (``system_key``) is known,
         without the actions taken: explore.py Rule 10's listing of a state's children,
-        the search's hottest path. A delivery, a lost message or a tick finds its memo
-        key (``_memo_key``, the same key) from the parent's handles, and a memoized step
-        is replayed here; anything else goes through ``apply``."""
+        the search's hottest path. A delivery, a lost message, a timer or a tick finds
+        its memo key (``_memo_key``, the same key) from the parent's handles, and a
+        memoized step is replayed here; anything else (a fault) goes through ``apply``."""
         before = node.system
         t = type(action)
         key = None
@@ -285,6 +326,17 @@ class Context:
                     break
         elif t is Tick:
             key = ("tick", action.at_ms)
+        elif t is _FIRE:
+            # ``enabled`` lists a timer only when it is armed and due.
+            name, at_ms = action.name, action.at_ms
+            where = action.node
+            timer = before.timers._index.get((where, name))
+            if timer is not None and timer.due_ms <= at_ms:
+                if where == msys.AGENT:
+                    if before.agent is not None:
+                        key = ("agent-timer", name, at_ms, parent_key[1])
+                elif where in before.replicas:
+                    key = ("chatd-timer", where, name, at_ms, parent_key[4], parent_key[5])
         delta = None
         if key is not None:
             if self.check:
@@ -380,7 +432,10 @@ class Context:
                     self.hits += 1
                     action = _new_action(msys.Deliver, s.now_ms, env.seq, env.what)
                     settled.append(action)
-                    s = _replay(s, action, delta)
+                    out = _settled(s, env.seq, delta)
+                    if self.check:
+                        self._check(s, action, out, delta.ghost)
+                    s = out
                     break
                 action = _new_action(msys.Deliver, s.now_ms, env.seq, env.what)
                 try:
@@ -627,10 +682,9 @@ class Context:
         if in_flight is parent.in_flight:
             msgs, in_order = parent_key[6], parent_key[11]
         else:
-            handles = []
-            for e in in_flight:
-                memo = e.__dict__.get("_fp")
-                handles.append(memo[1] if memo is not None and memo[0] is token else envelope(e))
+            # (a comprehension, not a loop of appends: a listing keys every child's messages)
+            handles = [memo[1] if (memo := e.__dict__.get("_fp")) is not None and memo[0] is token else envelope(e)
+                       for e in in_flight]
             in_order = tuple(handles)
             # The set's handle by the messages in sending order: a step's children
             # reach the same few sets in the same orders again and again.
@@ -750,7 +804,7 @@ class Context:
         return found
 
 
-_DELIVER, _DROP = msys.Deliver, msys.Drop
+_DELIVER, _DROP, _FIRE = msys.Deliver, msys.Drop, msys.Fire
 
 
 class _NoSystem:
@@ -797,16 +851,8 @@ def _replay(s: msys.System, action, d: _Delta, token: object = None) -> msys.Sys
         in_flight += added
     fields_["in_flight"] = in_flight
     if timer_ops:
-        before = timers = s.timers
-        for op in timer_ops:
-            kind = op[0]
-            if kind == "timer_set":
-                timers = timers.set(op[1], op[2])
-            elif kind == "timer_cancel":
-                timers = timers.remove(op[1])
-            else:
-                timers = FMap((k, t) for k, t in timers.items() if t.node != op[1])
-        fields_["timers"] = timers
+        before = s.timers
+        timers = fields_["timers"] = _edited(before, timer_ops)
         if token is not None and timers is not before:
             memo = before._fp
             if memo is not None and memo[0] is token and d.timers_after is not None:
@@ -814,14 +860,69 @@ def _replay(s: msys.System, action, d: _Delta, token: object = None) -> msys.Sys
                 if after is not None:
                     timers._fp = (token, after)
     if d.open_ops:
-        open_requests = s.open_requests
-        for op in d.open_ops:
-            if op[0] == "open_set":
-                open_requests = open_requests.set(op[1], op[2])
-            else:
-                open_requests = open_requests.remove(op[1])
-        fields_["open_requests"] = open_requests
+        fields_["open_requests"] = _edited(s.open_requests, d.open_ops)
     fields_["seq"] = s.seq + d.seq_inc
+    return out
+
+
+def _edited(table: FMap, ops: tuple) -> FMap:
+    """A replayed step's edits of the timers or the open requests (``_Delta.timer_ops``,
+    ``open_ops``) in one copy of the table's index, not one ``FMap.set`` or ``remove``
+    (and a new map) each: a replay makes two on average, and is the search's commonest
+    step. The sorted pairs are spliced as ``FMap.set`` does. The same table as those
+    calls made, and the same object where they changed nothing (a removal of a key that
+    is not there), which ``system_key`` and ``_timers_after`` test for."""
+    index = None
+    items = table._items
+    for op in ops:
+        kind = op[0]
+        if kind == "timers_of_node_cancel":
+            # (the step builds a new table here whatever it holds)
+            node = op[1]
+            items = tuple([(k, t) for k, t in items if t.node != node])
+            index = dict(items)
+            continue
+        key = op[1]
+        if index is None:
+            if kind != "timer_set" and kind != "open_set" and key not in table._index:
+                continue  # a removal of what is not there
+            index = table._index.copy()
+        # Probing with the 1-tuple ``(key,)`` finds the key's place among the pairs
+        # without comparing a value (``FMap.set``).
+        at = bisect_left(items, (key,))
+        there = at < len(items) and items[at][0] == key
+        if kind == "timer_set" or kind == "open_set":
+            index[key] = op[2]
+            items = items[:at] + ((key, op[2]),) + items[at + 1 if there else at:]
+        elif there:  # timer_cancel, open_remove
+            del index[key]
+            items = items[:at] + items[at + 1:]
+    if index is None:
+        return table
+    return FMap._sorted(items, index)
+
+
+
+_NODES = ("agent", "replicas", "db")
+
+
+def _settled(s: msys.System, seq: int, d: _Delta) -> msys.System:
+    """``_replay`` of a no-op delivery that ``settle`` found (``_Delta.quiet`` and
+    ``_noop``): it only takes the message out of the network and edits the open
+    requests. The agent, replicas and database it replaced have the handles of ``s``'s
+    own (``quiet``), so ``s``'s objects are kept, which later keys read by identity
+    (``system_key``); its timer edits cancel timers that are not armed, and it makes
+    no message or timer, so no number moves."""
+    out = object.__new__(msys.System)
+    fields_ = out.__dict__
+    fields_.update(s.__dict__)
+    for name, value in d.whole:
+        if name not in _NODES:
+            fields_[name] = value
+    if d.drops_env:
+        fields_["in_flight"] = tuple([e for e in s.in_flight if e.seq != seq])
+    if d.open_ops:
+        fields_["open_requests"] = _edited(s.open_requests, d.open_ops)
     return out
 
 

@@ -152,14 +152,14 @@ class Interner:
         if t is bool:
             return _TRUE if x else _FALSE
         if t is tuple:
-            return self.key_of(("tuple",) + tuple(self.iid(e) for e in x))
+            return self.key_of(("tuple",) + self._parts(x))
         if t is float:
             return ("float", x)
         if t is FMap:
             memo = x._iid
             if memo is not None and memo[0] is self.token:
                 return memo[1]
-            found = self.key_of(("map",) + tuple(i for k, v in x._items for i in (self.iid(k), self.iid(v))))
+            found = self.key_of(("map",) + self._parts([i for pair in x._items for i in pair]))
             x._iid = (self.token, found)
             return found
         names = self._fields.get(t)
@@ -175,6 +175,28 @@ class Interner:
         memo = d.get("_iid")
         if memo is not None and memo[0] is self.token:
             return memo[1]
-        found = self.key_of((t,) + tuple(self.iid(d[name]) for name in names))
+        found = self.key_of((t,) + self._parts([d[name] for name in names]))
         d["_iid"] = (self.token, found)
         return found
+
+    def _parts(self, values) -> tuple:
+        """``iid`` of each of a container's elements, in order (so handles are made in
+        the same order as one ``iid`` per element would): a string, an integer, None or
+        a bool is read here and a map whose handle is memoized is one slot read, without
+        a call each. A new state's fields are mostly such values; the explorer keys one
+        per step it runs for real."""
+        out = []
+        token = self.token
+        for v in values:
+            tv = type(v)
+            if tv is str or tv is int:
+                out.append(v)
+            elif v is None:
+                out.append(_NONE)
+            elif tv is bool:
+                out.append(_TRUE if v else _FALSE)
+            elif tv is FMap and v._iid is not None and v._iid[0] is token:
+                out.append(v._iid[1])
+            else:
+                out.append(self.iid(v))
+        return tuple(out)

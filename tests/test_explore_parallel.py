@@ -136,6 +136,63 @@ def test_the_memo_check_fires_on_a_wrong_timer_transition(checked_memo, monkeypa
         ex.explore(worlds.default("contract"), ex.Bounds(), max_states=3_000)
 
 
+def test_the_memo_check_fires_on_a_wrong_settled_delivery(checked_memo, monkeypatch):
+    """A no-op delivery that settling finds is replayed by ``_settled``, which keeps the
+    state's own node objects; one that left the message in flight must be caught."""
+    real = explore_context._settled
+
+    def keeps_the_message(s, seq, d):
+        out = real(s, seq, d)
+        out.__dict__["in_flight"] = s.in_flight
+        return out
+    monkeypatch.setattr(explore_context, "_settled", keeps_the_message)
+    with pytest.raises(AssertionError, match="memo differs in in_flight"):
+        ex.explore(worlds.default("contract"), ex.Bounds(), max_states=3_000)
+
+
+def test_the_memo_check_fires_on_a_wrong_ghost_record_handle(checked_memo, monkeypatch):
+    """A flat ghost record finds its handle by its typed fields (``Context.ghost_of``);
+    a memo key that leaves out the values makes different records one, which the
+    check against the record's JSON text must catch."""
+    monkeypatch.setattr(explore_context, "_flat", lambda rec: tuple(rec))
+    with pytest.raises(AssertionError, match="ghost record memo differs"):
+        ex.explore(worlds.default("contract"), ex.Bounds(), max_states=3_000)
+
+
+def test_a_replayed_steps_table_edits_are_the_steps_own():
+    """``_edited`` makes in one copy the table that ``FMap.set`` and ``remove`` make one
+    edit at a time, and returns the same object when nothing changed."""
+    from model.core import FMap
+    from model.system import Timer
+
+    def t(node, name, due):
+        return Timer(node, name, due, due * 10)
+    table = FMap({("agent", "a"): t("agent", "a", 1), ("replica-1", "b"): t("replica-1", "b", 2),
+                  ("replica-1", "c"): t("replica-1", "c", 3)})
+
+    def stepwise(m, ops):
+        for op in ops:
+            if op[0] in ("timer_set", "open_set"):
+                m = m.set(op[1], op[2])
+            elif op[0] == "timers_of_node_cancel":
+                m = FMap((k, v) for k, v in m.items() if v.node != op[1])
+            else:
+                m = m.remove(op[1])
+        return m
+    cases = [
+        (("timer_cancel", ("agent", "zz")),),
+        (("timer_cancel", ("agent", "a")), ("timer_set", ("agent", "a"), t("agent", "a", 7))),
+        (("timer_set", ("replica-1", "a0"), t("replica-1", "a0", 4)), ("timer_cancel", ("replica-1", "c"))),
+        (("timer_cancel", ("x", "y")), ("timers_of_node_cancel", "replica-1"), ("timer_set", ("z", "z"), t("z", "z", 5))),
+        (("open_remove", ("agent", "b")), ("open_set", ("agent", "b"), t("agent", "b", 6))),
+    ]
+    for ops in cases:
+        got, want = explore_context._edited(table, ops), stepwise(table, ops)
+        assert got.items() == want.items() and dict(got._index) == dict(want._index)
+        assert (got is table) == (want is table)
+    assert explore_context._edited(table, cases[0]) is table
+
+
 def test_every_memoized_expansion_equals_the_real_one(checked_cases):
     """Rule 10: with ``CHECK_MEMO`` every expansion taken from the memo is computed again
     and compared (``Search._check_expansion``); the cases take hundreds from it."""
