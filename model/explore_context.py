@@ -25,7 +25,9 @@ Rule 3) as interned handles. A ``Context`` belongs to one search and holds its t
   checks each of these against what it stands for. A replay edits the timers and the
   open requests in one copy of each table (``_edited``, not one ``FMap`` per edit), and
   a no-op delivery that settling finds is replayed by ``_settled``, which keeps the
-  state's own node objects (equal handles) and renumbers nothing;
+  state's own node objects (equal handles) and renumbers nothing. The delta and these
+  replays live in model/explore_replay.py (``Delta``, ``replay``, ``edited``,
+  ``settled``); this module decides when one fits and checks it;
 - a step run for real keys its ghost records by their canonical JSON text (what the
   parallel search's digests read), a flat record once: its handle is kept under its
   typed fields (``ghost_flat``), checked against the text under ``CHECK_MEMO``;
@@ -48,14 +50,20 @@ bare token, never the context itself, so a search makes no reference cycles
 from __future__ import annotations
 
 import json
-from bisect import bisect_left, insort
-from dataclasses import dataclass, field
+from bisect import insort
 from typing import Any
 
 from . import chatd
 from . import properties as props
 from . import system as msys
 from .core import FMap
+# The transition memo's edits and their replays (model/explore_replay.py), by the names
+# this module's code uses.
+from .explore_replay import WHOLE as _WHOLE
+from .explore_replay import Delta as _Delta
+from .explore_replay import new_action as _new_action
+from .explore_replay import replay as _replay
+from .explore_replay import settled as _settled
 from .interning import Id, Interner
 from .properties.evidence import committed_calls
 from .system import Tick
@@ -142,50 +150,12 @@ def _by_digest(handle: Id) -> bytes:
     return handle.digest
 
 
-# The System fields that a step replaces whole (node states and small world facts); the
-# shared tables (messages, timers, open requests) are edited by key instead (Rule 7).
-_WHOLE = ("agent", "agent_incarnation", "agent_files", "replicas", "replica_boots", "db", "partitions",
-          "dials_waiting")
 _AGENT_SIDE = frozenset({"agent"})
 _CHATD_SIDE = frozenset({"replicas", "db"})
 _AGENT_LIFE = frozenset({"agent", "agent_incarnation", "agent_files"})
 _AGENT_LIFE_AND_DB = _AGENT_LIFE | {"db"}
 _NOTHING = frozenset()
 _ANY_BUT_DIALS = frozenset(_WHOLE) - {"dials_waiting"}
-
-
-@dataclass(frozen=True)
-class _Delta:
-    """What one step did, as edits another state with the same footprint can take."""
-
-    base_seq: int  # the sequence counter of the state it was computed on
-    whole: tuple  # (field, new value) for the System fields it replaced
-    drops_env: bool  # the delivered (or lost) message left the network
-    added: tuple  # new Envelopes, numbered from base_seq
-    timer_ops: tuple  # ("timer_set", key, Timer) | ("timer_cancel", key) | ("timers_of_node_cancel", node)
-    open_ops: tuple  # ("open_set", req_id, value) | ("open_remove", req_id)
-    guards: tuple  # (req_id, value) of the open requests it read: the state must agree
-    seq_inc: int
-    ghost: tuple  # handles of its ghost records, in order
-    # It adds no ghost record and no message and leaves the agent, the replicas and the
-    # database equal to those of the state it was computed on, whose handles the memo
-    # key of a delivery to chatd holds: Rule 6's no-op test but for the timers (``_noop``).
-    quiet: bool = False
-    to_chatd: bool = False  # one of its new messages goes to chatd (``_may_unsettle``)
-    # Caches of a frozen value, made on first use (written through ``__dict__``):
-    # shift -> its new messages and timers numbered from another counter (``_replay``),
-    # the last ``RENUMBERED_KEPT`` shifts: a step is replayed at a few distances from
-    # its own counter again and again, and renumbered messages are large to keep;
-    renumbered: dict | None = field(default=None, compare=False, repr=False)
-    # the handle of the timers before -> after it, without sequence numbers
-    # (``Context.timers_key``), which its timer edits decide.
-    timers_after: dict | None = field(default=None, compare=False, repr=False)
-
-
-# How many shifts a delta keeps its renumbered messages and timers for: the default
-# world's first 10,000 states take 3.8% fewer instructions with every shift kept, 2.4%
-# with 3; every shift costs the 1 s world 100 bytes per state.
-RENUMBERED_KEPT = 4
 
 
 class Context:
@@ -815,133 +785,6 @@ class _NoSystem:
 
 _NO_SYSTEM = _NoSystem()
 _NO_KEY = (None,) * 15
-
-
-def _replay(s: msys.System, action, d: _Delta, token: object = None) -> msys.System:
-    """Rule 7: a memoized step's edits on another state with the same footprint. New
-    messages and timers are numbered from this state's counter, as the step would have.
-    Given the context's ``token``, the new timer table gets its handle from the old
-    one's (``Context.timers_key``) through the delta's ``timers_after``."""
-    out = object.__new__(msys.System)
-    fields_ = out.__dict__
-    fields_.update(s.__dict__)
-    fields_["now_ms"] = action.at_ms
-    for name, value in d.whole:
-        fields_[name] = value
-    shift = s.seq - d.base_seq
-    in_flight = s.in_flight
-    if d.drops_env:
-        seq = action.seq
-        in_flight = tuple([e for e in in_flight if e.seq != seq])
-    if shift == 0:
-        added, timer_ops = d.added, d.timer_ops
-    else:
-        cache = d.renumbered
-        if cache is None:
-            cache = d.__dict__["renumbered"] = {}
-        found = cache.get(shift)
-        if found is None:
-            if len(cache) >= RENUMBERED_KEPT:
-                cache.clear()
-            found = cache[shift] = (
-                tuple([_renumber(e, shift) for e in d.added]),
-                tuple([op if op[0] != "timer_set" else (op[0], op[1], _renumber(op[2], shift)) for op in d.timer_ops]))
-        added, timer_ops = found
-    if added:
-        in_flight += added
-    fields_["in_flight"] = in_flight
-    if timer_ops:
-        before = s.timers
-        timers = fields_["timers"] = _edited(before, timer_ops)
-        if token is not None and timers is not before:
-            memo = before._fp
-            if memo is not None and memo[0] is token and d.timers_after is not None:
-                after = d.timers_after.get(memo[1])
-                if after is not None:
-                    timers._fp = (token, after)
-    if d.open_ops:
-        fields_["open_requests"] = _edited(s.open_requests, d.open_ops)
-    fields_["seq"] = s.seq + d.seq_inc
-    return out
-
-
-def _edited(table: FMap, ops: tuple) -> FMap:
-    """A replayed step's edits of the timers or the open requests (``_Delta.timer_ops``,
-    ``open_ops``) in one copy of the table's index, not one ``FMap.set`` or ``remove``
-    (and a new map) each: a replay makes two on average, and is the search's commonest
-    step. The sorted pairs are spliced as ``FMap.set`` does. The same table as those
-    calls made, and the same object where they changed nothing (a removal of a key that
-    is not there), which ``system_key`` and ``_timers_after`` test for."""
-    index = None
-    items = table._items
-    for op in ops:
-        kind = op[0]
-        if kind == "timers_of_node_cancel":
-            # (the step builds a new table here whatever it holds)
-            node = op[1]
-            items = tuple([(k, t) for k, t in items if t.node != node])
-            index = dict(items)
-            continue
-        key = op[1]
-        if index is None:
-            if kind != "timer_set" and kind != "open_set" and key not in table._index:
-                continue  # a removal of what is not there
-            index = table._index.copy()
-        # Probing with the 1-tuple ``(key,)`` finds the key's place among the pairs
-        # without comparing a value (``FMap.set``).
-        at = bisect_left(items, (key,))
-        there = at < len(items) and items[at][0] == key
-        if kind == "timer_set" or kind == "open_set":
-            index[key] = op[2]
-            items = items[:at] + ((key, op[2]),) + items[at + 1 if there else at:]
-        elif there:  # timer_cancel, open_remove
-            del index[key]
-            items = items[:at] + items[at + 1:]
-    if index is None:
-        return table
-    return FMap._sorted(items, index)
-
-
-
-_NODES = ("agent", "replicas", "db")
-
-
-def _settled(s: msys.System, seq: int, d: _Delta) -> msys.System:
-    """``_replay`` of a no-op delivery that ``settle`` found (``_Delta.quiet`` and
-    ``_noop``): it only takes the message out of the network and edits the open
-    requests. The agent, replicas and database it replaced have the handles of ``s``'s
-    own (``quiet``), so ``s``'s objects are kept, which later keys read by identity
-    (``system_key``); its timer edits cancel timers that are not armed, and it makes
-    no message or timer, so no number moves."""
-    out = object.__new__(msys.System)
-    fields_ = out.__dict__
-    fields_.update(s.__dict__)
-    for name, value in d.whole:
-        if name not in _NODES:
-            fields_[name] = value
-    if d.drops_env:
-        fields_["in_flight"] = tuple([e for e in s.in_flight if e.seq != seq])
-    if d.open_ops:
-        fields_["open_requests"] = _edited(s.open_requests, d.open_ops)
-    return out
-
-
-def _new_action(cls, at_ms: int, seq: int, what: str):
-    """A ``Deliver`` (or ``Drop``) without its dataclass ``__init__`` (a frozen class's
-    fields are set one ``object.__setattr__`` each): settling makes one per candidate."""
-    action = object.__new__(cls)
-    action.__dict__.update(at_ms=at_ms, seq=seq, what=what)
-    return action
-
-
-def _renumber(obj, shift: int):
-    """A memoized step's new message or timer, numbered from another counter. Its
-    explorer memos (keys without the number) carry over."""
-    new = object.__new__(type(obj))
-    fields_ = new.__dict__
-    fields_.update(obj.__dict__)
-    fields_["seq"] = obj.seq + shift
-    return new
 
 
 # Tests set this: every memoized step is checked against system.apply (model/explore.py

@@ -16,7 +16,7 @@ import json
 import pytest
 
 from model import explore as ex
-from model import explore_context
+from model import explore_context, explore_replay
 from model import worlds
 from sim import explore_parallel as xp
 from sim.cli import main
@@ -160,7 +160,7 @@ def test_the_memo_check_fires_on_a_wrong_ghost_record_handle(checked_memo, monke
 
 
 def test_a_replayed_steps_table_edits_are_the_steps_own():
-    """``_edited`` makes in one copy the table that ``FMap.set`` and ``remove`` make one
+    """``explore_replay.edited`` makes in one copy the table that ``FMap.set`` and ``remove`` make one
     edit at a time, and returns the same object when nothing changed."""
     from model.core import FMap
     from model.system import Timer
@@ -187,10 +187,10 @@ def test_a_replayed_steps_table_edits_are_the_steps_own():
         (("open_remove", ("agent", "b")), ("open_set", ("agent", "b"), t("agent", "b", 6))),
     ]
     for ops in cases:
-        got, want = explore_context._edited(table, ops), stepwise(table, ops)
+        got, want = explore_replay.edited(table, ops), stepwise(table, ops)
         assert got.items() == want.items() and dict(got._index) == dict(want._index)
         assert (got is table) == (want is table)
-    assert explore_context._edited(table, cases[0]) is table
+    assert explore_replay.edited(table, cases[0]) is table
 
 
 def test_every_memoized_expansion_equals_the_real_one(checked_cases):
