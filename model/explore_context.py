@@ -322,12 +322,8 @@ class Context:
             if not _may_unsettle(before, system, action):
                 return system, new_ghost
             return self.settle(system)[0], new_ghost
-        self.hits += 1
-        system = _replay(before, action, delta, self.token)
-        if delta.timer_ops:
-            self._timers_after(before, system, delta)
+        system = self._hit(before, action, delta)
         if self.check:
-            self._check(before, action, system, delta.ghost)
             if delta.to_chatd != any(e.seq > before.seq and e.dst != msys.AGENT for e in system.in_flight):
                 raise AssertionError(f"memo differs in whether it sends to chatd after {action.label()}")
         # ``_may_unsettle`` with the delta's own answer for its new messages.
@@ -477,6 +473,17 @@ class Context:
             found = self.calm[key] = props.quiesced(s)
         return found
 
+    def _hit(self, s: msys.System, action, delta: _Delta) -> msys.System:
+        """A memo hit: the delta replayed onto ``s``, its timer table's handle carried
+        (``_timers_after``), and under ``CHECK_MEMO`` compared with the real step."""
+        self.hits += 1
+        out = _replay(s, action, delta, self.token)
+        if delta.timer_ops:
+            self._timers_after(s, out, delta)
+        if self.check:
+            self._check(s, action, out, delta.ghost)
+        return out
+
     def apply(self, s: msys.System, action) -> tuple[msys.System, tuple]:
         """``system.apply`` through the transition memo (Rule 7): the new system and the
         handles of the step's ghost records."""
@@ -484,13 +491,7 @@ class Context:
         if key is not None:
             delta = self._lookup(key, s)
             if delta is not None:
-                self.hits += 1
-                out = _replay(s, action, delta, self.token)
-                if delta.timer_ops:
-                    self._timers_after(s, out, delta)
-                if self.check:
-                    self._check(s, action, out, delta.ghost)
-                return out, delta.ghost
+                return self._hit(s, action, delta), delta.ghost
         self.misses += 1
         log: list = [] if key is not None else None
         st = msys.apply(s, action, log)
