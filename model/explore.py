@@ -451,13 +451,6 @@ class Search:
             self.result.depth = depth
         return number
 
-    def offer_known(self, parent: int, move: int, dup_violations) -> None:
-        """``offer`` for a child the driver already knows to be a numbered state."""
-        self.result.transitions += 1
-        if self.reorder:
-            self.report(dup_violations(), lambda: self.path_to(parent, move), self.depths[parent] + 1)
-        return None
-
     def successors(self, node: Node) -> tuple[bool, tuple]:
         """Rule 10: whether ``node`` is terminal, and its children in the order of its
         enabled actions, each ``(action, system, new ghost handles, budgets spent, the

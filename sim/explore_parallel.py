@@ -19,8 +19,9 @@ Rule 2. Rounds. Each worker expands its share of the frontier (the states whose 
         every process) and the verdict it would get as a known state. It keeps the
         children and sends the rest.
 Rule 3. One numbering. This process merges the workers' rounds in state-number order and
-        replays the events of ``Search.report``, ``Search.offer`` and
-        ``Search.offer_known`` (written out in ``_merge``), exactly as the one-process
+        replays the events of ``Search.report`` and ``Search.offer`` (written out in
+        ``_merge``; a child a worker already knows to be numbered is ``offer``'s known
+        branch without the index lookup), exactly as the one-process
         search does them: the same states get the same numbers, the same
         merged paths are checked, the same first counterexample per property is kept,
         and ``max_states`` and ``stop_on`` cut at the same event. It answers each worker
@@ -148,8 +149,8 @@ def _explore(config, bounds, max_states, stop_on, on_progress, workers, head_sta
 
 def _merge(search: ex.Search, merged, answers: list[list[int]]) -> int:
     """Rule 3 for one round: the workers' states in number order, replayed as the events
-    of ``Search.report``, ``offer`` and ``offer_known`` (written out here: this loop is
-    the part of a round no worker shares). Returns how many states are new."""
+    of ``Search.report`` and ``offer`` (written out here: this loop is the part of a
+    round no worker shares). Returns how many states are new."""
     index, parents, moves, depths = search.index, search.parents, search.moves, search.depths
     result, reorder, report, path_to = search.result, search.reorder, search.report, search.path_to
     limit = search.max_states + 1
