@@ -134,7 +134,7 @@ class Simulation:
         self.trace: list[dict] = []
         self.actions: list[Any] = []
         self.sent_counts: dict[int, int] = {}  # message fault index -> messages it matched
-        self.event_counts: dict[int, int] = {}  # fault index -> events it matched
+        self.event_counts: dict[int, int] = {}  # fault index -> events it matched, up to its nth (``_retire_one``)
         self.panic_runs: dict[str, bool] = {}  # run ID -> the handler panics after its spawn
         self.req_tool_call: dict[str, str | None] = {}  # request ID -> tool call, from send records
         self.req_of_seq: dict[int, str] = {}  # message sequence number -> request ID
