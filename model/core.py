@@ -194,7 +194,48 @@ class FMap(Mapping):
         new._items, new._index, new._repr, new._iid, new._fp = items[:at] + items[at + 1:], index, None, None, None
         return new
 
+    def edited(self, changes: dict) -> "FMap":
+        """Many keys changed at once, one new map: ``changes`` maps a key to its new value,
+        or to ``REMOVED`` for a key to drop (absent or not): the map that setting and
+        removing them one at a time gives, where a key's last edit is the one in
+        ``changes`` (a dict keeps one value per key). A step that re-arms a
+        timer (cancel, then set) or arms several edits its table once instead of copying
+        it per edit (model/system.py ``_Builder.set_timer``)."""
+        if len(changes) == 1:
+            for key, value in changes.items():
+                return self.remove(key) if value is REMOVED else self.set(key, value)
+        index = self._index.copy()
+        items = list(self._items)
+        # Each key spliced into a list of the sorted pairs (``set``'s probe, one list for
+        # all the edits instead of a tuple per edit).
+        for key, value in changes.items():
+            at = bisect_left(items, (key,))
+            present = at < len(items) and items[at][0] == key
+            if value is REMOVED:
+                if present:
+                    del items[at]
+                    del index[key]
+            else:
+                if present:
+                    items[at] = (key, value)
+                else:
+                    items.insert(at, (key, value))
+                index[key] = value
+        new = _new_object(FMap)
+        new._items, new._index, new._repr, new._iid, new._fp = tuple(items), index, None, None, None
+        return new
 
+
+class _Removed:
+    """The value ``FMap.edited`` reads as "drop this key" (one instance, ``REMOVED``)."""
+
+    __slots__ = ()
+
+    def __repr__(self) -> str:
+        return "REMOVED"
+
+
+REMOVED = _Removed()
 EMPTY = FMap()
 
 

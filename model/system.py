@@ -79,6 +79,7 @@ from .actions import (  # noqa: F401
 )
 from .core import (
     EMPTY,
+    REMOVED,
     replace,
     CancelTimer,
     FMap,
@@ -254,7 +255,7 @@ class _Builder:
     """Accumulates one step: the evolving system and its trace records."""
 
     # (A builder per step, its attributes read many times in it: slots are cheaper.)
-    __slots__ = ("s", "perfect_clocks", "records", "armed", "action", "pending_publishes", "log", "asked")
+    __slots__ = ("s", "perfect_clocks", "records", "armed", "action", "pending_publishes", "log", "asked", "timer_edits")
 
     def __init__(self, system: System, action: Action | None, log: list | None = None, asked: tuple | None = None):
         # A private shallow copy that this step alone mutates (``set``): cheaper than a
@@ -269,6 +270,13 @@ class _Builder:
         self.perfect_clocks = not system.config.clocks._index  # (the map's dict: no ``__len__`` call)
         self.records: list[dict] = []
         self.armed: list = []  # every Timer ``set_timer`` made, in arming order (``Step.armed``)
+        # The step's edits of the timer table not yet in ``s.timers``: (node, name) -> the
+        # Timer armed, or ``REMOVED``; None while there are none. A step edits the table a
+        # few times (a fired timer is canceled and its handler re-arms it; a dial's answer
+        # arms a timer per call), and copying the table per edit was most of a timer's
+        # cost: the edits are put into one new table when the step ends
+        # (``settle_timers``), the table every edit made one at a time would give.
+        self.timer_edits: dict | None = None
         self.action = action
         self.pending_publishes: list = []
         # The explorer's transition memo (model/explore.py) asks for a log of what the step
@@ -399,21 +407,38 @@ class _Builder:
         after_ms = max(after_ms, 0)
         due = self.s.now_ms + (after_ms if self.perfect_clocks else self.s.config.clock(node).true_delay(after_ms))
         timer = Timer(node, name, due, self.next_seq())
-        self.s.__dict__["timers"] = self.s.timers.set((node, name), timer)
+        edits = self.timer_edits
+        if edits is None:
+            self.timer_edits = {(node, name): timer}
+        else:
+            edits[node, name] = timer
         self.armed.append(timer)
         if self.log is not None:
             self.log.append(("timer_set", (node, name), timer))
 
     def cancel_timer(self, key: tuple[str, str]):
-        self.s.__dict__["timers"] = self.s.timers.remove(key)
+        edits = self.timer_edits
+        if edits is None:
+            self.timer_edits = {key: REMOVED}
+        else:
+            edits[key] = REMOVED
         if self.log is not None:
             self.log.append(("timer_cancel", key))
 
     def cancel_node_timers(self, node: str):
         """A node that goes down loses every timer it armed."""
+        self.settle_timers()  # (the table as the step's edits so far left it)
         self.set(timers=FMap((k, t) for k, t in self.s.timers.items() if t.node != node))
         if self.log is not None:
             self.log.append(("timers_of_node_cancel", node))
+
+    def settle_timers(self):
+        """Put the step's pending timer edits into ``s.timers`` (one new table): before
+        the table is read, and when the step ends. Nothing else in a step reads it."""
+        edits = self.timer_edits
+        if edits is not None:
+            self.timer_edits = None
+            self.s.__dict__["timers"] = self.s.timers.edited(edits)
 
     # -- nodes ---------------------------------------------------------------
     def agent_step(self, fn, *args, cause: Request | None = None):
@@ -487,6 +512,7 @@ def initial(config: WorldConfig) -> Step:
         b.db_step(chatd.db_new_chat, chat.chat_id, chat.turns, chat.gen_time_ms)
         b.set_timer(WORLD, f"user_message:{chat.chat_id}", chat.start_at_ms)
     b.flush_publishes()
+    b.settle_timers()
     return Step(b.s, tuple(b.records), tuple(b.armed))
 
 
@@ -605,6 +631,8 @@ def apply(system: System, action: Action, log: list | None = None, asked: tuple 
             _fault(b, action)
     if b.pending_publishes:  # (only with ``pubsub_immediate``)
         b.flush_publishes()
+    if b.timer_edits is not None:  # (``settle_timers``, inline: most steps edit the table)
+        b.settle_timers()
     return Step(b.s, tuple(b.records), tuple(b.armed))
 
 
