@@ -162,7 +162,9 @@ class Simulation:
             for i, spec in enumerate(self.options.faults) if spec.kind in ("lose", "delay")]
         self._links: dict = {}  # (src, dst) -> LinkSpec (``_link``)
         self._loop_keys: dict = {}  # (node, name) -> a replica's periodic loop timer (``_is_loop_timer``)
-        self._idle_memo: dict = {}  # loop verdicts carried between batches (model/idle.py advance)
+        # Loop verdicts and the heap carried between batches (model/idle.py advance); the
+        # loop timers the steps arm are noted in it (``idle.ARMED``, ``_schedule_new``).
+        self._idle_memo: dict = {idle.ARMED: []}
         step = msys.initial(config)
         self.system = step.system
         if header is not None:
@@ -274,6 +276,7 @@ class Simulation:
                         known = self._is_loop_timer(s, t)
                     if known:
                         self._loops_armed = True  # the periodic wake-up may have to move
+                        self._idle_memo[idle.ARMED].append(t)  # (``idle.note_armed``: the next batch's heap)
                     else:
                         timers.append(t)
             else:
