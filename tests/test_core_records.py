@@ -80,3 +80,33 @@ def test_handwritten_inits_of_frozen_dataclasses_match_their_fields():
             pass
         else:
             raise AssertionError(f"{cls.__name__} is no longer frozen")
+
+
+def test_fmap_edited_equals_the_edits_one_at_a_time():
+    """``FMap.edited`` (a step's timer edits put into one new table) gives the map that
+    setting and removing the keys one at a time gives: the same sorted pairs and the
+    same lookups, for additions, replacements, removals (of present and absent keys)
+    and a key set and then removed or removed and then set."""
+    import random
+
+    from model.core import EMPTY, REMOVED, FMap
+
+    rng = random.Random(7)
+    keys = [("agent", f"t{i}") for i in range(6)] + [("replica-1", n) for n in ("acquire", "heartbeat", "sync/c")]
+    for _ in range(400):
+        start = FMap({k: rng.randrange(100) for k in rng.sample(keys, rng.randrange(len(keys) + 1))})
+        one_at_a_time, edits = start, {}
+        for _ in range(rng.randrange(1, 8)):
+            key = rng.choice(keys)
+            if rng.random() < 0.4:
+                one_at_a_time = one_at_a_time.remove(key)
+                edits[key] = REMOVED
+            else:
+                value = rng.randrange(100)
+                one_at_a_time = one_at_a_time.set(key, value)
+                edits[key] = value
+        got = start.edited(edits)
+        assert got.items() == one_at_a_time.items()
+        assert dict(got._index) == dict(one_at_a_time._index)
+        assert got == one_at_a_time and list(got) == sorted(got)
+    assert EMPTY.edited({("a", "b"): REMOVED}) == EMPTY
