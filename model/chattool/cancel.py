@@ -33,8 +33,8 @@ from .files import _edit_success, _write_success
 from .interrupt import InterruptPlan
 from .results import Result, _background_started, _text_error, execute_result_json, generic_result
 from .state import (
-    CallState, CallStep, Phase, _UndecodableError, _arm, _decode, _disarm, _finish, _headers,
-    _send,
+    CallState, CallStep, Phase, _UndecodableError, _arm_into, _decode, _disarm, _finish, _headers,
+    _send_into,
 )
 
 
@@ -61,10 +61,13 @@ def begin_cancel(
                    started_at_ms=now_ms, process_id=identity.uuid)
     path = f"/api/v0/tool-calls/{identity.uuid}/cancel"
     body = json_body({"stop_if_run_age_below_ms": plan.stop_run_age_ms})
-    cs, send = _send(cs, "cancel", "POST", path, "", _headers(cs, now_ms, True), body)
-    cs, armed = _arm(cs, "answer_timer", timing.agent_answer_timeout_ms)
+    changes: dict = {}  # the step's edits of the state, copied into it once (state.py's docstring)
+    send = _send_into(changes, cs, "cancel", "POST", path, "", _headers(cs, now_ms, True), body)
+    armed: list = []
+    _arm_into(changes, cs, "answer_timer", timing.agent_answer_timeout_ms, armed)
     mark = note("chattool_cancel_sent", provider_id=call.provider_id, stop_if_run_age_below_ms=plan.stop_run_age_ms)
-    return replace(cs, phase=Phase.CANCEL), (mark, send, *armed)
+    changes["phase"] = Phase.CANCEL
+    return replace(cs, **changes), (mark, send, *armed)
 
 
 @dataclass(frozen=True)

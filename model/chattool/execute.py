@@ -30,8 +30,8 @@ from .classifier import (
 from .constants import AGENT_URL, START_PATH
 from .results import Result, _background_started, _text_error, execute_result_json
 from .state import (
-    CallState, CallStep, Phase, _UndecodableError, _arm, _decode, _disarm, _finish, _headers,
-    _send,
+    CallState, CallStep, Phase, _UndecodableError, _arm, _arm_into, _decode, _disarm, _disarm_into, _finish, _headers,
+    _send, _send_into,
 )
 
 
@@ -46,31 +46,34 @@ def _begin_execute(cs: CallState, now_ms: int) -> CallStep:
     command = args.command
     if not args.run_in_background:
         command = strip_trailing_ampersand(command)[0]
-    cs = replace(cs, background=background, command=command)
+    # The step's edits of the state, copied into it once at the end (state.py's docstring).
+    changes: dict[str, Any] = {"background": background, "command": command}
+    timeout_ms = cs.timeout_ms
     if not background:
         try:
             timeout_ms = effective_timeout_ms(args, cs.timing)
         except InvalidTimeout as err:
-            return _finish(cs, _text_error("failed", str(err)))
-        cs = replace(cs, timeout_ms=timeout_ms, deadline_at_ms=now_ms + timeout_ms)
+            return _finish(replace(cs, **changes), _text_error("failed", str(err)))
+        changes["timeout_ms"] = timeout_ms
+        changes["deadline_at_ms"] = now_ms + timeout_ms
         if timeout_ms <= 0:
             # The command context has already expired: Go's client fails the start
             # before sending it, as a transport error.
-            return _start_failed(cs, classify(Deadline("Post", AGENT_URL + START_PATH)))
+            return _start_failed(replace(cs, **changes), classify(Deadline("Post", AGENT_URL + START_PATH)))
     body: dict[str, Any] = {"background": background, "command": command}
     if args.workdir:
         body["workdir"] = args.workdir
-    cs, send = _send(cs, "start", "POST", START_PATH, "", _headers(cs, now_ms, True), json_body(body))
-    effects: list[Effect] = [send]
-    if cs.layer.agent_answer_timeout and (background or cs.timeout_ms > cs.timing.agent_answer_timeout_ms):
-        cs, armed = _arm(cs, "answer_timer", cs.timing.agent_answer_timeout_ms)
-        effects += armed
+    # (``_headers`` reads the chat, identity and send flag, which this step leaves as they were)
+    effects: list[Effect] = [_send_into(changes, cs, "start", "POST", START_PATH, "", _headers(cs, now_ms, True),
+                                        json_body(body))]
+    if cs.layer.agent_answer_timeout and (background or timeout_ms > cs.timing.agent_answer_timeout_ms):
+        _arm_into(changes, cs, "answer_timer", cs.timing.agent_answer_timeout_ms, effects)
     if not background:
         # cmdCtx: ends the start request first when the timeout is short, and is the
         # legacy wait's deadline for an old agent.
-        cs, armed = _arm(cs, "deadline_timer", cs.timeout_ms)
-        effects += armed
-    return replace(cs, phase=Phase.START), tuple(effects)
+        _arm_into(changes, cs, "deadline_timer", timeout_ms, effects)
+    changes["phase"] = Phase.START
+    return replace(cs, **changes), tuple(effects)
 
 
 # --- execute: start answer ---------------------------------------------------
@@ -82,33 +85,38 @@ def _on_start_answer(cs: CallState, answer: Response, now_ms: int) -> CallStep:
     except _UndecodableError as err:
         return _start_failed(cs, classify(Undecodable(str(err))))
     pid = body["id"]
-    cs, effects = _disarm(cs, "answer_timer")
+    # The step's edits of the state, copied into it once (state.py's docstring).
+    changes: dict[str, Any] = {}
+    effects: list[Effect] = []
+    _disarm_into(changes, cs, "answer_timer", effects)
     if cs.background:
-        return _finish(cs, _background_started(pid), effects)
+        return _finish(replace(cs, **changes) if changes else cs, _background_started(pid), effects)
     if cs.identity is not None and pid == cs.identity.uuid:
         # New agent: the deadline is the process start plus the timeout (4.3), so a later
         # attempt continues the same timeout instead of restarting it.
         run_age_ms = max(ident.parse_run_age_ms(answer.headers), 0)
         remaining_ms = cs.timeout_ms - run_age_ms
-        cs = replace(cs, process_id=pid, run_age_ms=run_age_ms, wait_started_at_ms=now_ms, legacy=False,
-                     deadline_at_ms=now_ms + remaining_ms)
-        cs, disarmed = _disarm(cs, "deadline_timer")
-        effects += disarmed
+        changes.update(process_id=pid, run_age_ms=run_age_ms, wait_started_at_ms=now_ms, legacy=False,
+                       deadline_at_ms=now_ms + remaining_ms)
+        _disarm_into(changes, cs, "deadline_timer", effects)
         effects.append(note("chattool_attach", provider_id=cs.call.provider_id, run_age_ms=run_age_ms,
                             remaining_ms=remaining_ms))
         if remaining_ms <= 0:
             # No time left: the wait context has already expired; read once.
-            cs, snap = _begin_snapshot(cs, now_ms, timed_out=True,
+            cs, snap = _begin_snapshot(replace(cs, **changes), now_ms, timed_out=True,
                                        read_error=classify(Deadline("Get", _output_url(pid, True))).text)
             return cs, tuple(effects) + snap
-        cs, armed = _arm(cs, "deadline_timer", remaining_ms)
-        effects += armed
+        _arm_into(changes, cs, "deadline_timer", remaining_ms, effects)
     else:
         # Old agent (or no headers sent): the legacy wait until start + timeout.
-        cs = replace(cs, process_id=pid, legacy=True)
+        changes["process_id"] = pid
+        changes["legacy"] = True
         effects.append(note("chattool_legacy_wait", provider_id=cs.call.provider_id, process_id=pid))
-    cs, send = _send_output_read(cs, now_ms, wait=True)
-    return replace(cs, phase=Phase.WAIT), tuple(effects) + (send,)
+    # ``_send_output_read`` of the process just named (output reads carry no tool call headers)
+    send = _send_into(changes, cs, "wait", "GET", f"/api/v0/processes/{ident.path_escape(pid)}/output", "wait=true",
+                      _headers(cs, now_ms, False), b"")
+    changes["phase"] = Phase.WAIT
+    return replace(cs, **changes), tuple(effects) + (send,)
 
 
 def _start_failed(cs: CallState, err: AgentError) -> CallStep:

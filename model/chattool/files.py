@@ -21,7 +21,8 @@ from .classifier import (
 )
 from .constants import EDIT_FILES, EDIT_PATH, WRITE_FILE, WRITE_PATH
 from .results import Result, _text_error
-from .state import CallState, CallStep, Phase, _UndecodableError, _arm, _decode, _finish, _headers, _send
+from .state import (CallState, CallStep, Phase, _UndecodableError, _arm_into, _decode, _finish, _headers,
+                    _send_into)
 
 
 def _begin_file(cs: CallState, now_ms: int) -> CallStep:
@@ -53,11 +54,13 @@ def _begin_file(cs: CallState, now_ms: int) -> CallStep:
             return _finish(cs, _text_error("failed", "path is required"))
         content = value.get("content") if isinstance(value.get("content"), str) else ""
         op, path, query, body = "write", WRITE_PATH, urlencode({"path": path_arg}), content.encode("utf-8")
-    cs, send = _send(cs, op, "POST", path, query, _headers(cs, now_ms, True), body)
+    changes: dict = {}  # the step's edits of the state, copied into it once (state.py's docstring)
+    send = _send_into(changes, cs, op, "POST", path, query, _headers(cs, now_ms, True), body)
     armed: list[Effect] = []
     if cs.layer.agent_answer_timeout:
-        cs, armed = _arm(cs, "answer_timer", cs.timing.agent_answer_timeout_ms)
-    return replace(cs, phase=Phase.START), (send, *armed)
+        _arm_into(changes, cs, "answer_timer", cs.timing.agent_answer_timeout_ms, armed)
+    changes["phase"] = Phase.START
+    return replace(cs, **changes), (send, *armed)
 
 
 # --- file tools ---------------------------------------------------------------

@@ -10,6 +10,13 @@ names that carry the call's prefix and a sequence number, ``_finish`` records th
 and cancels every armed timer, and ``abort`` stops a call whose attempt ended. The steps
 themselves live beside it: model/chattool/calls.py (begin and dispatch),
 execute.py, files.py and cancel.py.
+
+A step that edits the state several times (a call's first step sets its command, sends,
+arms two timers and moves to its phase) collects the edits in a dict and copies the
+state once at its end (``replace(cs, **changes)``): ``_send_into``, ``_arm_into`` and
+``_disarm_into`` are ``_send``, ``_arm`` and ``_disarm`` for such a step, and read the
+fields it changed already from the dict. Copying a 30-field state is most of what a
+call's step costs, and the state each step returns is the same object for object.
 """
 
 from __future__ import annotations
@@ -161,24 +168,47 @@ _ESCAPED_MAX = 4096
 
 def _send(cs: CallState, op: str, method: str, path: str, query: str, headers: Headers,
           body: bytes) -> tuple[CallState, Effect]:
-    seq, req_id = _next_seq_name(cs, "r")
-    url = AGENT_URL + path + (f"?{query}" if query else "")
-    request = Request(req_id, cs.src, method, path, query, headers, body)
+    changes: dict = {}
+    send = _send_into(changes, cs, op, method, path, query, headers, body)
     # One copy of the state for the name's sequence number and the pending request.
-    cs = replace(cs, seq=seq, pending_req_id=req_id, pending_op=op, pending_method=method.title(), pending_url=url)
-    return cs, Send(AGENT_NODE, request)
+    return replace(cs, **changes), send
+
+
+def _send_into(changes: dict, cs: CallState, op: str, method: str, path: str, query: str, headers: Headers,
+               body: bytes) -> Effect:
+    """``_send`` into a step's collected edits ``changes`` of ``cs`` (the module's
+    docstring): the request's number follows the sequence number as edited so far."""
+    seq = changes.get("seq", cs.seq) + 1
+    req_id = f"{cs.req_prefix}:r{seq}"  # (``_next_seq_name``)
+    url = AGENT_URL + path + (f"?{query}" if query else "")
+    changes["seq"] = seq
+    changes["pending_req_id"] = req_id
+    changes["pending_op"] = op
+    changes["pending_method"] = method.title()
+    changes["pending_url"] = url
+    return Send(AGENT_NODE, Request(req_id, cs.src, method, path, query, headers, body))
 
 
 def _arm(cs: CallState, slot: str, after_ms: int) -> tuple[CallState, list[Effect]]:
     """Arm the timer ``slot`` (answer/deadline/snapshot) under a fresh name, cancelling
     the one it replaces."""
+    changes: dict = {}
     effects: list[Effect] = []
-    old = getattr(cs, slot)
+    _arm_into(changes, cs, slot, after_ms, effects)
+    return replace(cs, **changes), effects  # one copy: the number and the slot
+
+
+def _arm_into(changes: dict, cs: CallState, slot: str, after_ms: int, effects: list) -> None:
+    """``_arm`` into a step's collected edits ``changes`` of ``cs``, its effects appended
+    to ``effects``."""
+    old = changes[slot] if slot in changes else cs.__dict__[slot]
     if old is not None:
         effects.append(CancelTimer(old))
-    seq, name = _next_seq_name(cs, slot.replace("_timer", ""))
+    seq = changes.get("seq", cs.seq) + 1
+    name = f"{cs.req_prefix}:{slot.replace('_timer', '')}{seq}"  # (``_next_seq_name``)
     effects.append(SetTimer(name, after_ms))
-    return replace(cs, seq=seq, **{slot: name}), effects  # one copy: the number and the slot
+    changes["seq"] = seq
+    changes[slot] = name
 
 
 def _disarm(cs: CallState, slot: str) -> tuple[CallState, list[Effect]]:
@@ -186,6 +216,15 @@ def _disarm(cs: CallState, slot: str) -> tuple[CallState, list[Effect]]:
     if old is None:
         return cs, []
     return replace(cs, **{slot: None}), [CancelTimer(old)]
+
+
+def _disarm_into(changes: dict, cs: CallState, slot: str, effects: list) -> None:
+    """``_disarm`` into a step's collected edits ``changes`` of ``cs``, its effect appended
+    to ``effects``."""
+    old = changes[slot] if slot in changes else cs.__dict__[slot]
+    if old is not None:
+        changes[slot] = None
+        effects.append(CancelTimer(old))
 
 
 def _finish(cs: CallState, result: Result, effects: Sequence[Effect] = ()) -> CallStep:
