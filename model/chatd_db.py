@@ -300,9 +300,10 @@ def _put(db: Db, chat: Chat) -> Db:
     return replace(db, chats=db.chats.set(chat.chat_id, chat))
 
 
-def _lock(chat: Chat) -> Chat:
-    """Rule 1: every transition bumps the snapshot before it changes anything."""
-    return replace(chat, snapshot_version=chat.snapshot_version + 1)
+def _lock(chat: Chat, **changes) -> Chat:
+    """Rule 1: every transition bumps the snapshot before it changes anything. A
+    transition's own ``changes`` of the row are made in the same copy."""
+    return replace(chat, snapshot_version=chat.snapshot_version + 1, **changes)
 
 
 def _insert_messages(db: Db, chat: Chat, messages: list[Message]) -> tuple[Db, Chat, tuple[int, ...]]:
@@ -388,7 +389,7 @@ def decide_generation_action(chat: Chat) -> str:
 def tx_begin_generation_attempt(db: Db, chat: Chat, db_now_ms: int) -> tuple[Db, Chat, list]:
     """``RecordGenerationAttempt``: generation_attempt + 1; no ``chat:update`` (see the
     docstring), but the ownership hint when the runner's heartbeat is stale (rule 5)."""
-    chat = replace(_lock(chat), generation_attempt=chat.generation_attempt + 1)
+    chat = _lock(chat, generation_attempt=chat.generation_attempt + 1)
     db = _put(db, chat)
     return db, chat, ownership_hint(db, chat, db_now_ms)
 
@@ -499,7 +500,7 @@ def tx_finish_interruption(
 def tx_acquire(db: Db, chat: Chat, worker_id: str, runner_id: str, db_now_ms: int) -> tuple[Db, list]:
     """``Acquire``: set both owner columns and insert the heartbeat row (2.1)."""
     before = chat
-    chat = replace(_lock(chat), worker_id=worker_id, runner_id=runner_id)
+    chat = _lock(chat, worker_id=worker_id, runner_id=runner_id)
     db = _put(replace(db, heartbeats=db.heartbeats.set((chat.chat_id, runner_id), db_now_ms)), chat)
     return db, [
         note("acquired", chat_id=chat.chat_id, worker_id=worker_id, runner_id=runner_id, previous=before.runner_id)
@@ -509,7 +510,7 @@ def tx_acquire(db: Db, chat: Chat, worker_id: str, runner_id: str, db_now_ms: in
 def tx_abandon(db: Db, chat: Chat, db_now_ms: int) -> tuple[Db, list]:
     """``Abandon``: clear the owner columns and the runner's heartbeat (2.3)."""
     hb = db.heartbeats.remove((chat.chat_id, chat.runner_id))
-    chat = replace(_lock(chat), worker_id=None, runner_id=None)
+    chat = _lock(chat, worker_id=None, runner_id=None)
     db = _put(replace(db, heartbeats=hb), chat)
     return db, [note("abandoned", chat_id=chat.chat_id, status=chat.status)] + _publishes(db, chat, db_now_ms)
 
@@ -592,7 +593,7 @@ def db_interrupt(db: Db, chat_id: str, db_now_ms: int) -> tuple[Db, list]:
     chat = db.chats.get(chat_id)
     if chat is None or chat.status != RUNNING:
         return _refused(db, "interrupt", chat_id, "not_running")
-    chat = replace(_lock(chat), status=INTERRUPTING)
+    chat = _lock(chat, status=INTERRUPTING)
     db = _put(db, chat)
     return db, [note("interrupt_requested", chat_id=chat_id)] + _publishes(db, chat, db_now_ms)
 
@@ -604,6 +605,6 @@ def db_archive(db: Db, chat_id: str, db_now_ms: int) -> tuple[Db, list]:
     chat = db.chats.get(chat_id)
     if chat is None or chat.status == ARCHIVED:
         return _refused(db, "archive", chat_id, "no_chat")
-    chat = replace(_lock(chat), status=ARCHIVED)
+    chat = _lock(chat, status=ARCHIVED)
     db = _put(db, chat)
     return db, [note("archived", chat_id=chat_id)] + _publishes(db, chat, db_now_ms)

@@ -98,16 +98,18 @@ def _observe(rep: ReplicaState, db: Db, chat_id: str, now_ms: int, db_now_ms: in
         rep, eff = _drop_runner(rep, chat_id, "owner_changed")
         return rep, db, eff
     changed = chat.history_version != runner.seen_history or chat.status != runner.seen_status
-    runner = replace(runner, seen_snapshot=chat.snapshot_version)
     if not changed:
-        return _put_runner(rep, runner), db, []
+        return _put_runner(rep, replace(runner, seen_snapshot=chat.snapshot_version)), db, []
     effects = _cancel_task(runner.task) if runner.task else []
-    runner = replace(runner, seen_history=chat.history_version, seen_status=chat.status, task=None)
+    # (one copy of the runner for everything it has now seen, and of the replica for the
+    # runner and the new task's ID: ``_put_runner`` and ``_new_id`` together)
+    runner = replace(runner, seen_snapshot=chat.snapshot_version, seen_history=chat.history_version,
+                     seen_status=chat.status, task=None)
     kind = TASK_FOR_STATUS.get(chat.status)
-    rep = _put_runner(rep, runner)
     if kind is None:
-        return rep, db, effects
-    rep, task_id = _new_id(rep, "/t")
+        return _put_runner(rep, runner), db, effects
+    task_id = f"{rep.worker_id}/t{rep.next_seq}"
+    rep = replace(rep, runners=rep.runners.set(runner.chat_id, runner), next_seq=rep.next_seq + 1)
     fence = TaskFence(rep.worker_id, runner.runner_id, chat.status, chat.history_version)
     task = Task(task_id, kind, chat_id, fence, backoff_ms=rep.rules.timing.task_retry_initial_backoff_ms)
     effects.append(note("task_started", replica=rep.name, chat_id=chat_id, task=task_id, kind=kind))
