@@ -121,6 +121,7 @@ class Simulation:
         if self.options.idle not in IDLE_MODES:
             raise ValueError(f"idle: expected one of {', '.join(IDLE_MODES)}, got {self.options.idle!r}")
         self.batch_idle = self.options.idle == IDLE_BATCHED
+        self._action_records = self.options.action_records  # (read by every step)
         self.seed = seed
         # The agenda: a heap of (time ms, priority, insertion number, callback, argument),
         # popped in that order, which is the order simpy's queue keeps its events in (Rule 1);
@@ -185,10 +186,13 @@ class Simulation:
         """Apply ``action``; ``asked`` is a handler answer computed for it already
         (``model.system.apply``)."""
         before_seq = self.system.seq
-        step = msys.apply(self.system, action, asked=asked)
+        step = msys.apply(self.system, action, None, asked)
         s = self.system = step.system
         self.actions.append(action)
-        self._record_step(action, step)
+        if self._action_records:
+            self._record_step(action, step)
+        else:
+            self.trace.extend(step.records)  # (``_record_step`` without an action record)
         self._schedule_new(s, before_seq, step.armed)
         if self._watching:
             self._watch(step.records, action.at_ms)
@@ -273,7 +277,7 @@ class Simulation:
                         continue
                     known = loop_keys.get(key)
                     if known is None:
-                        known = self._is_loop_timer(s, t)
+                        known = loop_keys[key] = idle.is_periodic(s, t.node, t.name)  # (``_is_loop_timer``)
                     if known:
                         self._loops_armed = True  # the periodic wake-up may have to move
                         self._idle_memo[idle.ARMED].append(t)  # (``idle.note_armed``: the next batch's heap)
