@@ -242,7 +242,7 @@ def advance(s, before: tuple | None = None, max_fires: int | None = None, memo: 
                 beats[key[0]] = due_ms
         else:
             node, name = key
-            rep = replicas.get(node)
+            rep = replicas._index.get(node)  # (FMap.get without the call)
             if rep is None:
                 blocked = _timer(key, armed.get(key)) if key in armed else s.timers.get(key)
                 break

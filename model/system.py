@@ -456,7 +456,7 @@ class _Builder:
         self.absorb(AGENT, effects, info)
 
     def replica_step(self, name: str, fn, *args):
-        rep = self.s.replicas.get(name)
+        rep = self.s.replicas._index.get(name)  # (FMap.get without the call: every replica step)
         if rep is None:
             return
         before = rep
@@ -620,7 +620,7 @@ def apply(system: System, action: Action, log: list | None = None, asked: tuple 
         b = _Builder(system, action, log, asked)
         b.s.__dict__["now_ms"] = action.at_ms  # (``set``, without the keyword call)
         if kind is Fire:
-            timer = b.s.timers.get((action.node, action.name))
+            timer = b.s.timers._index.get((action.node, action.name))  # (FMap.get without the call)
             if timer is None:
                 raise ReplayMismatch(f"{action.label()}: no such timer is armed")
             if timer.due_ms > action.at_ms:

@@ -79,7 +79,7 @@ class WorldConfig:
     agent_impl: Any = None
 
     def clock(self, node: str) -> ClockSpec:
-        return self.clocks.get(node) or PERFECT_CLOCK
+        return self.clocks._index.get(node) or PERFECT_CLOCK  # (the map's dict: asked several times a step)
 
     def timing_before_bugs(self) -> Timing:
         """The world's chatd clock without its planted bugs (``reference_timing``)."""
