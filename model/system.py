@@ -375,8 +375,10 @@ class _Builder:
 
     def put_in_flight(self, src, dst, payload, route, tool_call, what):
         s = self.s
-        env = Envelope(self.next_seq(), src, dst, payload, s.now_ms, what, route, tool_call)
-        s.__dict__["in_flight"] = s.in_flight + (env,)  # (``set``, without the keyword call)
+        fields_ = s.__dict__
+        seq = fields_["seq"] = s.seq + 1  # (``next_seq``, inline: every message and timer)
+        env = Envelope(seq, src, dst, payload, s.now_ms, what, route, tool_call)
+        fields_["in_flight"] = s.in_flight + (env,)  # (``set``, without the keyword call)
         return env
 
     def send(self, src: str, dst: str, req: Request):
@@ -404,9 +406,11 @@ class _Builder:
                                        "status": status})
 
     def set_timer(self, node: str, name: str, after_ms: int):
-        after_ms = max(after_ms, 0)
-        due = self.s.now_ms + (after_ms if self.perfect_clocks else self.s.config.clock(node).true_delay(after_ms))
-        timer = Timer(node, name, due, self.next_seq())
+        s = self.s
+        due = s.now_ms + (after_ms if after_ms > 0 else 0) if self.perfect_clocks \
+            else s.now_ms + s.config.clock(node).true_delay(max(after_ms, 0))
+        seq = s.__dict__["seq"] = s.seq + 1  # (``next_seq``, inline)
+        timer = Timer(node, name, due, seq)
         edits = self.timer_edits
         if edits is None:
             self.timer_edits = {(node, name): timer}
