@@ -601,10 +601,12 @@ def apply(system: System, action: Action, log: list | None = None, asked: tuple 
         return idle.apply_idle(system, action)  # a batch of idle periodic firings (model/idle.py)
     if kind is Deliver or kind is Drop:
         in_flight = system.in_flight
-        at = _find_index(in_flight, action.seq)
-        if at is None:
+        seq = action.seq
+        for at, env in enumerate(in_flight):  # (``_find_index``, inline: every delivery)
+            if env.seq == seq:
+                break
+        else:
             raise ReplayMismatch(f"{action.label()}: no message #{action.seq} is in flight")
-        env = in_flight[at]
         if env.what != action.what:
             raise ReplayMismatch(f"{action.label()}: message #{action.seq} is now '{env.what}'")
         rest = in_flight[:at] + in_flight[at + 1:]  # (sequence numbers are unique)
