@@ -70,7 +70,7 @@ from . import chatd
 # call in ``_timer`` and ``advance``, which a long quiet world calls thousands of times.
 from . import system as _system
 from .chatd.state import SYNC_PREFIX, TIMER_ACQUIRE, TIMER_HEARTBEAT
-from .core import FMap, SetTimer
+from .core import SetTimer
 
 _on_timer = chatd.replica_on_timer  # the loops' handler (``ASKED`` holds it by identity)
 
