@@ -252,7 +252,8 @@ def _describe_answer(answer, route: str, tool_call: str | None) -> str:
 
 
 class _Builder:
-    """Accumulates one step: the evolving system and its trace records."""
+    """Accumulates one step: the evolving system and its trace records; ``finish``
+    returns the step (its timer edits are kept aside until then: ``timer_edits``)."""
 
     # (A builder per step, its attributes read many times in it: slots are cheaper.)
     __slots__ = ("s", "perfect_clocks", "records", "armed", "action", "pending_publishes", "log", "asked", "timer_edits")
@@ -436,6 +437,13 @@ class _Builder:
         if self.log is not None:
             self.log.append(("timers_of_node_cancel", node))
 
+    def finish(self) -> "Step":
+        """The step this builder made: its timer edits put into the table
+        (``settle_timers``), its records and armed timers. Every builder ends with it (a
+        builder's ``s.timers`` lacks the step's timer edits until then)."""
+        self.settle_timers()
+        return Step(self.s, tuple(self.records), tuple(self.armed))
+
     def settle_timers(self):
         """Put the step's pending timer edits into ``s.timers`` (one new table): before
         the table is read, and when the step ends. Nothing else in a step reads it."""
@@ -516,8 +524,7 @@ def initial(config: WorldConfig) -> Step:
         b.db_step(chatd.db_new_chat, chat.chat_id, chat.turns, chat.gen_time_ms)
         b.set_timer(WORLD, f"user_message:{chat.chat_id}", chat.start_at_ms)
     b.flush_publishes()
-    b.settle_timers()
-    return Step(b.s, tuple(b.records), tuple(b.armed))
+    return b.finish()
 
 
 def _agent_api(s: System):
@@ -637,7 +644,7 @@ def apply(system: System, action: Action, log: list | None = None, asked: tuple 
             _fault(b, action)
     if b.pending_publishes:  # (only with ``pubsub_immediate``)
         b.flush_publishes()
-    if b.timer_edits is not None:  # (``settle_timers``, inline: most steps edit the table)
+    if b.timer_edits is not None:  # (``finish``, inline: every step ends here)
         b.settle_timers()
     return Step(b.s, tuple(b.records), tuple(b.armed))
 
