@@ -43,7 +43,10 @@ The actions themselves (``Deliver``, ``Drop``, ``Fire``, ``Fault``, ``Tick``) an
 JSON form live in model/actions.py and are re-exported here; the fault handlers (Rules 3,
 6 and 7: ``FAULT_HANDLERS``) live in model/faults.py and edit the system through this
 module's ``_Builder``. What stays here is one piece, the world's interpreter: the effect
-builder and the delivery and timer rules. One delivery skips the builder: a publish its
+builder and the delivery and timer rules. The builder owns a private copy of the system
+for its step and keeps the step's timer edits aside until the step ends, then puts them
+into one new timer table (``_Builder.finish``: a fired timer's cancel and its handler's
+re-arm are one edit). One delivery skips the builder: a publish its
 replica ignores (``chatd.publish_changes_nothing``: down, no runner for the chat, a paused
 worker's ownership event) is the step the builder would make, the message out of flight
 and one ``deliver`` record (``_quiet_publish``, tests/test_system_publish.py); most of

@@ -32,7 +32,9 @@ handlers, as long as each firing is idle (it records nothing but its own ``timer
 record; a heartbeat's rows are written as the stepwise run writes them, so the other
 replica's staleness check reads the same values). Those firings become one ``Idle``
 action with no records; a firing that is not idle is an ordinary ``Fire`` step at its
-time, applied with the answer the batch computed for it (model/idle.py ``ASKED``).
+time, applied with the answer the batch computed for it (model/idle.py ``ASKED``). The
+loop timers a step arms are noted for the next batch, which starts from the heap the last
+one left instead of the whole timer table (model/idle.py ``HEAP``, ``ARMED``).
 ``"stepwise"`` fires each loop timer as its own step: the reference the batched run
 is tested against (tests/test_world_idle.py: the same trace once ``without_idle_steps``
 drops the idle steps, the same final system, the same verdicts). While a world runs the
@@ -280,7 +282,7 @@ class Simulation:
                         known = loop_keys[key] = idle.is_periodic(s, t.node, t.name)  # (``_is_loop_timer``)
                     if known:
                         self._loops_armed = True  # the periodic wake-up may have to move
-                        self._idle_memo[idle.ARMED].append(t)  # (``idle.note_armed``: the next batch's heap)
+                        idle.note_armed(self._idle_memo, t)  # (the next batch's heap: model/idle.py ``HEAP``)
                     else:
                         timers.append(t)
             else:
