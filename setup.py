@@ -23,6 +23,10 @@ Rule 2. Beside the compiled modules the build writes ``model/_native.json``: eac
 Rule 3. ``TOOLCALL_SIM_PURE=1`` at build time builds no extension (a machine without a C
         compiler, or a quick install); at run time it makes ``model/__init__.py`` load
         every module from source.
+Rule 4. A build never fails for want of the compiler: a module that does not compile
+        (no C compiler, no Python headers) is left out with setuptools' warning, and
+        without Cython (a build without pip's isolation) nothing is compiled; what is not
+        compiled runs from source, as under Rule 3.
 """
 
 from __future__ import annotations
@@ -31,6 +35,7 @@ import hashlib
 import json
 import os
 import pathlib
+import sys
 
 from setuptools import setup
 from setuptools.command.build_ext import build_ext
@@ -52,11 +57,15 @@ def _module(path: pathlib.Path) -> str:
 def _extensions() -> list:
     if os.environ.get("TOOLCALL_SIM_PURE"):
         return []  # Rule 3
-    from Cython.Build import cythonize
+    try:
+        from Cython.Build import cythonize
+    except ImportError:  # built without pip's build isolation, where Cython is missing
+        print("toolcall-sim: Cython is not installed: model/ is installed as source only", file=sys.stderr)
+        return []
     from setuptools import Extension
 
     extensions = [Extension(_module(p), [str(p.relative_to(ROOT))], extra_compile_args=FLAGS) for p in _sources()]
-    return cythonize(
+    compiled = cythonize(
         extensions,
         language_level=3,
         quiet=True,
@@ -67,6 +76,11 @@ def _extensions() -> list:
         compiler_directives={"annotation_typing": False, "binding": True, "always_allow_keywords": True},
         build_dir=str(ROOT / "build" / "cython"),
     )
+    for extension in compiled:
+        # A module that fails to compile is left out, to run from source (Rule 4).
+        # (Set here: cythonize makes Extensions of its own, without it.)
+        extension.optional = True
+    return compiled
 
 
 class BuildNative(build_ext):
@@ -83,6 +97,8 @@ class BuildNative(build_ext):
             return
         digests = {}
         for ext in self.extensions:
+            if not os.path.exists(self.get_ext_fullpath(ext.name)):
+                continue  # it failed to compile (Rule 4)
             source = ROOT / ext.name.replace(".", "/")
             digests[ext.name] = hashlib.sha256(source.with_suffix(".py").read_bytes()).hexdigest()
         # In place (an editable install) the modules sit beside their sources; otherwise
