@@ -9,6 +9,7 @@ the bench's planted-bug worlds are the ones the explorer's bug tests use.
 from __future__ import annotations
 
 import json
+from pathlib import Path
 
 import pytest
 import test_explore_bugs
@@ -16,6 +17,8 @@ import test_explore_bugs
 from model import planted_bugs
 from sim import bench
 from sim.cli import main
+
+ROOT = Path(__file__).resolve().parent.parent
 
 
 def _run_tiny() -> dict:
@@ -73,6 +76,9 @@ def test_every_row_of_the_issue_is_measured_with_its_baseline_and_ratio(tiny):
             assert goal["goal"] and goal["met"] in (True, False, None), (row["name"], goal)
     assert _positive(tiny["baseline_bfs"]["states_per_s"]) and tiny["baseline_bfs"]["states"] == 12 ** 3
     assert tiny["mode"] == "tiny" and _positive(tiny["machine"]["cpus"])
+    # How the model ran (setup.py): every module of model/ counted, compiled or not.
+    modules = [p for p in (ROOT / "model").rglob("*.py") if p.name != "__init__.py"]
+    assert tiny["model"]["modules"] == len(modules) and 0 <= tiny["model"]["compiled"] <= len(modules)
 
 
 @pytest.mark.slow  # one tiny bench run, about 4 s of CPU: the fast run stays under 30 s
@@ -120,6 +126,7 @@ def test_text_shows_every_row_its_baseline_ratio_and_goals(tiny):
         assert f"\n{title}\n" in text
     assert text.count("  baseline  ") == 5 and text.count("  ratio     ") == 5 and text.count("  goal      ") == 5
     assert "not judged here" in text and "goals met" in text
+    assert f"model: {tiny['model']['compiled']} of {tiny['model']['modules']} modules compiled by Cython" in text
 
 
 def test_bench_worlds_are_the_explorer_bug_tests_worlds():
