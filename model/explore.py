@@ -284,6 +284,13 @@ def _link_heads(in_flight) -> list:
 
 _SEQ = attrgetter("seq")
 _DELIVER = msys.Deliver
+_DROP, _FIRE, _FAULT = msys.Drop, msys.Fire, msys.Fault
+
+
+def _without_budgets(xkey: tuple) -> tuple:
+    """An expansion key (``Context.system_key``) without the budgets spent: the system
+    state, which decides a child's system (``Search.successors``' ``steps``)."""
+    return xkey[:10] + xkey[11:]
 
 
 def _all_held(in_flight) -> bool:
@@ -384,6 +391,10 @@ class Search:
         # labels carry each path's own sequence numbers.
         self.expansions: dict | None = None if keep_edges else {}
         self.expansions_old: dict = {}
+        # and each listed child per system state (the expansion key without the budgets)
+        # and action, in the same two generations (``successors``).
+        self.steps: dict = {}
+        self.steps_old: dict = {}
         self.texts: dict = {}  # a key's small parts -> their digest text (``digest_text_of``)
         self.parents = array("l", [-1])  # state number -> its parent's number
         self.moves = array("l", [-1])  # state number -> the index of the parent's action that led here
@@ -479,9 +490,47 @@ class Search:
         step, system_key, chats_of = ctx.child_of, ctx.system_key, ctx.chats_of
         texts = self.texts
         same = node.used
+        # The children already listed for this system state under other budgets
+        # (``steps``): a child's system does not depend on the budgets spent.
+        steps = None
+        if fast and expansions is not None:
+            base = _without_budgets(xkey)
+            steps = self.steps.get(base)
+            if steps is None:
+                steps = self.steps_old.get(base)
+                if steps is None:
+                    steps = {}
+                self.steps[base] = steps
+            places = None
+        check = ctx.check
         for action in actions:
             # (a delivery or a tick spends no budget: ``_spend`` without a call)
-            used = same if type(action) is _DELIVER or type(action) is Tick else _spend(node, action)
+            t = type(action)
+            used = same if t is _DELIVER or t is Tick else _spend(node, action)
+            if steps is not None:
+                # The action without its sequence numbers: a message by its place in
+                # flight (the expansion key's messages are in sending order), a lost one
+                # by the complement (small integers: no tuple per delivery).
+                if t is _DELIVER or t is _DROP:
+                    if places is None:
+                        places = {e.seq: i for i, e in enumerate(node.system.in_flight)}
+                    step_key = places[action.seq] if t is _DELIVER else ~places[action.seq]
+                elif t is _FIRE:
+                    step_key = (action.node, action.name, action.at_ms)
+                elif t is _FAULT:
+                    step_key = (action.kind, action.params)
+                else:
+                    step_key = t
+                done = steps.get(step_key)
+                if done is not None:
+                    # Another state's child, with the budgets this one spends.
+                    sk = done[4][:10] + (used,)
+                    entry = (action, done[1], done[2], used, sk, sk + done[5][11:], done[6], done[7],
+                             digest_text_of(sk, texts) if digests else None)
+                    if check:
+                        self._check_step(node, action, entry)
+                    children.append(entry)
+                    continue
             if fast:
                 system, new_ghost = step(node, action, xkey)
             else:
@@ -494,15 +543,19 @@ class Search:
             if facts is None:
                 facts = chats_of[db] = (TERMINAL if ctx.quiesced(system) else ALWAYS,
                                         ctx.interner.handle(system.db.chats))
-            children.append((action, system, new_ghost, used, sk, xk, facts[0], facts[1],
-                             digest_text_of(sk, texts) if digests else None))
+            entry = (action, system, new_ghost, used, sk, xk, facts[0], facts[1],
+                     digest_text_of(sk, texts) if digests else None)
+            children.append(entry)
+            if steps is not None:
+                steps[step_key] = entry
         found = (terminal, tuple(children))
         if xkey is not None and expansions is not None:
             if len(expansions) >= self.EXPANSIONS_LIMIT:
                 # A new generation: the memo only saves time, and the states that share a
                 # system state are found within a few breadth-first levels of each other.
-                self.expansions_old = expansions
+                self.expansions_old, self.steps_old = expansions, self.steps
                 expansions = self.expansions = {}
+                self.steps = {}
             expansions[xkey] = found
         return found
 
@@ -512,6 +565,17 @@ class Search:
         ghost, order, bag = self.ctx.grow(node, new_ghost)
         last = bag if self.reorder else order
         return Node(system, used, ghost, order, bag, True, xk), digest_extended(text, last) if text else sk + (last,)
+
+    def _check_step(self, node: Node, action, entry: tuple) -> None:
+        """``CHECK_MEMO`` (the tests): a child taken from another state with the same
+        system state (Rule 10's ``steps``) must be the real one, sequence numbers aside."""
+        ctx = self.ctx
+        system, new_ghost = ctx.child_of(node, action, node.xkey)
+        sk, xk = ctx.system_key(system, entry[3], node.system, node.xkey)
+        real = (new_ghost, entry[3], sk, xk, TERMINAL if ctx.quiesced(system) else ALWAYS,
+                ctx.interner.handle(system.db.chats), digest_text_of(sk, self.texts) if self.digests else None)
+        if real != entry[2:]:
+            raise AssertionError(f"expansion memo differs in its step {action.label()}")
 
     def _check_expansion(self, node: Node, found: tuple) -> None:
         """``CHECK_MEMO`` (the tests): a memoized expansion must be the real one, sequence

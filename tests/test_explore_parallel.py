@@ -306,3 +306,33 @@ def test_cached_digest_text_is_the_digest_text():
     assert len(keys) > 100
     for key in keys + keys:
         assert digest_text_of(key, texts) == digest_text(key)
+
+
+def test_the_step_check_fires_on_children_taken_from_another_system_state(checked_memo, monkeypatch):
+    """Rule 10's children per system state and action (``Search.successors``' ``steps``)
+    are checked under ``CHECK_MEMO`` (``Search._check_step``): a key that keeps only the
+    clock shares children between different system states, which must be caught."""
+    monkeypatch.setattr(ex, "_without_budgets", lambda xkey: xkey[:1])
+    with pytest.raises(AssertionError, match="expansion memo differs in its step"):
+        ex.explore(worlds.default("contract"), ex.Bounds(), max_states=5_000)
+
+
+def test_children_shared_across_budgets_change_no_result(monkeypatch):
+    """The children taken from a state that differs only in the budgets spent are the
+    ones the search computes without them: the same states, depths and findings, and the
+    memo is used."""
+    config, bounds = worlds.default("today"), ex.Bounds()
+    taken = []
+    real_check = ex.Search._check_step
+
+    def count(self, node, action, entry):
+        taken.append(action)
+        return real_check(self, node, action, entry)
+    monkeypatch.setattr(ex.Search, "_check_step", count)
+    monkeypatch.setattr(explore_context, "CHECK_MEMO", True)
+    shared = ex.explore(config, bounds, max_states=3_000)
+    assert len(taken) > 100
+    monkeypatch.setattr(ex, "_without_budgets", lambda xkey: object())  # never found again
+    plain = ex.explore(config, bounds, max_states=3_000)
+    assert _summary(shared) == _summary(plain)
+    assert shared.states_per_depth == plain.states_per_depth
