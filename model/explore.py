@@ -483,11 +483,18 @@ class Search:
                 return found
         ctx, digests = self.ctx, self.digests
         actions = enabled(node, self.bounds)
-        terminal = not actions or ctx.quiesced(node.system)
+        step, system_key, chats_of = ctx.child_of, ctx.system_key, ctx.chats_of
+        if not actions:
+            terminal = True
+        elif xkey is not None:
+            # Quiescence by the database's handle in the key (``chats_of``, below).
+            facts = chats_of.get(xkey[5])
+            terminal = ctx.quiesced(node.system) if facts is None else facts[0] is TERMINAL
+        else:
+            terminal = ctx.quiesced(node.system)
         children = []
         parent = node.system if xkey is not None else None
         fast = xkey is not None and node.settled
-        step, system_key, chats_of = ctx.child_of, ctx.system_key, ctx.chats_of
         texts = self.texts
         same = node.used
         # The children already listed for this system state under other budgets
