@@ -603,7 +603,9 @@ class Search:
     def expand(self, number: int, node: Node) -> None:
         ctx = self.ctx
         terminal, children = self.successors(node)
-        violations = ctx.verdict(node, TERMINAL if terminal else ALWAYS)
+        # (the chats' handle by the database's in the expansion key, when there is one)
+        facts = ctx.chats_of.get(node.xkey[5]) if node.xkey is not None else None
+        violations = ctx.verdict(node, TERMINAL if terminal else ALWAYS, facts[1] if facts is not None else None)
         if violations:
             self.report(violations, lambda: self.path_to(number), self.depths[number])
             if self.stopped:
@@ -612,7 +614,7 @@ class Search:
             for move, entry in enumerate(children):
                 child, key = self.child(node, entry)
                 new = self.offer(number, move, key, entry[0].label() if self.keep_edges else "",
-                                 lambda: ctx.verdict(child, entry[6]))
+                                 lambda: ctx.verdict(child, entry[6], entry[7]))
                 if self.full:
                     return
                 if new is not None:
@@ -637,7 +639,7 @@ class Search:
                     # verdict memo read here first, as ``Context.verdict`` keys it).
                     violations = verdicts.get((kinds, order, chats))
                     if violations is None:
-                        violations = verdict(Node(system, used, ghost, order, bag, True, xk), kinds)
+                        violations = verdict(Node(system, used, ghost, order, bag, True, xk), kinds, chats)
                     if violations:
                         self.report(violations, lambda move=move: self.path_to(number, move), depth)
                 continue

@@ -689,15 +689,20 @@ class Context:
         return sk, sk + (in_order, waiting, s.open_requests._items,
                          parent_key[14] if s.replica_boots is parent.replica_boots else iid(s.replica_boots))
 
-    def verdict(self, node: Node, kinds: tuple) -> list:
+    def verdict(self, node: Node, kinds: tuple, chats: Id | None = None) -> list:
         """The properties' violations in this state. They read the ghost history and, of
         the system, only the chats (committed tool calls, statuses) and the
         configuration, which is the same for the whole search: so the verdict is
         memoized on those. A new one comes from the history's monitor state
         (model/properties/monitor.py, ``monitor``), which the evidence of the whole
         history is built for only when a property must be checked again or a violation
-        classified: the same violations as judging the whole history."""
-        chats = self.interner.handle(node.system.db.chats)
+        classified: the same violations as judging the whole history. ``chats``: the
+        handle of the state's chats when the caller has it (``chats_of``)."""
+        if chats is None or self.check:
+            found = self.interner.handle(node.system.db.chats)
+            if chats is not None and chats is not found:
+                raise AssertionError("the verdict's chats handle differs from the state's")
+            chats = found
         key = (kinds, node.order, chats)
         found = self.verdicts.get(key)
         if found is None:

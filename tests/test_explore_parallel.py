@@ -336,3 +336,15 @@ def test_children_shared_across_budgets_change_no_result(monkeypatch):
     plain = ex.explore(config, bounds, max_states=3_000)
     assert _summary(shared) == _summary(plain)
     assert shared.states_per_depth == plain.states_per_depth
+
+
+def test_the_verdict_check_fires_on_a_wrong_chats_handle(checked_memo, monkeypatch):
+    """The explorer hands ``Context.verdict`` the chats' handle it read by the database's
+    (``Context.chats_of``); under ``CHECK_MEMO`` a wrong one must be caught."""
+    real = ex.Context.verdict
+
+    def wrong(self, node, kinds, chats=None):
+        return real(self, node, kinds, None if chats is None else self.interner.key_of(("not the chats",)))
+    monkeypatch.setattr(ex.Context, "verdict", wrong)
+    with pytest.raises(AssertionError, match="chats handle differs"):
+        ex.explore(worlds.default("contract"), ex.Bounds(), max_states=500)
