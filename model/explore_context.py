@@ -274,9 +274,11 @@ class Context:
     def child_of(self, node: Node, action, parent_key: tuple) -> tuple[msys.System, tuple]:
         """``advance`` of a settled node whose expansion key (``system_key``) is known,
         without the actions taken: explore.py Rule 10's listing of a state's children,
-        the search's hottest path. A delivery, a lost message, a timer or a tick finds
-        its memo key (``_memo_key``, the same key) from the parent's handles, and a
-        memoized step is replayed here; anything else (a fault) goes through ``apply``."""
+        the search's hottest path. A delivery, a lost message, a timer, a tick or one of
+        the explorer's faults finds its memo key (``_memo_key``, the same key) from the
+        parent's handles, and a memoized step is replayed here; anything else (a step
+        not memoized yet) goes through ``apply``. A fault is always settled after
+        (``_may_unsettle``)."""
         before = node.system
         t = type(action)
         key = None
@@ -296,6 +298,15 @@ class Context:
                     break
         elif t is Tick:
             key = ("tick", action.at_ms)
+        elif t is _FAULT:
+            # (``_memo_key``'s keys of the explorer's faults, from the parent's handles)
+            if not before.dials_waiting:
+                kind = action.kind
+                if kind == "agent_restart":
+                    key = ("restart", action.params, action.at_ms, parent_key[1], before.agent_incarnation,
+                           parent_key[3], parent_key[5])
+                elif kind == "interrupt" or kind == "takeover":
+                    key = ("chatd-fault", kind, action.params, action.at_ms, parent_key[4], parent_key[5])
         elif t is _FIRE:
             # ``enabled`` lists a timer only when it is armed and due.
             name, at_ms = action.name, action.at_ms
@@ -327,7 +338,7 @@ class Context:
             if delta.to_chatd != any(e.seq > before.seq and e.dst != msys.AGENT for e in system.in_flight):
                 raise AssertionError(f"memo differs in whether it sends to chatd after {action.label()}")
         # ``_may_unsettle`` with the delta's own answer for its new messages.
-        if (t is Tick or system.replicas is not before.replicas or system.db is not before.db
+        if (t is Tick or t is _FAULT or system.replicas is not before.replicas or system.db is not before.db
                 or system.partitions is not before.partitions or delta.to_chatd):
             system = self.settle(system)[0]
         return system, delta.ghost
@@ -780,7 +791,7 @@ class Context:
         return found
 
 
-_DELIVER, _DROP, _FIRE = msys.Deliver, msys.Drop, msys.Fire
+_DELIVER, _DROP, _FIRE, _FAULT = msys.Deliver, msys.Drop, msys.Fire, msys.Fault
 
 
 class _NoSystem:
