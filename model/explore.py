@@ -191,11 +191,11 @@ def enabled(node: Node, bounds: Bounds) -> list:
     if in_flight:
         deadline = min([e.sent_at_ms for e in in_flight]) + bounds.max_in_flight_ms
         heads = _link_heads(in_flight) if bounds.fifo_links else in_flight
-        actions = [_action(msys.Deliver, at_ms=now, seq=env.seq, what=env.what) for env in heads]
+        actions = [_message_action(_DELIVER, now, env.seq, env.what) for env in heads]
         if lost < bounds.lost_responses:
             for env in heads:
                 if env.src == msys.AGENT and env.route in LOSABLE_ROUTES and isinstance(env.payload, Response):
-                    actions.append(_action(msys.Drop, at_ms=now, seq=env.seq, what=env.what))
+                    actions.append(_message_action(msys.Drop, now, env.seq, env.what))
     timers = s.timers._items
     nxt = None  # the first timer due, and the first due within the horizon (one pass, no generator)
     if timers:
@@ -247,6 +247,17 @@ def _action(cls, **fields_):
     field): ``enabled`` makes one per delivery and timer of every state."""
     action = object.__new__(cls)
     action.__dict__.update(fields_)
+    return action
+
+
+def _message_action(cls, at_ms: int, seq: int, what: str):
+    """``_action`` of a ``Deliver`` or a ``Drop`` with its fields as arguments (no keyword
+    dictionary per action: ``enabled`` makes one per message at the head of its link)."""
+    action = object.__new__(cls)
+    fields_ = action.__dict__
+    fields_["at_ms"] = at_ms
+    fields_["seq"] = seq
+    fields_["what"] = what
     return action
 
 

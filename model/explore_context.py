@@ -332,7 +332,7 @@ class Context:
             system, new_ghost = self.apply(before, action)
             if not _may_unsettle(before, system, action):
                 return system, new_ghost
-            return self.settle(system)[0], new_ghost
+            return self.settle(system, False)[0], new_ghost
         system = self._hit(before, action, delta)
         if self.check:
             if delta.to_chatd != any(e.seq > before.seq and e.dst != msys.AGENT for e in system.in_flight):
@@ -340,7 +340,7 @@ class Context:
         # ``_may_unsettle`` with the delta's own answer for its new messages.
         if (t is Tick or t is _FAULT or system.replicas is not before.replicas or system.db is not before.db
                 or system.partitions is not before.partitions or delta.to_chatd):
-            system = self.settle(system)[0]
+            system = self.settle(system, False)[0]
         return system, delta.ghost
 
     def _timers_after(self, before: msys.System, after: msys.System, delta: _Delta) -> None:
@@ -357,12 +357,14 @@ class Context:
                 delta.__dict__["timers_after"] = {}
             delta.timers_after[memo[1]] = found
 
-    def settle(self, s: msys.System) -> tuple[msys.System, list]:
+    def settle(self, s: msys.System, taken: bool = True) -> tuple[msys.System, list]:
         """Rule 6: deliver at once every message whose delivery changes nothing but the
         network (a late answer to a replica whose call was aborted, say). Such a delivery
         commutes with every other action, so exploring it at every position only
         multiplies states (a partial-order reduction); delivering it now is one of the
-        behaviours anyway."""
+        behaviours anyway. Without ``taken`` (a listing, ``child_of``, which keeps no
+        path) the settled deliveries are not listed, and a delivery the memo settles makes
+        no action."""
         # A step is a hot path: ``awaits``, ``_memo_key`` and ``_noop`` are inlined here
         # for a delivery to a replica (the candidates), the rest goes through ``apply``.
         settled = []
@@ -407,11 +409,13 @@ class Context:
                     if delta.timer_ops and not self._noop(s, delta):
                         continue
                     self.hits += 1
-                    action = _new_action(msys.Deliver, s.now_ms, env.seq, env.what)
-                    settled.append(action)
                     out = _settled(s, env.seq, delta)
-                    if self.check:
-                        self._check(s, action, out, delta.ghost)
+                    if taken or self.check:
+                        action = _new_action(msys.Deliver, s.now_ms, env.seq, env.what)
+                        if taken:
+                            settled.append(action)
+                        if self.check:
+                            self._check(s, action, out, delta.ghost)
                     s = out
                     break
                 action = _new_action(msys.Deliver, s.now_ms, env.seq, env.what)
@@ -421,7 +425,8 @@ class Context:
                     continue
                 if (t.seq == s.seq and t.replicas == s.replicas and t.db == s.db and t.timers == s.timers
                         and t.agent == s.agent and not ghost):
-                    settled.append(action)
+                    if taken:
+                        settled.append(action)
                     s = t
                     break
             else:
