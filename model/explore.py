@@ -279,7 +279,7 @@ def _unnumbered(action) -> tuple:
 def _connection(env: msys.Envelope) -> tuple:
     """Which connection a message travels on: chatd dials the agent once per task attempt
     (the request IDs start with ``<worker>/t<n>/a<m>``), and answers ride back on it."""
-    memo = env.__dict__.get("_link")
+    memo = getattr(env, "_link", None)
     if memo is None:
         req_id = getattr(env.payload, "req_id", "") or ""
         attempt = "/".join(req_id.split("/")[:3])
@@ -293,7 +293,7 @@ def _link_heads(in_flight) -> list:
     it out of order, which the lost-response budget allows."""
     heads: dict[tuple, msys.Envelope] = {}
     for env in in_flight:  # in_flight is in send order
-        link = env.__dict__.get("_link")
+        link = getattr(env, "_link", None)
         if link is None:
             link = _connection(env)
         if link not in heads:

@@ -286,7 +286,7 @@ class Context:
             seq = action.seq
             for env in before.in_flight:
                 if env.seq == seq:
-                    memo = env.__dict__.get("_what")
+                    memo = getattr(env, "_what", None)
                     what = memo[1] if memo is not None and memo[0] is self.token else self.envelope(env, False)
                     if t is _DROP:
                         key = ("lose", what, action.at_ms)
@@ -383,7 +383,7 @@ class Context:
                 rep = rep_of(dst)
                 req_id = getattr(env.payload, "req_id", None)
                 if rep is not None and req_id is not None:
-                    rep_memo = rep.__dict__.get("_iid")
+                    rep_memo = getattr(rep, "_iid", None)
                     aw_key = (rep_memo[1] if rep_memo is not None and rep_memo[0] is token else handle(rep), req_id)
                     waits = awaited.get(aw_key)
                     if waits is None:
@@ -391,7 +391,7 @@ class Context:
                     if waits:
                         continue  # an answer its caller still waits for changes the caller
                 if rep is not None or dst in replicas:
-                    what = env.__dict__.get("_what")
+                    what = getattr(env, "_what", None)
                     what = what[1] if what is not None and what[0] is token else self.envelope(env, False)
                     if nodes is None:
                         nodes = (handle(replicas), handle(s.db), s.partitions)
@@ -534,7 +534,7 @@ class Context:
                     break
             else:
                 return None, _NOTHING  # system.apply says why it does not fit
-            memo = env.__dict__.get("_what")
+            memo = getattr(env, "_what", None)
             what = memo[1] if memo is not None and memo[0] is self.token else self.envelope(env, False)
             if t is msys.Drop:
                 return ("lose", what, action.at_ms), _NOTHING
@@ -630,7 +630,7 @@ class Context:
         """A message's handle without its sequence number (which only says in which order
         messages were created); its sending time counts for the state, not for a step."""
         slot = "_fp" if with_sent_at else "_what"
-        memo = env.__dict__.get(slot)
+        memo = getattr(env, slot, None)
         if memo is not None and memo[0] is self.token:
             return memo[1]
         key = (env.src, env.dst, self.interner.iid(env.payload), env.what)
@@ -670,7 +670,7 @@ class Context:
             msgs, in_order = parent_key[6], parent_key[11]
         else:
             # (a comprehension, not a loop of appends: a listing keys every child's messages)
-            handles = [memo[1] if (memo := e.__dict__.get("_fp")) is not None and memo[0] is token else envelope(e)
+            handles = [memo[1] if (memo := getattr(e, "_fp", None)) is not None and memo[0] is token else envelope(e)
                        for e in in_flight]
             in_order = tuple(handles)
             # The set's handle by the messages in sending order: a step's children
