@@ -237,7 +237,7 @@ def enabled(node: Node, bounds: Bounds) -> list:
     may_take_over = ownership < bounds.ownership_changes
     if may_interrupt or may_take_over:
         chats = s.db.chats
-        rows = [(spec.chat_id, chats.get(spec.chat_id)) for spec in s.config.chats]
+        rows = [(spec.chat_id, chats._index.get(spec.chat_id)) for spec in s.config.chats]  # (no method call)
         if may_interrupt:
             for chat, row in rows:
                 if row is not None and row.status == chatd.RUNNING:

@@ -293,7 +293,7 @@ class Context:
                     elif env.dst == msys.AGENT:
                         if before.agent is not None:
                             key = ("agent", what, action.at_ms, parent_key[1], before.partitions)
-                    elif env.dst in before.replicas:
+                    elif env.dst in before.replicas._index:  # (the map's own dict: no method call)
                         key = ("chatd", what, action.at_ms, parent_key[4], parent_key[5], before.partitions)
                     break
         elif t is Tick:
@@ -316,7 +316,7 @@ class Context:
                 if where == msys.AGENT:
                     if before.agent is not None:
                         key = ("agent-timer", name, at_ms, parent_key[1])
-                elif where in before.replicas:
+                elif where in before.replicas._index:
                     key = ("chatd-timer", where, name, at_ms, parent_key[4], parent_key[5])
         delta = None
         if key is not None:
@@ -390,7 +390,7 @@ class Context:
                         waits = awaited[aw_key] = chatd.awaits(rep, req_id)
                     if waits:
                         continue  # an answer its caller still waits for changes the caller
-                if rep is not None or dst in replicas:
+                if rep is not None or dst in replicas._index:
                     what = getattr(env, "_what", None)
                     what = what[1] if what is not None and what[0] is token else self.envelope(env, False)
                     if nodes is None:
@@ -454,7 +454,7 @@ class Context:
         if not d.quiet:
             return False
         for op in d.timer_ops:
-            if op[0] != "timer_cancel" or op[1] in s.timers:
+            if op[0] != "timer_cancel" or op[1] in s.timers._index:
                 return False
         return True
 
