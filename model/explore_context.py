@@ -35,8 +35,8 @@ Rule 3) as interned handles. A ``Context`` belongs to one search and holds its t
   (``_may_unsettle``); ``Context.advance`` is a step and its settling without the
   ghost's growth, which is what explore.py Rule 10 memoizes; ``Context.child_of`` is the
   same for a settled state whose expansion key is known (a listing of its children,
-  the hottest path): it finds a delivery's, a timer's or a tick's memo key from the
-  parent's handles;
+  the hottest path): it finds a delivery's, a timer's, a tick's or a fault's memo key
+  from the parent's handles, and its settling lists no actions (no path is kept);
 - the verdict memo: the properties' violations per ghost history and committed chats,
   each new one from the history's monitor state (model/properties/monitor.py), grown
   from its parent history's by the step's new records (``Context.monitor``: a sequence
@@ -45,6 +45,8 @@ Rule 3) as interned handles. A ``Context`` belongs to one search and holds its t
 Memos kept on states (``_iid``, ``_fp``, ``_what``, ``_link``) name their context by a
 bare token, never the context itself, so a search makes no reference cycles
 (explore.py ``without_cycle_collection``); ``core.replace`` drops them from a changed copy.
+They are read with ``getattr(x, name, None)``: ``x.__dict__`` makes the instance's dict
+object through its descriptor on every read, 2.6 times the time of a read.
 """
 
 from __future__ import annotations
