@@ -485,7 +485,8 @@ class Search:
 
     def successors(self, node: Node) -> tuple[bool, tuple]:
         """Rule 10: whether ``node`` is terminal, and its children in the order of its
-        enabled actions, each ``(action, system, new ghost handles, budgets spent, the
+        enabled actions, each ``(action (None unless edges are kept or under
+        ``CHECK_MEMO``: only labels read it), system, new ghost handles, budgets spent, the
         system part of its key, its expansion key, the properties' kinds it is checked for
         as a known state (by its quiescence), the handle of its chats (the verdict memo's
         key, ``Context.verdict``), the text of the system part's digest with
@@ -531,6 +532,9 @@ class Search:
                 self.steps[base] = steps
             places = None
         check = ctx.check
+        # An entry names its action only where it is read (labels on edges, the checks):
+        # a kept action is 344 bytes, a third of a state's share in the 1 s world.
+        labelled = self.keep_edges or check
         for action in actions:
             # (a delivery or a tick spends no budget: ``_spend`` without a call)
             t = type(action)
@@ -553,8 +557,8 @@ class Search:
                 if done is not None:
                     # Another state's child, with the budgets this one spends.
                     sk = done[4][:10] + (used,)
-                    entry = (action, done[1], done[2], used, sk, sk + done[5][11:], done[6], done[7],
-                             digest_text_of(sk, texts) if digests else None)
+                    entry = (action if labelled else None, done[1], done[2], used, sk, sk + done[5][11:], done[6],
+                             done[7], digest_text_of(sk, texts) if digests else None)
                     if check:
                         self._check_step(node, action, entry)
                     children.append(entry)
@@ -571,7 +575,7 @@ class Search:
             if facts is None:
                 facts = chats_of[db] = (TERMINAL if ctx.quiesced(system) else ALWAYS,
                                         ctx.interner.handle(system.db.chats))
-            entry = (action, system, new_ghost, used, sk, xk, facts[0], facts[1],
+            entry = (action if labelled else None, system, new_ghost, used, sk, xk, facts[0], facts[1],
                      digest_text_of(sk, texts) if digests else None)
             children.append(entry)
             if steps is not None:
