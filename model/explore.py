@@ -201,9 +201,37 @@ def enabled(node: Node, bounds: Bounds) -> list:
     in_flight = s.in_flight
     actions: list = []
     deadline = None
+    held = False
     if in_flight:
-        deadline = min([e.sent_at_ms for e in in_flight]) + bounds.max_in_flight_ms
-        heads = _link_heads(in_flight) if bounds.fifo_links else in_flight
+        # One pass for the oldest sending time (the deadline); whether every message is a
+        # tool call request to the agent, which may wait while time passes (below); and
+        # the oldest message of each direction of each connection (``_connection``): a
+        # connection delivers in order, different connections (attempts, replicas) race
+        # freely, and losing a message takes it out of order, which the lost-response
+        # budget allows.
+        fifo = bounds.fifo_links
+        first_sent = None
+        held = True
+        links: dict = {}
+        for env in in_flight:  # in send order
+            sent = env.sent_at_ms
+            if first_sent is None or sent < first_sent:
+                first_sent = sent
+            if held and (env.dst != _AGENT or env.route not in LOSABLE_ROUTES):
+                held = False
+            if fifo:
+                link = getattr(env, "_link", None)
+                if link is None:
+                    link = _connection(env)
+                if link not in links:
+                    links[link] = env
+        deadline = first_sent + bounds.max_in_flight_ms
+        if not fifo:
+            heads = in_flight
+        elif len(links) == 1:
+            heads = list(links.values())
+        else:
+            heads = sorted(links.values(), key=_SEQ)
         actions = [_message_action(_DELIVER, now, env.seq, env.what) for env in heads]
         if lost < bounds.lost_responses:
             for env in heads:
@@ -230,7 +258,7 @@ def enabled(node: Node, bounds: Bounds) -> list:
                 actions.append(_action(msys.Fire, at_ms=at, node=node_name, name=name))
     # Only tool call requests may be held while time passes: their transit time is what the
     # age rule is about. Every other message is delivered before time moves on.
-    if in_flight and now + 1 <= min(deadline, bounds.horizon_ms) and _all_held(in_flight):
+    if in_flight and now + 1 <= min(deadline, bounds.horizon_ms) and held:
         if nxt is None or now + 1 <= nxt:
             actions.append(Tick(now + 1))
     if restarts < bounds.agent_restarts and s.agent is not None:
@@ -290,24 +318,9 @@ def _connection(env: msys.Envelope) -> tuple:
     return memo
 
 
-def _link_heads(in_flight) -> list:
-    """The oldest message of each direction of each connection: a connection delivers in
-    order, different connections (attempts, replicas) race freely. Losing a message takes
-    it out of order, which the lost-response budget allows."""
-    heads: dict[tuple, msys.Envelope] = {}
-    for env in in_flight:  # in_flight is in send order
-        link = getattr(env, "_link", None)
-        if link is None:
-            link = _connection(env)
-        if link not in heads:
-            heads[link] = env
-    if len(heads) == 1:
-        return list(heads.values())
-    return sorted(heads.values(), key=_SEQ)
-
-
 _SEQ = attrgetter("seq")
 _DELIVER = msys.Deliver
+_AGENT = msys.AGENT
 _DROP, _FIRE, _FAULT = msys.Drop, msys.Fire, msys.Fault
 
 
@@ -315,15 +328,6 @@ def _without_budgets(xkey: tuple) -> tuple:
     """An expansion key (``Context.system_key``) without the budgets spent: the system
     state, which decides a child's system (``Search.successors``' ``steps``)."""
     return xkey[:10] + xkey[11:]
-
-
-def _all_held(in_flight) -> bool:
-    """Whether every message in flight is a tool call request to the agent, which may
-    wait while time passes (``enabled``)."""
-    for e in in_flight:
-        if e.dst != msys.AGENT or e.route not in LOSABLE_ROUTES:
-            return False
-    return True
 
 
 # ---------------------------------------------------------------------------
