@@ -519,6 +519,8 @@ class Search:
             # Quiescence by the database's handle in the key (``chats_of``, below).
             facts = chats_of.get(xkey[5])
             terminal = ctx.quiesced(node.system) if facts is None else facts[0] is TERMINAL
+            if ctx.check and terminal != ctx.quiesced(node.system):
+                raise AssertionError("expansion memo differs in the state's quiescence")
         else:
             terminal = ctx.quiesced(node.system)
         children = []

@@ -348,3 +348,22 @@ def test_the_verdict_check_fires_on_a_wrong_chats_handle(checked_memo, monkeypat
     monkeypatch.setattr(ex.Context, "verdict", wrong)
     with pytest.raises(AssertionError, match="chats handle differs"):
         ex.explore(worlds.default("contract"), ex.Bounds(), max_states=500)
+
+
+def test_the_quiescence_check_fires_on_a_wrong_database_fact(checked_memo, monkeypatch):
+    """A listed state's quiescence is read by its database's handle (``Context.chats_of``);
+    under ``CHECK_MEMO`` it is compared with ``Context.quiesced``, so a wrong fact is caught."""
+    class Flipped(dict):
+        def get(self, key, default=None):
+            found = dict.get(self, key, default)
+            if found is None:
+                return found
+            return (ex.ALWAYS if found[0] is ex.TERMINAL else ex.TERMINAL, found[1])
+    real_init = ex.Context.__init__
+
+    def init(self, *args, **kwargs):
+        real_init(self, *args, **kwargs)
+        self.chats_of = Flipped()
+    monkeypatch.setattr(ex.Context, "__init__", init)
+    with pytest.raises(AssertionError, match="differs in the state's quiescence"):
+        ex.explore(worlds.default("contract"), ex.Bounds(), max_states=500)
