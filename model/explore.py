@@ -92,12 +92,25 @@ Rule 10 (one expansion per system state). A state's children depend on its syste
         whole child systems, so a bigger one costs the 1 s world memory per state
         (exhausted: 844 bytes at 4,000, 899 at 6,000, 941 at 8,000, before a step's
         delta kept its renumbered messages and timer transitions, which made 899 956;
-        the issue's goal is 1 KB) for hits the widest searches need (pid-from-command's
-        two chats: 42,452 of 53,313 expansions list their actions at 6,000, 37,468 at
-        20,000). Under ``CHECK_MEMO`` every reuse is computed again and compared. A memo
-        per system state and action (sharing children between states that differ in
-        budgets) was tried and left: a quarter fewer steps in the default world, no
-        time saved, 65 more bytes per state.
+        since an entry keeps no action (344 bytes each, read only for labels): 946 at
+        6,000, 949 at 7,000, 978 at 8,000, 997 at 9,000, 1,018 at 10,000; the issue's
+        goal is 1 KB) for hits the widest searches need (pid-from-command's two chats:
+        42,452 of 53,313 expansions list their actions at 6,000, 40,047 at 8,000,
+        38,412 at 12,000, 37,468 at 20,000). Under ``CHECK_MEMO`` every reuse is
+        computed again and compared.
+        A listed child is also kept per system state and action (``Search.steps``: the
+        expansion key without the budgets, ``_without_budgets``; a message by its place
+        in flight), since a child's system does not depend on the budgets, only which
+        actions are enabled does: a state listed under other budgets takes the children
+        they share and adds its own budgets to their keys. It holds the expansion
+        memo's own child entries in the same two generations, so it keeps no child
+        alive longer: in the default world 13,359 of the 52,271 listed children come
+        from it, 8.6% fewer instructions for the whole search by cachegrind, and the
+        1 s world's memory per state 955 -> 961 bytes; pid-from-command takes 7,600 of
+        106,000 from it, about what its lookups cost. (A first version, which stored
+        new tuples per child and was judged by the wall clock, was left at 65 more bytes
+        per state and no time saved.) ``_check_step`` computes each such child again
+        under ``CHECK_MEMO``.
 
 The periodic worker loops (heartbeats, acquisition polls, runner syncs) are switched off
 in explored worlds (their intervals exceed the horizon): ownership changes happen through
@@ -188,14 +201,42 @@ def enabled(node: Node, bounds: Bounds) -> list:
     in_flight = s.in_flight
     actions: list = []
     deadline = None
+    held = False
     if in_flight:
-        deadline = min([e.sent_at_ms for e in in_flight]) + bounds.max_in_flight_ms
-        heads = _link_heads(in_flight) if bounds.fifo_links else in_flight
-        actions = [_action(msys.Deliver, at_ms=now, seq=env.seq, what=env.what) for env in heads]
+        # One pass for the oldest sending time (the deadline); whether every message is a
+        # tool call request to the agent, which may wait while time passes (below); and
+        # the oldest message of each direction of each connection (``_connection``): a
+        # connection delivers in order, different connections (attempts, replicas) race
+        # freely, and losing a message takes it out of order, which the lost-response
+        # budget allows.
+        fifo = bounds.fifo_links
+        first_sent = None
+        held = True
+        links: dict = {}
+        for env in in_flight:  # in send order
+            sent = env.sent_at_ms
+            if first_sent is None or sent < first_sent:
+                first_sent = sent
+            if held and (env.dst != _AGENT or env.route not in LOSABLE_ROUTES):
+                held = False
+            if fifo:
+                link = getattr(env, "_link", None)
+                if link is None:
+                    link = _connection(env)
+                if link not in links:
+                    links[link] = env
+        deadline = first_sent + bounds.max_in_flight_ms
+        if not fifo:
+            heads = in_flight
+        elif len(links) == 1:
+            heads = list(links.values())
+        else:
+            heads = sorted(links.values(), key=_SEQ)
+        actions = [_message_action(_DELIVER, now, env.seq, env.what) for env in heads]
         if lost < bounds.lost_responses:
             for env in heads:
                 if env.src == msys.AGENT and env.route in LOSABLE_ROUTES and isinstance(env.payload, Response):
-                    actions.append(_action(msys.Drop, at_ms=now, seq=env.seq, what=env.what))
+                    actions.append(_message_action(msys.Drop, now, env.seq, env.what))
     timers = s.timers._items
     nxt = None  # the first timer due, and the first due within the horizon (one pass, no generator)
     if timers:
@@ -217,7 +258,7 @@ def enabled(node: Node, bounds: Bounds) -> list:
                 actions.append(_action(msys.Fire, at_ms=at, node=node_name, name=name))
     # Only tool call requests may be held while time passes: their transit time is what the
     # age rule is about. Every other message is delivered before time moves on.
-    if in_flight and now + 1 <= min(deadline, bounds.horizon_ms) and _all_held(in_flight):
+    if in_flight and now + 1 <= min(deadline, bounds.horizon_ms) and held:
         if nxt is None or now + 1 <= nxt:
             actions.append(Tick(now + 1))
     if restarts < bounds.agent_restarts and s.agent is not None:
@@ -227,7 +268,7 @@ def enabled(node: Node, bounds: Bounds) -> list:
     may_take_over = ownership < bounds.ownership_changes
     if may_interrupt or may_take_over:
         chats = s.db.chats
-        rows = [(spec.chat_id, chats.get(spec.chat_id)) for spec in s.config.chats]
+        rows = [(spec.chat_id, chats._index.get(spec.chat_id)) for spec in s.config.chats]  # (no method call)
         if may_interrupt:
             for chat, row in rows:
                 if row is not None and row.status == chatd.RUNNING:
@@ -250,6 +291,17 @@ def _action(cls, **fields_):
     return action
 
 
+def _message_action(cls, at_ms: int, seq: int, what: str):
+    """``_action`` of a ``Deliver`` or a ``Drop`` with its fields as arguments (no keyword
+    dictionary per action: ``enabled`` makes one per message at the head of its link)."""
+    action = object.__new__(cls)
+    fields_ = action.__dict__
+    fields_["at_ms"] = at_ms
+    fields_["seq"] = seq
+    fields_["what"] = what
+    return action
+
+
 def _unnumbered(action) -> tuple:
     """An action without its message's sequence number (``Deliver``, ``Drop``)."""
     return (type(action),) + tuple(sorted((k, v) for k, v in action.__dict__.items() if k != "seq"))
@@ -258,7 +310,7 @@ def _unnumbered(action) -> tuple:
 def _connection(env: msys.Envelope) -> tuple:
     """Which connection a message travels on: chatd dials the agent once per task attempt
     (the request IDs start with ``<worker>/t<n>/a<m>``), and answers ride back on it."""
-    memo = env.__dict__.get("_link")
+    memo = getattr(env, "_link", None)
     if memo is None:
         req_id = getattr(env.payload, "req_id", "") or ""
         attempt = "/".join(req_id.split("/")[:3])
@@ -266,33 +318,16 @@ def _connection(env: msys.Envelope) -> tuple:
     return memo
 
 
-def _link_heads(in_flight) -> list:
-    """The oldest message of each direction of each connection: a connection delivers in
-    order, different connections (attempts, replicas) race freely. Losing a message takes
-    it out of order, which the lost-response budget allows."""
-    heads: dict[tuple, msys.Envelope] = {}
-    for env in in_flight:  # in_flight is in send order
-        link = env.__dict__.get("_link")
-        if link is None:
-            link = _connection(env)
-        if link not in heads:
-            heads[link] = env
-    if len(heads) == 1:
-        return list(heads.values())
-    return sorted(heads.values(), key=_SEQ)
-
-
 _SEQ = attrgetter("seq")
 _DELIVER = msys.Deliver
+_AGENT = msys.AGENT
+_DROP, _FIRE, _FAULT = msys.Drop, msys.Fire, msys.Fault
 
 
-def _all_held(in_flight) -> bool:
-    """Whether every message in flight is a tool call request to the agent, which may
-    wait while time passes (``enabled``)."""
-    for e in in_flight:
-        if e.dst != msys.AGENT or e.route not in LOSABLE_ROUTES:
-            return False
-    return True
+def _without_budgets(xkey: tuple) -> tuple:
+    """An expansion key (``Context.system_key``) without the budgets spent: the system
+    state, which decides a child's system (``Search.successors``' ``steps``)."""
+    return xkey[:10] + xkey[11:]
 
 
 # ---------------------------------------------------------------------------
@@ -370,7 +405,7 @@ class Search:
     (model/interning.py Rule 4), which every process computes alike."""
 
     # Rule 10's memo holds at most twice this many expansions (two generations).
-    EXPANSIONS_LIMIT = 6_000
+    EXPANSIONS_LIMIT = 8_000
 
     def __init__(self, config: msys.WorldConfig, bounds: Bounds = Bounds(), max_states: int = 200_000,
                  keep_edges: bool = False, stop_on: Callable[[Found], bool] | None = None, digests: bool = False):
@@ -384,6 +419,10 @@ class Search:
         # labels carry each path's own sequence numbers.
         self.expansions: dict | None = None if keep_edges else {}
         self.expansions_old: dict = {}
+        # and each listed child per system state (the expansion key without the budgets)
+        # and action, in the same two generations (``successors``).
+        self.steps: dict = {}
+        self.steps_old: dict = {}
         self.texts: dict = {}  # a key's small parts -> their digest text (``digest_text_of``)
         self.parents = array("l", [-1])  # state number -> its parent's number
         self.moves = array("l", [-1])  # state number -> the index of the parent's action that led here
@@ -453,7 +492,8 @@ class Search:
 
     def successors(self, node: Node) -> tuple[bool, tuple]:
         """Rule 10: whether ``node`` is terminal, and its children in the order of its
-        enabled actions, each ``(action, system, new ghost handles, budgets spent, the
+        enabled actions, each ``(action (None unless edges are kept or under
+        ``CHECK_MEMO``: only labels read it), system, new ghost handles, budgets spent, the
         system part of its key, its expansion key, the properties' kinds it is checked for
         as a known state (by its quiescence), the handle of its chats (the verdict memo's
         key, ``Context.verdict``), the text of the system part's digest with
@@ -472,16 +512,66 @@ class Search:
                 return found
         ctx, digests = self.ctx, self.digests
         actions = enabled(node, self.bounds)
-        terminal = not actions or ctx.quiesced(node.system)
+        step, system_key, chats_of = ctx.child_of, ctx.system_key, ctx.chats_of
+        if not actions:
+            terminal = True
+        elif xkey is not None:
+            # Quiescence by the database's handle in the key (``chats_of``, below).
+            facts = chats_of.get(xkey[5])
+            terminal = ctx.quiesced(node.system) if facts is None else facts[0] is TERMINAL
+            if ctx.check and terminal != ctx.quiesced(node.system):
+                raise AssertionError("expansion memo differs in the state's quiescence")
+        else:
+            terminal = ctx.quiesced(node.system)
         children = []
         parent = node.system if xkey is not None else None
         fast = xkey is not None and node.settled
-        step, system_key, chats_of = ctx.child_of, ctx.system_key, ctx.chats_of
         texts = self.texts
         same = node.used
+        # The children already listed for this system state under other budgets
+        # (``steps``): a child's system does not depend on the budgets spent.
+        steps = None
+        if fast and expansions is not None:
+            base = _without_budgets(xkey)
+            steps = self.steps.get(base)
+            if steps is None:
+                steps = self.steps_old.get(base)
+                if steps is None:
+                    steps = {}
+                self.steps[base] = steps
+            places = None
+        check = ctx.check
+        # An entry names its action only where it is read (labels on edges, the checks):
+        # a kept action is 344 bytes, a third of a state's share in the 1 s world.
+        labelled = self.keep_edges or check
         for action in actions:
             # (a delivery or a tick spends no budget: ``_spend`` without a call)
-            used = same if type(action) is _DELIVER or type(action) is Tick else _spend(node, action)
+            t = type(action)
+            used = same if t is _DELIVER or t is Tick else _spend(node, action)
+            if steps is not None:
+                # The action without its sequence numbers: a message by its place in
+                # flight (the expansion key's messages are in sending order), a lost one
+                # by the complement (small integers: no tuple per delivery).
+                if t is _DELIVER or t is _DROP:
+                    if places is None:
+                        places = {e.seq: i for i, e in enumerate(node.system.in_flight)}
+                    step_key = places[action.seq] if t is _DELIVER else ~places[action.seq]
+                elif t is _FIRE:
+                    step_key = (action.node, action.name, action.at_ms)
+                elif t is _FAULT:
+                    step_key = (action.kind, action.params)
+                else:
+                    step_key = t
+                done = steps.get(step_key)
+                if done is not None:
+                    # Another state's child, with the budgets this one spends.
+                    sk = done[4][:10] + (used,)
+                    entry = (action if labelled else None, done[1], done[2], used, sk, sk + done[5][11:], done[6],
+                             done[7], digest_text_of(sk, texts) if digests else None)
+                    if check:
+                        self._check_step(node, action, entry)
+                    children.append(entry)
+                    continue
             if fast:
                 system, new_ghost = step(node, action, xkey)
             else:
@@ -494,15 +584,19 @@ class Search:
             if facts is None:
                 facts = chats_of[db] = (TERMINAL if ctx.quiesced(system) else ALWAYS,
                                         ctx.interner.handle(system.db.chats))
-            children.append((action, system, new_ghost, used, sk, xk, facts[0], facts[1],
-                             digest_text_of(sk, texts) if digests else None))
+            entry = (action if labelled else None, system, new_ghost, used, sk, xk, facts[0], facts[1],
+                     digest_text_of(sk, texts) if digests else None)
+            children.append(entry)
+            if steps is not None:
+                steps[step_key] = entry
         found = (terminal, tuple(children))
         if xkey is not None and expansions is not None:
             if len(expansions) >= self.EXPANSIONS_LIMIT:
                 # A new generation: the memo only saves time, and the states that share a
                 # system state are found within a few breadth-first levels of each other.
-                self.expansions_old = expansions
+                self.expansions_old, self.steps_old = expansions, self.steps
                 expansions = self.expansions = {}
+                self.steps = {}
             expansions[xkey] = found
         return found
 
@@ -512,6 +606,17 @@ class Search:
         ghost, order, bag = self.ctx.grow(node, new_ghost)
         last = bag if self.reorder else order
         return Node(system, used, ghost, order, bag, True, xk), digest_extended(text, last) if text else sk + (last,)
+
+    def _check_step(self, node: Node, action, entry: tuple) -> None:
+        """``CHECK_MEMO`` (the tests): a child taken from another state with the same
+        system state (Rule 10's ``steps``) must be the real one, sequence numbers aside."""
+        ctx = self.ctx
+        system, new_ghost = ctx.child_of(node, action, node.xkey)
+        sk, xk = ctx.system_key(system, entry[3], node.system, node.xkey)
+        real = (new_ghost, entry[3], sk, xk, TERMINAL if ctx.quiesced(system) else ALWAYS,
+                ctx.interner.handle(system.db.chats), digest_text_of(sk, self.texts) if self.digests else None)
+        if real != entry[2:]:
+            raise AssertionError(f"expansion memo differs in its step {action.label()}")
 
     def _check_expansion(self, node: Node, found: tuple) -> None:
         """``CHECK_MEMO`` (the tests): a memoized expansion must be the real one, sequence
@@ -532,7 +637,9 @@ class Search:
     def expand(self, number: int, node: Node) -> None:
         ctx = self.ctx
         terminal, children = self.successors(node)
-        violations = ctx.verdict(node, TERMINAL if terminal else ALWAYS)
+        # (the chats' handle by the database's in the expansion key, when there is one)
+        facts = ctx.chats_of.get(node.xkey[5]) if node.xkey is not None else None
+        violations = ctx.verdict(node, TERMINAL if terminal else ALWAYS, facts[1] if facts is not None else None)
         if violations:
             self.report(violations, lambda: self.path_to(number), self.depths[number])
             if self.stopped:
@@ -541,7 +648,7 @@ class Search:
             for move, entry in enumerate(children):
                 child, key = self.child(node, entry)
                 new = self.offer(number, move, key, entry[0].label() if self.keep_edges else "",
-                                 lambda: ctx.verdict(child, entry[6]))
+                                 lambda: ctx.verdict(child, entry[6], entry[7]))
                 if self.full:
                     return
                 if new is not None:
@@ -566,7 +673,7 @@ class Search:
                     # verdict memo read here first, as ``Context.verdict`` keys it).
                     violations = verdicts.get((kinds, order, chats))
                     if violations is None:
-                        violations = verdict(Node(system, used, ghost, order, bag, True, xk), kinds)
+                        violations = verdict(Node(system, used, ghost, order, bag, True, xk), kinds, chats)
                     if violations:
                         self.report(violations, lambda move=move: self.path_to(number, move), depth)
                 continue

@@ -35,8 +35,8 @@ Rule 3) as interned handles. A ``Context`` belongs to one search and holds its t
   (``_may_unsettle``); ``Context.advance`` is a step and its settling without the
   ghost's growth, which is what explore.py Rule 10 memoizes; ``Context.child_of`` is the
   same for a settled state whose expansion key is known (a listing of its children,
-  the hottest path): it finds a delivery's, a timer's or a tick's memo key from the
-  parent's handles;
+  the hottest path): it finds a delivery's, a timer's, a tick's or a fault's memo key
+  from the parent's handles, and its settling lists no actions (no path is kept);
 - the verdict memo: the properties' violations per ghost history and committed chats,
   each new one from the history's monitor state (model/properties/monitor.py), grown
   from its parent history's by the step's new records (``Context.monitor``: a sequence
@@ -45,6 +45,8 @@ Rule 3) as interned handles. A ``Context`` belongs to one search and holds its t
 Memos kept on states (``_iid``, ``_fp``, ``_what``, ``_link``) name their context by a
 bare token, never the context itself, so a search makes no reference cycles
 (explore.py ``without_cycle_collection``); ``core.replace`` drops them from a changed copy.
+They are read with ``getattr(x, name, None)``: ``x.__dict__`` makes the instance's dict
+object through its descriptor on every read, 2.6 times the time of a read.
 """
 
 from __future__ import annotations
@@ -274,9 +276,11 @@ class Context:
     def child_of(self, node: Node, action, parent_key: tuple) -> tuple[msys.System, tuple]:
         """``advance`` of a settled node whose expansion key (``system_key``) is known,
         without the actions taken: explore.py Rule 10's listing of a state's children,
-        the search's hottest path. A delivery, a lost message, a timer or a tick finds
-        its memo key (``_memo_key``, the same key) from the parent's handles, and a
-        memoized step is replayed here; anything else (a fault) goes through ``apply``."""
+        the search's hottest path. A delivery, a lost message, a timer, a tick or one of
+        the explorer's faults finds its memo key (``_memo_key``, the same key) from the
+        parent's handles, and a memoized step is replayed here; anything else (a step
+        not memoized yet) goes through ``apply``. A fault is always settled after
+        (``_may_unsettle``)."""
         before = node.system
         t = type(action)
         key = None
@@ -284,18 +288,27 @@ class Context:
             seq = action.seq
             for env in before.in_flight:
                 if env.seq == seq:
-                    memo = env.__dict__.get("_what")
+                    memo = getattr(env, "_what", None)
                     what = memo[1] if memo is not None and memo[0] is self.token else self.envelope(env, False)
                     if t is _DROP:
                         key = ("lose", what, action.at_ms)
                     elif env.dst == msys.AGENT:
                         if before.agent is not None:
                             key = ("agent", what, action.at_ms, parent_key[1], before.partitions)
-                    elif env.dst in before.replicas:
+                    elif env.dst in before.replicas._index:  # (the map's own dict: no method call)
                         key = ("chatd", what, action.at_ms, parent_key[4], parent_key[5], before.partitions)
                     break
         elif t is Tick:
             key = ("tick", action.at_ms)
+        elif t is _FAULT:
+            # (``_memo_key``'s keys of the explorer's faults, from the parent's handles)
+            if not before.dials_waiting:
+                kind = action.kind
+                if kind == "agent_restart":
+                    key = ("restart", action.params, action.at_ms, parent_key[1], before.agent_incarnation,
+                           parent_key[3], parent_key[5])
+                elif kind == "interrupt" or kind == "takeover":
+                    key = ("chatd-fault", kind, action.params, action.at_ms, parent_key[4], parent_key[5])
         elif t is _FIRE:
             # ``enabled`` lists a timer only when it is armed and due.
             name, at_ms = action.name, action.at_ms
@@ -305,7 +318,7 @@ class Context:
                 if where == msys.AGENT:
                     if before.agent is not None:
                         key = ("agent-timer", name, at_ms, parent_key[1])
-                elif where in before.replicas:
+                elif where in before.replicas._index:
                     key = ("chatd-timer", where, name, at_ms, parent_key[4], parent_key[5])
         delta = None
         if key is not None:
@@ -321,15 +334,15 @@ class Context:
             system, new_ghost = self.apply(before, action)
             if not _may_unsettle(before, system, action):
                 return system, new_ghost
-            return self.settle(system)[0], new_ghost
+            return self.settle(system, False)[0], new_ghost
         system = self._hit(before, action, delta)
         if self.check:
             if delta.to_chatd != any(e.seq > before.seq and e.dst != msys.AGENT for e in system.in_flight):
                 raise AssertionError(f"memo differs in whether it sends to chatd after {action.label()}")
         # ``_may_unsettle`` with the delta's own answer for its new messages.
-        if (t is Tick or system.replicas is not before.replicas or system.db is not before.db
+        if (t is Tick or t is _FAULT or system.replicas is not before.replicas or system.db is not before.db
                 or system.partitions is not before.partitions or delta.to_chatd):
-            system = self.settle(system)[0]
+            system = self.settle(system, False)[0]
         return system, delta.ghost
 
     def _timers_after(self, before: msys.System, after: msys.System, delta: _Delta) -> None:
@@ -346,12 +359,14 @@ class Context:
                 delta.__dict__["timers_after"] = {}
             delta.timers_after[memo[1]] = found
 
-    def settle(self, s: msys.System) -> tuple[msys.System, list]:
+    def settle(self, s: msys.System, taken: bool = True) -> tuple[msys.System, list]:
         """Rule 6: deliver at once every message whose delivery changes nothing but the
         network (a late answer to a replica whose call was aborted, say). Such a delivery
         commutes with every other action, so exploring it at every position only
         multiplies states (a partial-order reduction); delivering it now is one of the
-        behaviours anyway."""
+        behaviours anyway. Without ``taken`` (a listing, ``child_of``, which keeps no
+        path) the settled deliveries are not listed, and a delivery the memo settles makes
+        no action."""
         # A step is a hot path: ``awaits``, ``_memo_key`` and ``_noop`` are inlined here
         # for a delivery to a replica (the candidates), the rest goes through ``apply``.
         settled = []
@@ -370,15 +385,15 @@ class Context:
                 rep = rep_of(dst)
                 req_id = getattr(env.payload, "req_id", None)
                 if rep is not None and req_id is not None:
-                    rep_memo = rep.__dict__.get("_iid")
+                    rep_memo = getattr(rep, "_iid", None)
                     aw_key = (rep_memo[1] if rep_memo is not None and rep_memo[0] is token else handle(rep), req_id)
                     waits = awaited.get(aw_key)
                     if waits is None:
                         waits = awaited[aw_key] = chatd.awaits(rep, req_id)
                     if waits:
                         continue  # an answer its caller still waits for changes the caller
-                if rep is not None or dst in replicas:
-                    what = env.__dict__.get("_what")
+                if rep is not None or dst in replicas._index:
+                    what = getattr(env, "_what", None)
                     what = what[1] if what is not None and what[0] is token else self.envelope(env, False)
                     if nodes is None:
                         nodes = (handle(replicas), handle(s.db), s.partitions)
@@ -396,11 +411,13 @@ class Context:
                     if delta.timer_ops and not self._noop(s, delta):
                         continue
                     self.hits += 1
-                    action = _new_action(msys.Deliver, s.now_ms, env.seq, env.what)
-                    settled.append(action)
                     out = _settled(s, env.seq, delta)
-                    if self.check:
-                        self._check(s, action, out, delta.ghost)
+                    if taken or self.check:
+                        action = _new_action(msys.Deliver, s.now_ms, env.seq, env.what)
+                        if taken:
+                            settled.append(action)
+                        if self.check:
+                            self._check(s, action, out, delta.ghost)
                     s = out
                     break
                 action = _new_action(msys.Deliver, s.now_ms, env.seq, env.what)
@@ -410,7 +427,8 @@ class Context:
                     continue
                 if (t.seq == s.seq and t.replicas == s.replicas and t.db == s.db and t.timers == s.timers
                         and t.agent == s.agent and not ghost):
-                    settled.append(action)
+                    if taken:
+                        settled.append(action)
                     s = t
                     break
             else:
@@ -438,7 +456,7 @@ class Context:
         if not d.quiet:
             return False
         for op in d.timer_ops:
-            if op[0] != "timer_cancel" or op[1] in s.timers:
+            if op[0] != "timer_cancel" or op[1] in s.timers._index:
                 return False
         return True
 
@@ -518,7 +536,7 @@ class Context:
                     break
             else:
                 return None, _NOTHING  # system.apply says why it does not fit
-            memo = env.__dict__.get("_what")
+            memo = getattr(env, "_what", None)
             what = memo[1] if memo is not None and memo[0] is self.token else self.envelope(env, False)
             if t is msys.Drop:
                 return ("lose", what, action.at_ms), _NOTHING
@@ -614,7 +632,7 @@ class Context:
         """A message's handle without its sequence number (which only says in which order
         messages were created); its sending time counts for the state, not for a step."""
         slot = "_fp" if with_sent_at else "_what"
-        memo = env.__dict__.get(slot)
+        memo = getattr(env, slot, None)
         if memo is not None and memo[0] is self.token:
             return memo[1]
         key = (env.src, env.dst, self.interner.iid(env.payload), env.what)
@@ -654,7 +672,7 @@ class Context:
             msgs, in_order = parent_key[6], parent_key[11]
         else:
             # (a comprehension, not a loop of appends: a listing keys every child's messages)
-            handles = [memo[1] if (memo := e.__dict__.get("_fp")) is not None and memo[0] is token else envelope(e)
+            handles = [memo[1] if (memo := getattr(e, "_fp", None)) is not None and memo[0] is token else envelope(e)
                        for e in in_flight]
             in_order = tuple(handles)
             # The set's handle by the messages in sending order: a step's children
@@ -689,15 +707,20 @@ class Context:
         return sk, sk + (in_order, waiting, s.open_requests._items,
                          parent_key[14] if s.replica_boots is parent.replica_boots else iid(s.replica_boots))
 
-    def verdict(self, node: Node, kinds: tuple) -> list:
+    def verdict(self, node: Node, kinds: tuple, chats: Id | None = None) -> list:
         """The properties' violations in this state. They read the ghost history and, of
         the system, only the chats (committed tool calls, statuses) and the
         configuration, which is the same for the whole search: so the verdict is
         memoized on those. A new one comes from the history's monitor state
         (model/properties/monitor.py, ``monitor``), which the evidence of the whole
         history is built for only when a property must be checked again or a violation
-        classified: the same violations as judging the whole history."""
-        chats = self.interner.handle(node.system.db.chats)
+        classified: the same violations as judging the whole history. ``chats``: the
+        handle of the state's chats when the caller has it (``chats_of``)."""
+        if chats is None or self.check:
+            found = self.interner.handle(node.system.db.chats)
+            if chats is not None and chats is not found:
+                raise AssertionError("the verdict's chats handle differs from the state's")
+            chats = found
         key = (kinds, node.order, chats)
         found = self.verdicts.get(key)
         if found is None:
@@ -775,7 +798,7 @@ class Context:
         return found
 
 
-_DELIVER, _DROP, _FIRE = msys.Deliver, msys.Drop, msys.Fire
+_DELIVER, _DROP, _FIRE, _FAULT = msys.Deliver, msys.Drop, msys.Fire, msys.Fault
 
 
 class _NoSystem:

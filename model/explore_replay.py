@@ -68,6 +68,8 @@ class Delta:
 # with 3; every shift costs the 1 s world 100 bytes per state.
 RENUMBERED_KEPT = 4
 
+_set_attr = object.__setattr__  # (a System is frozen: a replayed one's fields are given around ``__setattr__``)
+
 
 def replay(s: msys.System, action, d: Delta, token: object = None) -> msys.System:
     """Rule 7: a memoized step's edits on another state with the same footprint. New
@@ -75,8 +77,8 @@ def replay(s: msys.System, action, d: Delta, token: object = None) -> msys.Syste
     Given the context's ``token``, the new timer table gets its handle from the old
     one's (``Context.timers_key``) through the delta's ``timers_after``."""
     out = object.__new__(msys.System)
-    fields_ = out.__dict__
-    fields_.update(s.__dict__)
+    fields_ = s.__dict__.copy()  # (a copy given to the new object: 1.4x faster than an update)
+    _set_attr(out, "__dict__", fields_)
     fields_["now_ms"] = action.at_ms
     for name, value in d.whole:
         fields_[name] = value
@@ -166,8 +168,8 @@ def settled(s: msys.System, seq: int, d: Delta) -> msys.System:
     (``system_key``); its timer edits cancel timers that are not armed, and it makes
     no message or timer, so no number moves."""
     out = object.__new__(msys.System)
-    fields_ = out.__dict__
-    fields_.update(s.__dict__)
+    fields_ = s.__dict__.copy()  # (a copy given to the new object: 1.4x faster than an update)
+    _set_attr(out, "__dict__", fields_)
     for name, value in d.whole:
         if name not in NODES:
             fields_[name] = value

@@ -136,7 +136,7 @@ class Interner:
         hot path reads the memo straight away."""
         if x is None:
             return _NONE
-        memo = x._iid if type(x) is FMap else x.__dict__.get("_iid")
+        memo = getattr(x, "_iid", None)
         if memo is not None and memo[0] is self.token:
             return memo[1]
         return self.iid(x)

@@ -221,11 +221,13 @@ class _Worker:
     def expand(self) -> list:
         search, ctx, known = self.search, self.ctx, self.known
         reorder, successors, grow, verdict = search.reorder, search.successors, ctx.grow, ctx.verdict
-        packed, verdicts, Node = self.packed, ctx.verdicts, ex.Node
+        packed, verdicts, Node, chats_of = self.packed, ctx.verdicts, ex.Node, ctx.chats_of
         entries, kept = [], []
         for number, node in self.frontier:
             terminal, found = successors(node)  # Rule 10's memo, as the one-process search
-            own = _pack(verdict(node, ex.TERMINAL if terminal else ex.ALWAYS), packed)
+            facts = chats_of.get(node.xkey[5]) if node.xkey is not None else None
+            own = _pack(verdict(node, ex.TERMINAL if terminal else ex.ALWAYS, facts[1] if facts is not None else None),
+                        packed)
             children = []
             for _, system, new_ghost, used, sk, xk, kinds, chats, text in found:
                 if new_ghost:
@@ -239,7 +241,7 @@ class _Worker:
                     # The verdict memo read here first, as ``Context.verdict`` keys it.
                     as_known = verdicts.get((kinds, order, chats))
                     if as_known is None:
-                        as_known = verdict(child, kinds)
+                        as_known = verdict(child, kinds, chats)
                     as_known = _pack(as_known, packed) if as_known else ()
                 else:
                     as_known = ()

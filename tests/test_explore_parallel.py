@@ -306,3 +306,64 @@ def test_cached_digest_text_is_the_digest_text():
     assert len(keys) > 100
     for key in keys + keys:
         assert digest_text_of(key, texts) == digest_text(key)
+
+
+def test_the_step_check_fires_on_children_taken_from_another_system_state(checked_memo, monkeypatch):
+    """Rule 10's children per system state and action (``Search.successors``' ``steps``)
+    are checked under ``CHECK_MEMO`` (``Search._check_step``): a key that keeps only the
+    clock shares children between different system states, which must be caught."""
+    monkeypatch.setattr(ex, "_without_budgets", lambda xkey: xkey[:1])
+    with pytest.raises(AssertionError, match="expansion memo differs in its step"):
+        ex.explore(worlds.default("contract"), ex.Bounds(), max_states=5_000)
+
+
+def test_children_shared_across_budgets_change_no_result(monkeypatch):
+    """The children taken from a state that differs only in the budgets spent are the
+    ones the search computes without them: the same states, depths and findings, and the
+    memo is used."""
+    config, bounds = worlds.default("today"), ex.Bounds()
+    taken = []
+    real_check = ex.Search._check_step
+
+    def count(self, node, action, entry):
+        taken.append(action)
+        return real_check(self, node, action, entry)
+    monkeypatch.setattr(ex.Search, "_check_step", count)
+    monkeypatch.setattr(explore_context, "CHECK_MEMO", True)
+    shared = ex.explore(config, bounds, max_states=3_000)
+    assert len(taken) > 100
+    monkeypatch.setattr(ex, "_without_budgets", lambda xkey: object())  # never found again
+    plain = ex.explore(config, bounds, max_states=3_000)
+    assert _summary(shared) == _summary(plain)
+    assert shared.states_per_depth == plain.states_per_depth
+
+
+def test_the_verdict_check_fires_on_a_wrong_chats_handle(checked_memo, monkeypatch):
+    """The explorer hands ``Context.verdict`` the chats' handle it read by the database's
+    (``Context.chats_of``); under ``CHECK_MEMO`` a wrong one must be caught."""
+    real = ex.Context.verdict
+
+    def wrong(self, node, kinds, chats=None):
+        return real(self, node, kinds, None if chats is None else self.interner.key_of(("not the chats",)))
+    monkeypatch.setattr(ex.Context, "verdict", wrong)
+    with pytest.raises(AssertionError, match="chats handle differs"):
+        ex.explore(worlds.default("contract"), ex.Bounds(), max_states=500)
+
+
+def test_the_quiescence_check_fires_on_a_wrong_database_fact(checked_memo, monkeypatch):
+    """A listed state's quiescence is read by its database's handle (``Context.chats_of``);
+    under ``CHECK_MEMO`` it is compared with ``Context.quiesced``, so a wrong fact is caught."""
+    class Flipped(dict):
+        def get(self, key, default=None):
+            found = dict.get(self, key, default)
+            if found is None:
+                return found
+            return (ex.ALWAYS if found[0] is ex.TERMINAL else ex.TERMINAL, found[1])
+    real_init = ex.Context.__init__
+
+    def init(self, *args, **kwargs):
+        real_init(self, *args, **kwargs)
+        self.chats_of = Flipped()
+    monkeypatch.setattr(ex.Context, "__init__", init)
+    with pytest.raises(AssertionError, match="differs in the state's quiescence"):
+        ex.explore(worlds.default("contract"), ex.Bounds(), max_states=500)
