@@ -29,6 +29,14 @@ Rule 3. One numbering. This process merges the workers' rounds in state-number o
         worker's next share is those children, still in number order.
 Rule 4. Paths are rebuilt here, from the stored (parent, action index) choices, by
         replaying them from the initial state (``Search.path_to``).
+Rule 5. No process waits idle while it could work ahead. A round ends at a barrier: this
+        process numbers the round only when every worker has sent it, and a worker
+        expands its next share only when the answer has come. Whichever finishes first
+        lists the successors of its round's children meanwhile (``_Worker.ahead``), in the
+        order they will be expanded, into the expansion memo (model/explore.py Rule 10),
+        so the next round finds them there. It stops as soon as the data it waits for has
+        come; a child the numbering finds known was listed for nothing. Only where the
+        work is done moves: the same successors are listed, the same decisions made.
 
 So ``--workers`` changes the speed and never the result: the same states, transitions,
 depth and counterexamples (tests/test_explore_parallel.py). Each worker's shares are
@@ -117,7 +125,9 @@ def _explore(config, bounds, max_states, stop_on, on_progress, workers, head_sta
     left = True
     try:
         while True:
-            rounds = [local.expand()] + [conn.recv() for conn in conns]
+            mine = local.expand()
+            local.ahead(lambda: all(conn.poll() for conn in conns))  # Rule 5, while the others finish
+            rounds = [mine] + [conn.recv() for conn in conns]
             answers: list[list[int]] = [[] for _ in rounds]
             merged = heapq.merge(*([(entry, w) for entry in r] for w, r in enumerate(rounds)),
                                  key=lambda item: item[0][0])
@@ -216,6 +226,7 @@ class _Worker:
         self.search, self.ctx, self.frontier = search, search.ctx, frontier
         self.known: dict = {}
         self.kept: list = []
+        self.ahead_at = 0  # how far ``ahead`` went through ``kept``
         self.packed: dict = {}  # id of a verdict -> (the verdict, kept alive; its packed form)
 
     def expand(self) -> list:
@@ -250,8 +261,21 @@ class _Worker:
                 children.append((seen if seen is not None else digest_extended(text, last), as_known))
                 kept.append((local, child))
             entries.append((number, own, children))
-        self.kept = kept
+        self.kept, self.ahead_at = kept, 0
         return entries
+
+    def ahead(self, ready: Callable[[], bool]) -> None:
+        """Rule 5: until ``ready()``, the successors of this round's children in the order
+        they will be expanded, each a child this worker does not know yet (the numbering
+        may still find it known: the other workers' children are not seen here)."""
+        successors, known, kept = self.search.successors, self.known, self.kept
+        i = self.ahead_at
+        while i < len(kept) and not ready():
+            local, child = kept[i]
+            i += 1
+            if local not in known:
+                successors(child)
+        self.ahead_at = i
 
     def take(self, answer: list) -> None:
         """Rule 3's answer: each child's number (new, >= 0) or ``-1 - number`` (known)."""
@@ -269,6 +293,7 @@ def _serve(conn, worker: _Worker) -> None:
     try:
         while True:
             conn.send(worker.expand())
+            worker.ahead(conn.poll)  # Rule 5, while this process numbers the round
             answer = conn.recv()
             if answer is None:
                 conn.send((worker.ctx.hits, worker.ctx.misses))
