@@ -37,6 +37,9 @@ Rule 5. No process waits idle while it could work ahead. A round ends at a barri
         so the next round finds them there. It stops as soon as the data it waits for has
         come; a child the numbering finds known was listed for nothing. Only where the
         work is done moves: the same successors are listed, the same decisions made.
+        (So with several workers the memo's hit and miss counts, ``Result.memo_hits``,
+        depend on timing, which no output shows: measured on the default world, 2
+        workers took 1.17-1.31 s with this against 1.24-1.32 s without, four runs each.)
 
 So ``--workers`` changes the speed and never the result: the same states, transitions,
 depth and counterexamples (tests/test_explore_parallel.py). Each worker's shares are
