@@ -6,7 +6,7 @@ is the one place in ``model/`` that reads files, and only to decide which of the
 Python imports: a compiled module is loaded while the SHA-256 of its source is still the
 one the build recorded in ``_native.json``; a module whose source changed since (edited in
 a checkout installed with ``pip install -e .``), one with no record, and every module when
-``TOOLCALL_SIM_PURE`` is set, are loaded from source. ``LOADED`` says, per module, which
+``TOOLCALL_SIM_PURE`` is set (to anything but ``0``), are loaded from source. ``LOADED`` says, per module, which
 it was (``toolcall-sim bench`` prints it).
 """
 
@@ -67,7 +67,8 @@ def _install() -> None:
     except (OSError, ValueError):
         recorded = {}
     if not any(isinstance(f, _CompiledWhileFresh) for f in sys.meta_path):
-        sys.meta_path.insert(0, _CompiledWhileFresh(recorded, bool(os.environ.get("TOOLCALL_SIM_PURE"))))
+        pure = os.environ.get("TOOLCALL_SIM_PURE", "") not in ("", "0")  # as setup.py reads it
+        sys.meta_path.insert(0, _CompiledWhileFresh(recorded, pure))
 
 
 _install()
