@@ -52,7 +52,8 @@ Rule 6 (no-op deliveries settle). A late answer that nobody waits for any more i
         states. A step that touched neither chatd's side nor sent it anything cannot
         make a delivery a no-op, so it skips the search for one (``_may_unsettle``).
 
-The states and the search's context (Rules 4, 6 and 7 in code) are model/explore_context.py.
+The states and the search's context (Rules 4, 6 and 7 in code) are model/explore_context.py;
+what a state enables and the search's bounds (Rules 1 and 2 in code), model/explore_actions.py.
 
 Rule 7 (the transition memo). ``apply`` is pure and reads little of the state: a delivery to
         the agent reads the agent; one to a replica, a replica's timer, an interrupt or
@@ -124,17 +125,16 @@ from array import array
 from collections import deque
 from contextlib import contextmanager
 from dataclasses import dataclass, field
-from operator import attrgetter
 from typing import Callable
 
-from . import chatd
 from . import system as msys
-from .core import Response
 from .interning import digest_extended, digest_of, digest_text_of
 from .system import Tick
 
 # The explored states and the search's context live in model/explore_context.py; what
 # drivers and tests name as ``explore.X`` is re-exported here.
+# What a state enables (Rules 1 and 2) is model/explore_actions.py; re-exported here too.
+from .explore_actions import LOSABLE_ROUTES, Bounds, _unnumbered, enabled  # noqa: F401
 from .explore_context import (  # noqa: F401
     BUDGETS,
     Context,
@@ -143,26 +143,6 @@ from .explore_context import (  # noqa: F401
     _spend,
     ghost_trace,
 )
-
-@dataclass(frozen=True)
-class Bounds:
-    # How long a message may stay in flight (small ms). 0: messages reorder freely but
-    # take no time; 1 lets them span a timer tick, still below the age margin (2).
-    max_in_flight_ms: int = 0
-    horizon_ms: int = 30  # explore no further than this (small ms): 30 s, the CLI default
-    agent_restarts: int = 1
-    ownership_changes: int = 1
-    interrupts: int = 1
-    lost_responses: int = 1
-    task_retries: int = 1
-    scale: int = 1000  # real ms per small ms (Timing.explorer's age margin 2 stands for 2 s)
-    fifo_links: bool = True  # each directed link delivers in send order
-    merge_reordered: bool = True  # Rule 5: histories that differ only in order merge
-
-
-LOSABLE_ROUTES = ("start", "edit", "write", "cancel")  # the tool call answers whose loss matters
-
-
 _DEFAULT: Context | None = None
 
 
@@ -193,135 +173,7 @@ def fingerprint(node: Node, reorder: bool = True) -> str:
     return digest_of(ctx.key(Node(node.system, node.used, ghost, order, bag), reorder)).hex()
 
 
-def enabled(node: Node, bounds: Bounds) -> list:
-    """Every action the world may take next, in a deterministic order (Rule 1, Rule 2)."""
-    s = node.system
-    restarts, ownership, interrupts, lost, retries = node.used  # BUDGETS order
-    now = s.now_ms
-    in_flight = s.in_flight
-    actions: list = []
-    deadline = None
-    held = False
-    if in_flight:
-        # One pass for the oldest sending time (the deadline); whether every message is a
-        # tool call request to the agent, which may wait while time passes (below); and
-        # the oldest message of each direction of each connection (``_connection``): a
-        # connection delivers in order, different connections (attempts, replicas) race
-        # freely, and losing a message takes it out of order, which the lost-response
-        # budget allows.
-        fifo = bounds.fifo_links
-        first_sent = None
-        held = True
-        links: dict = {}
-        for env in in_flight:  # in send order
-            sent = env.sent_at_ms
-            if first_sent is None or sent < first_sent:
-                first_sent = sent
-            if held and (env.dst != _AGENT or env.route not in LOSABLE_ROUTES):
-                held = False
-            if fifo:
-                link = getattr(env, "_link", None)
-                if link is None:
-                    link = _connection(env)
-                if link not in links:
-                    links[link] = env
-        deadline = first_sent + bounds.max_in_flight_ms
-        if not fifo:
-            heads = in_flight
-        elif len(links) == 1:
-            heads = list(links.values())
-        else:
-            heads = sorted(links.values(), key=_SEQ)
-        actions = [_message_action(_DELIVER, now, env.seq, env.what) for env in heads]
-        if lost < bounds.lost_responses:
-            for env in heads:
-                if env.src == msys.AGENT and env.route in LOSABLE_ROUTES and isinstance(env.payload, Response):
-                    actions.append(_message_action(msys.Drop, now, env.seq, env.what))
-    timers = s.timers._items
-    nxt = None  # the first timer due, and the first due within the horizon (one pass, no generator)
-    if timers:
-        horizon = bounds.horizon_ms
-        first = None
-        for _, t in timers:
-            due = t.due_ms
-            if nxt is None or due < nxt:
-                nxt = due
-            if due <= horizon and (first is None or due < first):
-                first = due
-        if first is not None and (deadline is None or first <= deadline):
-            at = max(now, first)
-            for (node_name, name), t in timers:  # sorted by (node, name)
-                if t.due_ms != first:
-                    continue
-                if _is_attempt_timeout(name) and retries >= bounds.task_retries:
-                    continue
-                actions.append(_action(msys.Fire, at_ms=at, node=node_name, name=name))
-    # Only tool call requests may be held while time passes: their transit time is what the
-    # age rule is about. Every other message is delivered before time moves on.
-    if in_flight and now + 1 <= min(deadline, bounds.horizon_ms) and held:
-        if nxt is None or now + 1 <= nxt:
-            actions.append(Tick(now + 1))
-    if restarts < bounds.agent_restarts and s.agent is not None:
-        actions.append(msys.Fault(now, "agent_restart"))
-    # Interrupts and ownership changes may strike any chat, in the world's chat order.
-    may_interrupt = interrupts < bounds.interrupts
-    may_take_over = ownership < bounds.ownership_changes
-    if may_interrupt or may_take_over:
-        chats = s.db.chats
-        rows = [(spec.chat_id, chats._index.get(spec.chat_id)) for spec in s.config.chats]  # (no method call)
-        if may_interrupt:
-            for chat, row in rows:
-                if row is not None and row.status == chatd.RUNNING:
-                    actions.append(msys.Fault(now, "interrupt", (("chat", chat),)))
-        if may_take_over:
-            for chat, row in rows:
-                if row is not None and row.worker_id and row.status in chatd.RUNNABLE:
-                    owner = msys.chat_owner(s, chat)
-                    others = [r for r in s.config.replicas if r != owner and s.replicas.get(r) is not None]
-                    if owner is not None and others:
-                        actions.append(msys.Fault(now, "takeover", (("chat", chat), ("to", others[0]))))
-    return actions
-
-
-def _action(cls, **fields_):
-    """A frozen action without its dataclass ``__init__`` (one ``object.__setattr__`` per
-    field): ``enabled`` makes one per delivery and timer of every state."""
-    action = object.__new__(cls)
-    action.__dict__.update(fields_)
-    return action
-
-
-def _message_action(cls, at_ms: int, seq: int, what: str):
-    """``_action`` of a ``Deliver`` or a ``Drop`` with its fields as arguments (no keyword
-    dictionary per action: ``enabled`` makes one per message at the head of its link)."""
-    action = object.__new__(cls)
-    fields_ = action.__dict__
-    fields_["at_ms"] = at_ms
-    fields_["seq"] = seq
-    fields_["what"] = what
-    return action
-
-
-def _unnumbered(action) -> tuple:
-    """An action without its message's sequence number (``Deliver``, ``Drop``)."""
-    return (type(action),) + tuple(sorted((k, v) for k, v in action.__dict__.items() if k != "seq"))
-
-
-def _connection(env: msys.Envelope) -> tuple:
-    """Which connection a message travels on: chatd dials the agent once per task attempt
-    (the request IDs start with ``<worker>/t<n>/a<m>``), and answers ride back on it."""
-    memo = getattr(env, "_link", None)
-    if memo is None:
-        req_id = getattr(env.payload, "req_id", "") or ""
-        attempt = "/".join(req_id.split("/")[:3])
-        memo = env.__dict__["_link"] = (env.src, env.dst) + tuple(sorted((env.src, env.dst))) + (attempt,)
-    return memo
-
-
-_SEQ = attrgetter("seq")
-_DELIVER = msys.Deliver
-_AGENT = msys.AGENT
-_DROP, _FIRE, _FAULT = msys.Drop, msys.Fire, msys.Fault
+_DELIVER, _DROP, _FIRE, _FAULT = msys.Deliver, msys.Drop, msys.Fire, msys.Fault
 
 
 def _without_budgets(xkey: tuple) -> tuple:
