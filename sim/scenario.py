@@ -242,21 +242,22 @@ def from_drawn(data: dict, shown: str = "<scenario>") -> Scenario:
     for turn in data["turns"]:
         calls = []
         for tc in turn["tool_calls"]:
-            calls.append(ToolCallSpec(
-                id=tc["id"],
-                tool=tc["tool"],
-                command=tc.get("command", ""),
-                runs_for_ms=ms(tc.get("runs_for", "0s")),
-                timeout_ms=ms(tc["timeout"]) if "timeout" in tc else None,
-                background=tc.get("background", False),
-                exit_code=tc.get("exit_code", 0),
-                output=tc.get("output", ""),
-                path=tc.get("path", ""),
-                content=tc.get("content", ""),
-                edits=tuple((e.get("search", ""), e.get("replace", "")) for e in tc.get("edits", ())),
-            ))
+            calls.append(_frozen(ToolCallSpec, {
+                "id": tc["id"],
+                "tool": tc["tool"],
+                "command": tc.get("command", ""),
+                "runs_for_ms": ms(tc.get("runs_for", "0s")),
+                "timeout_ms": ms(tc["timeout"]) if "timeout" in tc else None,
+                "background": tc.get("background", False),
+                "exit_code": tc.get("exit_code", 0),
+                "output": tc.get("output", ""),
+                "path": tc.get("path", ""),
+                "content": tc.get("content", ""),
+                "edits": tuple([(e.get("search", ""), e.get("replace", "")) for e in tc.get("edits", ())]),
+                "provider_id": "",
+            }))
             provider_of[tc["id"]] = tc["id"]
-        turns.append(Turn(turn["chat"], tuple(calls)))
+        turns.append(_frozen(Turn, {"chat": turn["chat"], "tool_calls": tuple(calls)}))
     faults = []
     for f in data["faults"]:
         kind = f["kind"]
@@ -283,23 +284,38 @@ def from_drawn(data: dict, shown: str = "<scenario>") -> Scenario:
                 elif what == "message":
                     value = _drawn_match(value, None, provider_of)
                 params.append((key, value))
-        faults.append(FaultSpec(kind, Trigger(at_ms, event, match, offset_ms), tuple(params)))
-    return Scenario(
-        path=shown,
-        name=data["name"],
-        summary=data.get("summary", ""),
-        variant="contract",  # (``from_dict``'s default: a drawn world names no variant)
-        seed=data["seed"],
-        until_ms=ms(data["until"]),
-        world=tuple(world),
-        latency_min_ms=ms(latency["min"]),
-        latency_max_ms=ms(latency["max"]),
-        loss=float(data["network"].get("loss", 0.0)),
-        links=(),
-        clocks=(),
-        turns=tuple(turns),
-        faults=tuple(faults),
-    )
+        trigger = _frozen(Trigger, {"at_ms": at_ms, "event": event, "match": match, "offset_ms": offset_ms})
+        faults.append(_frozen(FaultSpec, {"kind": kind, "trigger": trigger, "params": tuple(params)}))
+    return _frozen(Scenario, {
+        "path": shown,
+        "name": data["name"],
+        "summary": data.get("summary", ""),
+        "variant": "contract",  # (``from_dict``'s default: a drawn world names no variant)
+        "seed": data["seed"],
+        "until_ms": ms(data["until"]),
+        "world": tuple(world),
+        "latency_min_ms": ms(latency["min"]),
+        "latency_max_ms": ms(latency["max"]),
+        "loss": float(data["network"].get("loss", 0.0)),
+        "links": (),
+        "clocks": (),
+        "turns": tuple(turns),
+        "faults": tuple(faults),
+        "expect": (),
+        "latency_shape": (),
+        "stalls": (),
+    })
+
+
+def _frozen(cls, fields_: dict):
+    """An instance of the frozen dataclass ``cls`` whose fields are ``fields_`` (every
+    field, in declaration order), without its generated ``__init__``, which sets each
+    field through ``object.__setattr__`` (a drawn world builds some twenty of these; none
+    of these classes computes anything in ``__init__``). model/core.py ``replace`` copies
+    frozen states the same way."""
+    obj = object.__new__(cls)
+    object.__setattr__(obj, "__dict__", fields_)
+    return obj
 
 
 def _drawn_match(table: dict, event_direction: str | None, provider_of: dict) -> MessageMatch:
@@ -310,8 +326,8 @@ def _drawn_match(table: dict, event_direction: str | None, provider_of: dict) ->
     else:
         route = table.get("route", "start")
         direction = event_direction or table.get("direction", "request")
-    return MessageMatch(route, provider_of[tool_call] if tool_call is not None else None, direction,
-                        table.get("nth", 1))
+    return _frozen(MessageMatch, {"route": route, "tool_call": provider_of[tool_call] if tool_call is not None else None,
+                                  "direction": direction, "nth": table.get("nth", 1)})
 
 
 # ``format_duration``'s words ("1h30m5s20ms"): hours, minutes, seconds, milliseconds, each
