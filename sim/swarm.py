@@ -15,7 +15,9 @@ One swarm seed S is one run. The parts live beside this module:
    the race stories it tells, a fault mix, how long to run) from the seed's own
    generator, validated by ``sim.scenario.from_dict``, so a swarm world *is* a scenario
    file: ``sim.scenario_toml.to_toml`` writes it out and ``toolcall-sim run`` runs it.
-2. ``run_seed`` (here) runs it with ``sim.run.run_scenario`` under the variant. A
+2. ``run_seed`` (here) reads it with ``sim.scenario.from_drawn`` (the ``Scenario``
+   ``from_dict`` gives, without checking again what the drawing made valid) and runs it
+   with ``sim.run.run_scenario`` under the variant. A
    violation with ``residual_risk`` None is a new finding (a *failure*); documented
    residual risks and known findings (``model.properties.KNOWN_FINDINGS``: the slow-spawn
    ``timed_out`` of scenarios/finding_slow_spawn_timed_out.toml) are counted by name,
@@ -61,7 +63,7 @@ from .backends import LOCAL, MAX_CHUNK_SEEDS, _pool_context, check_address, chec
 from .minimize import minimize_scenario, size
 from .output import check_out_dir, default_out_dir, sigint_deferred, write_atomic
 from .progress import Progress, add_quiet_flag
-from .scenario import ScenarioError, from_dict
+from .scenario import ScenarioError, from_dict, from_drawn
 from .scenario_toml import exact_toml, to_toml
 from .stories import FAULT_KINDS, MAX_FAULTS, STORIES, draw_scenario
 
@@ -103,12 +105,14 @@ class Verdict:
         return next((f for f in self.findings if prop is None or f[1] == prop), None)
 
 
-def judge(data: dict, variant: str) -> Verdict:
+def judge(data: dict, variant: str, scenario=None) -> Verdict:
     """Run ``data`` under ``variant``. A crash of the run is a finding of ``exception``;
-    a dict that is not a valid scenario raises ScenarioError (the caller's mistake)."""
+    a dict that is not a valid scenario raises ScenarioError (the caller's mistake).
+    ``scenario``: ``data`` read already (``run_seed``'s drawn world, ``from_drawn``)."""
     from .run import run_scenario
 
-    scenario = from_dict(data, f"<{data.get('name', 'swarm')}>")
+    if scenario is None:
+        scenario = from_dict(data, f"<{data.get('name', 'swarm')}>")
     try:
         result = run_scenario(scenario, variant, verdicts_only=True)  # (no header or action records)
     except ScenarioError:
@@ -140,7 +144,9 @@ def run_seed(seed: int, variant: str, minimize_failures: bool = True) -> dict:
 
     with rare_collections():  # the whole seed, its drawing and judging too (sim/world.py)
         data = draw_scenario(seed)
-        verdict = judge(data, variant)
+        # Drawn here, so valid by construction: read without the checks a user's file
+        # gets (``from_drawn``; a minimized candidate is checked by ``judge`` as before).
+        verdict = judge(data, variant, from_drawn(data, f"<{data['name']}>"))
     outcome = {
         "seed": seed,
         "sim_ms": verdict.sim_ms,

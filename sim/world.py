@@ -124,6 +124,7 @@ class Simulation:
             raise ValueError(f"idle: expected one of {', '.join(IDLE_MODES)}, got {self.options.idle!r}")
         self.batch_idle = self.options.idle == IDLE_BATCHED
         self._action_records = self.options.action_records  # (read by every step)
+        self._stalls = self.options.stalls  # (read for every message: ``_carry``)
         self.seed = seed
         # The agenda: a heap of (time ms, priority, insertion number, callback, argument),
         # popped in that order, which is the order simpy's queue keeps its events in (Rule 1);
@@ -143,6 +144,7 @@ class Simulation:
         self.req_of_seq: dict[int, str] = {}  # message sequence number -> request ID
         self._agenda: tuple[int, int] | None = None  # (due, seq) the periodic wake-up is set for
         self._agenda_timer: msys.Timer | None = None  # the timer it is set for
+        self._agenda_key: tuple | None = None  # its (node, name): its key in the timer table
         self._loops_armed = True  # a step armed a loop timer since the wake-up was set
         # Only event-triggered faults and handler panics read the records of each step.
         # Each such fault starts once, on its nth event: when the last of them has, no record
@@ -200,11 +202,9 @@ class Simulation:
             self._watch(step.records, action.at_ms)
         # ``_plan_periodic``'s first answer inline (most steps arm no loop timer, and the
         # first loop timer still stands): the call is left for when it has work.
-        if self.batch_idle:
-            current = self._agenda_timer
-            if self._loops_armed or self._agenda is None \
-                    or s.timers._index.get((current.node, current.name)) is not current:
-                self._plan_periodic()
+        if self.batch_idle and (self._loops_armed or self._agenda is None
+                                or s.timers._index.get(self._agenda_key) is not self._agenda_timer):
+            self._plan_periodic()
         return step
 
     def run(self, until_ms: int):
@@ -337,7 +337,7 @@ class Simulation:
         else:
             delay_ms = link.shape.draw_ms(rng)
         lost = link.loss > 0 and rng.random() < link.loss
-        stalls = self.options.stalls
+        stalls = self._stalls
         if stalls is not None:  # drawn last, and only when set: worlds without keep their draws
             delay_ms += stalls.extra_ms(rng)
         if self._message_faults:
@@ -367,7 +367,8 @@ class Simulation:
         current = self.system.timers._index.get((timer.node, timer.name))  # (FMap.get without the call)
         if current is None or current.seq != timer.seq:
             return  # replaced or canceled since it was armed
-        if timer.node == msys.AGENT and timer.name.startswith("handler:") and timer.name[8:] in self.panic_runs:
+        if self.panic_runs and timer.node == msys.AGENT and timer.name.startswith("handler:") \
+                and timer.name[8:] in self.panic_runs:
             after = (("after_spawn", True),) if self.panic_runs[timer.name[8:]] else ()
             self.step(Fault(self.now_ms, "handler_panic", (("run", timer.name[8:]),) + after))
             return
@@ -379,13 +380,13 @@ class Simulation:
         for a timer that has since moved is stale and does nothing."""
         if not self.batch_idle:
             return
-        if not self._loops_armed and self._agenda is not None:
-            current = self._agenda_timer
-            if self.system.timers._index.get((current.node, current.name)) is current:
-                return  # no loop timer armed and the first one still stands: it stays first
+        if not self._loops_armed and self._agenda is not None \
+                and self.system.timers._index.get(self._agenda_key) is self._agenda_timer:
+            return  # no loop timer armed and the first one still stands: it stays first
         self._loops_armed = False
         first = idle.next_periodic(self.system, self._idle_memo)  # (after a batch: its heap's head)
         self._agenda_timer = first
+        self._agenda_key = None if first is None else (first.node, first.name)
         key = None if first is None else (first.due_ms, first.seq)
         if key != self._agenda:
             self._agenda = key
@@ -412,7 +413,8 @@ class Simulation:
                 action = Idle(last_ms, fires)
                 self.system = system
                 self.actions.append(action)
-                self._record_step(action, _NO_RECORDS)  # an Idle step records nothing but itself
+                if self._action_records:
+                    self._record_step(action, _NO_RECORDS)  # an Idle step records nothing but itself
             if blocked is None or blocked.due_ms != now_ms or fires:
                 break
             # The first periodic firing, due now, does something: an ordinary step (with

@@ -35,7 +35,7 @@ from model import planted_bugs
 from sim import cli, swarm
 from sim import counterexample as cx
 from sim.run import run_scenario
-from sim.scenario import from_dict
+from sim.scenario import ScenarioError, from_dict, from_drawn
 
 ROOT = pathlib.Path(__file__).resolve().parent.parent
 
@@ -93,6 +93,24 @@ def test_same_seed_same_scenario_in_this_process():
         assert a == b
         from_dict(a)  # a swarm world is a scenario file
     assert len({json.dumps(swarm.draw_scenario(s), sort_keys=True) for s in range(1, 40)}) == 39
+
+
+def test_drawn_worlds_read_unchecked_as_checked():
+    """``from_drawn`` (run_seed's reading of its own draw, without the checks) gives the
+    ``Scenario`` the checked reader gives, for every seed here and every story told in
+    them; a dict the drawing never writes (a user's key, a fault kind swarm does not draw)
+    goes through the checked reader, its one-line errors included."""
+    told = set()
+    for seed in range(1, 400):
+        data = swarm.draw_scenario(seed)
+        assert from_drawn(data, "<d>") == from_dict(data, "<d>"), seed
+        told.update(_stories(data))
+    assert told == {name for name, _ in swarm.STORIES}
+    data = swarm.draw_scenario(3)
+    with pytest.raises(ScenarioError, match="world.replicaz: unknown key"):
+        from_drawn({**data, "world": {**data["world"], "replicaz": 2}}, "<d>")
+    with pytest.raises(ScenarioError, match=r"faults\[0\].kind: unknown fault kind"):
+        from_drawn({**data, "faults": [{"kind": "meteor", "at": "1s"}]}, "<d>")
 
 
 def test_same_seed_same_scenario_across_hash_seeds():
