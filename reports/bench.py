@@ -21,9 +21,10 @@ simulation (against a raw simpy loop) and the swarm (against a toy control-plane
 simulation in simpy; and --workers 2 against 1).
 
 The explorer rows run each search with 1 process and with 2 (--workers 2: the same
-search, state for state) and show both; the faster decides the goal. The full bench
-exhausts the --max-in-flight 1s world twice (329,000 states) and runs all 15 planted
-bugs twice: about 3 minutes in all. --quick measures prefixes and three bugs (about
+search, state for state) and show both; the faster decides the goal. The default and
+1s worlds' searches each run alone in a fresh process. The full bench exhausts the
+--max-in-flight 1s world twice (329,000 states) and runs all 15 planted bugs twice:
+about 80 s in all. --quick measures prefixes and three bugs (about
 10 s); its bytes per state are those of a prefix, whose frontier (whole states, not yet
 only keys) is a larger part.
 Figures are wall-clock on whatever else the machine is doing: read the ratios. Exit
