@@ -85,7 +85,7 @@ def committed_calls(final) -> list[CallInfo]:
                         timeout_ms = chattool.effective_timeout_ms(args, timing)
                     except (chattool.ArgsError, chattool.InvalidTimeout):
                         pass
-                target = _call_target(tc)
+                target = chattool.call_target(tc)
                 out.append(
                     CallInfo(
                         chat_id,
@@ -100,25 +100,6 @@ def committed_calls(final) -> list[CallInfo]:
                     )
                 )
     return out
-
-
-# ``chattool.call_target`` by (tool, arguments): a pure function of the two that parses
-# the arguments' JSON each time, asked for every committed call of every judged run (a
-# swarm's calls repeat across seeds). Bounded: cleared when full, as the argument
-# parser's own memo (model/chattool/args.py).
-_TARGETS: dict[tuple[str, str], str] = {}
-_TARGETS_MAX = 4096
-
-
-def _call_target(tc) -> str:
-    key = (tc.tool, tc.args_json)
-    target = _TARGETS.get(key)
-    if target is None:
-        target = chattool.call_target(tc)
-        if len(_TARGETS) >= _TARGETS_MAX:
-            _TARGETS.clear()
-        _TARGETS[key] = target
-    return target
 
 
 def record_tags(rec: dict) -> tuple:
