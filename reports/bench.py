@@ -107,14 +107,15 @@ _STARTED = {"fork": "forked", "spawn": "spawned", "forkserver": "forkserver"}
 
 def _swarm(row: dict) -> list[str]:
     return [f"  measured  {row['per_core_per_s']:.1f} whole simulations/s per core ({row['seeds']} seeds under "
-            f"{row['variant']} in {row['seconds']:.1f} s)",
+            f"{row['variant']} in {row['seconds']:.2f} s"
+            f"{', fastest of ' + str(row['repeats']) + ' passes' if row['repeats'] > 1 else ''})",
             f"            --workers 2: {row['speedup_2_workers']:.2f}x ({row['workers_seeds']:,} seeds: "
             f"{row['workers1_seconds']:.2f} s -> {row['workers2_seconds']:.2f} s"
             f"{', fastest of ' + str(row['workers_repeats']) if row['workers_repeats'] > 1 else ''}, "
             f"{_STARTED.get(row['workers_start_method'], row['workers_start_method'])} workers, their start-up "
             f"included; load average {row['workers_load_average_1m']} before)",
             f"  baseline  toy control-plane simulation in simpy: {_rate(row['baseline_toy_per_s'])}/s "
-            f"({row['baseline_toy_runs']} runs)",
+            f"({row['baseline_toy_runs']} runs{', fastest of ' + str(row['repeats']) + ' passes' if row['repeats'] > 1 else ''})",
             f"  ratio     {row['ratio']:.3g}x"]
 
 

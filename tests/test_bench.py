@@ -55,7 +55,7 @@ FIGURES = {
     "explorer_1s": (("states", "seconds", "states_per_s", "bytes_per_state", "workers"), "baseline_states_per_s"),
     "planted_bugs": (("slowest_seconds", "states_per_s"), "baseline_states_per_s"),
     "incident": (("seconds", "steps", "steps_per_s", "simulated_hours"), "baseline_seconds"),
-    "swarm": (("seeds", "seconds", "per_core_per_s", "workers_seeds", "workers_repeats", "workers1_seconds",
+    "swarm": (("seeds", "seconds", "repeats", "per_core_per_s", "workers_seeds", "workers_repeats", "workers1_seconds",
                "workers2_seconds", "speedup_2_workers", "baseline_toy_runs"), "baseline_toy_per_s"),
 }
 
