@@ -126,7 +126,9 @@ def next_periodic(s, memo: dict | None = None):
             return s.timers._index.get(known[1])
     best = None
     replicas = s.config.replicas
-    for (node, name), timer in s.timers.items():
+    # (The dict, not the sorted pairs: the first by (due, seq), which are distinct, is
+    # the same in any order, and a table a step edited is not sorted until read.)
+    for (node, name), timer in s.timers._index.items():
         if (name == TIMER_HEARTBEAT or name == TIMER_ACQUIRE or name.startswith(SYNC_PREFIX)) and node in replicas \
                 and (best is None or timer.due_ms < best.due_ms or (timer.due_ms == best.due_ms and timer.seq < best.seq)):
             best = timer
