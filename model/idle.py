@@ -120,11 +120,28 @@ def is_periodic(s, node: str, name: str) -> bool:
 def next_periodic(s, memo: dict | None = None):
     """The periodic timer that fires first, by (due, arming sequence number), or None.
     (``is_periodic`` inline: the world asks after most steps.) ``memo``: ``advance``'s,
-    whose ``FIRST`` answers for the very system its last batch returned."""
+    whose ``FIRST`` answers for the very system its last batch returned, and whose
+    ``HEAP`` and ``ARMED`` (a caller that notes what it arms) hold every loop timer."""
     if memo is not None:
         known = memo.get(FIRST)
         if known is not None and known[0] is s:
             return s.timers._index.get(known[1])
+        heap = memo.get(HEAP)
+        if heap is not None:
+            # The loop timers are those of the last batch's heap still armed and those
+            # armed since (``HEAP``, ``ARMED``): the first of them, without a scan of the
+            # whole table. (Entries are (due, seq, key): distinct by seq.)
+            table = s.timers._index
+            first = None
+            for entry in heap:
+                timer = table.get(entry[2])
+                if timer is not None and timer.seq == entry[1] and (first is None or entry < first):
+                    first = entry
+            for timer in memo[ARMED]:
+                key = (timer.node, timer.name)
+                if table.get(key) is timer and (first is None or (timer.due_ms, timer.seq) < first[:2]):
+                    first = (timer.due_ms, timer.seq, key)
+            return None if first is None else table[first[2]]
     best = None
     replicas = s.config.replicas
     # (The dict, not the sorted pairs: the first by (due, seq), which are distinct, is
