@@ -28,7 +28,6 @@ from __future__ import annotations
 
 import json
 from json.encoder import c_make_encoder, encode_basestring_ascii
-from bisect import bisect_left
 from dataclasses import dataclass
 from typing import Any, Iterable, Iterator, Mapping
 
@@ -100,12 +99,15 @@ class FMap(Mapping):
     Iteration never depends on insertion history or on hashing, so two states built by
     different paths iterate, print and fingerprint identically. Updates return a new map
     (copy on write); maps in this model are small (records of one message, processes of
-    one agent), so the copy is cheap and sharing between branches is safe.
+    one agent), so the copy is cheap and sharing between branches is safe. An update
+    copies the dict only: the sorted pairs (``_items``) are sorted again when first read,
+    which most maps a step makes never are.
     """
 
     # ``_iid``: the explorer's interning memo (model/interning.py), like ``_repr``.
     # ``_fp``: the explorer's key of a timer table (model/explore.py), sequence numbers left out.
-    __slots__ = ("_items", "_index", "_repr", "_iid", "_fp")
+    # ``_pairs``: the sorted pairs (``_items``), or None until first read.
+    __slots__ = ("_pairs", "_index", "_repr", "_iid", "_fp")
 
     def __init__(self, items: Iterable[tuple[Any, Any]] | Mapping | None = None):
         if items is None:
@@ -117,11 +119,22 @@ class FMap(Mapping):
         index = dict(pairs)
         # By key: the keys of a dict are distinct, so comparing the pairs never reaches a
         # value (no key function called per pair).
-        self._items = tuple(sorted(index.items()))
+        self._pairs = tuple(sorted(index.items()))
         self._index = index
         self._repr = None  # computed once: maps are immutable and fingerprints repr them often
         self._iid = None
         self._fp = None
+
+    @property
+    def _items(self) -> tuple:
+        """The pairs in key order. ``set``, ``remove`` and ``edited`` leave them to the
+        first reader (``_pairs`` None): a step edits its tables several times and the
+        swarm's world reads their order rarely (the explorer's fingerprints read each
+        map's once)."""
+        pairs = self._pairs
+        if pairs is None:
+            pairs = self._pairs = tuple(sorted(self._index.items()))  # (by key: ``__init__``)
+        return pairs
 
     def __getitem__(self, key):
         return self._index[key]
@@ -138,7 +151,7 @@ class FMap(Mapping):
         return (k for k, _ in self._items)
 
     def __len__(self) -> int:
-        return len(self._items)
+        return len(self._index)
 
     def __hash__(self) -> int:
         return hash(self._items)
@@ -162,29 +175,16 @@ class FMap(Mapping):
     @classmethod
     def _sorted(cls, items: tuple, index: dict) -> "FMap":
         new = object.__new__(cls)
-        new._items, new._index, new._repr, new._iid, new._fp = items, index, None, None, None
+        new._pairs, new._index, new._repr, new._iid, new._fp = items, index, None, None, None
         return new
 
     def set(self, key, value) -> "FMap":
-        """One key changed: the sorted items are spliced, not re-sorted. (``_sorted``
-        written out and ``dict.copy``: a step sets a few of these, a quarter cheaper.)"""
+        """One key changed: a copy of the dict, the sorted pairs left to the first reader
+        (``_items``)."""
         index = self._index.copy()
-        items = self._items
-        # Probing with the 1-tuple ``(key,)`` finds the key's place among the pairs (a
-        # pair whose key equals it sorts after it, by length; values are never
-        # compared) without a Python call per probe.
-        at = bisect_left(items, (key,))
-        if key in index:
-            # A key's new value (most sets: a replica's, runner's or row's new state): a
-            # list copy with one pair replaced is two allocations, slices four.
-            items = list(items)
-            items[at] = (key, value)
-            items = tuple(items)
-        else:
-            items = items[:at] + ((key, value),) + items[at:]
         index[key] = value
         new = _new_object(FMap)
-        new._items, new._index, new._repr, new._iid, new._fp = items, index, None, None, None
+        new._pairs, new._index, new._repr, new._iid, new._fp = None, index, None, None, None
         return new
 
     def remove(self, key) -> "FMap":
@@ -192,10 +192,8 @@ class FMap(Mapping):
             return self
         index = self._index.copy()
         del index[key]
-        items = self._items
-        at = bisect_left(items, (key,))  # as in ``set``
-        new = _new_object(FMap)
-        new._items, new._index, new._repr, new._iid, new._fp = items[:at] + items[at + 1:], index, None, None, None
+        new = _new_object(FMap)  # (as ``set``)
+        new._pairs, new._index, new._repr, new._iid, new._fp = None, index, None, None, None
         return new
 
     def edited(self, changes: dict) -> "FMap":
@@ -205,28 +203,14 @@ class FMap(Mapping):
         ``changes`` (a dict keeps one value per key). A step that re-arms a
         timer (cancel, then set) or arms several edits its table once instead of copying
         it per edit (model/system.py ``_Builder.set_timer``)."""
-        if len(changes) == 1:
-            for key, value in changes.items():
-                return self.remove(key) if value is REMOVED else self.set(key, value)
         index = self._index.copy()
-        items = list(self._items)
-        # Each key spliced into a list of the sorted pairs (``set``'s probe, one list for
-        # all the edits instead of a tuple per edit).
         for key, value in changes.items():
-            at = bisect_left(items, (key,))
-            present = at < len(items) and items[at][0] == key
             if value is REMOVED:
-                if present:
-                    del items[at]
-                    del index[key]
+                index.pop(key, None)
             else:
-                if present:
-                    items[at] = (key, value)
-                else:
-                    items.insert(at, (key, value))
                 index[key] = value
-        new = _new_object(FMap)
-        new._items, new._index, new._repr, new._iid, new._fp = tuple(items), index, None, None, None
+        new = _new_object(FMap)  # (as ``set``)
+        new._pairs, new._index, new._repr, new._iid, new._fp = None, index, None, None, None
         return new
 
 

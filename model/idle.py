@@ -81,6 +81,7 @@ _on_timer = chatd.replica_on_timer  # the loops' handler (``ASKED`` holds it by 
 
 
 _LOOP_NAMES = (TIMER_HEARTBEAT, TIMER_ACQUIRE)
+_INF = float("inf")  # (a name: ``float("inf")`` parses its string at every call)
 # The memo entry of the last firing found not idle: (handler, replica state, database,
 # args, clock, database clock, answer). The next batch that meets the same firing with
 # the very same inputs takes the answer instead of asking again, and so does the ``Fire``
@@ -119,14 +120,33 @@ def is_periodic(s, node: str, name: str) -> bool:
 def next_periodic(s, memo: dict | None = None):
     """The periodic timer that fires first, by (due, arming sequence number), or None.
     (``is_periodic`` inline: the world asks after most steps.) ``memo``: ``advance``'s,
-    whose ``FIRST`` answers for the very system its last batch returned."""
+    whose ``FIRST`` answers for the very system its last batch returned, and whose
+    ``HEAP`` and ``ARMED`` (a caller that notes what it arms) hold every loop timer."""
     if memo is not None:
         known = memo.get(FIRST)
         if known is not None and known[0] is s:
             return s.timers._index.get(known[1])
+        heap = memo.get(HEAP)
+        if heap is not None:
+            # The loop timers are those of the last batch's heap still armed and those
+            # armed since (``HEAP``, ``ARMED``): the first of them, without a scan of the
+            # whole table. (Entries are (due, seq, key): distinct by seq.)
+            table = s.timers._index
+            first = None
+            for entry in heap:
+                timer = table.get(entry[2])
+                if timer is not None and timer.seq == entry[1] and (first is None or entry < first):
+                    first = entry
+            for timer in memo[ARMED]:
+                key = (timer.node, timer.name)
+                if table.get(key) is timer and (first is None or (timer.due_ms, timer.seq) < first[:2]):
+                    first = (timer.due_ms, timer.seq, key)
+            return None if first is None else table[first[2]]
     best = None
     replicas = s.config.replicas
-    for (node, name), timer in s.timers.items():
+    # (The dict, not the sorted pairs: the first by (due, seq), which are distinct, is
+    # the same in any order, and a table a step edited is not sorted until read.)
+    for (node, name), timer in s.timers._index.items():
         if (name == TIMER_HEARTBEAT or name == TIMER_ACQUIRE or name.startswith(SYNC_PREFIX)) and node in replicas \
                 and (best is None or timer.due_ms < best.due_ms or (timer.due_ms == best.due_ms and timer.seq < best.seq)):
             best = timer
@@ -197,7 +217,7 @@ def advance(s, before: tuple | None = None, max_fires: int | None = None, memo: 
     blocked = None
     # (due, seq, key) >= (time, priority): a tie on both (impossible: sequence numbers are
     # unique and faults' priorities are halves) would count as not before.
-    before = (float("inf"),) if before is None else tuple(before)
+    before = (_INF,) if before is None else tuple(before)
     max_fires = max_fires if max_fires is not None else 1 << 62
     get_known = known.get
     bulk_tried = False
@@ -216,7 +236,7 @@ def advance(s, before: tuple | None = None, max_fires: int | None = None, memo: 
             bulk_tried = True
             if row_owner is None:
                 row_owner = _row_owner(replicas)
-            bulk = _bulk_counted if before[0] != float("inf") else _bulk
+            bulk = _bulk_counted if before[0] != _INF else _bulk
             done, seq, last = bulk(heap, known, before, max_fires - fires, seq, armed, beats, db.heartbeats,
                                    row_owner, db_clock)
             if done:
@@ -321,7 +341,7 @@ def _bulk(heap, known, before, remaining, seq, armed, beats, rows, row_owner, db
     heartbeat rows as the beats ordered before it left them (as in the loop of
     ``advance``). Updates the heap, ``armed`` and ``beats``; returns (firings, the last
     seq, the last firing's time)."""
-    inf = float("inf")
+    inf = _INF
     if before[0] == inf:
         end_ms = max(d for d, _, k in heap if k in known) + remaining * max(known[k][0] for _, _, k in heap if k in known) + 1
     else:
@@ -432,10 +452,10 @@ def _bulk_counted(heap, known, before, remaining, seq, armed, beats, rows, row_o
 
 
 def _count_all_below(timers, key: tuple) -> int:
-    """``sum(_count_below(u, key) for u in timers)``, its body inline: a batch asks it once
-    per loop that fired, over every loop."""
+    """How many firings of these loops come before ``key`` in the merged order
+    (``_fire_key``): a batch asks it once per loop that fired, over every loop."""
     t = key[0]
-    if t == float("inf"):
+    if t == _INF:
         raise ValueError("an unbounded count")
     total = 0
     for _, first_ms, q, period_ms, i in timers:
@@ -443,24 +463,21 @@ def _count_all_below(timers, key: tuple) -> int:
             if t == first_ms and (first_ms, 0, q, 0, 0, i) < key:
                 total += 1
             continue
-        total += (t - first_ms + period_ms - 1) // period_ms  # firings strictly before t
-        if (t - first_ms) % period_ms == 0 and (t, 1, t - period_ms, (t - first_ms) // period_ms, q, i) < key:
-            total += 1  # the one at t, ordered before the key (``_fire_key`` of a later firing)
+        # (One division for both: the whole periods since the first firing, and whether
+        # one falls at t.)
+        n, rest_ms = divmod(t - first_ms, period_ms)
+        if rest_ms:
+            total += n + 1  # the firings at first_ms + 0 .. n periods, all before t
+        else:
+            total += n  # those strictly before t; the one at t goes by its key:
+            if (t, 1, t - period_ms, n, q, i) < key:  # (``_fire_key`` of a later firing)
+                total += 1
     return total
 
 
 def _count_below(timer, key: tuple) -> int:
     """How many firings of a loop come before ``key`` in the merged order."""
-    _, first_ms, q, period_ms, i = timer
-    t = key[0]
-    if t <= first_ms:
-        return 1 if t == first_ms and (first_ms, 0, q, 0, 0, i) < key else 0
-    if t == float("inf"):
-        raise ValueError("an unbounded count")
-    n = (t - first_ms + period_ms - 1) // period_ms  # firings strictly before t
-    if (t - first_ms) % period_ms == 0 and _fire_key(t, first_ms, q, period_ms, i) < key:
-        n += 1
-    return n
+    return _count_all_below((timer,), key)
 
 
 def _first_failing_poll(timers, known, cut, beats, rows, row_owner, db_clock):

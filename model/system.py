@@ -98,6 +98,9 @@ from .core import (
 )
 from .identity import AGE_MS_HEADER, TOOL_CALL_ID_HEADER, path_unescape
 
+_new_object = object.__new__
+_set_attribute = object.__setattr__
+
 AGENT = "agent"
 WORLD = "world"
 DB = "db"
@@ -266,8 +269,8 @@ class _Builder:
         # dataclasses.replace of the whole System for every field change, and never seen
         # by anyone until the step returns it.
         # (What ``copy.copy`` does for a dataclass instance, without its generic dispatch.)
-        s = self.s = object.__new__(System)
-        object.__setattr__(s, "__dict__", system.__dict__.copy())  # (one block copy: ``core.replace``)
+        s = self.s = _new_object(System)
+        _set_attribute(s, "__dict__", system.__dict__.copy())  # (one block copy: ``core.replace``)
         # Most worlds give every node the perfect clock (no ``clocks`` entry): then every
         # reading is the true time and every delay is itself, which ``clock`` and
         # ``set_timer`` (several calls a step) answer without looking the clock up.
@@ -282,7 +285,7 @@ class _Builder:
         # (``settle_timers``), the table every edit made one at a time would give.
         self.timer_edits: dict | None = None
         self.action = action
-        self.pending_publishes: list = []
+        self.pending_publishes: list | None = None  # (a list once there is one: ``pubsub_immediate``)
         # The explorer's transition memo (model/explore.py) asks for a log of what the step
         # did to the shared tables (timers, open requests): keyed edits that a cached step
         # replays onto another state. None (every other driver): nothing is logged.
@@ -372,6 +375,8 @@ class _Builder:
                 self.cancel_timer((node, eff.name))
             elif kind is Publish:
                 if self.s.config.pubsub_immediate:
+                    if self.pending_publishes is None:
+                        self.pending_publishes = []
                     self.pending_publishes.append(eff)
                     continue
                 for name in self.s.config.replicas:
@@ -660,11 +665,11 @@ def _quiet_publish(system: System, action: Deliver, env: Envelope, rest: tuple) 
     some 16 of these (a chat's update reaches every replica; one of them runs the chat),
     a sixth of its steps. tests/test_system_publish.py compares it with the general step."""
     at_ms = action.at_ms
-    s = object.__new__(System)
+    s = _new_object(System)
     fields_ = system.__dict__.copy()  # (one block copy: ``core.replace``)
     fields_["now_ms"] = at_ms
     fields_["in_flight"] = rest
-    object.__setattr__(s, "__dict__", fields_)
+    _set_attribute(s, "__dict__", fields_)
     config = system.config
     dst = env.dst
     clock_ms = config.clock(dst).read(at_ms) if config.clocks._index else at_ms
@@ -675,7 +680,8 @@ def _quiet_publish(system: System, action: Deliver, env: Envelope, rest: tuple) 
 def _forget_answered(b: _Builder, env: Envelope):
     payload = env.payload
     if isinstance(payload, (Response, TransportError)):
-        b.set(open_requests=b.s.open_requests.remove(payload.req_id))
+        fields_ = b.s.__dict__  # (``set``, without the keyword call)
+        fields_["open_requests"] = fields_["open_requests"].remove(payload.req_id)
         if b.log is not None:
             b.log.append(("open_remove", payload.req_id))
 

@@ -255,52 +255,45 @@ class Simulation:
         heappush(self._queue, (at_ms if at_ms > now_ms else now_ms, priority, next(self._inserted), fn, arg))
 
     def _schedule_new(self, s: msys.System, known_seq: int, armed):
-        """Each message or timer armed by the last step, in arming order: the network draws
-        its fate now (in that order, so the draws are one stream), and it happens at its
+        """Each message or timer armed by the last step: the network draws each message's
+        fate now (in arming order, so the draws are one stream), and each happens at its
         time with its sequence number as the priority (Rule 1)."""
         # Messages are only ever appended to ``in_flight`` (and removed), so the new ones
         # are its tail; the timers still armed that the step armed are those of
         # ``Step.armed`` that the table still holds (a timer re-armed or canceled within
         # the step is not), the same as every armed timer with a newer sequence number.
-        in_flight = s.in_flight
-        first = len(in_flight)
-        while first and in_flight[first - 1].seq > known_seq:
-            first -= 1
-        new = in_flight[first:]
+        # The timers are scheduled first and the messages after them: only the messages
+        # draw (in arming order, which ``in_flight`` keeps), and an entry's place among
+        # entries at its time goes by its priority, its sequence number, which no other
+        # entry has, so which is pushed first changes nothing.
         if armed:
             table = s.timers._index  # (FMap's dict: one lookup per armed timer, no method call)
-            if self.batch_idle:
-                # One pass: still armed, then a periodic loop's (the wake-up's business) or not.
-                loop_keys = self._loop_keys
-                timers = []
-                for t in armed:
-                    key = (t.node, t.name)
-                    if table.get(key) is not t:
-                        continue
+            queue, inserted, now_ms = self._queue, self._inserted, self.now_ms
+            loop_keys = self._loop_keys if self.batch_idle else None
+            for t in armed:
+                key = (t.node, t.name)
+                if table.get(key) is not t:
+                    continue  # re-armed or canceled within the step
+                if loop_keys is not None:
                     known = loop_keys.get(key)
                     if known is None:
                         known = loop_keys[key] = idle.is_periodic(s, t.node, t.name)  # (``_is_loop_timer``)
                     if known:
+                        # A periodic loop's: the wake-up's business (the next batch's heap:
+                        # model/idle.py ``HEAP``; ``note_armed`` inline).
                         self._loops_armed = True  # the periodic wake-up may have to move
-                        idle.note_armed(self._idle_memo, t)  # (the next batch's heap: model/idle.py ``HEAP``)
-                    else:
-                        timers.append(t)
-            else:
-                timers = [t for t in armed if table.get((t.node, t.name)) is t]
-            if timers:
-                # Both lists are in arming order already; merged only when both have some.
-                new = sorted(new + tuple(timers), key=_seq_of) if new else timers
-        if not new:
-            return
-        queue, inserted, now_ms = self._queue, self._inserted, self.now_ms
-        for item in new:
-            if type(item) is _Timer:
+                        self._idle_memo[idle.ARMED].append(t)
+                        continue
                 # (``_at`` inline: one entry per timer)
-                due_ms = item.due_ms
-                heappush(queue, (due_ms if due_ms > now_ms else now_ms, item.seq, next(inserted),
-                                 Simulation._wake, item))
-            else:
-                self._carry(item)
+                due_ms = t.due_ms
+                heappush(queue, (due_ms if due_ms > now_ms else now_ms, t.seq, next(inserted), Simulation._wake, t))
+        in_flight = s.in_flight
+        first = len(in_flight)
+        while first and in_flight[first - 1].seq > known_seq:
+            first -= 1
+        if first < len(in_flight):
+            for envelope in in_flight[first:]:
+                self._carry(envelope)
 
     def _is_loop_timer(self, s: msys.System, timer: msys.Timer) -> bool:
         """``idle.is_periodic``, remembered per (node, name): the replicas are the world's."""
@@ -555,10 +548,6 @@ def _matches(m: MessageMatch, route, tool_call, direction) -> bool:
 
 _NO_RECORDS = msys.Step(None)  # what an ``Idle`` step adds to the trace besides its action
 _Timer = msys.Timer
-
-
-def _seq_of(item) -> int:
-    return item.seq
 
 
 
