@@ -56,6 +56,7 @@ def _on_dial(rep, db, runner, task, answer, now_ms, db_now_ms) -> Out:
     kind = _dial_failure_kind(answer)
     states = list(att.states)
     results = list(att.results)
+    plans = att.plans
     if kind is None:
         effects.append(note("dialed", task=task.task_id))
         # What the design keeps per tool call (designs.py; nothing in design B).
@@ -64,7 +65,8 @@ def _on_dial(rep, db, runner, task, answer, now_ms, db_now_ms) -> Out:
         effects += eff
         if outcome is not None:
             return _end_task(rep, db, runner, task, outcome, effects)
-        att = replace(att, plans=plans)
+        # (the plans go into the attempt with its step, states and results: one copy; the
+        # calls begun below read them from ``plans``)
         for i, (call, plan) in enumerate(att.targets):
             ident = with_incarnation(_identity(task, att, call), plans[i])
             prefix = f"{att.key}/c{i}"
@@ -85,7 +87,7 @@ def _on_dial(rep, db, runner, task, answer, now_ms, db_now_ms) -> Out:
                 results[i] = chattool.unreachable_result(call, plan, ident, kind)
             else:
                 results[i] = chattool.dial_failed_result(call, ident, kind)
-    task = replace(task, attempt=replace(att, step="calls", states=tuple(states), results=tuple(results)))
+    task = replace(task, attempt=replace(att, step="calls", states=tuple(states), results=tuple(results), plans=plans))
     return _maybe_commit(rep, db, runner, task, effects, db_now_ms)
 
 
@@ -119,11 +121,10 @@ def _call_progress(rep, db, runner, task, i, cs, eff, now_ms, db_now_ms) -> Out:
     att = task.attempt
     # A row the design writes from what the step learnt (designs.py; none in design B).
     db, booked = rep.rules.bookkeeping.after_step(rep, db, task, att, i, att.states[i], cs)
-    eff = tuple(eff) + tuple(booked)
+    effects = [*eff, *booked]
     states = att.states[:i] + (cs,) + att.states[i + 1 :]
     results = att.results[:i] + (cs.result,) + att.results[i + 1 :]
     att = replace(att, states=states, results=results)
-    effects = list(eff)
     if cs.result is not None and att.action != "interrupt" and any(s is None for s in states):
         att, more = _begin_next_serial(rep, task, att, now_ms)
         effects += more

@@ -77,13 +77,14 @@ def _end_attempt(att: Attempt) -> list:
 
 def _start_attempt(rep: ReplicaState, db: Db, runner: Runner, task: Task, now_ms: int, db_now_ms: int) -> Out:
     number = task.attempts + 1
-    task = replace(task, attempts=number, attempt=None)
     key = f"{task.task_id}/a{number}"
     start = _ATTEMPT_STARTS[task.kind]
+    # The starts read the task's ID, kind, chat and fence, never its attempt count or
+    # attempt: the task is copied once, with both, after its start.
     db, outcome, att, effects = start(rep, db, task, key, number, now_ms, db_now_ms)
     if outcome == PENDING:
         effects = [SetTimer(f"{key}/timeout", rep.rules.timing.task_timeout_ms)] + effects
-    return _end_task(rep, db, runner, replace(task, attempt=att), outcome, effects)
+    return _end_task(rep, db, runner, replace(task, attempts=number, attempt=att), outcome, effects)
 
 
 def _end_task(rep: ReplicaState, db: Db, runner: Runner, task: Task, outcome: str, effects: list) -> Out:
