@@ -85,10 +85,17 @@ def on_answer(cs: CallState, answer: Response | TransportError, now_ms: int) -> 
     if cs.result is not None or answer.req_id != cs.pending_req_id:
         return cs, ()
     op = cs.pending_op
-    cs = replace(cs, pending_req_id=None)
     if isinstance(answer, TransportError) or not _is_2xx(answer.status):
-        return _on_failure(cs, op, classify(answer, cs.pending_method, cs.pending_url), now_ms)
-    return _ANSWER_HANDLERS[op](cs, answer, now_ms)
+        cs, effects = _on_failure(cs, op, classify(answer, cs.pending_method, cs.pending_url), now_ms)
+    else:
+        cs, effects = _ANSWER_HANDLERS[op](cs, answer, now_ms)
+    # The answered request is pending no more. No step reads ``pending_req_id`` (the gate
+    # above does), and a step that sends or finishes sets it anew (a new request's ID is
+    # never the answered one: its number grows), so only a step that does neither keeps
+    # the answered ID and is copied here: most answers are one copy of the state, not two.
+    if cs.pending_req_id == answer.req_id:
+        cs = replace(cs, pending_req_id=None)
+    return cs, effects
 
 
 def on_timer(cs: CallState, name: str, now_ms: int) -> CallStep:

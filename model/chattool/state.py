@@ -227,13 +227,24 @@ def _disarm_into(changes: dict, cs: CallState, slot: str, effects: list) -> None
         effects.append(CancelTimer(old))
 
 
-def _finish(cs: CallState, result: Result, effects: Sequence[Effect] = ()) -> CallStep:
-    out = list(effects) + [CancelTimer(t) for t in cs.armed_timers()]
+def _finish(cs: CallState, result: Result, effects: Sequence[Effect] = (), changes: dict | None = None) -> CallStep:
+    """``changes``: the step's collected edits of ``cs`` (the module's docstring), copied
+    in with the finish's own; the timers still armed are read through them."""
+    if changes:
+        d = cs.__dict__
+        armed = [t for t in (changes.get(slot, d[slot]) for slot in _TIMER_SLOTS) if t is not None]
+    else:
+        armed = cs.armed_timers()
+    out = list(effects) + [CancelTimer(t) for t in armed]
     out.append(note("chattool_result", provider_id=cs.call.provider_id, tool=cs.call.tool,
                     kind=result.kind, reason=result.reason or ""))
-    done = replace(cs, phase=Phase.DONE, result=result, pending_req_id=None, pending_op="",
-                   answer_timer=None, deadline_timer=None, snapshot_timer=None)
-    return done, tuple(out)
+    edits = dict(changes) if changes else {}
+    edits.update(phase=Phase.DONE, result=result, pending_req_id=None, pending_op="",
+                 answer_timer=None, deadline_timer=None, snapshot_timer=None)
+    return replace(cs, **edits), tuple(out)
+
+
+_TIMER_SLOTS = ("answer_timer", "deadline_timer", "snapshot_timer")  # ``CallState.armed_timers``' order
 
 
 def abort(cs: CallState) -> tuple[Effect, ...]:
