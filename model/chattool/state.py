@@ -126,7 +126,8 @@ class CallState(CachedRepr):
         return self.result is not None
 
     def armed_timers(self) -> tuple[str, ...]:
-        return tuple(t for t in (self.answer_timer, self.deadline_timer, self.snapshot_timer) if t is not None)
+        # (a list first: the compiled generator expression allocates a generator per call)
+        return tuple([t for t in (self.answer_timer, self.deadline_timer, self.snapshot_timer) if t is not None])
 
 
 # What every step of a call returns: its new state and the effects to perform. Named
