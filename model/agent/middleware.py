@@ -143,7 +143,9 @@ def on_handler_done(
                 if waiter.kind in ("replay", "cancel") and waiter.target == run_id]
     # Every waiter answered here leaves at once, with the run: a cancel answer's stopper
     # reads only output waiters (processes.py), never these.
-    waiters = state.waiters.edited(dict.fromkeys([req_id for req_id, _ in answered], REMOVED)) if answered else state.waiters
+    waiters = state.waiters
+    if answered:
+        waiters = waiters.edited(dict.fromkeys([req_id for req_id, _ in answered], REMOVED))
     state = replace(state, runs=state.runs.remove(run_id), waiters=waiters)
     for req_id, waiter in answered:
         if waiter.kind == "replay" and panic and req_id == run_id:

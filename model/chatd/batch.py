@@ -78,7 +78,7 @@ def _on_dial(rep, db, runner, task, answer, now_ms, db_now_ms) -> Out:
                     continue  # Rule 9: begun when the serial call before it has its result
                 cs, eff = book.begin(plans[i], call, ident, rep, prefix, task.chat_id, now_ms)
             states[i], results[i] = cs, cs.result
-            effects += list(eff)
+            effects += eff
     else:
         effects.append(note("dial_failed", task=task.task_id, kind=kind))
         for i, (call, plan) in enumerate(att.targets):
@@ -113,7 +113,7 @@ def _begin_next_serial(rep, task, att, now_ms) -> tuple[Attempt, list]:
         ident = with_incarnation(_identity(task, att, call), plan)
         cs, eff = rep.rules.bookkeeping.begin(plan, call, ident, rep, f"{att.key}/c{i}", task.chat_id, now_ms)
         states[i], results[i] = cs, cs.result
-        effects += list(eff)
+        effects += eff
     return replace(att, states=tuple(states), results=tuple(results)), effects
 
 

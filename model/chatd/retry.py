@@ -71,7 +71,7 @@ def _end_attempt(att: Attempt) -> list:
         effects.append(CancelTimer(f"{att.key}/gen"))
     for cs, res in zip(att.states, att.results):
         if cs is not None and res is None:
-            effects += list(chattool.abort(cs))
+            effects += chattool.abort(cs)
     return effects
 
 

@@ -130,6 +130,12 @@ class CallState(CachedRepr):
         return tuple([t for t in (self.answer_timer, self.deadline_timer, self.snapshot_timer) if t is not None])
 
 
+# A call's first state is this blank one copied with the call's own fields (``calls.py``
+# ``new_call_state``, ``cancel.py`` ``begin_cancel``): copying its 30-entry dict costs a
+# quarter less than the constructor's keyword arguments and thirty stores (by callgrind).
+# The copy drops any cached repr, as every ``replace`` does.
+_BLANK = CallState(call=None, src="", req_prefix="", chat_id="", identity=None)
+
 # What every step of a call returns: its new state and the effects to perform. Named
 # CallStep, not Step: model/system.py's Step is one step of the whole world.
 CallStep = tuple[CallState, tuple[Effect, ...]]
