@@ -21,7 +21,7 @@ Go-shaped tests install their counting handler.
 from __future__ import annotations
 
 from .. import agent as _package  # the seam: tests replace agent._run_handler
-from ..core import Reply, Request, Response, SetTimer, note, replace
+from ..core import REMOVED, Reply, Request, Response, SetTimer, note, replace
 from ..identity import INPUT_MISMATCH, TOOL_CALL_CANCELED, HeaderError, Key, parse_tool_call_headers
 from .cancel import _answer_cancel
 from .files import _edit_files, _write_file
@@ -114,7 +114,8 @@ def on_handler_done(
     run = state.runs.get(run_id)
     if run is None:
         return state, []
-    state = replace(state, runs=state.runs.remove(run_id))
+    # The run leaves the table in the state's last copy below, with the waiters it answers
+    # (no handler, record or cancel answer reads the runs): one copy instead of two.
     effects: Effects = []
     uuid_ = run.key.uuid if run.key is not None else None
     if panic and not after_effects:
@@ -129,24 +130,31 @@ def on_handler_done(
     if run.key is None:
         # No record: only the creating request hears of this run.
         waiter = state.waiters.get(run_id)
-        if waiter is not None:
-            state = replace(state, waiters=state.waiters.remove(run_id))
-            answer = Response(run_id, recorded.status, recorded.content_type, recorded.body)
-            effects.append(_recovered_reply(waiter.request) if panic else Reply(waiter.request.src, answer))
+        if waiter is None:
+            return replace(state, runs=state.runs.remove(run_id)), effects
+        state = replace(state, runs=state.runs.remove(run_id), waiters=state.waiters.remove(run_id))
+        answer = Response(run_id, recorded.status, recorded.content_type, recorded.body)
+        effects.append(_recovered_reply(waiter.request) if panic else Reply(waiter.request.src, answer))
         return state, effects
     record = Record(input_hash(run.request), False, run.created_at_ms, run_id, recorded)
     state = state.config.rules.record_when_published(state, run.key, record)
     effects.append(note("published", uuid=run.key.uuid, status=recorded.status))
-    for req_id, waiter in list(state.waiters.items()):
-        if waiter.kind in ("replay", "cancel") and waiter.target == run_id:
-            state = replace(state, waiters=state.waiters.remove(req_id))
-            if waiter.kind == "replay" and panic and req_id == run_id:
-                effects.append(_recovered_reply(waiter.request))
-            elif waiter.kind == "replay":
-                effects.append(_recorded_reply(waiter.request, recorded, now_ms, run.created_at_ms))
-            else:
-                state, more = _answer_cancel(state, waiter.request, run.key, record, waiter.threshold_ms, now_ms)
-                effects.extend(more)
+    answered = [(req_id, waiter) for req_id, waiter in state.waiters.items()
+                if waiter.kind in ("replay", "cancel") and waiter.target == run_id]
+    # Every waiter answered here leaves at once, with the run: a cancel answer's stopper
+    # reads only output waiters (processes.py), never these.
+    waiters = state.waiters
+    if answered:
+        waiters = waiters.edited(dict.fromkeys([req_id for req_id, _ in answered], REMOVED))
+    state = replace(state, runs=state.runs.remove(run_id), waiters=waiters)
+    for req_id, waiter in answered:
+        if waiter.kind == "replay" and panic and req_id == run_id:
+            effects.append(_recovered_reply(waiter.request))
+        elif waiter.kind == "replay":
+            effects.append(_recorded_reply(waiter.request, recorded, now_ms, run.created_at_ms))
+        else:
+            state, more = _answer_cancel(state, waiter.request, run.key, record, waiter.threshold_ms, now_ms)
+            effects.extend(more)
     return state, effects
 
 

@@ -56,6 +56,7 @@ def _on_dial(rep, db, runner, task, answer, now_ms, db_now_ms) -> Out:
     kind = _dial_failure_kind(answer)
     states = list(att.states)
     results = list(att.results)
+    plans = att.plans
     if kind is None:
         effects.append(note("dialed", task=task.task_id))
         # What the design keeps per tool call (designs.py; nothing in design B).
@@ -64,7 +65,8 @@ def _on_dial(rep, db, runner, task, answer, now_ms, db_now_ms) -> Out:
         effects += eff
         if outcome is not None:
             return _end_task(rep, db, runner, task, outcome, effects)
-        att = replace(att, plans=plans)
+        # (the plans go into the attempt with its step, states and results: one copy; the
+        # calls begun below read them from ``plans``)
         for i, (call, plan) in enumerate(att.targets):
             ident = with_incarnation(_identity(task, att, call), plans[i])
             prefix = f"{att.key}/c{i}"
@@ -76,7 +78,7 @@ def _on_dial(rep, db, runner, task, answer, now_ms, db_now_ms) -> Out:
                     continue  # Rule 9: begun when the serial call before it has its result
                 cs, eff = book.begin(plans[i], call, ident, rep, prefix, task.chat_id, now_ms)
             states[i], results[i] = cs, cs.result
-            effects += list(eff)
+            effects += eff
     else:
         effects.append(note("dial_failed", task=task.task_id, kind=kind))
         for i, (call, plan) in enumerate(att.targets):
@@ -85,7 +87,7 @@ def _on_dial(rep, db, runner, task, answer, now_ms, db_now_ms) -> Out:
                 results[i] = chattool.unreachable_result(call, plan, ident, kind)
             else:
                 results[i] = chattool.dial_failed_result(call, ident, kind)
-    task = replace(task, attempt=replace(att, step="calls", states=tuple(states), results=tuple(results)))
+    task = replace(task, attempt=replace(att, step="calls", states=tuple(states), results=tuple(results), plans=plans))
     return _maybe_commit(rep, db, runner, task, effects, db_now_ms)
 
 
@@ -111,7 +113,7 @@ def _begin_next_serial(rep, task, att, now_ms) -> tuple[Attempt, list]:
         ident = with_incarnation(_identity(task, att, call), plan)
         cs, eff = rep.rules.bookkeeping.begin(plan, call, ident, rep, f"{att.key}/c{i}", task.chat_id, now_ms)
         states[i], results[i] = cs, cs.result
-        effects += list(eff)
+        effects += eff
     return replace(att, states=tuple(states), results=tuple(results)), effects
 
 
@@ -119,12 +121,11 @@ def _call_progress(rep, db, runner, task, i, cs, eff, now_ms, db_now_ms) -> Out:
     att = task.attempt
     # A row the design writes from what the step learnt (designs.py; none in design B).
     db, booked = rep.rules.bookkeeping.after_step(rep, db, task, att, i, att.states[i], cs)
-    eff = tuple(eff) + tuple(booked)
+    effects = [*eff, *booked]
     states = att.states[:i] + (cs,) + att.states[i + 1 :]
     results = att.results[:i] + (cs.result,) + att.results[i + 1 :]
     att = replace(att, states=states, results=results)
-    effects = list(eff)
-    if cs.result is not None and att.action != "interrupt" and any(s is None for s in states):
+    if cs.result is not None and att.action != "interrupt" and _has_none(states):
         att, more = _begin_next_serial(rep, task, att, now_ms)
         effects += more
     task = replace(task, attempt=att)
@@ -134,13 +135,22 @@ def _call_progress(rep, db, runner, task, i, cs, eff, now_ms, db_now_ms) -> Out:
 def _maybe_commit(rep, db, runner, task, effects, db_now_ms) -> Out:
     """Wait for ALL results of the batch, then one fenced commit (1.3 step 4-5)."""
     att = task.attempt
-    if any(r is None for r in att.results):
+    if _has_none(att.results):
         return _end_task(rep, db, runner, task, PENDING, effects)
     if att.action == "interrupt":
         db, outcome, eff = _interrupt_commit(rep, db, task, att, db_now_ms)
     else:
         db, outcome, eff = _execute_commit(rep, db, task, att, db_now_ms)
     return _end_task(rep, db, runner, task, outcome, effects + eff)
+
+
+def _has_none(values: tuple) -> bool:
+    """``any(v is None for v in values)`` as a loop: a call step asks it of its batch, and
+    the compiled generator expression allocates a generator each time."""
+    for v in values:
+        if v is None:
+            return True
+    return False
 
 
 def _commit_assistant(rep, db, runner, task, db_now_ms) -> Out:

@@ -25,11 +25,14 @@ from .state import SYNC_PREFIX, TIMED_OUT, TIMER_ACQUIRE, TIMER_HEARTBEAT, Out, 
 def replica_on_timer(rep: ReplicaState, db: Db, name: str, now_ms: int, db_now_ms: int) -> Out:
     timing = rep.rules.timing
     if name == TIMER_ACQUIRE:
+        # (the loops' effect lists are their own, fresh per call: the re-arm is appended)
         rep, db, eff = _acquire(rep, db, now_ms, db_now_ms)
-        return rep, db, eff + [SetTimer(TIMER_ACQUIRE, timing.acquisition_interval_ms)]
+        eff.append(SetTimer(TIMER_ACQUIRE, timing.acquisition_interval_ms))
+        return rep, db, eff
     if name == TIMER_HEARTBEAT:
         db, eff = _heartbeat(rep, db, db_now_ms)
-        return rep, db, eff + [SetTimer(TIMER_HEARTBEAT, timing.heartbeat_interval_ms)]
+        eff.append(SetTimer(TIMER_HEARTBEAT, timing.heartbeat_interval_ms))
+        return rep, db, eff
     if name.startswith(SYNC_PREFIX):
         chat_id = name[len(SYNC_PREFIX) :]
         if chat_id not in rep.runners:

@@ -71,25 +71,32 @@ def _end_attempt(att: Attempt) -> list:
         effects.append(CancelTimer(f"{att.key}/gen"))
     for cs, res in zip(att.states, att.results):
         if cs is not None and res is None:
-            effects += list(chattool.abort(cs))
+            effects += chattool.abort(cs)
     return effects
 
 
-def _start_attempt(rep: ReplicaState, db: Db, runner: Runner, task: Task, now_ms: int, db_now_ms: int) -> Out:
+def _start_attempt(rep: ReplicaState, db: Db, runner: Runner, task: Task, now_ms: int, db_now_ms: int,
+                   edits: tuple[dict, dict] | None = None) -> Out:
+    """Start the task's next attempt. ``edits``: the caller's own ``(runner edits, replica
+    edits)``, made in the copies of both that the attempt's outcome makes anyway
+    (``_put_task``); the start reads neither the runner nor those fields."""
     number = task.attempts + 1
-    task = replace(task, attempts=number, attempt=None)
     key = f"{task.task_id}/a{number}"
     start = _ATTEMPT_STARTS[task.kind]
+    # The starts read the task's ID, kind, chat and fence, never its attempt count or
+    # attempt: the task is copied once, with both, after its start.
     db, outcome, att, effects = start(rep, db, task, key, number, now_ms, db_now_ms)
     if outcome == PENDING:
         effects = [SetTimer(f"{key}/timeout", rep.rules.timing.task_timeout_ms)] + effects
-    return _end_task(rep, db, runner, replace(task, attempt=att), outcome, effects)
+    return _end_task(rep, db, runner, replace(task, attempts=number, attempt=att), outcome, effects, edits)
 
 
-def _end_task(rep: ReplicaState, db: Db, runner: Runner, task: Task, outcome: str, effects: list) -> Out:
-    """Apply an attempt's outcome to the runner (the body of ``runTaskWithRetry``)."""
+def _end_task(rep: ReplicaState, db: Db, runner: Runner, task: Task, outcome: str, effects: list,
+              edits: tuple[dict, dict] | None = None) -> Out:
+    """Apply an attempt's outcome to the runner (the body of ``runTaskWithRetry``).
+    ``edits``: as ``_start_attempt``'s."""
     if outcome == PENDING:
-        return _put_runner(rep, replace(runner, task=task)), db, effects
+        return _put_task(rep, runner, task, edits), db, effects
     effects = list(effects)
     att = task.attempt
     left_running = rep.rules.batch_left_running(att, timed_out=outcome == TIMED_OUT)  # None but for a planted bug
@@ -105,15 +112,27 @@ def _end_task(rep: ReplicaState, db: Db, runner: Runner, task: Task, outcome: st
         ]
         max_backoff_ms = rep.rules.timing.task_retry_max_backoff_ms
         task = replace(task, attempt=None, backoff_ms=min(task.backoff_ms * 2, max_backoff_ms))
-        return _put_runner(rep, replace(runner, task=task)), db, effects
+        return _put_task(rep, runner, task, edits), db, effects
     effects.append(note("task_" + ("done" if outcome == DONE else "exit"), task=task.task_id,
                         chat_id=task.chat_id, kind=task.kind, why=outcome))
-    rep = _put_runner(rep, replace(runner, task=None))
+    rep = _put_task(rep, runner, None, edits)
     if task.kind == "abandon" and outcome in (DONE, f"{EXIT}:fenced:owner"):
         # Abandoned, or someone else owns it: either way this runner is finished (2.3).
         rep, eff = _drop_runner(rep, task.chat_id, "abandoned" if outcome == DONE else "owner_changed")
         effects += eff
     return rep, db, effects
+
+
+def _put_task(rep: ReplicaState, runner: Runner, task: Task | None, edits: tuple[dict, dict] | None) -> ReplicaState:
+    """The runner with ``task`` put into the replica (``_put_runner``), with a caller's
+    ``(runner edits, replica edits)`` in the same two copies (``_observe``: what the
+    runner has now seen, and the task ID the replica handed out)."""
+    if edits is None:
+        runner = replace(runner, task=task)
+        return replace(rep, runners=rep.runners.set(runner.chat_id, runner))
+    runner_edits, replica_edits = edits
+    runner = replace(runner, task=task, **runner_edits)
+    return replace(rep, runners=rep.runners.set(runner.chat_id, runner), **replica_edits)
 
 
 def _zombie_call(task: Task, rest: list) -> int | None:

@@ -101,17 +101,16 @@ def _observe(rep: ReplicaState, db: Db, chat_id: str, now_ms: int, db_now_ms: in
     if not changed:
         return _put_runner(rep, replace(runner, seen_snapshot=chat.snapshot_version)), db, []
     effects = _cancel_task(runner.task) if runner.task else []
-    # (one copy of the runner for everything it has now seen, and of the replica for the
-    # runner and the new task's ID: ``_put_runner`` and ``_new_id`` together)
-    runner = replace(runner, seen_snapshot=chat.snapshot_version, seen_history=chat.history_version,
-                     seen_status=chat.status, task=None)
+    seen = {"seen_snapshot": chat.snapshot_version, "seen_history": chat.history_version, "seen_status": chat.status}
     kind = TASK_FOR_STATUS.get(chat.status)
     if kind is None:
-        return _put_runner(rep, runner), db, effects
+        return _put_runner(rep, replace(runner, task=None, **seen)), db, effects
     task_id = f"{rep.worker_id}/t{rep.next_seq}"
-    rep = replace(rep, runners=rep.runners.set(runner.chat_id, runner), next_seq=rep.next_seq + 1)
     fence = TaskFence(rep.worker_id, runner.runner_id, chat.status, chat.history_version)
     task = Task(task_id, kind, chat_id, fence, backoff_ms=rep.rules.timing.task_retry_initial_backoff_ms)
     effects.append(note("task_started", replica=rep.name, chat_id=chat_id, task=task_id, kind=kind))
-    rep, db, eff = _start_attempt(rep, db, runner, task, now_ms, db_now_ms)
+    # What the runner has seen and the task ID taken go into the runner and the replica
+    # with the first attempt's outcome: one copy of each (``_start_attempt``'s edits; the
+    # old task the runner still holds is replaced by the new one in that copy).
+    rep, db, eff = _start_attempt(rep, db, runner, task, now_ms, db_now_ms, (seen, {"next_seq": rep.next_seq + 1}))
     return rep, db, effects + eff

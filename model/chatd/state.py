@@ -189,7 +189,7 @@ def _find_task(rep: ReplicaState, name: str):
         return None
     parts = name[len(rep.worker_id) + 1 :].split("/")
     task_id = f"{rep.worker_id}/{parts[0]}"
-    for runner in rep.runners.values():
+    for _, runner in rep.runners.items():  # (the map's pairs as they are: ``values()`` builds a tuple)
         if runner.task is not None and runner.task.task_id == task_id:
             return runner, runner.task, parts[1:]
     return None

@@ -28,7 +28,7 @@ from .execute import (
 from .files import _begin_file, _file_failed, _on_file_answer
 from .lookup import lookup_failed, on_lookup_answer
 from .results import Result
-from .state import CallState, CallStep, Phase, _finish
+from .state import CallState, CallStep, Phase, _BLANK, _finish
 
 
 # --- generation: begin ------------------------------------------------------
@@ -72,8 +72,8 @@ def new_call_state(
 ) -> CallState:
     """The state of a call before its first step (``begin_call``, or a design variant's
     ``begin_attach`` / ``begin_lookup``)."""
-    return CallState(call=call, src=src, req_prefix=req_prefix, chat_id=chat_id, identity=identity,
-                     send_identity=send_identity, timing=timing, layer=layer, started_at_ms=now_ms)
+    return replace(_BLANK, call=call, src=src, req_prefix=req_prefix, chat_id=chat_id, identity=identity,
+                   send_identity=send_identity, timing=timing, layer=layer, started_at_ms=now_ms)
 
 
 # --- events ------------------------------------------------------------------
@@ -85,10 +85,17 @@ def on_answer(cs: CallState, answer: Response | TransportError, now_ms: int) -> 
     if cs.result is not None or answer.req_id != cs.pending_req_id:
         return cs, ()
     op = cs.pending_op
-    cs = replace(cs, pending_req_id=None)
     if isinstance(answer, TransportError) or not _is_2xx(answer.status):
-        return _on_failure(cs, op, classify(answer, cs.pending_method, cs.pending_url), now_ms)
-    return _ANSWER_HANDLERS[op](cs, answer, now_ms)
+        cs, effects = _on_failure(cs, op, classify(answer, cs.pending_method, cs.pending_url), now_ms)
+    else:
+        cs, effects = _ANSWER_HANDLERS[op](cs, answer, now_ms)
+    # The answered request is pending no more. No step reads ``pending_req_id`` (the gate
+    # above does), and a step that sends or finishes sets it anew (a new request's ID is
+    # never the answered one: its number grows), so only a step that does neither keeps
+    # the answered ID and is copied here: most answers are one copy of the state, not two.
+    if cs.pending_req_id == answer.req_id:
+        cs = replace(cs, pending_req_id=None)
+    return cs, effects
 
 
 def on_timer(cs: CallState, name: str, now_ms: int) -> CallStep:

@@ -90,7 +90,7 @@ def _on_start_answer(cs: CallState, answer: Response, now_ms: int) -> CallStep:
     effects: list[Effect] = []
     _disarm_into(changes, cs, "answer_timer", effects)
     if cs.background:
-        return _finish(replace(cs, **changes) if changes else cs, _background_started(pid), effects)
+        return _finish(cs, _background_started(pid), effects, changes)
     if cs.identity is not None and pid == cs.identity.uuid:
         # New agent: the deadline is the process start plus the timeout (4.3), so a later
         # attempt continues the same timeout instead of restarting it.
