@@ -47,8 +47,8 @@ builder and the delivery and timer rules. The builder owns a private copy of the
 for its step and keeps the step's timer edits aside until the step ends, then puts them
 into one new timer table (``_Builder.finish``: a fired timer's cancel and its handler's
 re-arm are one edit). One delivery skips the builder: a publish its
-replica ignores (``chatd.publish_changes_nothing``: down, no runner for the chat, a paused
-worker's ownership event) is the step the builder would make, the message out of flight
+replica ignores (``chatd.publish_changes_nothing``: down, no runner for the chat, an
+update the runner has seen, a paused worker's ownership event) is the step the builder would make, the message out of flight
 and one ``deliver`` record (``_quiet_publish``, tests/test_system_publish.py); most of
 the publishes a swarm seed delivers are such.
 
@@ -627,7 +627,8 @@ def apply(system: System, action: Action, log: list | None = None, asked: tuple 
         rest = in_flight[:at] + in_flight[at + 1:]  # (sequence numbers are unique)
         payload = env.payload
         if kind is Deliver and type(payload) is Publish and not system.partitions \
-                and chatd.publish_changes_nothing(system.replicas._index.get(env.dst), payload.channel, payload.chat_id):
+                and chatd.publish_changes_nothing(system.replicas._index.get(env.dst), system.db,
+                                              payload.channel, payload.chat_id):
             return _quiet_publish(system, action, env, rest)
         b = _Builder(system, action, log, asked)
         b.s.__dict__["now_ms"] = action.at_ms  # (``set``, without the keyword call)

@@ -47,12 +47,12 @@ def test_quiet_publish_is_the_general_step(variant, monkeypatch):
     deliveries = _publish_deliveries(variant)
     quiet = [(s, a) for s, a in deliveries
              if not s.partitions and chatd.publish_changes_nothing(
-                 s.replicas.get(msys._find(s, a.seq).dst), msys._find(s, a.seq).payload.channel,
+                 s.replicas.get(msys._find(s, a.seq).dst), s.db, msys._find(s, a.seq).payload.channel,
                  msys._find(s, a.seq).payload.chat_id)]
     # Most publishes are quiet, and some are not: both paths are exercised.
     assert len(quiet) > len(deliveries) / 2 and len(quiet) < len(deliveries)
     fast = [msys.apply(s, a) for s, a in quiet]
-    monkeypatch.setattr(chatd, "publish_changes_nothing", lambda rep, channel, chat_id: False)
+    monkeypatch.setattr(chatd, "publish_changes_nothing", lambda rep, db, channel, chat_id: False)
     slow = [msys.apply(s, a) for s, a in quiet]
     for f, g in zip(fast, slow):
         assert list(f.system.__dict__) == list(g.system.__dict__)  # the same fields in the same order
@@ -70,7 +70,7 @@ def test_quiet_publish_predicate_matches_the_handler():
     for s, a in _publish_deliveries("contract"):
         env = msys._find(s, a.seq)
         rep = s.replicas.get(env.dst)
-        if rep is None or not chatd.publish_changes_nothing(rep, env.payload.channel, env.payload.chat_id):
+        if rep is None or not chatd.publish_changes_nothing(rep, s.db, env.payload.channel, env.payload.chat_id):
             continue
         out = chatd.replica_on_publish(rep, s.db, env.payload.channel, env.payload.chat_id, s.now_ms, s.now_ms)
         assert out[0] is rep and out[1] is s.db and out[2] == []
@@ -79,18 +79,28 @@ def test_quiet_publish_predicate_matches_the_handler():
 
 
 def test_predicate_cases():
-    """The three quiet cases, and the two that are not."""
+    """The four quiet cases, and the four that are not."""
     s = msys.initial(_config(1)).system
+    db = s.db
     name, rep = next((n, r) for n, r in s.replicas.items() if r is not None)
-    assert chatd.publish_changes_nothing(None, chatd.CHANNEL_UPDATE, "c")
-    assert chatd.publish_changes_nothing(rep, chatd.CHANNEL_UPDATE, "no-such-chat")
-    assert not chatd.publish_changes_nothing(rep, chatd.CHANNEL_OWNERSHIP, "c")
+    assert chatd.publish_changes_nothing(None, db, chatd.CHANNEL_UPDATE, "c")
+    assert chatd.publish_changes_nothing(rep, db, chatd.CHANNEL_UPDATE, "no-such-chat")
+    assert not chatd.publish_changes_nothing(rep, db, chatd.CHANNEL_OWNERSHIP, "c")
     from model.core import replace
     paused = replace(rep, heartbeats_paused=True)
-    assert chatd.publish_changes_nothing(paused, chatd.CHANNEL_OWNERSHIP, "c")
+    assert chatd.publish_changes_nothing(paused, db, chatd.CHANNEL_OWNERSHIP, "c")
     from model.chatd.state import Runner
+    chat_id, chat = next(iter(db.chats.items()))
+    # A runner of a chat the database does not hold drops it: not quiet.
     running = replace(rep, runners=rep.runners.set("c", Runner("c", "r1")))
-    assert not chatd.publish_changes_nothing(running, chatd.CHANNEL_UPDATE, "c")
+    assert not chatd.publish_changes_nothing(running, db, chatd.CHANNEL_UPDATE, "c")
+    # A runner that has seen the chat's snapshot: quiet; one snapshot behind: it observes.
+    seen = replace(rep, runners=rep.runners.set(chat_id, Runner(chat_id, "r1", seen_snapshot=chat.snapshot_version)))
+    assert chatd.publish_changes_nothing(seen, db, chatd.CHANNEL_UPDATE, chat_id)
+    behind = replace(rep, runners=rep.runners.set(chat_id, Runner(chat_id, "r1", seen_snapshot=chat.snapshot_version - 1)))
+    assert not chatd.publish_changes_nothing(behind, db, chatd.CHANNEL_UPDATE, chat_id)
+    # With the database down the runner writes its db_down note: not quiet.
+    assert not chatd.publish_changes_nothing(seen, chatd.db_set_up(db, False), chatd.CHANNEL_UPDATE, chat_id)
 
 
 def _config(seed: int):

@@ -110,18 +110,26 @@ def replica_on_answer(rep: ReplicaState, db: Db, answer: Response | TransportErr
     return _call_progress(rep, db, runner, task, i, cs, eff, now_ms, db_now_ms)
 
 
-def publish_changes_nothing(rep: ReplicaState | None, channel: str, chat_id: str) -> bool:
+def publish_changes_nothing(rep: ReplicaState | None, db: Db, channel: str, chat_id: str) -> bool:
     """Whether ``replica_on_publish`` answers this publish with the replica and database it
-    was given and no effect, whatever the database and the clocks: a replica that is down,
-    an update of a chat it runs no runner for, or an ownership change seen by a paused
-    worker (``_acquire`` reads nothing then). Most publishes are one of these (a chat's
-    update reaches every replica, and one runs it): ``model.system.apply`` delivers them
-    without the general step (the same step, tests/test_system_publish.py)."""
+    was given and no effect, whatever the clocks: a replica that is down, an update of a
+    chat it runs no runner for, an update its runner has seen already (the database up and
+    the chat's snapshot no newer than the runner's: ``_observe``'s first answers), or an
+    ownership change seen by a paused worker (``_acquire`` reads nothing then). Most
+    publishes are one of these (a chat's update reaches every replica, and one runs it):
+    ``model.system.apply`` delivers them without the general step (the same step,
+    tests/test_system_publish.py)."""
     if rep is None:
         return True
     if channel == CHANNEL_OWNERSHIP:
         return rep.heartbeats_paused
-    return channel != CHANNEL_UPDATE or chat_id not in rep.runners
+    if channel != CHANNEL_UPDATE:
+        return True
+    runner = rep.runners._index.get(chat_id)  # (FMap.get without the call)
+    if runner is None:
+        return True
+    chat = db.chats._index.get(chat_id) if db is not None and db.db_up else None
+    return chat is not None and chat.snapshot_version <= runner.seen_snapshot
 
 
 def replica_on_publish(rep: ReplicaState, db: Db, channel: str, chat_id: str, now_ms: int, db_now_ms: int) -> Out:
