@@ -107,3 +107,30 @@ def test_seed_generator_draws_as_random():
         with pytest.raises(IndexError):
             ours.choice(())
         assert ours.getstate() == ref.getstate()
+
+
+def test_handwritten_inits_of_the_world_config_match_their_fields():
+    """``WorldConfig`` and ``ChatSpec`` (model/world_config.py) write their fields
+    straight into the instance dict, as tests/test_core_records.py checks of the hot
+    states: the same parameters, in order, with the fields' defaults, and the instance the
+    generated ``__init__`` would build."""
+    import dataclasses
+    import inspect
+
+    from model import system as msys
+
+    for cls in (msys.WorldConfig, msys.ChatSpec):
+        fields = dataclasses.fields(cls)
+        params = list(inspect.signature(cls.__init__).parameters.values())[1:]
+        assert [p.name for p in params] == [f.name for f in fields], cls.__name__
+        for p, f in zip(params, fields):
+            default = f.default if f.default is not dataclasses.MISSING else inspect.Parameter.empty
+            assert p.default is default or p.default == default, (cls.__name__, f.name)
+        values = [f"v{i}" for i in range(len(fields))]
+        built = cls(*values)
+        assert list(built.__dict__) == [f.name for f in fields]
+        assert built == cls(*values) and hash(built) == hash(cls(*values))
+        assert dataclasses.replace(built, **{fields[0].name: "w"}) == cls("w", *values[1:])
+        with pytest.raises(dataclasses.FrozenInstanceError):
+            setattr(built, fields[0].name, "other")
+    assert msys.WorldConfig().agent_config is msys.WorldConfig.agent_config
