@@ -55,12 +55,25 @@ class ChatSpec:
     gen_time_ms: int = chatd.DEFAULT_GEN_TIME_MS
     start_at_ms: int = 0
 
+    def __init__(self, name, chat_id, turns, gen_time_ms=chatd.DEFAULT_GEN_TIME_MS, start_at_ms=0):
+        # (as model/core.py ``SetTimer.__init__``: each field straight into the instance
+        # dict; every swarm seed builds its world's chats and config anew)
+        d = self.__dict__
+        d["name"] = name
+        d["chat_id"] = chat_id
+        d["turns"] = turns
+        d["gen_time_ms"] = gen_time_ms
+        d["start_at_ms"] = start_at_ms
+
+
+_REFERENCE_AGENT = agent.AgentConfig()  # ``WorldConfig``'s default agent (one object, as a field default is)
+
 
 @dataclass(frozen=True)
 class WorldConfig:
     replicas: tuple[str, ...] = ("replica-1", "replica-2")
     chatd_rules: Any = chatd.CONTRACT
-    agent_config: agent.AgentConfig = agent.AgentConfig()
+    agent_config: agent.AgentConfig = _REFERENCE_AGENT
     chats: tuple[ChatSpec, ...] = ()
     clocks: FMap = EMPTY  # node -> ClockSpec
     files: FMap = EMPTY
@@ -77,6 +90,24 @@ class WorldConfig:
     # the agent package's signatures); None is model/agent/. Only tests plug in a stub agent,
     # so that every chatd test runs through this module's one interpreter of effects.
     agent_impl: Any = None
+
+    def __init__(self, replicas=("replica-1", "replica-2"), chatd_rules=chatd.CONTRACT, agent_config=_REFERENCE_AGENT,
+                 chats=(), clocks=EMPTY, files=EMPTY, agent_boot_at_ms=0, replica_rules=EMPTY, pubsub_immediate=False,
+                 message_ids_per_chat=False, reference_timing=None, agent_impl=None):
+        # (as ``ChatSpec.__init__``)
+        d = self.__dict__
+        d["replicas"] = replicas
+        d["chatd_rules"] = chatd_rules
+        d["agent_config"] = agent_config
+        d["chats"] = chats
+        d["clocks"] = clocks
+        d["files"] = files
+        d["agent_boot_at_ms"] = agent_boot_at_ms
+        d["replica_rules"] = replica_rules
+        d["pubsub_immediate"] = pubsub_immediate
+        d["message_ids_per_chat"] = message_ids_per_chat
+        d["reference_timing"] = reference_timing
+        d["agent_impl"] = agent_impl
 
     def clock(self, node: str) -> ClockSpec:
         return self.clocks._index.get(node) or PERFECT_CLOCK  # (the map's dict: asked several times a step)

@@ -21,7 +21,7 @@ from model import properties as props
 from model import system as msys
 from model import vocabulary
 from model.timing import DEFAULT_TIMING, Timing
-from model.core import FMap
+from model.core import EMPTY, FMap
 
 from . import latency
 from .scenario import Scenario, ScenarioError, ToolCallSpec, check_until, format_duration
@@ -41,23 +41,35 @@ def chat_uuid(name: str) -> str:
 
 
 def _tool_call(spec: ToolCallSpec) -> chattool.ToolCall:
+    return chattool.ToolCall(spec.provider, spec.tool, _args_json(spec))
+
+
+def _args_json(spec: ToolCallSpec) -> str:
+    """The call's arguments as the model wrote them: the text ``json.dumps(args,
+    sort_keys=True, separators=(",", ":"))`` gives for ``args`` = ``{"command", "timeout"
+    (chatd's duration words), "run_in_background"}`` of an execute, ``{"files": [{"path",
+    "edits": [{"search", "replace"}]}]}`` of an edit_files, ``{"path", "content"}`` of a
+    write_file. Written out with the keys in sorted order and each string quoted by the
+    quoting ``dumps`` itself uses (ensure_ascii): building the dict and running the
+    encoder over it was a third of ``build``'s cost (tests/test_setup_paths.py compares the
+    two texts for every scenario file and drawn world)."""
+    quote = _JSON_STRING
     if spec.tool == "execute":
-        args: dict = {"command": spec.command}
-        if spec.timeout_ms is not None:
-            args["timeout"] = format_duration(spec.timeout_ms)
+        text = '{"command":' + quote(spec.command)
         if spec.background:
-            args["run_in_background"] = True
-    elif spec.tool == "edit_files":
-        edits = [{"search": s, "replace": r} for s, r in spec.edits]
-        args = {"files": [{"path": spec.path, "edits": edits}]}
-    else:
-        args = {"path": spec.path, "content": spec.content}
-    return chattool.ToolCall(spec.provider, spec.tool, _ARGS_JSON(args))
+            text += ',"run_in_background":true'
+        if spec.timeout_ms is not None:
+            text += ',"timeout":' + quote(format_duration(spec.timeout_ms))
+        return text + "}"
+    if spec.tool == "edit_files":
+        edits = ",".join(['{"replace":' + quote(r) + ',"search":' + quote(s) + "}" for s, r in spec.edits])
+        return '{"files":[{"edits":[' + edits + '],"path":' + quote(spec.path) + "}]}"
+    return '{"content":' + quote(spec.content) + ',"path":' + quote(spec.path) + "}"
 
 
-# ``json.dumps(args, sort_keys=True, separators=(",", ":"))`` with one encoder, not one
-# built per call (the same text: dumps builds this very encoder).
-_ARGS_JSON = json.JSONEncoder(sort_keys=True, separators=(",", ":")).encode
+# The string quoting ``json.dumps`` applies with ensure_ascii (its default): the C
+# function its encoder calls for every string.
+_JSON_STRING = json.encoder.encode_basestring_ascii
 
 
 def world_timing(scenario: Scenario) -> Timing:
@@ -67,64 +79,66 @@ def world_timing(scenario: Scenario) -> Timing:
     bug's own timing knobs go on top of this (``planted_bugs.resolve``). Orderings the
     reference relies on (``timing.ORDERINGS``) are not enforced: a world may break them
     on purpose (a 5 min attempt timeout under today), and the run shows what follows."""
-    changes = {field: scenario.world_value(key) for key, field in vocabulary.TIMING_KEYS.items()
-               if scenario.world_value(key) is not None}
-    if scenario.world_value("age_margin") is not None:
-        changes["agent_age_margin_ms"] = scenario.world_value("age_margin")
+    world = scenario.world_values()
+    changes = {field: world[key] for key, field in vocabulary.TIMING_KEYS.items() if world.get(key) is not None}
+    if world.get("age_margin") is not None:
+        changes["agent_age_margin_ms"] = world["age_margin"]
     return replace(DEFAULT_TIMING, **changes) if changes else DEFAULT_TIMING
 
 
 def build(scenario: Scenario, variant: str) -> tuple[msys.WorldConfig, WorldOptions]:
-    agent_name = scenario.world_value("agent", "rev-c")
+    world = scenario.world_values()
+    agent_name = world.get("agent", "rev-c")
     base_agent = agent.AGENT_VARIANTS.get(agent_name)
     if base_agent is None:
         raise ScenarioError(f"{scenario.path}: world.agent: unknown agent {agent_name!r} (known: {', '.join(sorted(agent.AGENT_VARIANTS))})")
     timing = world_timing(scenario)
-    if scenario.world_value("age_margin") is not None:
-        base_agent = replace(base_agent, age_margin_ms=scenario.world_value("age_margin"))
-    if scenario.world_value("handler_time") is not None:
-        base_agent = replace(base_agent, handler_ms=scenario.world_value("handler_time"))
+    if world.get("age_margin") is not None:
+        base_agent = replace(base_agent, age_margin_ms=world["age_margin"])
+    if world.get("handler_time") is not None:
+        base_agent = replace(base_agent, handler_ms=world["handler_time"])
     try:
-        rules, agent_rules = planted_bugs.resolve(variant, base_agent, timing=timing)
+        rules, agent_rules = _resolved(variant, base_agent, timing)
     except planted_bugs.UnknownVariant as err:
         raise ScenarioError(f"{scenario.path}: variant: {err}") from None
     chats: dict[str, list] = {}
     scripts = {}
     for turn in scenario.turns:
-        chats.setdefault(turn.chat, []).append(tuple(_tool_call(tc) for tc in turn.tool_calls))
+        chats.setdefault(turn.chat, []).append(tuple([_tool_call(tc) for tc in turn.tool_calls]))
         for tc in turn.tool_calls:
             if tc.tool == "execute":
                 scripts[chattool.strip_trailing_ampersand(tc.command)[0].strip()] = agent.Script(
                     runs_for_ms=tc.runs_for_ms, exit_code=tc.exit_code, output_at_start=tc.output
                 )
-    gen_ms = scenario.world_value("generation_time", chatd.DEFAULT_GEN_TIME_MS)
-    start_ms = scenario.world_value("chat_start", 0)
-    chat_specs = tuple(
+    gen_ms = world.get("generation_time", chatd.DEFAULT_GEN_TIME_MS)
+    start_ms = world.get("chat_start", 0)
+    chat_specs = tuple([
         msys.ChatSpec(name, chat_uuid(name), tuple(turns), gen_ms, start_ms) for name, turns in chats.items()
-    )
+    ])
     clocks = FMap(
         (node, msys.ClockSpec(dict(v)["offset_ms"], dict(v)["drift_ppm"], dict(v)["steps"]))
         for node, v in scenario.clocks
-    )
-    replicas = tuple(f"replica-{i + 1}" for i in range(scenario.world_value("replicas", 2)))
+    ) if scenario.clocks else EMPTY
+    replicas = _replica_names(world.get("replicas", 2))
     replica_rules = {}
-    for name, replica_variant in scenario.world_value("replica_variants", ()):
+    for name, replica_variant in world.get("replica_variants", ()):
         if name not in replicas:
             raise ScenarioError(f"{scenario.path}: world.replica_variants.{name}: no such replica (replicas: {', '.join(replicas)})")
         try:
-            replica_rules[name] = planted_bugs.resolve(replica_variant, base_agent, timing=timing)[0]
+            replica_rules[name] = _resolved(replica_variant, base_agent, timing)[0]
         except planted_bugs.UnknownVariant as err:
             raise ScenarioError(f"{scenario.path}: world.replica_variants.{name}: {err}") from None
+    files = world.get("files")
     config = msys.WorldConfig(
         replicas=replicas,
         chatd_rules=rules,
         agent_config=agent.AgentConfig(rules=agent_rules, scripts=FMap(scripts)),
         chats=chat_specs,
         clocks=clocks,
-        files=FMap(scenario.world_value("files", ())),
-        agent_boot_at_ms=scenario.world_value("agent_boot_at", 0),
-        message_ids_per_chat=scenario.world_value("message_ids_per_chat", False),
-        replica_rules=FMap(replica_rules),
+        files=FMap(files) if files else EMPTY,
+        agent_boot_at_ms=world.get("agent_boot_at", 0),
+        message_ids_per_chat=world.get("message_ids_per_chat", False),
+        replica_rules=FMap(replica_rules) if replica_rules else EMPTY,
         reference_timing=timing,  # the world's clock before the variant's planted bugs
     )
     shape = latency.shape_of(scenario.latency_shape)
@@ -139,6 +153,20 @@ def build(scenario: Scenario, variant: str) -> tuple[msys.WorldConfig, WorldOpti
     options = WorldOptions(scenario.latency_min_ms, scenario.latency_max_ms, scenario.loss, links, scenario.faults,
                            latency_shape=shape, stalls=latency.stalls_of(scenario.stalls))
     return config, options
+
+
+@functools.lru_cache(maxsize=64)  # pure: a swarm world has 1-3 replicas
+def _replica_names(count: int) -> tuple[str, ...]:
+    return tuple(f"replica-{i + 1}" for i in range(count))
+
+
+# Every swarm seed resolves the same variant over the same few agents (rev-c, with or
+# without a story's handler time) and the reference timing: the rule objects are frozen
+# and ``resolve`` is pure, so equal inputs share one answer (a sixth of ``build``'s cost).
+# An unknown variant raises each time (a raise is not remembered).
+@functools.lru_cache(maxsize=256)
+def _resolved(variant: str, base_agent: agent.AgentRules, timing: Timing):
+    return planted_bugs.resolve(variant, base_agent, timing=timing)
 
 
 # What a scenario holds that does not decide the run: where it was read from, its prose,

@@ -38,6 +38,7 @@ from typing import Any
 from model import vocabulary
 
 from .scenario_faults import read_fault
+from .scenario_spec import WRITTEN_MS
 from .scenario_spec import (  # re-exported: the values read, for sim/ and tests
     ROUTE_OF_TOOL,
     Expectation,
@@ -337,6 +338,9 @@ _DRAWN_DURATION = re.compile(r"(?:(\d+)h)?(?:(\d+)m)?(?:(\d+)s)?(?:(\d+)ms)?")
 
 
 def _drawn_ms(text: str) -> int:
+    ms = WRITTEN_MS.get(text)  # (written by this process's drawing: sim/scenario_spec.py)
+    if ms is not None:
+        return ms
     m = _DRAWN_DURATION.fullmatch(text)
     if m is None or not text:
         return parse_duration(text, "duration")

@@ -52,14 +52,39 @@ def parse_duration(text: Any, where: str) -> int:
 
 def format_duration(ms: int) -> str:
     """Inverse of parse_duration for display: 5_400_000 -> "1h30m"."""
+    whole = type(ms) is int  # (a float or a bool equal to an int is written otherwise)
+    if whole:
+        text = _TEXT_OF_MS.get(ms)
+        if text is not None:
+            return text
     if ms == 0:
-        return "0s"
-    out = ""
-    for unit, size in (("h", 3_600_000), ("m", 60_000), ("s", 1_000), ("ms", 1)):
-        if ms >= size:
-            out += f"{ms // size}{unit}"
-            ms %= size
-    return out
+        text = "0s"
+    else:
+        text = ""
+        rest = ms
+        for unit, size in (("h", 3_600_000), ("m", 60_000), ("s", 1_000), ("ms", 1)):
+            if rest >= size:
+                text += f"{rest // size}{unit}"
+                rest %= size
+    if whole and ms >= 0:
+        if len(_TEXT_OF_MS) >= _WRITTEN_MAX:
+            _TEXT_OF_MS.clear()
+            WRITTEN_MS.clear()
+        _TEXT_OF_MS[ms] = text
+        WRITTEN_MS[text] = ms
+    return text
+
+
+# The durations ``format_duration`` has written, both ways: a swarm seed writes some
+# twenty (sim/stories.py) and ``sim.scenario.from_drawn`` reads them straight back, so
+# the reader looks a text up in ``WRITTEN_MS`` before parsing it, and the writer answers a
+# repeated value (the timeouts, latencies and run lengths the drawing picks from short
+# lists) from ``_TEXT_OF_MS``. Only whole non-negative milliseconds, whose text parses
+# back to the same value (Rule 1; tests/test_setup_paths.py), so either map gives
+# what the computation would. Bounded: emptied when full.
+_WRITTEN_MAX = 4096
+_TEXT_OF_MS: dict[int, str] = {}
+WRITTEN_MS: dict[str, int] = {}
 
 
 @dataclass(frozen=True)
@@ -149,12 +174,16 @@ class Scenario:
     stalls: tuple[tuple[str, Any], ...] = ()  # ``[network] stalls``: probability, min_ms, max_ms; empty: none
 
     def world_value(self, name: str, default: Any = None) -> Any:
-        # The pairs as a dict, built once per scenario (a run asks a dozen of these) and
-        # kept beside the fields (not a field: equality, hashing and the digest skip it).
+        return self.world_values().get(name, default)
+
+    def world_values(self) -> dict[str, Any]:
+        """``world`` as a dict (read it, never change it): built once per scenario (a run
+        asks a dozen of its values) and kept beside the fields (not a field: equality,
+        hashing and the digest skip it)."""
         values = self.__dict__.get("_world_values")
         if values is None:
             values = self.__dict__["_world_values"] = dict(self.world)
-        return values.get(name, default)
+        return values
 
     def expectation(self, variant: str) -> Expectation | None:
         return dict(self.expect).get(variant)

@@ -81,7 +81,7 @@ def draw_scenario(seed: int, rng=None) -> dict:
     ``randint``, ``random``, ``uniform``, ``choice`` and ``choices`` (the hypothesis
     search, sim/story_search.py, answers each call with a draw it can shrink); the
     draws are the same calls in the same order either way."""
-    rng = rng if rng is not None else random.Random(f"swarm:{seed}")
+    rng = rng if rng is not None else _SeedRandom(f"swarm:{seed}")
     replicas = rng.randint(1, 3)
     latency_min_ms = rng.randint(1, 20)
     # Latency stays well below the agent's 2 s age margin: a longer transit is the
@@ -127,6 +127,35 @@ def draw_scenario(seed: int, rng=None) -> dict:
         "turns": turns,
         "faults": d.faults + faults,
     }
+
+
+class _SeedRandom(random.Random):
+    """A seed's own generator: ``random.Random`` (same seed, same stream, same draws)
+    with the two calls the drawing makes most, some forty a seed, written out: random.py's
+    ``randint`` goes through ``randrange``'s checks, and ``choice`` and ``randint`` both
+    through ``_randbelow``, to reach the same ``getrandbits`` calls as here."""
+
+    def randint(self, a: int, b: int) -> int:
+        if type(a) is not int or type(b) is not int or b < a:
+            return super().randint(a, b)  # (its ValueError or TypeError, as before)
+        # (``a + _randbelow(b - a + 1)``: randrange's answer for int bounds, b >= a)
+        n = b - a + 1
+        k = n.bit_length()
+        r = self.getrandbits(k)
+        while r >= n:
+            r = self.getrandbits(k)
+        return a + r
+
+    def choice(self, seq):
+        n = len(seq)
+        if not n:
+            return super().choice(seq)  # (its IndexError)
+        # (``seq[_randbelow(n)]``, as random.py's ``choice``)
+        k = n.bit_length()
+        r = self.getrandbits(k)
+        while r >= n:
+            r = self.getrandbits(k)
+        return seq[r]
 
 
 # Fault kinds a long workload draws at a rate (sim/sweep.py): scheduled, at a time.

@@ -146,25 +146,32 @@ class Simulation:
         self._agenda_timer: msys.Timer | None = None  # the timer it is set for
         self._agenda_key: tuple | None = None  # its (node, name): its key in the timer table
         self._loops_armed = True  # a step armed a loop timer since the wake-up was set
-        # Only event-triggered faults and handler panics read the records of each step.
-        # Each such fault starts once, on its nth event: when the last of them has, no record
-        # can start anything more and the watch retires (``_watch``).
-        self._watch_left = sum(1 for spec in self.options.faults
-                               if spec.kind == "handler_panic" or spec.trigger.event is not None)
+        # One pass over the faults reads what the run watches (Rule 4):
+        # - only event-triggered faults and handler panics read the records of each step;
+        #   each such fault starts once, on its nth event: when the last of them has, no
+        #   record can start anything more and the watch retires (``_watch``);
+        # - the record kinds that can be a watched event (``_events_of``), and ``send``,
+        #   whose request the ``process_started`` and ``handler_panic`` triggers look up:
+        #   the other records of a step are skipped without asking what event they are;
+        # - the faults that name messages (``_named_fate``): (index, kind, its
+        #   MessageMatch, a delay's ``by``).
+        self._watch_left = 0
+        watched = set()
+        self._message_faults: list[tuple[int, str, MessageMatch, Any]] = []
+        for i, spec in enumerate(self.options.faults):
+            kind, event = spec.kind, spec.trigger.event
+            if event is not None:
+                watched.add(event)
+            if kind == "handler_panic":
+                watched.add("request_delivered")
+            if kind == "handler_panic" or event is not None:
+                self._watch_left += 1
+            if kind == "lose" or kind == "delay":
+                params = dict(spec.params)  # (``FaultSpec.get`` twice, one dict)
+                self._message_faults.append((i, kind, params.get("message"), params.get("by", 0)))
         self._watching = self._watch_left > 0
-        # The record kinds that can be a watched event (``_events_of``), and ``send``,
-        # whose request the ``process_started`` and ``handler_panic`` triggers look up:
-        # the other records of a step are skipped without asking what event they are.
-        watched = {spec.trigger.event for spec in self.options.faults if spec.trigger.event is not None}
-        if any(spec.kind == "handler_panic" for spec in self.options.faults):
-            watched.add("request_delivered")
         self._watched_kinds = frozenset(["send"] + [kind for kind, events in _EVENT_KINDS.items()
                                                     if not watched.isdisjoint(events)])
-        # The faults that name messages (``_named_fate``), read once: (index, kind, its
-        # MessageMatch, a delay's ``by``).
-        self._message_faults: list[tuple[int, str, MessageMatch, Any]] = [
-            (i, spec.kind, spec.get("message"), spec.get("by", 0))
-            for i, spec in enumerate(self.options.faults) if spec.kind in ("lose", "delay")]
         self._links: dict = {}  # (src, dst) -> LinkSpec (``_link``)
         self._loop_keys: dict = {}  # (node, name) -> a replica's periodic loop timer (``_is_loop_timer``)
         # Loop verdicts and the heap carried between batches (model/idle.py advance); the
