@@ -271,8 +271,12 @@ def reached_gone_incarnation(ev: Evidence, call: CallInfo, before_idx: int) -> b
         return False
     last_down = downs[-1]
     trace = ev.trace
-    return any(trace[i].get("kind") == "send" and trace[i].get("route") in _ACTING_ROUTES
-               and trace[i].get("tool_call") == call.provider_id for i in range(last_down))
+    provider_id = call.provider_id
+    for i in range(last_down):
+        rec = trace[i]
+        if rec.get("kind") == "send" and rec.get("route") in _ACTING_ROUTES and rec.get("tool_call") == provider_id:
+            return True
+    return False
 
 
 def _unknown_only_when_unknowable(ev: Evidence) -> list[Violation]:

@@ -189,10 +189,18 @@ class Evidence:
         pid_owner, pid_start, sends = self.pid_owner, self.pid_start, self.sends
         indexed = _INDEXED_KINDS
         for i, rec in enumerate(trace):
-            kind = rec.get("kind")
+            # ``rec.get("kind")`` and ``rec.get("note")`` as lookups (a method call costs
+            # twice a subscript, and every record has its kind, every note its name).
+            try:
+                kind = rec["kind"]
+            except KeyError:
+                kind = None
             if kind == "note":
                 marks.append(i)
-                name = rec.get("note")
+                try:
+                    name = rec["note"]
+                except KeyError:
+                    name = None
                 by = notes.get(name)
                 if by is None:
                     notes[name] = [i]
