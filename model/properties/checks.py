@@ -337,8 +337,9 @@ def _fenced_commits(ev: Evidence) -> list[Violation]:
     owner: dict[str, str] = {}
     chat_of_task: dict[str, str] = {}
     begun: dict[str, list[tuple[int, str, int]]] = {}  # chat -> (index, replica, generation_attempt)
+    trace = ev.trace
     for i in _marks_of(ev, _FENCE_MARKS):  # only these notes and truths are read, in trace order
-        rec = ev.trace[i]
+        rec = trace[i]
         kind = rec.get("kind")
         if kind == "note":
             name = rec.get("note")

@@ -19,6 +19,7 @@ from bisect import bisect_right
 from dataclasses import replace
 from typing import Callable
 
+from .checks import reached_gone_incarnation
 from .evidence import Evidence, Violation, agent_clock_at, call_of, violation
 
 
@@ -219,14 +220,13 @@ def informational(ev: Evidence) -> list[Violation]:
     agent (so ``unknown_only_when_unknowable`` allows it) and yet nothing ever ran. The
     false unknowns that property reports (no such request) are its classified
     violations, not repeated here."""
-    from .checks import reached_gone_incarnation
-
     out = []
+    trace, results = ev.trace, ev.results
     for call in ev.calls:
-        effects = ev.starts[call.uuid] if call.tool == "execute" else ev.edits[call.uuid]
-        for ri in ev.results[call.uuid]:
-            rec = ev.trace[ri]
-            if rec.get("result_kind") == "unknown" and rec.get("reason") == "agent_restarted" and not effects \
+        for ri in results[call.uuid]:
+            rec = trace[ri]
+            if rec.get("result_kind") == "unknown" and rec.get("reason") == "agent_restarted" \
+                    and not (ev.starts if call.tool == "execute" else ev.edits)[call.uuid] \
                     and reached_gone_incarnation(ev, call, ri):
                 out.append(replace(violation("truthful_result", call, rec["t_ms"],
                                       f"{call.provider_id}: unknown (agent restarted) although nothing ever ran", (ri,)),
