@@ -26,7 +26,7 @@ from .risks import KNOWN_FINDINGS
 # Both records are frozen dataclasses with their ``__init__`` written out: the generated one
 # sets each field through ``object.__setattr__`` (past the frozen guard), which made a
 # ``CallInfo`` cost some 10,000 instructions, as much as indexing 20 trace records.
-# Filling the new instance's dict is the same (as model/system.py's builder does) for
+# Filling the new instance's dict is the same (as model/core.py ``SetTimer.__init__``) for
 # under 4,000; equality, hashing, ``repr`` and ``dataclasses.replace`` are the dataclass's.
 
 
@@ -44,6 +44,7 @@ class CallInfo:
 
     def __init__(self, chat_id: str, message_id: int, provider_id: str, uuid: str, tool: str, command: str = "",
                  path: str = "", background: bool = False, timeout_ms: int = 10_000):
+        # (as model/core.py ``SetTimer.__init__``: each field straight into the instance dict)
         d = self.__dict__
         d["chat_id"] = chat_id
         d["message_id"] = message_id
@@ -70,6 +71,7 @@ class Violation:
 
     def __init__(self, property: str, uuid: str | None, provider_id: str | None, at_ms: int, detail: str,
                  evidence: tuple[int, ...] = (), residual_risk: str | None = None):
+        # (as ``CallInfo.__init__``)
         d = self.__dict__
         d["property"] = property
         d["uuid"] = uuid
@@ -207,12 +209,7 @@ class Evidence:
                 else:
                     by.append(i)
                 if "truth" in rec:
-                    what = rec["truth"]
-                    by = truths.get(what)
-                    if by is None:
-                        truths[what] = [i]
-                    else:
-                        by.append(i)
+                    truths.setdefault(rec["truth"], []).append(i)
                 continue
             if kind not in indexed and "truth" not in rec:
                 continue  # most records (deliveries, replies, timers): nothing to index
@@ -220,11 +217,7 @@ class Evidence:
             if "truth" in rec:
                 marks.append(i)
                 what = rec["truth"]
-                by = truths.get(what)
-                if by is None:
-                    truths[what] = [i]
-                else:
-                    by.append(i)
+                truths.setdefault(what, []).append(i)  # (a truth is one record in 17)
             elif kind == "truth":
                 marks.append(i)
             if kind == "send":
