@@ -237,3 +237,25 @@ def test_unknown_only_when_unknowable_classifies_the_contracts_false_unknown():
     report = props.evaluate([unknown(1_000, "not_found")] + resolved(), final())
     (v,) = [v for v in report.violations if v.property == "unknown_only_when_unknowable"]
     assert v.residual_risk is None and "it never ran" in v.detail
+
+
+@pytest.mark.parametrize("cls", [props.CallInfo, props.Violation])
+def test_the_evidence_records_init_is_the_dataclass_one(cls):
+    """``CallInfo`` and ``Violation`` write their ``__init__`` out (model/properties/
+    evidence.py): it takes the fields in order with their defaults and fills every one,
+    so a field added without its parameter fails here; they stay frozen and
+    ``dataclasses.replace`` still works (``classify``)."""
+    import dataclasses
+    import inspect
+
+    fields = dataclasses.fields(cls)
+    signature = inspect.signature(cls.__init__).parameters
+    assert list(signature)[1:] == [f.name for f in fields]
+    assert all(signature[f.name].default == (inspect.Parameter.empty if f.default is dataclasses.MISSING else f.default)
+               for f in fields)
+    values = [f"v{i}" for i in range(len(fields))]
+    record = cls(*values)
+    assert record.__dict__ == dict(zip([f.name for f in fields], values)) and record == cls(*values)
+    assert dataclasses.replace(record, uuid="other").uuid == "other"
+    with pytest.raises(dataclasses.FrozenInstanceError):
+        record.uuid = "other"

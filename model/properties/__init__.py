@@ -41,6 +41,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
+from ..chatd_db import RUNNABLE
 from .checks import INTERRUPT_SLACK_MS, PROPERTIES, Property, interrupt_bound_ms
 from .classify import CANCEL_UNSURE_REASONS, CLASSIFIERS, classify, informational
 from .evidence import CallInfo, Evidence, Violation, agent_clock_at, committed_calls, record_tags, violation
@@ -92,8 +93,6 @@ __all__ = [
 def quiesced(final) -> bool:
     """The run has settled: no chat is still runnable (running, interrupting,
     requires_action), so every tool call that will get a result has one."""
-    from ..chatd_db import RUNNABLE
-
     return all(chat.status not in RUNNABLE for chat in final.db.chats.values())
 
 
@@ -120,6 +119,10 @@ def evaluate(trace: list[dict], final, kinds: tuple[str, ...] = ("always", "even
     ev = Evidence(trace, final)
     settled = quiesced(final)
     violations, unreached = _check(ev, kinds, settled)
-    results = [ev.trace[i] for idx in ev.results.values() for i in idx]
-    unknown = sum(1 for r in results if r.get("result_kind") == "unknown")
-    return Report(violations, unreached, informational(ev), unknown, len(results), settled)
+    results = unknown = 0  # the committed results, and those of them unknown
+    for idx in ev.results.values():
+        results += len(idx)
+        for i in idx:
+            if trace[i].get("result_kind") == "unknown":
+                unknown += 1
+    return Report(violations, unreached, informational(ev), unknown, results, settled)

@@ -19,7 +19,7 @@ from functools import lru_cache
 from typing import Callable
 
 from ..timing import DEFAULT_TIMING
-from .evidence import CallInfo, Evidence, Violation, agent_clock_at, violation
+from .evidence import CallInfo, Evidence, Violation, agent_clock_at, call_of, violation
 
 # Runner notice, backoff, commit: the interrupt bound's allowance (US7) on top of the dial
 # and agent answer timeouts, on the reference clock (``interrupt_bound_ms`` scales it).
@@ -226,8 +226,7 @@ def _chat_isolation(ev: Evidence) -> list[Violation]:
             continue
         owner_chat = ev.trace[si].get("chat_id")
         if owner_chat != rec.get("cause_chat"):
-            uuid = ev.pid_owner.get(f"{rec.get('incarnation')}/{rec.get('pid')}")
-            call = next((c for c in ev.calls if c.uuid == uuid), None)
+            call = call_of(ev, ev.pid_owner.get(f"{rec.get('incarnation')}/{rec.get('pid')}"))
             out.append(violation("chat_isolation", call, rec["t_ms"],
                           f"chat {rec.get('cause_chat')} killed a process of chat {owner_chat}", (si, i)))
     return out
@@ -272,8 +271,12 @@ def reached_gone_incarnation(ev: Evidence, call: CallInfo, before_idx: int) -> b
         return False
     last_down = downs[-1]
     trace = ev.trace
-    return any(trace[i].get("kind") == "send" and trace[i].get("route") in _ACTING_ROUTES
-               and trace[i].get("tool_call") == call.provider_id for i in range(last_down))
+    provider_id = call.provider_id
+    for i in range(last_down):
+        rec = trace[i]
+        if rec.get("kind") == "send" and rec.get("route") in _ACTING_ROUTES and rec.get("tool_call") == provider_id:
+            return True
+    return False
 
 
 def _unknown_only_when_unknowable(ev: Evidence) -> list[Violation]:
@@ -334,8 +337,9 @@ def _fenced_commits(ev: Evidence) -> list[Violation]:
     owner: dict[str, str] = {}
     chat_of_task: dict[str, str] = {}
     begun: dict[str, list[tuple[int, str, int]]] = {}  # chat -> (index, replica, generation_attempt)
+    trace = ev.trace
     for i in _marks_of(ev, _FENCE_MARKS):  # only these notes and truths are read, in trace order
-        rec = ev.trace[i]
+        rec = trace[i]
         kind = rec.get("kind")
         if kind == "note":
             name = rec.get("note")
@@ -350,19 +354,22 @@ def _fenced_commits(ev: Evidence) -> list[Violation]:
             chat_id = rec.get("chat_id")
             replica = str(rec.get("replica") or "")
             owner_replica = owner.get(chat_id, "").rsplit("-w", 1)[0]
-            call = next((c for c in ev.calls if c.uuid == rec.get("uuid")), None)
             if replica and chat_id in owner and owner_replica != replica:
-                out.append(violation("fenced_commits", call, rec["t_ms"],
+                out.append(violation("fenced_commits", call_of(ev, rec.get("uuid")), rec["t_ms"],
                               f"{replica} committed a result for a chat owned by {owner[chat_id]}", (i,)))
                 continue
             if rec.get("task") != "generation":
                 continue
             gen = rec.get("generation_attempt", 0)
             begins = begun.get(chat_id, [])
-            mine = next((b for b in reversed(begins) if b[1] == replica and b[2] == gen), None)
-            later = [b for b in begins if mine is not None and b[0] > mine[0]]
+            mine = None  # the newest attempt of this replica and generation attempt
+            for b in reversed(begins):
+                if b[1] == replica and b[2] == gen:
+                    mine = b
+                    break
+            later = [b for b in begins if b[0] > mine[0]] if mine is not None else []
             if later:
-                out.append(violation("fenced_commits", call, rec["t_ms"],
+                out.append(violation("fenced_commits", call_of(ev, rec.get("uuid")), rec["t_ms"],
                               f"{replica}'s generation attempt {gen} committed after {later[-1][1]} began "
                               f"attempt {later[-1][2]} of the chat", (mine[0], later[-1][0], i)))
     return out
@@ -433,7 +440,10 @@ def _reached_mark(ev: Evidence, predicate, mark: tuple[str, str]) -> list[Violat
     the marks ``mark`` names (``("note", name)`` or ``("truth", name)``, every property
     below): it asks only those (``Evidence.marks_by``), a few records of a trace."""
     trace = ev.trace
-    return [] if any(predicate(i, trace[i]) for i in ev.marks_by.get(mark, ())) else _never_reached(ev)
+    for i in ev.marks_by.get(mark, ()):
+        if predicate(i, trace[i]):
+            return []
+    return _never_reached(ev)
 
 
 def _never_reached(ev: Evidence) -> list[Violation]:

@@ -15,15 +15,19 @@ unknown after an agent start).
 
 from __future__ import annotations
 
+from bisect import bisect_right
 from dataclasses import replace
 from typing import Callable
 
-from .evidence import Evidence, Violation, agent_clock_at, violation
+from .checks import reached_gone_incarnation
+from .evidence import Evidence, Violation, agent_clock_at, call_of, violation
 
 
 def _agent_boot_before(ev: Evidence, idx: int) -> int | None:
-    """Index of the agent start that was current at trace record ``idx``."""
-    return next((i for i in range(idx, -1, -1) if ev.trace[i].get("kind") == "agent_up"), None)
+    """Index of the agent start that was current at trace record ``idx``: the last one of
+    ``Evidence.agent_ups`` at or before it."""
+    at = bisect_right(ev.agent_ups, idx)
+    return ev.agent_ups[at - 1] if at else None
 
 
 def _fooled_by_delay(ev: Evidence, start_idx: int) -> bool | None:
@@ -52,7 +56,7 @@ def _predates_boot(ev: Evidence, effect_idx: int) -> bool:
     rec = ev.trace[effect_idx]
     sent = ev.sends.get(rec.get("cause"))
     boot = _agent_boot_before(ev, effect_idx)
-    restarted = boot is not None and any(r.get("kind") == "agent_up" for r in ev.trace[:boot])
+    restarted = boot is not None and ev.agent_ups[0] < boot  # an agent start before that one
     if sent is None or not restarted or "age_ms" not in ev.trace[sent]:
         return False
     return ev.trace[sent]["t_ms"] - ev.trace[sent]["age_ms"] <= ev.trace[boot]["t_ms"]
@@ -85,7 +89,7 @@ def _effects_in(v: Violation, ev: Evidence) -> list[int]:
 
 
 def _call_effects(ev: Evidence, uuid: str) -> list[int]:
-    call = next((c for c in ev.calls if c.uuid == uuid), None)
+    call = call_of(ev, uuid)
     return (ev.starts if call is not None and call.tool == "execute" else ev.edits).get(uuid, [])
 
 
@@ -161,7 +165,7 @@ def _is_run_age_from_record(v: Violation, ev: Evidence) -> bool:
     rec = ev.trace[ri]
     if rec.get("truth") != "result_committed" or rec.get("result_kind") != "timed_out":
         return False
-    call = next((c for c in ev.calls if c.uuid == v.uuid), None)
+    call = call_of(ev, v.uuid)
     starts = [i for i in ev.starts.get(v.uuid, []) if i < ri]
     if call is None or call.background or not starts:
         return False
@@ -216,14 +220,13 @@ def informational(ev: Evidence) -> list[Violation]:
     agent (so ``unknown_only_when_unknowable`` allows it) and yet nothing ever ran. The
     false unknowns that property reports (no such request) are its classified
     violations, not repeated here."""
-    from .checks import reached_gone_incarnation
-
     out = []
+    trace, results = ev.trace, ev.results
     for call in ev.calls:
-        effects = ev.starts[call.uuid] if call.tool == "execute" else ev.edits[call.uuid]
-        for ri in ev.results[call.uuid]:
-            rec = ev.trace[ri]
-            if rec.get("result_kind") == "unknown" and rec.get("reason") == "agent_restarted" and not effects \
+        for ri in results[call.uuid]:
+            rec = trace[ri]
+            if rec.get("result_kind") == "unknown" and rec.get("reason") == "agent_restarted" \
+                    and not (ev.starts if call.tool == "execute" else ev.edits)[call.uuid] \
                     and reached_gone_incarnation(ev, call, ri):
                 out.append(replace(violation("truthful_result", call, rec["t_ms"],
                                       f"{call.provider_id}: unknown (agent restarted) although nothing ever ran", (ri,)),

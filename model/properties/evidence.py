@@ -23,7 +23,14 @@ from ..identity import tool_call_uuid
 from .risks import KNOWN_FINDINGS
 
 
-@dataclass(frozen=True)
+# Both records are frozen dataclasses with their ``__init__`` written out: the generated one
+# sets each field through ``object.__setattr__`` (past the frozen guard), which made a
+# ``CallInfo`` cost some 10,000 instructions, as much as indexing 20 trace records.
+# Filling the new instance's dict is the same (as model/core.py ``SetTimer.__init__``) for
+# under 4,000; equality, hashing, ``repr`` and ``dataclasses.replace`` are the dataclass's.
+
+
+@dataclass(frozen=True, init=False)
 class CallInfo:
     chat_id: str
     message_id: int
@@ -35,8 +42,22 @@ class CallInfo:
     background: bool = False
     timeout_ms: int = 10_000
 
+    def __init__(self, chat_id: str, message_id: int, provider_id: str, uuid: str, tool: str, command: str = "",
+                 path: str = "", background: bool = False, timeout_ms: int = 10_000):
+        # (as model/core.py ``SetTimer.__init__``: each field straight into the instance dict)
+        d = self.__dict__
+        d["chat_id"] = chat_id
+        d["message_id"] = message_id
+        d["provider_id"] = provider_id
+        d["uuid"] = uuid
+        d["tool"] = tool
+        d["command"] = command
+        d["path"] = path
+        d["background"] = background
+        d["timeout_ms"] = timeout_ms
 
-@dataclass(frozen=True)
+
+@dataclass(frozen=True, init=False)
 class Violation:
     property: str
     uuid: str | None
@@ -47,6 +68,18 @@ class Violation:
     # Its class when it is not new: a residual risk of the design (``RESIDUAL_RISKS``) or
     # a known finding (``KNOWN_FINDINGS``, still a violation: ``is_known_finding``).
     residual_risk: str | None = None
+
+    def __init__(self, property: str, uuid: str | None, provider_id: str | None, at_ms: int, detail: str,
+                 evidence: tuple[int, ...] = (), residual_risk: str | None = None):
+        # (as ``CallInfo.__init__``)
+        d = self.__dict__
+        d["property"] = property
+        d["uuid"] = uuid
+        d["provider_id"] = provider_id
+        d["at_ms"] = at_ms
+        d["detail"] = detail
+        d["evidence"] = evidence
+        d["residual_risk"] = residual_risk
 
     def to_json(self) -> dict:
         return {
@@ -119,7 +152,7 @@ def record_tags(rec: dict) -> tuple:
 
 
 # The record kinds ``Evidence`` indexes (besides any record with a ``truth`` field).
-_INDEXED_KINDS = frozenset(("note", "truth", "send", "agent_down", "fault"))
+_INDEXED_KINDS = frozenset(("note", "truth", "send", "agent_down", "agent_up", "fault"))
 
 
 class Evidence:
@@ -128,91 +161,116 @@ class Evidence:
     def __init__(self, trace: list[dict], final, calls: list | None = None):
         self.trace = trace
         self.final = final
-        self.calls = committed_calls(final) if calls is None else calls
-        uuids = [c.uuid for c in self.calls]
-        self.starts: dict[str, list[int]] = {u: [] for u in uuids}
-        self.edits: dict[str, list[int]] = {u: [] for u in uuids}
-        self.results: dict[str, list[int]] = {u: [] for u in uuids}
-        self.exits: dict[str, list[int]] = {u: [] for u in uuids}
-        self.kills: dict[str, list[int]] = {u: [] for u in uuids}
-        self.never_received: dict[str, list[int]] = {u: [] for u in uuids}
+        self.calls = calls = committed_calls(final) if calls is None else calls
+        uuids = [c.uuid for c in calls]
+        self.starts = starts = {u: [] for u in uuids}
+        self.edits = edits = {u: [] for u in uuids}
+        self.results = results = {u: [] for u in uuids}
+        self.exits = exits = {u: [] for u in uuids}
+        self.kills = kills = {u: [] for u in uuids}
+        self.never_received = never_received = {u: [] for u in uuids}
         self.pid_owner: dict[str, str] = {}  # "<incarnation>/<pid>" -> call uuid
         self.pid_start: dict[str, int] = {}  # "<incarnation>/<pid>" -> index of its start
         self.sends: dict[str, int] = {}  # request id -> index of its send record
         self.agent_downs: list[int] = []
-        self.interrupts: list[int] = []
-        self.interruption_done: list[int] = []
+        self.agent_ups: list[int] = []  # the agent's starts (classify.py ``_agent_boot_before``)
         self.faults: list[int] = []
         # Indices of the notes, the truths and any other record with a ``truth`` field:
         # all that the reachability properties (checks.py ``_reached_mark``) and the scans
         # for notes and truths ask about, a tenth of a trace.
-        self.marks: list[int] = []
-        # The marks by what they are: ("note", name) for a note, ("truth", name) for a
-        # record with a ``truth`` field, each in trace order; a reachability property
-        # asks only those of its kind (``checks._reached_mark``).
-        self.marks_by: dict[tuple, list[int]] = {}
-        by_uuid = {c.uuid: c for c in self.calls}
-        by_command = {(c.chat_id, c.command): c for c in self.calls if c.tool == "execute"}
-        by_path = {(c.chat_id, c.path): c for c in self.calls if c.tool != "execute"}
-        # (Locals for the loop: a trace has some 300 records, a third of them notes.)
-        marks, marks_by = self.marks, self.marks_by
+        self.marks = marks = []
+        # The notes by name and the records with a ``truth`` field by it, each in trace
+        # order: ``marks_by`` is made of them after the walk, so a note (a third of a
+        # trace's records) costs no key of its own, and the notes indexed on their own
+        # (cancels never received, interrupts) are read from their lists.
+        notes: dict = {}
+        truths: dict = {}
+        by_uuid = {c.uuid: c for c in calls}
+        by_command = {(c.chat_id, c.command): c for c in calls if c.tool == "execute"}
+        by_path = {(c.chat_id, c.path): c for c in calls if c.tool != "execute"}
+        pid_owner, pid_start, sends = self.pid_owner, self.pid_start, self.sends
         indexed = _INDEXED_KINDS
         for i, rec in enumerate(trace):
-            kind = rec.get("kind")
+            # ``rec.get("kind")`` and ``rec.get("note")`` as lookups (a method call costs
+            # twice a subscript, and every record has its kind, every note its name).
+            try:
+                kind = rec["kind"]
+            except KeyError:
+                kind = None
             if kind == "note":
-                # The most frequent indexed kind first: a mark, by name, and three of
-                # them indexed on their own.
                 marks.append(i)
-                name = rec.get("note")
-                by = marks_by.get(("note", name))
+                try:
+                    name = rec["note"]
+                except KeyError:
+                    name = None
+                by = notes.get(name)
                 if by is None:
-                    marks_by[("note", name)] = [i]
+                    notes[name] = [i]
                 else:
                     by.append(i)
                 if "truth" in rec:
-                    marks_by.setdefault(("truth", rec["truth"]), []).append(i)
-                if name == "cancel_never_received" and rec.get("uuid") in self.never_received:
-                    self.never_received[rec["uuid"]].append(i)
-                elif name == "interrupt_requested":
-                    self.interrupts.append(i)
-                elif name == "interruption_finished":
-                    self.interruption_done.append(i)
+                    truths.setdefault(rec["truth"], []).append(i)
                 continue
             if kind not in indexed and "truth" not in rec:
-                continue  # most records (actions, deliveries, replies, timers): nothing to index
-            if kind == "truth" or "truth" in rec:
+                continue  # most records (deliveries, replies, timers): nothing to index
+            what = None
+            if "truth" in rec:
                 marks.append(i)
-                if "truth" in rec:
-                    marks_by.setdefault(("truth", rec["truth"]), []).append(i)
+                what = rec["truth"]
+                truths.setdefault(what, []).append(i)  # (a truth is one record in 17)
+            elif kind == "truth":
+                marks.append(i)
             if kind == "send":
-                self.sends.setdefault(rec.get("req"), i)
-            elif kind == "agent_down":
+                sends.setdefault(rec.get("req"), i)
+                continue
+            if kind == "agent_down":
                 self.agent_downs.append(i)
-            elif kind == "fault":
+                continue
+            if kind == "agent_up":
+                self.agent_ups.append(i)
+                continue
+            if kind == "fault":
                 self.faults.append(i)
+                continue
             if kind != "truth":
                 continue
-            what = rec.get("truth")
             if what == "process_started":
                 call = by_uuid.get(rec.get("uuid")) or by_command.get((rec.get("chat_id"), rec.get("command")))
                 pid_key = f"{rec.get('incarnation')}/{rec.get('pid')}"
-                self.pid_start[pid_key] = i
+                pid_start[pid_key] = i
                 if call is not None:
-                    self.starts[call.uuid].append(i)
-                    self.pid_owner[pid_key] = call.uuid
-            elif what in ("process_exited", "process_killed"):
-                owner = self.pid_owner.get(f"{rec.get('incarnation')}/{rec.get('pid')}")
+                    starts[call.uuid].append(i)
+                    pid_owner[pid_key] = call.uuid
+            elif what == "process_exited" or what == "process_killed":
+                owner = pid_owner.get(f"{rec.get('incarnation')}/{rec.get('pid')}")
                 if owner is not None:
-                    (self.exits if what == "process_exited" else self.kills)[owner].append(i)
+                    (exits if what == "process_exited" else kills)[owner].append(i)
             elif what == "edit_applied":
                 call = by_uuid.get(rec.get("uuid")) or by_path.get((rec.get("cause_chat"), rec.get("path")))
                 if call is None:
-                    call = next((c for c in self.calls if c.tool != "execute" and c.path == rec.get("path")), None)
+                    path = rec.get("path")
+                    for c in calls:  # the first file call on that path, of any chat
+                        if c.tool != "execute" and c.path == path:
+                            call = c
+                            break
                 if call is not None:
-                    self.edits[call.uuid].append(i)
+                    edits[call.uuid].append(i)
             elif what == "result_committed":
-                if rec.get("uuid") in self.results:
-                    self.results[rec["uuid"]].append(i)
+                uuid = rec.get("uuid")
+                if uuid in results:
+                    results[uuid].append(i)
+        self.interrupts: list[int] = list(notes.get("interrupt_requested", ()))
+        self.interruption_done: list[int] = list(notes.get("interruption_finished", ()))
+        for i in notes.get("cancel_never_received", ()):
+            uuid = trace[i].get("uuid")
+            if uuid in never_received:
+                never_received[uuid].append(i)
+        # The marks by what they are: ("note", name) for a note, ("truth", name) for a
+        # record with a ``truth`` field, each in trace order; a reachability property
+        # asks only those of its kind (``checks._reached_mark``).
+        self.marks_by: dict[tuple, list[int]] = {("note", name): idx for name, idx in notes.items()}
+        for what, idx in truths.items():
+            self.marks_by["truth", what] = idx
 
     # -- helpers ---------------------------------------------------------------
     def end_ms(self) -> int:
@@ -243,6 +301,15 @@ class Evidence:
         parts = req_id.split("/")
         return "/".join(parts[:3]) if len(parts) >= 3 else req_id
 
+
+
+def call_of(ev: Evidence, uuid: str | None) -> CallInfo | None:
+    """The first committed call with this UUID, if any (a loop: a generator expression
+    costs more than the five calls of a run it reads)."""
+    for c in ev.calls:
+        if c.uuid == uuid:
+            return c
+    return None
 
 
 def violation(name, call: CallInfo | None, at_ms, detail, evidence=()) -> Violation:

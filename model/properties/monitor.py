@@ -98,6 +98,12 @@ class Monitor:
         return _check(evidence(), kinds, settled, state)[0]
 
 
+# ``PROPERTIES`` as ``_check`` reads each row: (name, kind, whether it is incremental,
+# whether it waits for quiescence, check), read once instead of five attributes a row.
+_ROWS = tuple((p.name, p.kind, p.reads is not None, p.kind == "eventually" and p.needs_quiescence, p.check)
+              for p in PROPERTIES)
+
+
 def _check(ev: Evidence, kinds: tuple[str, ...], settled: bool, known: tuple | None = None) -> tuple[list, list]:
     """Every property of ``kinds`` on ``ev``: the classified violations and the names of
     the sometimes-properties never reached. ``known``: the incremental properties'
@@ -105,18 +111,17 @@ def _check(ev: Evidence, kinds: tuple[str, ...], settled: bool, known: tuple | N
     violations: list[Violation] = []
     unreached: list[str] = []
     at = 0  # the next incremental property's place in ``known``
-    for prop in PROPERTIES:
-        incremental = prop.reads is not None
+    for name, kind, incremental, waits, check in _ROWS:
         if incremental:
             at += 1
-        if prop.kind not in kinds:
+        if kind not in kinds:
             continue
-        if prop.kind == "eventually" and prop.needs_quiescence and not settled:
+        if waits and not settled:
             continue
-        found = known[at - 1] if known is not None and incremental else prop.check(ev)
-        if prop.kind == "sometimes":
+        found = known[at - 1] if known is not None and incremental else check(ev)
+        if kind == "sometimes":
             if found:
-                unreached.append(prop.name)
+                unreached.append(name)
             continue
         for v in found:
             violations.append(classify(v, ev))
