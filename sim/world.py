@@ -153,10 +153,16 @@ class Simulation:
         # - the record kinds that can be a watched event (``_events_of``), and ``send``,
         #   whose request the ``process_started`` and ``handler_panic`` triggers look up:
         #   the other records of a step are skipped without asking what event they are;
+        # - for each trigger event, the faults that count it, as (index, spec) in the
+        #   scenario's order (a handler panic counts delivered requests, any other fault
+        #   its trigger's event, a fault at a time none): ``_watch`` asks only those (a
+        #   seed's faults are mostly timed: asking each about each event was most of the
+        #   watch's cost);
         # - the faults that name messages (``_named_fate``): (index, kind, its
         #   MessageMatch, a delay's ``by``).
         self._watch_left = 0
         watched = set()
+        self._faults_by_event: dict[str, list[tuple[int, FaultSpec]]] = {}
         self._message_faults: list[tuple[int, str, MessageMatch, Any]] = []
         for i, spec in enumerate(self.options.faults):
             kind, event = spec.kind, spec.trigger.event
@@ -164,6 +170,9 @@ class Simulation:
                 watched.add(event)
             if kind == "handler_panic":
                 watched.add("request_delivered")
+            counted = "request_delivered" if kind == "handler_panic" else event
+            if counted is not None:
+                self._faults_by_event.setdefault(counted, []).append((i, spec))
             if kind == "handler_panic" or event is not None:
                 self._watch_left += 1
             if kind == "lose" or kind == "delay":
@@ -445,14 +454,7 @@ class Simulation:
     def _watch(self, records, at_ms: int):
         """Event triggers: each fault counts the events it matches and starts on the nth."""
         kinds = self._watched_kinds
-        # The faults that can count each event, read from the scenario at the first step
-        # watched (a seed's faults are mostly timed: asking each of them about each event
-        # was most of the watch's cost). Asked with getattr: reading ``self.__dict__``
-        # would make the world keep a real instance dict, and every attribute read of the
-        # run slower (0.85 M instructions a swarm seed).
-        by_event = getattr(self, "_faults_by_event", None)
-        if by_event is None:
-            by_event = self._faults_by_event = _faults_by_event(self.options.faults)
+        by_event = self._faults_by_event  # (``__init__``: only the faults that count each event)
         for rec in records:
             if rec["kind"] not in kinds:
                 continue
@@ -574,18 +576,6 @@ _EVENT_KINDS = {
     "truth": ("process_started", "result_committed"),
     "note": ("message_committed",),
 }
-
-
-def _faults_by_event(faults) -> dict[str, list[tuple[int, FaultSpec]]]:
-    """For each trigger event, the faults that count it (``Simulation._watch``), as (index,
-    spec) in the scenario's order: a handler panic counts delivered requests, any other
-    fault its trigger's event; a fault at a time counts none."""
-    out: dict[str, list[tuple[int, FaultSpec]]] = {}
-    for i, spec in enumerate(faults):
-        event = "request_delivered" if spec.kind == "handler_panic" else spec.trigger.event
-        if event is not None:
-            out.setdefault(event, []).append((i, spec))
-    return out
 
 
 def _events_of(rec: dict, req_tool_call: dict, system: msys.System) -> list[tuple]:
