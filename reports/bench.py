@@ -130,7 +130,7 @@ def text(doc: dict) -> str:
     built = doc["model"]
     lines = [f"toolcall-sim bench ({doc['mode']}): {m['cpus']} CPUs, {m['implementation']} {m['python']}, "
              f"load average {m['load_average_1m']} at the start; wall-clock figures, every baseline run in this "
-             "process",
+             "bench",
              f"model: {built['compiled']} of {built['modules']} modules compiled by Cython"
              + ("" if built["compiled"] == built["modules"] else
                 " (the rest from source: TOOLCALL_SIM_PURE is set, or edited since `pip install -e .` built them)"),
