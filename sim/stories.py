@@ -131,31 +131,19 @@ def draw_scenario(seed: int, rng=None) -> dict:
 
 class _SeedRandom(random.Random):
     """A seed's own generator: ``random.Random`` (same seed, same stream, same draws)
-    with the two calls the drawing makes most, some forty a seed, written out: random.py's
-    ``randint`` goes through ``randrange``'s checks, and ``choice`` and ``randint`` both
-    through ``_randbelow``, to reach the same ``getrandbits`` calls as here."""
+    with the two calls the drawing makes most, some forty a seed, going straight to
+    ``_randbelow``, as random.py's own do after their checks (``randint`` through
+    ``randrange``)."""
 
     def randint(self, a: int, b: int) -> int:
         if type(a) is not int or type(b) is not int or b < a:
             return super().randint(a, b)  # (its ValueError or TypeError, as before)
-        # (``a + _randbelow(b - a + 1)``: randrange's answer for int bounds, b >= a)
-        n = b - a + 1
-        k = n.bit_length()
-        r = self.getrandbits(k)
-        while r >= n:
-            r = self.getrandbits(k)
-        return a + r
+        return a + self._randbelow(b - a + 1)  # (randrange's answer for int bounds, b >= a)
 
     def choice(self, seq):
-        n = len(seq)
-        if not n:
+        if not len(seq):
             return super().choice(seq)  # (its IndexError)
-        # (``seq[_randbelow(n)]``, as random.py's ``choice``)
-        k = n.bit_length()
-        r = self.getrandbits(k)
-        while r >= n:
-            r = self.getrandbits(k)
-        return seq[r]
+        return seq[self._randbelow(len(seq))]  # (as random.py's ``choice``)
 
 
 # Fault kinds a long workload draws at a rate (sim/sweep.py): scheduled, at a time.

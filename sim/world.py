@@ -182,7 +182,7 @@ class Simulation:
         self._watched_kinds = frozenset(["send"] + [kind for kind, events in _EVENT_KINDS.items()
                                                     if not watched.isdisjoint(events)])
         self._links: dict = {}  # (src, dst) -> LinkSpec (``_link``)
-        self._loop_keys: dict = {}  # (node, name) -> a replica's periodic loop timer (``_is_loop_timer``)
+        self._loop_keys: dict = {}  # (node, name) -> a replica's periodic loop timer (``idle.is_periodic``, remembered)
         # Loop verdicts and the heap carried between batches (model/idle.py advance); the
         # loop timers the steps arm are noted in it (``idle.ARMED``, ``_schedule_new``).
         self._idle_memo: dict = {idle.ARMED: []}
@@ -293,7 +293,7 @@ class Simulation:
                 if loop_keys is not None:
                     known = loop_keys.get(key)
                     if known is None:
-                        known = loop_keys[key] = idle.is_periodic(s, t.node, t.name)  # (``_is_loop_timer``)
+                        known = loop_keys[key] = idle.is_periodic(s, t.node, t.name)  # (the replicas are the world's: asked once per key)
                     if known:
                         # A periodic loop's: the wake-up's business (the next batch's heap:
                         # model/idle.py ``HEAP``; ``note_armed`` inline).
@@ -310,14 +310,6 @@ class Simulation:
         if first < len(in_flight):
             for envelope in in_flight[first:]:
                 self._carry(envelope)
-
-    def _is_loop_timer(self, s: msys.System, timer: msys.Timer) -> bool:
-        """``idle.is_periodic``, remembered per (node, name): the replicas are the world's."""
-        key = (timer.node, timer.name)
-        known = self._loop_keys.get(key)
-        if known is None:
-            known = self._loop_keys[key] = idle.is_periodic(s, timer.node, timer.name)
-        return known
 
     def _link(self, src: str, dst: str) -> LinkSpec:
         """The link's spec, looked up once per (src, dst): the options do not change."""
