@@ -114,9 +114,9 @@ def enabled(node: Node, bounds: Bounds) -> list:
     # age rule is about. Every other message is delivered before time moves on.
     if in_flight and now + 1 <= min(deadline, bounds.horizon_ms) and held:
         if nxt is None or now + 1 <= nxt:
-            actions.append(Tick(now + 1))
+            actions.append(_action(Tick, at_ms=now + 1))
     if restarts < bounds.agent_restarts and s.agent is not None:
-        actions.append(msys.Fault(now, "agent_restart"))
+        actions.append(_action(_FAULT, at_ms=now, kind="agent_restart", params=()))
     # Interrupts and ownership changes may strike any chat, in the world's chat order.
     may_interrupt = interrupts < bounds.interrupts
     may_take_over = ownership < bounds.ownership_changes
@@ -126,20 +126,23 @@ def enabled(node: Node, bounds: Bounds) -> list:
         if may_interrupt:
             for chat, row in rows:
                 if row is not None and row.status == chatd.RUNNING:
-                    actions.append(msys.Fault(now, "interrupt", (("chat", chat),)))
+                    actions.append(_action(_FAULT, at_ms=now, kind="interrupt", params=(("chat", chat),)))
         if may_take_over:
             for chat, row in rows:
                 if row is not None and row.worker_id and row.status in chatd.RUNNABLE:
                     owner = msys.chat_owner(s, chat)
                     others = [r for r in s.config.replicas if r != owner and s.replicas.get(r) is not None]
                     if owner is not None and others:
-                        actions.append(msys.Fault(now, "takeover", (("chat", chat), ("to", others[0]))))
+                        actions.append(_action(_FAULT, at_ms=now, kind="takeover",
+                                                   params=(("chat", chat), ("to", others[0]))))
     return actions
 
 
 def _action(cls, **fields_):
     """A frozen action without its dataclass ``__init__`` (one ``object.__setattr__`` per
-    field): ``enabled`` makes one per delivery and timer of every state."""
+    field, in interpreted code: ``Fault`` and ``Tick`` keep the generated one): ``enabled``
+    makes one per delivery, timer and fault of every state. The fields in their
+    declaration order, as ``__init__`` writes them."""
     action = object.__new__(cls)
     action.__dict__.update(fields_)
     return action
@@ -174,4 +177,5 @@ def _connection(env: msys.Envelope) -> tuple:
 
 _SEQ = attrgetter("seq")
 _DELIVER = msys.Deliver
+_FAULT = msys.Fault
 _AGENT = msys.AGENT

@@ -64,6 +64,7 @@ from .core import FMap
 from .explore_replay import WHOLE as _WHOLE
 from .explore_replay import Delta as _Delta
 from .explore_replay import new_action as _new_action
+from .explore_replay import new_delta as _new_delta
 from .explore_replay import replay as _replay
 from .explore_replay import settled as _settled
 from .interning import Id, Interner
@@ -604,8 +605,8 @@ class Context:
         guards = tuple((op[1], op[2]) for op in log if op[0] == "open_read")
         quiet = out.seq == s.seq and not ghost and all(
             iid(value) is iid(s.__dict__[name]) for name, value in whole if name in ("agent", "replicas", "db"))
-        return _Delta(s.seq, tuple(whole), dropped == 1, added, timer_ops, open_ops, guards, out.seq - s.seq, ghost,
-                      quiet, any(e.dst != msys.AGENT for e in added))
+        return _new_delta(s.seq, tuple(whole), dropped == 1, added, timer_ops, open_ops, guards, out.seq - s.seq,
+                          ghost, quiet, any(e.dst != msys.AGENT for e in added))
 
     def _check(self, s, action, out, ghost) -> None:
         """``CHECK_MEMO``: the memoized step must equal the real one, field by field."""

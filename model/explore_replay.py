@@ -63,6 +63,18 @@ class Delta:
     timers_after: dict | None = field(default=None, compare=False, repr=False)
 
 
+def new_delta(base_seq, whole, drops_env, added, timer_ops, open_ops, guards, seq_inc, ghost, quiet,
+              to_chatd) -> Delta:
+    """``Delta(...)`` without its dataclass ``__init__``, which a frozen class generates
+    as interpreted code setting each field through ``object.__setattr__``: the memo makes
+    one per step it runs for real. The fields in their declaration order, caches unset."""
+    delta = object.__new__(Delta)
+    delta.__dict__.update(base_seq=base_seq, whole=whole, drops_env=drops_env, added=added, timer_ops=timer_ops,
+                          open_ops=open_ops, guards=guards, seq_inc=seq_inc, ghost=ghost, quiet=quiet,
+                          to_chatd=to_chatd, renumbered=None, timers_after=None)
+    return delta
+
+
 # How many shifts a delta keeps its renumbered messages and timers for: the default
 # world's first 10,000 states take 3.8% fewer instructions with every shift kept, 2.4%
 # with 3; every shift costs the 1 s world 100 bytes per state.
