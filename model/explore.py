@@ -519,7 +519,9 @@ class Search:
                 ghost, order, bag = node.ghost, node.order, node.bag
             result.transitions += 1
             key = sk + (bag if reorder else order,)
-            if key in index:
+            # Numbered here if new: one hash of the key, not one to look and one to store.
+            n = len(parents)
+            if index.setdefault(key, n) != n:
                 if reorder:
                     # Rule 5: this path's own order of the history is checked too (the
                     # verdict memo read here first, as ``Context.verdict`` keys it).
@@ -529,11 +531,10 @@ class Search:
                     if violations:
                         self.report(violations, lambda move=move: self.path_to(number, move), depth)
                 continue
-            n = len(parents)
             if n >= self.max_states + 1:
+                del index[key]  # (not numbered after all)
                 self.full = True
                 return
-            index[key] = n
             parents.append(number)
             moves.append(move)
             depths.append(depth)

@@ -25,6 +25,7 @@ model/explore_context.py, which names these ``_Delta``, ``_replay`` and so on.
 from __future__ import annotations
 
 from bisect import bisect_left
+from operator import itemgetter
 from dataclasses import dataclass, field
 
 from . import system as msys
@@ -80,6 +81,7 @@ def new_delta(base_seq, whole, drops_env, added, timer_ops, open_ops, guards, se
 # with 3; every shift costs the 1 s world 100 bytes per state.
 RENUMBERED_KEPT = 4
 
+_KEY = itemgetter(0)  # a sorted pair's key (``edited``)
 _set_attr = object.__setattr__  # (a System is frozen: a replayed one's fields are given around ``__setattr__``)
 
 
@@ -153,9 +155,10 @@ def edited(table: FMap, ops: tuple) -> FMap:
             if kind != "timer_set" and kind != "open_set" and key not in table._index:
                 continue  # a removal of what is not there
             index = table._index.copy()
-        # Probing with the 1-tuple ``(key,)`` finds the key's place among the pairs
-        # without comparing a value (``FMap.set``).
-        at = bisect_left(items, (key,))
+        # The key's place among the pairs, comparing keys only (``FMap.set`` probes with
+        # the 1-tuple ``(key,)``, which finds the same place: a pair with an equal key
+        # sorts after it; a probe here compares the keys once, not for equality first).
+        at = bisect_left(items, key, key=_KEY)
         there = at < len(items) and items[at][0] == key
         if kind == "timer_set" or kind == "open_set":
             index[key] = op[2]
