@@ -65,6 +65,7 @@ from .explore_replay import WHOLE as _WHOLE
 from .explore_replay import Delta as _Delta
 from .explore_replay import new_action as _new_action
 from .explore_replay import new_delta as _new_delta
+from .explore_replay import NODES as _NODES  # the node states ``_Delta.quiet`` compares
 from .explore_replay import replay as _replay
 from .explore_replay import settled as _settled
 from .interning import Id, Interner
@@ -592,21 +593,41 @@ class Context:
                     return None  # it wrote outside what it read: not a local step
                 continue
             whole.append((name, after))
-        kept = [e for e in out.in_flight if e.seq <= s.seq]
-        added = tuple(e for e in out.in_flight if e.seq > s.seq)
+        # (loops, not generator expressions: the memo makes a delta per step it runs for
+        # real, and each generator is an object of its own)
+        base = s.seq
+        kept, added, to_chatd = [], [], False
+        for e in out.in_flight:
+            if e.seq <= base:
+                kept.append(e)
+            else:
+                added.append(e)
+                if e.dst != _AGENT:
+                    to_chatd = True
+        added = tuple(added)
         dropped = len(s.in_flight) - len(kept)
         seq = getattr(action, "seq", None)
         if dropped > 1 or (dropped == 1 and (seq is None or any(e.seq == seq for e in kept))):
             return None
         if out.in_flight != tuple(kept) + added:
             return None
-        timer_ops = tuple(op for op in log if op[0].startswith("timer"))
-        open_ops = tuple(op for op in log if op[0] in ("open_set", "open_remove"))
-        guards = tuple((op[1], op[2]) for op in log if op[0] == "open_read")
-        quiet = out.seq == s.seq and not ghost and all(
-            iid(value) is iid(s.__dict__[name]) for name, value in whole if name in ("agent", "replicas", "db"))
-        return _new_delta(s.seq, tuple(whole), dropped == 1, added, timer_ops, open_ops, guards, out.seq - s.seq,
-                          ghost, quiet, any(e.dst != msys.AGENT for e in added))
+        timer_ops, open_ops, guards = [], [], []
+        for op in log:
+            kind = op[0]
+            if kind.startswith("timer"):
+                timer_ops.append(op)
+            elif kind == "open_set" or kind == "open_remove":
+                open_ops.append(op)
+            elif kind == "open_read":
+                guards.append((op[1], op[2]))
+        quiet = out.seq == base and not ghost
+        if quiet:
+            for name, value in whole:
+                if name in _NODES and iid(value) is not iid(s.__dict__[name]):
+                    quiet = False
+                    break
+        return _new_delta(base, tuple(whole), dropped == 1, added, tuple(timer_ops), tuple(open_ops), tuple(guards),
+                          out.seq - base, ghost, quiet, to_chatd)
 
     def _check(self, s, action, out, ghost) -> None:
         """``CHECK_MEMO``: the memoized step must equal the real one, field by field."""
@@ -809,6 +830,7 @@ class Context:
 
 
 _DELIVER, _DROP, _FIRE, _FAULT = msys.Deliver, msys.Drop, msys.Fire, msys.Fault
+_AGENT = msys.AGENT
 
 
 # ``system_key``'s parent's fields when there is none: no component is the same object.
