@@ -53,6 +53,7 @@ from __future__ import annotations
 
 import json
 from bisect import insort
+from operator import attrgetter
 from typing import Any
 
 from . import chatd
@@ -114,7 +115,10 @@ def _may_unsettle(before: msys.System, after: msys.System, action) -> bool:
     if after.replicas is not before.replicas or after.db is not before.db or after.partitions is not before.partitions:
         return True
     seq = before.seq
-    return any(e.seq > seq and e.dst != msys.AGENT for e in after.in_flight)
+    for e in after.in_flight:  # (a loop: a generator expression is an object per call)
+        if e.seq > seq and e.dst != _AGENT:
+            return True
+    return False
 
 
 def _ghost_records(records) -> list[dict]:
@@ -146,12 +150,14 @@ def _flat(rec: dict) -> tuple | None:
     return tuple(out)
 
 
-def _by_n(handle: Id) -> int:
-    return handle.n
+# The canonical orders of handles in a set (``Context.sort_key``): C getters, which a sort
+# calls without a Python frame per comparison.
+_by_n = attrgetter("n")
+_by_digest = attrgetter("digest")
 
-
-def _by_digest(handle: Id) -> bytes:
-    return handle.digest
+# ``json.dumps(rec, sort_keys=True, separators=(",", ":"), default=str)`` with its encoder
+# built once: ``dumps`` with any argument builds one per call.
+_GHOST_JSON = json.JSONEncoder(sort_keys=True, separators=(",", ":"), default=str)
 
 
 _AGENT_SIDE = frozenset({"agent"})
@@ -212,7 +218,7 @@ class Context:
             flat = _flat(rec)
             handle = flats.get(flat) if flat is not None else None
             if handle is None or self.check:
-                text = json.dumps(rec, sort_keys=True, separators=(",", ":"), default=str)
+                text = _GHOST_JSON.encode(rec)
                 key = ("ghost", text)
                 found = self.interner.table.get(key)
                 if found is None:

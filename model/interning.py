@@ -120,6 +120,7 @@ class Interner:
         # interner, so memos make no reference cycles (the explorer runs without the
         # cycle collector: model/explore.py ``explore``).
         self.token = object()
+        self._empty = None  # the empty tuple's handle, once made (``iid``)
 
     def __len__(self) -> int:
         return len(self.table)
@@ -152,6 +153,12 @@ class Interner:
         if t is bool:
             return _TRUE if x else _FALSE
         if t is tuple:
+            if not x:
+                # A third of the tuples a search keys are empty: their handle is kept.
+                found = self._empty
+                if found is None:
+                    found = self._empty = self.key_of(("tuple",))
+                return found
             return self.key_of(("tuple",) + self._parts(x))
         if t is float:
             return ("float", x)
@@ -182,9 +189,9 @@ class Interner:
     def _parts(self, values) -> tuple:
         """``iid`` of each of a container's elements, in order (so handles are made in
         the same order as one ``iid`` per element would): a string, an integer, None or
-        a bool is read here and a map whose handle is memoized is one slot read, without
-        a call each. A new state's fields are mostly such values; the explorer keys one
-        per step it runs for real."""
+        a bool is read here and a map or a component whose handle is memoized is one
+        attribute read, without a call each. A new state's fields are mostly such
+        values; the explorer keys one per step it runs for real."""
         out = []
         token = self.token
         for v in values:
@@ -197,6 +204,11 @@ class Interner:
                 out.append(_TRUE if v else _FALSE)
             elif tv is FMap and v._iid is not None and v._iid[0] is token:
                 out.append(v._iid[1])
-            else:
+            elif tv is tuple:
                 out.append(self.iid(v))
+            else:
+                # A component whose handle is memoized (Rule 2) is one attribute read, not
+                # a call of ``iid``: a new state's fields are mostly components it shares.
+                memo = getattr(v, "_iid", None)
+                out.append(memo[1] if memo is not None and memo[0] is token else self.iid(v))
         return tuple(out)
