@@ -318,17 +318,15 @@ class _Builder:
     def record(self, node: str, kind: str, **fields_: Any):
         now_ms = self.s.now_ms
         clock_ms = now_ms if self.perfect_clocks else self.s.config.clock(node).read(now_ms)
-        rec = {"t_ms": now_ms, "node": node, "clock_ms": clock_ms, "kind": kind}
-        rec.update(fields_)
-        self.records.append(rec)
+        # (the fields merged in the display: compiled, no ``update`` method looked up)
+        self.records.append({"t_ms": now_ms, "node": node, "clock_ms": clock_ms, "kind": kind, **fields_})
 
     def add_record(self, node: str, kind: str, fields_: dict):
         """``record`` with the fields already in a dict (no keyword unpacking)."""
         now_ms = self.s.now_ms
         clock_ms = now_ms if self.perfect_clocks else self.s.config.clock(node).read(now_ms)
-        rec = {"t_ms": now_ms, "node": node, "clock_ms": clock_ms, "kind": kind}
-        rec.update(fields_)
-        self.records.append(rec)
+        # (the fields merged in the display: compiled, no ``update`` method looked up)
+        self.records.append({"t_ms": now_ms, "node": node, "clock_ms": clock_ms, "kind": kind, **fields_})
 
     def next_seq(self) -> int:
         seq = self.s.seq + 1
