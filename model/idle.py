@@ -161,9 +161,11 @@ def advance(s, before: tuple | None = None, max_fires: int | None = None, memo: 
 
     ``memo`` (a dict the caller keeps between batches, or None) carries verdicts from one
     batch to the next: a loop's verdict is reused only while what its handler reads is
-    the very same objects (the replica state, the chats and the up flag of the database,
-    and the set of heartbeat rows; a poll is still checked against the rows' ages every
-    time), so it changes no result, only how often the handler is asked. The entries hold
+    the very same objects (the replica state and the up flag of the database; a sync's
+    and a poll's also the chats, and a poll's the set of heartbeat rows, which it is
+    still checked against every time; a heartbeat reads no chat and no row: its verdict,
+    the upsert of its runners' rows, holds while its replica and the up flag do), so it
+    changes no result, only how often the handler is asked. The entries hold
     those objects, so an identity is never that of a newer object. It also receives
     ``FIRST``: the returned system's first periodic timer (``next_periodic``)."""
     DB = _system.DB
@@ -247,8 +249,11 @@ def advance(s, before: tuple | None = None, max_fires: int | None = None, memo: 
         verdict = get_known(key)
         if verdict is None and memo is not None:
             seen = memo.get(key)
-            if seen is not None and seen[0] is replicas._index.get(key[0]) and seen[1] is db.chats \
-                    and seen[2] == db.db_up and seen[3] == db.heartbeats._index.keys():
+            # (What each loop's handler reads, ``advance``: a heartbeat neither the chats
+            # nor the rows, a sync not the rows.)
+            if seen is not None and seen[0] is replicas._index.get(key[0]) and seen[2] == db.db_up \
+                    and (key[1] == TIMER_HEARTBEAT
+                         or seen[1] is db.chats and (key[1] != TIMER_ACQUIRE or seen[3] == db.heartbeats._index.keys())):
                 verdict = known[key] = seen[4]
         if verdict is not None and verdict[2] is not None:
             # A poll found idle once in this batch stays idle while no heartbeat row is
