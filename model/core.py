@@ -53,9 +53,10 @@ def replace(obj, /, **changes):
     # The copy's dict is a copy of the original's, set as the instance dict (a frozen
     # class's own ``__setattr__`` refuses, ``object``'s does not): a dict copy is one
     # block copy, where filling the new instance's empty dict inserts field by field (a
-    # third dearer for a state of thirty fields). Same keys, same order.
-    fields_ = obj.__dict__.copy()
-    fields_.update(changes)
+    # third dearer for a state of thirty fields). Same keys, same order. (A dict display,
+    # not ``.copy()`` and ``.update(changes)``: compiled, it is the same copy and update
+    # without looking either method up, an eighth of a copy's cost.)
+    fields_ = {**obj.__dict__, **changes}
     _set_attribute(new, "__dict__", fields_)
     # Every field is in the instance dict (no class here has an init=False field), so a
     # copy with exactly as many entries as fields has neither an unknown field in

@@ -161,9 +161,11 @@ def advance(s, before: tuple | None = None, max_fires: int | None = None, memo: 
 
     ``memo`` (a dict the caller keeps between batches, or None) carries verdicts from one
     batch to the next: a loop's verdict is reused only while what its handler reads is
-    the very same objects (the replica state, the chats and the up flag of the database,
-    and the set of heartbeat rows; a poll is still checked against the rows' ages every
-    time), so it changes no result, only how often the handler is asked. The entries hold
+    the very same objects (the replica state and the up flag of the database; a sync's
+    and a poll's also the chats, and a poll's the set of heartbeat rows, which it is
+    still checked against every time; a heartbeat reads no chat and no row: its verdict,
+    the upsert of its runners' rows, holds while its replica and the up flag do), so it
+    changes no result, only how often the handler is asked. The entries hold
     those objects, so an identity is never that of a newer object. It also receives
     ``FIRST``: the returned system's first periodic timer (``next_periodic``)."""
     DB = _system.DB
@@ -247,8 +249,11 @@ def advance(s, before: tuple | None = None, max_fires: int | None = None, memo: 
         verdict = get_known(key)
         if verdict is None and memo is not None:
             seen = memo.get(key)
-            if seen is not None and seen[0] is replicas._index.get(key[0]) and seen[1] is db.chats \
-                    and seen[2] == db.db_up and seen[3] == db.heartbeats._index.keys():
+            # (What each loop's handler reads, ``advance``: a heartbeat neither the chats
+            # nor the rows, a sync not the rows.)
+            if seen is not None and seen[0] is replicas._index.get(key[0]) and seen[2] == db.db_up \
+                    and (key[1] == TIMER_HEARTBEAT
+                         or seen[1] is db.chats and (key[1] != TIMER_ACQUIRE or seen[3] == db.heartbeats._index.keys())):
                 verdict = known[key] = seen[4]
         if verdict is not None and verdict[2] is not None:
             # A poll found idle once in this batch stays idle while no heartbeat row is
@@ -427,33 +432,43 @@ def _bulk_counted(heap, known, before, remaining, seq, armed, beats, rows, row_o
         failing = _first_failing_poll(timers, known, cut, beats, rows, row_owner, db_clock)
         if failing is not None and failing < cut:
             cut = failing
-    counts = [_count_below(t, cut) for t in timers]
+    counts = [_count_all_below((t,), cut) for t in timers]  # (each loop's own)
     total = sum(counts)
     if total > remaining:
         return _bulk(heap, known, before, remaining, seq, armed, beats, rows, row_owner, db_clock)
     if not total:
         return 0, seq, None
-    last_ms = None
+    # Each loop's last firing, in the merged order. Its place there: every firing of the
+    # loops whose last firing comes before it (their counts), its own earlier ones, and
+    # those of the loops whose last firing comes after it below it, which are counted.
+    # The latest is at place total - 1, counting nothing; a loop that did not fire has
+    # no firing below any of them.
+    lasts = []  # (key of the last firing, its time, firings, timer)
     for t, n in zip(timers, counts):
-        if not n:
-            continue
-        key, first_ms, q, period_ms, i = t
-        at_ms = first_ms + (n - 1) * period_ms
-        place = _count_all_below(timers, _fire_key(at_ms, first_ms, q, period_ms, i))
-        armed[key] = (at_ms + period_ms, seq + place + 1)
+        if n:
+            at_ms = t[1] + (n - 1) * t[3]
+            lasts.append((_fire_key(at_ms, t[1], t[2], t[3], t[4]), at_ms, n, t))
+    lasts.sort()  # (keys differ in their loop's index: nothing after them is compared)
+    rest = total  # the firings of the loops whose last firing is this one or earlier
+    later = []  # the loops whose last firing comes after this one
+    for last, at_ms, n, t in reversed(lasts):
+        key = t[0]
+        place = rest - 1 + _count_all_below(later, last) if later else rest - 1
+        rest -= n
+        later.append(t)
+        armed[key] = (at_ms + t[3], seq + place + 1)
         if known[key][1]:
             beats[key[0]] = at_ms
-        if last_ms is None or at_ms > last_ms:
-            last_ms = at_ms
-    fired = {t[0] for t, n in zip(timers, counts) if n}
+    fired = {t[0] for t in later}
     heap[:] = [(armed[e[2]][0], armed[e[2]][1], e[2]) if e[2] in fired else e for e in heap]
     heapify(heap)
-    return total, seq + total, last_ms
+    return total, seq + total, lasts[-1][1]
 
 
 def _count_all_below(timers, key: tuple) -> int:
     """How many firings of these loops come before ``key`` in the merged order
-    (``_fire_key``): a batch asks it once per loop that fired, over every loop."""
+    (``_fire_key``): a batch asks it once per loop (its own count below the cut), and
+    once per loop that fired, over the loops whose last firing comes after its own."""
     t = key[0]
     if t == _INF:
         raise ValueError("an unbounded count")
@@ -473,11 +488,6 @@ def _count_all_below(timers, key: tuple) -> int:
             if (t, 1, t - period_ms, n, q, i) < key:  # (``_fire_key`` of a later firing)
                 total += 1
     return total
-
-
-def _count_below(timer, key: tuple) -> int:
-    """How many firings of a loop come before ``key`` in the merged order."""
-    return _count_all_below((timer,), key)
 
 
 def _first_failing_poll(timers, known, cut, beats, rows, row_owner, db_clock):

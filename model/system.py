@@ -262,7 +262,8 @@ class _Builder:
     returns the step (its timer edits are kept aside until then: ``timer_edits``)."""
 
     # (A builder per step, its attributes read many times in it: slots are cheaper.)
-    __slots__ = ("s", "perfect_clocks", "records", "armed", "action", "pending_publishes", "log", "asked", "timer_edits")
+    __slots__ = ("s", "fields", "perfect_clocks", "records", "armed", "action", "pending_publishes", "log", "asked",
+                 "timer_edits")
 
     def __init__(self, system: System, action: Action | None, log: list | None = None, asked: tuple | None = None):
         # A private shallow copy that this step alone mutates (``set``): cheaper than a
@@ -270,7 +271,12 @@ class _Builder:
         # by anyone until the step returns it.
         # (What ``copy.copy`` does for a dataclass instance, without its generic dispatch.)
         s = self.s = _new_object(System)
-        _set_attribute(s, "__dict__", system.__dict__.copy())  # (one block copy: ``core.replace``)
+        # ``fields``: the copy's instance dict itself (the one object ``s.__dict__`` is).
+        # The step reads and writes the copy's fields through it: a subscript of the dict
+        # is two thirds of an attribute read of an instance whose dict is materialized,
+        # and ``s.__dict__`` is an attribute read of its own.
+        fields = self.fields = system.__dict__.copy()  # (one block copy: ``core.replace``)
+        _set_attribute(s, "__dict__", fields)
         # Most worlds give every node the perfect clock (no ``clocks`` entry): then every
         # reading is the true time and every delay is itself, which ``clock`` and
         # ``set_timer`` (several calls a step) answer without looking the clock up.
@@ -308,31 +314,29 @@ class _Builder:
     def set(self, **changes):
         # The private copy's fields are plain instance-dict entries (the frozen
         # dataclass's __setattr__ guard is for everyone else).
-        self.s.__dict__.update(changes)
+        self.fields.update(changes)
 
     def clock(self, node: str) -> int:
         if self.perfect_clocks:
-            return self.s.now_ms
-        return self.s.config.clock(node).read(self.s.now_ms)
+            return self.fields["now_ms"]
+        return self.s.config.clock(node).read(self.fields["now_ms"])
 
     def record(self, node: str, kind: str, **fields_: Any):
-        now_ms = self.s.now_ms
+        now_ms = self.fields["now_ms"]
         clock_ms = now_ms if self.perfect_clocks else self.s.config.clock(node).read(now_ms)
-        rec = {"t_ms": now_ms, "node": node, "clock_ms": clock_ms, "kind": kind}
-        rec.update(fields_)
-        self.records.append(rec)
+        # (the fields merged in the display: compiled, no ``update`` method looked up)
+        self.records.append({"t_ms": now_ms, "node": node, "clock_ms": clock_ms, "kind": kind, **fields_})
 
     def add_record(self, node: str, kind: str, fields_: dict):
         """``record`` with the fields already in a dict (no keyword unpacking)."""
-        now_ms = self.s.now_ms
+        now_ms = self.fields["now_ms"]
         clock_ms = now_ms if self.perfect_clocks else self.s.config.clock(node).read(now_ms)
-        rec = {"t_ms": now_ms, "node": node, "clock_ms": clock_ms, "kind": kind}
-        rec.update(fields_)
-        self.records.append(rec)
+        # (the fields merged in the display: compiled, no ``update`` method looked up)
+        self.records.append({"t_ms": now_ms, "node": node, "clock_ms": clock_ms, "kind": kind, **fields_})
 
     def next_seq(self) -> int:
-        seq = self.s.seq + 1
-        self.s.__dict__["seq"] = seq
+        fields_ = self.fields
+        seq = fields_["seq"] = fields_["seq"] + 1
         return seq
 
     # -- effects -------------------------------------------------------------
@@ -348,7 +352,7 @@ class _Builder:
                 channel = eff.channel
                 # ``add_record(node, channel, {channel: kind, **fields, **cause})`` written
                 # out (a note or truth is every third record): the same keys in the same order.
-                now_ms = self.s.now_ms
+                now_ms = self.fields["now_ms"]
                 rec = {"t_ms": now_ms, "node": node,
                        "clock_ms": now_ms if self.perfect_clocks else self.s.config.clock(node).read(now_ms),
                        "kind": channel, channel: eff.kind}
@@ -383,11 +387,10 @@ class _Builder:
                     self.put_in_flight(DB, name, eff, "publish", None, f"{eff.channel} {eff.chat_id} db -> {name}")
 
     def put_in_flight(self, src, dst, payload, route, tool_call, what):
-        s = self.s
-        fields_ = s.__dict__
-        seq = fields_["seq"] = s.seq + 1  # (``next_seq``, inline: every message and timer)
-        env = Envelope(seq, src, dst, payload, s.now_ms, what, route, tool_call)
-        fields_["in_flight"] = s.in_flight + (env,)  # (``set``, without the keyword call)
+        fields_ = self.fields
+        seq = fields_["seq"] = fields_["seq"] + 1  # (``next_seq``, inline: every message and timer)
+        env = Envelope(seq, src, dst, payload, fields_["now_ms"], what, route, tool_call)
+        fields_["in_flight"] = fields_["in_flight"] + (env,)  # (``set``, without the keyword call)
         return env
 
     def send(self, src: str, dst: str, req: Request):
@@ -395,7 +398,8 @@ class _Builder:
         tool_call = tool_call_of(req) or _tool_call_by_input(self.s.config, req, route)
         what = f"{route} {tool_call or '-'} {src} -> {dst}"
         env = self.put_in_flight(src, dst, req, route, tool_call, what)
-        self.s.__dict__["open_requests"] = self.s.open_requests.set(req.req_id, (route, tool_call))
+        fields_ = self.fields
+        fields_["open_requests"] = fields_["open_requests"].set(req.req_id, (route, tool_call))
         if self.log is not None:
             self.log.append(("open_set", req.req_id, (route, tool_call)))
         fields_ = {"seq": env.seq, "req": req.req_id, "route": route, "tool_call": tool_call, "dst": dst}
@@ -405,9 +409,10 @@ class _Builder:
         self.add_record(src, "send", fields_)  # (``record``'s fields as a dict, in the same order)
 
     def reply(self, src: str, dst: str, answer):
-        route, tool_call = self.s.open_requests.get(answer.req_id, ("other", None))
+        open_requests = self.fields["open_requests"]
+        route, tool_call = open_requests.get(answer.req_id, ("other", None))
         if self.log is not None:
-            self.log.append(("open_read", answer.req_id, self.s.open_requests.get(answer.req_id)))
+            self.log.append(("open_read", answer.req_id, open_requests.get(answer.req_id)))
         what = f"{_describe_answer(answer, route, tool_call)} {src} -> {dst}"
         env = self.put_in_flight(src, dst, answer, route, tool_call, what)
         status = answer.status if isinstance(answer, Response) else None
@@ -415,10 +420,10 @@ class _Builder:
                                        "status": status})
 
     def set_timer(self, node: str, name: str, after_ms: int):
-        s = self.s
-        due = s.now_ms + (after_ms if after_ms > 0 else 0) if self.perfect_clocks \
-            else s.now_ms + s.config.clock(node).true_delay(max(after_ms, 0))
-        seq = s.__dict__["seq"] = s.seq + 1  # (``next_seq``, inline)
+        fields_ = self.fields
+        due = fields_["now_ms"] + (after_ms if after_ms > 0 else 0) if self.perfect_clocks \
+            else fields_["now_ms"] + fields_["config"].clock(node).true_delay(max(after_ms, 0))
+        seq = fields_["seq"] = fields_["seq"] + 1  # (``next_seq``, inline)
         timer = Timer(node, name, due, seq)
         edits = self.timer_edits
         if edits is None:
@@ -458,14 +463,16 @@ class _Builder:
         edits = self.timer_edits
         if edits is not None:
             self.timer_edits = None
-            self.s.__dict__["timers"] = self.s.timers.edited(edits)
+            fields_ = self.fields
+            fields_["timers"] = fields_["timers"].edited(edits)
 
     # -- nodes ---------------------------------------------------------------
     def agent_step(self, fn, *args, cause: Request | None = None):
         """Run an agent handler. ``cause`` is the request being served: its ID, sender and
         chat go on the ground-truth records so checkers can tell who caused what."""
-        state, effects = fn(self.s.agent, *args)
-        self.s.__dict__["agent"] = state
+        fields_ = self.fields
+        state, effects = fn(fields_["agent"], *args)
+        fields_["agent"] = state
         info = None
         if cause is not None:
             # ``tool_call_of`` is None exactly when the header is absent (a bad escape
@@ -476,13 +483,15 @@ class _Builder:
         self.absorb(AGENT, effects, info)
 
     def replica_step(self, name: str, fn, *args):
-        rep = self.s.replicas._index.get(name)  # (FMap.get without the call: every replica step)
+        fields_ = self.fields
+        replicas = fields_["replicas"]
+        rep = replicas._index.get(name)  # (FMap.get without the call: every replica step)
         if rep is None:
             return
         before = rep
-        db = self.s.db
+        db = fields_["db"]
         if self.perfect_clocks:  # (``clock`` twice, inline: every replica step reads both)
-            now_ms = db_now_ms = self.s.now_ms
+            now_ms = db_now_ms = fields_["now_ms"]
         else:
             now_ms, db_now_ms = self.clock(name), self.clock(DB)
         asked = self.asked
@@ -491,9 +500,8 @@ class _Builder:
             rep, db, effects = asked[6]
         else:
             rep, db, effects = fn(rep, db, *args, now_ms, db_now_ms)
-        fields_ = self.s.__dict__
         if rep is not before:  # most answers and timers leave the replica as it was: no copy
-            fields_["replicas"] = self.s.replicas.set(name, rep)
+            fields_["replicas"] = replicas.set(name, rep)
         fields_["db"] = db
         if effects:  # (a third of replica steps have none: a publish or answer for nothing)
             self.absorb(name, effects)
@@ -658,8 +666,9 @@ def apply(system: System, action: Action, log: list | None = None, asked: tuple 
                                               payload.channel, payload.chat_id):
             return _quiet_publish(system, action, env, rest)
         b = _Builder(system, action, log, asked)
-        b.s.__dict__["now_ms"] = action.at_ms  # (``set``, without the keyword call)
-        b.s.__dict__["in_flight"] = rest
+        fields_ = b.fields  # (``set``, without the keyword call)
+        fields_["now_ms"] = action.at_ms
+        fields_["in_flight"] = rest
         if kind is Drop:
             b.record(env.dst, "lost", seq=env.seq, what=env.what, route=env.route, tool_call=env.tool_call)
             _forget_answered(b, env)
@@ -667,9 +676,10 @@ def apply(system: System, action: Action, log: list | None = None, asked: tuple 
             _deliver(b, env)
     else:
         b = _Builder(system, action, log, asked)
-        b.s.__dict__["now_ms"] = action.at_ms  # (``set``, without the keyword call)
+        fields_ = b.fields  # (``set``, without the keyword call)
+        fields_["now_ms"] = action.at_ms
         if kind is Fire:
-            timer = b.s.timers._index.get((action.node, action.name))  # (FMap.get without the call)
+            timer = fields_["timers"]._index.get((action.node, action.name))  # (FMap.get without the call)
             if timer is None:
                 raise ReplayMismatch(f"{action.label()}: no such timer is armed")
             if timer.due_ms > action.at_ms:
@@ -708,28 +718,29 @@ def _quiet_publish(system: System, action: Deliver, env: Envelope, rest: tuple) 
 def _forget_answered(b: _Builder, env: Envelope):
     payload = env.payload
     if isinstance(payload, (Response, TransportError)):
-        fields_ = b.s.__dict__  # (``set``, without the keyword call)
+        fields_ = b.fields  # (``set``, without the keyword call)
         fields_["open_requests"] = fields_["open_requests"].remove(payload.req_id)
         if b.log is not None:
             b.log.append(("open_remove", payload.req_id))
 
 
 def _deliver(b: _Builder, env: Envelope):
-    if b.s.partitions and _partitioned(b.s, env.src, env.dst):  # (most worlds are whole)
+    fields_ = b.fields
+    if fields_["partitions"] and _partitioned(b.s, env.src, env.dst):  # (most worlds are whole)
         b.record(env.dst, "lost", seq=env.seq, what=env.what, why="partition", route=env.route, tool_call=env.tool_call)
         _forget_answered(b, env)
         return
     payload = env.payload
     # (``add_record`` written out, as ``_quiet_publish`` does: a delivery is the most
     # frequent record; the same keys in the same order)
-    now_ms = b.s.now_ms
+    now_ms = fields_["now_ms"]
     dst = env.dst
     b.records.append({"t_ms": now_ms, "node": dst,
                       "clock_ms": now_ms if b.perfect_clocks else b.s.config.clock(dst).read(now_ms),
                       "kind": "deliver", "seq": env.seq, "what": env.what, "route": env.route,
                       "tool_call": env.tool_call})
-    if env.dst == AGENT:
-        if b.s.agent is None:
+    if dst == AGENT:
+        if fields_["agent"] is None:
             if env.route == "dial":
                 b.set(dials_waiting=b.s.dials_waiting + (env,))
             else:
@@ -753,12 +764,13 @@ def _deliver(b: _Builder, env: Envelope):
 
 
 def _fire(b: _Builder, node: str, name: str):
-    now_ms = b.s.now_ms  # (``add_record`` written out: every timer's step)
+    fields_ = b.fields
+    now_ms = fields_["now_ms"]  # (``add_record`` written out: every timer's step)
     b.records.append({"t_ms": now_ms, "node": node,
                       "clock_ms": now_ms if b.perfect_clocks else b.s.config.clock(node).read(now_ms),
                       "kind": "timer", "name": name})
     if node == AGENT:
-        if b.s.agent is not None:
+        if fields_["agent"] is not None:
             b.agent_step(_agent_api(b.s).on_timer, name, b.clock(AGENT), cause=_run_request(b.s, name))
         return
     if node == WORLD:
