@@ -26,7 +26,7 @@ from __future__ import annotations
 
 from bisect import bisect_left
 from operator import itemgetter
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, fields
 
 from . import system as msys
 from .core import FMap
@@ -64,15 +64,21 @@ class Delta:
     timers_after: dict | None = field(default=None, compare=False, repr=False)
 
 
+_DELTA_FIELDS = tuple(f.name for f in fields(Delta))  # (declaration order)
+
+
 def new_delta(base_seq, whole, drops_env, added, timer_ops, open_ops, guards, seq_inc, ghost, quiet,
               to_chatd) -> Delta:
     """``Delta(...)`` without its dataclass ``__init__``, which a frozen class generates
     as interpreted code setting each field through ``object.__setattr__``: the memo makes
     one per step it runs for real. The fields in their declaration order, caches unset."""
     delta = object.__new__(Delta)
-    delta.__dict__.update(base_seq=base_seq, whole=whole, drops_env=drops_env, added=added, timer_ops=timer_ops,
-                          open_ops=open_ops, guards=guards, seq_inc=seq_inc, ghost=ghost, quiet=quiet,
-                          to_chatd=to_chatd, renumbered=None, timers_after=None)
+    # Field by field, not through ``__dict__``: an instance whose dict is never asked for
+    # keeps its fields in CPython's compact inline values, 30 bytes a state less in the 1 s
+    # world, where the memo keeps a delta per distinct step.
+    for name, value in zip(_DELTA_FIELDS, (base_seq, whole, drops_env, added, timer_ops, open_ops, guards, seq_inc,
+                                           ghost, quiet, to_chatd, None, None)):
+        _set_attr(delta, name, value)
     return delta
 
 
