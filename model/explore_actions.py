@@ -139,10 +139,12 @@ def enabled(node: Node, bounds: Bounds) -> list:
 
 
 def _action(cls, **fields_):
-    """A frozen action without its dataclass ``__init__`` (one ``object.__setattr__`` per
-    field, in interpreted code: ``Fault`` and ``Tick`` keep the generated one): ``enabled``
-    makes one per delivery, timer and fault of every state. The fields in their
-    declaration order, as ``__init__`` writes them."""
+    """A frozen action without its dataclass ``__init__``, which is interpreted code with
+    one ``object.__setattr__`` per field: ``enabled`` makes one per delivery, timer, tick
+    and fault of every state. The fields in their declaration order, as ``__init__``
+    writes them. (Listed actions are not kept by the memos, so the instance dict this
+    makes costs no memory that lasts; ``explore_replay.new_delta`` says why a kept delta
+    is made otherwise.)"""
     action = object.__new__(cls)
     action.__dict__.update(fields_)
     return action

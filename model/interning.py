@@ -207,8 +207,8 @@ class Interner:
             elif tv is tuple:
                 out.append(self.iid(v))
             else:
-                # A component whose handle is memoized (Rule 2) is one attribute read, not
-                # a call of ``iid``: a new state's fields are mostly components it shares.
+                # ``handle`` inline: a component whose handle is memoized (Rule 2) is one
+                # attribute read, not a call: a new state's fields are mostly shared ones.
                 memo = getattr(v, "_iid", None)
                 out.append(memo[1] if memo is not None and memo[0] is token else self.iid(v))
         return tuple(out)

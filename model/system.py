@@ -322,13 +322,12 @@ class _Builder:
         return self.s.config.clock(node).read(self.fields["now_ms"])
 
     def record(self, node: str, kind: str, **fields_: Any):
-        now_ms = self.fields["now_ms"]
-        clock_ms = now_ms if self.perfect_clocks else self.s.config.clock(node).read(now_ms)
-        # (the fields merged in the display: compiled, no ``update`` method looked up)
-        self.records.append({"t_ms": now_ms, "node": node, "clock_ms": clock_ms, "kind": kind, **fields_})
+        self.add_record(node, kind, fields_)
 
     def add_record(self, node: str, kind: str, fields_: dict):
-        """``record`` with the fields already in a dict (no keyword unpacking)."""
+        """``record`` with the fields already in a dict (no keyword unpacking): the one
+        place a record's common fields are written, but for the writes out of the hottest
+        paths (``absorb``'s notes, ``_deliver``, ``_fire``, ``_quiet_publish``)."""
         now_ms = self.fields["now_ms"]
         clock_ms = now_ms if self.perfect_clocks else self.s.config.clock(node).read(now_ms)
         # (the fields merged in the display: compiled, no ``update`` method looked up)
