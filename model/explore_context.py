@@ -39,8 +39,8 @@ Rule 3) as interned handles. A ``Context`` belongs to one search and holds its t
   from the parent's handles, and its settling lists no actions (no path is kept);
 - the verdict memo: the properties' violations per ghost history and committed chats,
   each new one from the history's monitor state (model/properties/monitor.py), grown
-  from its parent history's by the step's new records (``Context.monitor``: a sequence
-  handle's value is its parent's handle and the new records).
+  from its parent history's by the step's new records; it lives in
+  model/explore_verdicts.py (``Verdicts``, this ``Context``'s base class).
 
 Memos kept on states (``_iid``, ``_fp``, ``_what``, ``_link``) name their context by a
 bare token, never the context itself, so a search makes no reference cycles
@@ -69,8 +69,8 @@ from .explore_replay import new_delta as _new_delta
 from .explore_replay import NODES as _NODES  # the node states ``_Delta.quiet`` compares
 from .explore_replay import replay as _replay
 from .explore_replay import settled as _settled
+from .explore_verdicts import Verdicts, ghost_trace  # noqa: F401 - ghost_trace: re-exported
 from .interning import Id, Interner
-from .properties.evidence import committed_calls
 from .system import Tick
 
 BUDGETS = ("agent_restarts", "ownership_changes", "interrupts", "lost_responses", "task_retries")
@@ -168,17 +168,13 @@ _NOTHING = frozenset()
 _ANY_BUT_DIALS = frozenset(_WHOLE) - {"dials_waiting"}
 
 
-class Context:
+class Context(Verdicts):
     """One search's tables: the interner (Rule 4), the transition memo (Rule 7) and the
-    verdict memo. A context's handles and nodes belong to it; ``explore`` makes its own."""
+    verdict memo (``Verdicts``, model/explore_verdicts.py). A context's handles and nodes belong to it; ``explore`` makes its own."""
 
     # A memo this big is dropped and refilled: it only saves time, and a search that
     # outgrows it (millions of distinct steps) should not grow memory without bound.
     MEMO_LIMIT = 400_000
-    # The monitor states kept, in each of two generations (``monitor``): a state's is
-    # asked for by its children a breadth-first level later, and a miss costs one
-    # judgement of the whole history (as every verdict did before).
-    MONITORS_LIMIT = 50_000
 
     def __init__(self, digests: bool = False):
         self.interner = Interner(digests)
@@ -188,17 +184,11 @@ class Context:
         self.sort_key = _by_digest if digests else _by_n
         self.grown: dict = {}  # (bag handle, new records) -> bag handle
         self.memo: dict = {}
-        self.verdicts: dict = {}
         self.awaited: dict = {}  # (replica handle, request ID) -> chatd.awaits
         self.calm: dict = {}  # database handle -> properties.quiesced
         # database handle -> (the properties' kinds a state with it is checked for, its chats' handle)
         self.chats_of: dict = {}
-        self.calls: dict = {}  # chats handle -> the committed tool calls and their number (``_calls_of``)
-        self.call_sets: dict = {}  # committed tool calls (a tuple) -> their number
-        self.monitors: dict = {}  # (ghost history handle, calls' number) -> its monitor state
-        self.monitors_old: dict = {}  # the previous generation (``monitor``)
-        self.monitor_states: dict = {}  # each distinct monitor state, to share one object
-        self.tags: dict = {}  # ghost record handle -> its properties.record_tags
+        self.verdict_tables()  # model/explore_verdicts.py
         self.ghost_flat: dict = {}  # a flat ghost record's typed fields -> its handle (``ghost_of``)
         self.msgs_of: dict = {}  # messages' handles in sending order -> the handle of their set
         self.hits = 0
@@ -744,96 +734,6 @@ class Context:
         return sk, sk + (in_order, waiting, f["open_requests"]._items,
                          parent_key[14] if boots is p["replica_boots"] else iid(boots))
 
-    def verdict(self, node: Node, kinds: tuple, chats: Id | None = None) -> list:
-        """The properties' violations in this state. They read the ghost history and, of
-        the system, only the chats (committed tool calls, statuses) and the
-        configuration, which is the same for the whole search: so the verdict is
-        memoized on those. A new one comes from the history's monitor state
-        (model/properties/monitor.py, ``monitor``), which the evidence of the whole
-        history is built for only when a property must be checked again or a violation
-        classified: the same violations as judging the whole history. ``chats``: the
-        handle of the state's chats when the caller has it (``chats_of``)."""
-        if chats is None or self.check:
-            found = self.interner.handle(node.system.db.chats)
-            if chats is not None and chats is not found:
-                raise AssertionError("the verdict's chats handle differs from the state's")
-            chats = found
-        key = (kinds, node.order, chats)
-        found = self.verdicts.get(key)
-        if found is None:
-            calls = self.calls.get(chats)
-            if calls is None:
-                calls = self.calls[chats] = self._calls_of(node.system)
-            built = []
-
-            def evidence() -> props.Evidence:
-                if not built:
-                    built.append(props.Evidence(ghost_trace(node), node.system, calls[0]))
-                return built[0]
-            state = self.monitor(node.order, calls[1], evidence)
-            # An empty verdict is the one empty tuple: most states have one, and the memo
-            # keeps them all.
-            found = self.verdicts[key] = props.Monitor.violations(state, kinds, self.quiesced(node.system),
-                                                                  evidence) or ()
-            if self.check:
-                whole = props.violations_of(ghost_trace(node), node.system, kinds, calls[0])
-                if whole != list(found):
-                    raise AssertionError(f"the monitor's verdict {found} differs from the whole history's {whole}")
-        return found
-
-    def _calls_of(self, s: msys.System) -> tuple:
-        """The committed tool calls and their number in this search (a monitor's calls)."""
-        calls = committed_calls(s)
-        frozen = tuple(calls)
-        number = self.call_sets.get(frozen)
-        if number is None:
-            number = self.call_sets[frozen] = len(self.call_sets)
-        return calls, number
-
-    def monitor(self, order: Id, calls: int, evidence) -> tuple:
-        """The monitor state of the ghost history ``order`` under the committed calls
-        numbered ``calls`` (``_calls_of``): memoized; else grown from its parent
-        history's (a sequence handle's value is its parent's handle and the new
-        records), which its parent state computed a breadth-first level before; else,
-        when the parent's is not kept (other calls, or a level wider than the memo),
-        made from ``evidence()``, the whole history's. The memo keeps two generations
-        of ``MONITORS_LIMIT``; equal states are one object (they are few, except in
-        worlds of many findings, whose violations name their records)."""
-        key = (order, calls)
-        states = self.monitors
-        found = states.get(key)
-        if found is None:
-            found = self.monitors_old.get(key)
-        if found is not None:
-            return found
-        seq = order.value  # ("seq", parent's handle, *new records), or None: the empty history
-        parent = None
-        if seq is not None:
-            parent_key = (seq[1], calls)
-            parent = states.get(parent_key)
-            if parent is None:
-                parent = self.monitors_old.get(parent_key)
-        if parent is None:
-            found = props.Monitor.of(evidence())
-        else:
-            tags_of = self.tags
-            tags = ()
-            for h in seq[2:]:
-                more = tags_of.get(h)
-                if more is None:
-                    more = tags_of[h] = props.record_tags(h.value)
-                tags += more
-            found = props.Monitor.grown(parent, tags, evidence)
-        shared = self.monitor_states
-        if len(shared) >= self.MONITORS_LIMIT:
-            shared.clear()  # sharing only saves memory; a world of many findings refills it
-        found = shared.setdefault(found, found)
-        if len(states) >= self.MONITORS_LIMIT:
-            self.monitors_old = states
-            states = self.monitors = {}
-        states[key] = found
-        return found
-
 
 _DELIVER, _DROP, _FIRE, _FAULT = msys.Deliver, msys.Drop, msys.Fire, msys.Fault
 _AGENT = msys.AGENT
@@ -848,10 +748,6 @@ _NO_KEY = (None,) * 15
 # Tests set this: every memoized step is checked against system.apply (model/explore.py
 # Rule 7), so a footprint that misses something the step reads fails loudly.
 CHECK_MEMO = False
-
-def ghost_trace(node: Node) -> list[dict]:
-    return [h.value for h in node.ghost]
-
 
 def _is_attempt_timeout(name: str) -> bool:
     return name.endswith("/timeout")
