@@ -260,10 +260,15 @@ class Search:
     EXPANSIONS_LIMIT = 8_000
 
     def __init__(self, config: msys.WorldConfig, bounds: Bounds = Bounds(), max_states: int = 200_000,
-                 keep_edges: bool = False, stop_on: Callable[[Found], bool] | None = None, digests: bool = False):
+                 keep_edges: bool = False, stop_on: Callable[[Found], bool] | None = None, digests: bool = False,
+                 warm_from: Search | None = None):
         self.config, self.bounds, self.max_states = config, bounds, max_states
         self.keep_edges, self.stop_on, self.digests = keep_edges, stop_on, digests
-        self.ctx = Context(digests)
+        # ``warm_from``: an earlier search of the same world and bounds, whose context
+        # (handles, step and verdict memos) and expansion memo this one starts from, so
+        # that with no generation dropped every expansion is found in memory: what the
+        # search costs beside the model's steps (sim/bench.py's ceiling).
+        self.ctx = Context(digests) if warm_from is None else warm_from.ctx
         self.reorder = bounds.merge_reordered
         root = self.ctx.initial_node(config)
         self.index: dict = {self.key(root): 0}
@@ -275,6 +280,9 @@ class Search:
         # and action, in the same two generations (``successors``).
         self.steps: dict = {}
         self.steps_old: dict = {}
+        if warm_from is not None and self.expansions is not None:
+            self.expansions, self.expansions_old = warm_from.expansions, warm_from.expansions_old
+            self.steps, self.steps_old = warm_from.steps, warm_from.steps_old
         self.texts: dict = {}  # a key's small parts -> their digest text (``digest_text_of``)
         self.parents = array("l", [-1])  # state number -> its parent's number
         self.moves = array("l", [-1])  # state number -> the index of the parent's action that led here

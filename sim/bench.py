@@ -12,18 +12,22 @@ ratio, goals met), one row per line of issue 14's table:
    ``toolcall-sim explore`` runs it: each search the only one of a fresh process, with
    1 worker and with 2): distinct states per second. Baseline: a plain
    Python breadth-first search with a dict of visited states over a small counter system
-   (``counter_bfs``), the same loop shape without the model.
+   (``counter_bfs``), the same loop shape without the model. Beside it, not judged, the
+   ceiling: the same search run again over the first one's memos, every expansion found
+   in memory (``Search(warm_from=...)``), so the time left is the search's own work per
+   state; the gap between the two is the model's steps and their listing.
 2. ``explorer_1s``: the same world with messages up to 1 s in flight (1 small ms), the
    widest world: seconds to exhaust it and bytes per state. The full bench exhausts it,
    --quick explores a prefix of 20,000 states. Memory is the growth of the peak resident
    set of a freshly spawned process that runs only this search, over the states: what
    the search really costs, allocator overhead included. ``tracemalloc`` was tried and
    left: it slowed this allocation-heavy search about 8x (20,000 states in 51 s instead
-   of about 7 s), so it could not time the same run. The explorer has no ``--workers``
-   yet: measured with one process, and the time goal is judged only when exhausted.
-   A prefix's bytes per state are several times the whole space's (12.8 KB for 20,000
-   states against 2.75 KB for all 329,000 today), probably because a state in the
-   frontier is a whole ``Node`` and an expanded one only its fingerprint and parent link.
+   of about 7 s), so it could not time the same run. Time is measured with 1 worker and
+   with 2 (the goal's), bytes with 1 (forked workers would share and double-count pages),
+   and the time goal is judged only when exhausted. A prefix's bytes per state are
+   several times the whole space's (4.6 KB for 20,000 states against 0.99 KB for all
+   329,000 on 2026-12-02): a state in the frontier is a whole ``Node``, an expanded one
+   only its key and parent link.
 3. ``planted_bugs``: every planted bug in its world (``BUG_WORLDS``, the worlds of
    tests/test_explore_bugs.py) with every budget at 1 and messages 1 small ms in flight:
    seconds until its property's first counterexample.
@@ -243,14 +247,46 @@ def _default_in_own_process(max_states: int, workers: int) -> tuple[int, bool, f
     return result.states, result.exhausted, seconds
 
 
+def _ceiling_in_own_process(max_states: int) -> tuple[int, float]:
+    """Module level: a spawned process imports it by name. The default world's search
+    once with its expansion memo never dropping a generation, untimed, then the same
+    search again from that one's context and memos (``Search(warm_from=...)``), timed:
+    every expansion, step and verdict is found in memory, so what is left is the search's
+    own work per state (keys, ghosts, numbering, the frontier), the most this design can
+    do in this interpreter with the model's steps free. Returns (states, seconds)."""
+    from model import explore as ex
+    from model import worlds
+
+    class Unbounded(ex.Search):
+        EXPANSIONS_LIMIT = WHOLE_SPACE
+
+    config, bounds = worlds.build("default", "contract"), ex.Bounds(max_in_flight_ms=0)
+    with ex.without_cycle_collection():
+        first = Unbounded(config, bounds, max_states)
+        first.run()
+        again = Unbounded(config, bounds, max_states, warm_from=first)
+        started = time.perf_counter()
+        again.run()
+        seconds = _seconds(started)
+        states, expected = again.finish().states, first.finish().states
+    if states != expected:
+        raise RuntimeError(f"the warm search found {states} states, the first {expected}")
+    return states, seconds
+
+
 def explorer_default(sizes: Sizes, bfs_rate: float) -> dict:
     """The default world with 1 process and with 2, each search in a fresh spawned
-    process; the faster decides the goal (both are the same search, state for state)."""
+    process; the faster decides the goal (both are the same search, state for state).
+    Beside them, not judged: the ceiling, the same search with every expansion found in
+    memory (``_ceiling_in_own_process``), which says how much of the time is the model's."""
     max_states = sizes.default_max_states or WHOLE_SPACE
     runs = {}
     for workers in WORKERS:
         with ProcessPoolExecutor(max_workers=1, mp_context=multiprocessing.get_context("spawn")) as pool:
             runs[workers] = pool.submit(_default_in_own_process, max_states, workers).result()
+    with ProcessPoolExecutor(max_workers=1, mp_context=multiprocessing.get_context("spawn")) as pool:
+        ceiling_states, ceiling_seconds = pool.submit(_ceiling_in_own_process, max_states).result()
+    ceiling_rate = ceiling_states / ceiling_seconds
     best = min(runs, key=lambda w: runs[w][2])
     states, exhausted, seconds = runs[best]
     rate = states / seconds
@@ -267,6 +303,9 @@ def explorer_default(sizes: Sizes, bfs_rate: float) -> dict:
                        for w in WORKERS],
         "baseline_states_per_s": round(bfs_rate, 1),
         "ratio": ratio,
+        "ceiling_seconds": round(ceiling_seconds, 3),
+        "ceiling_states_per_s": round(ceiling_rate, 1),
+        "ceiling_ratio": _ratio(ceiling_rate, bfs_rate),
         "goals": [
             {"goal": f">= {GOAL_STATES_PER_S:,} distinct states/s", "met": rate >= GOAL_STATES_PER_S},
             {"goal": f">= {GOAL_BFS_RATIO}x of the plain BFS", "met": ratio >= GOAL_BFS_RATIO},

@@ -51,7 +51,8 @@ def tiny(tmp_path_factory, worker_id) -> dict:
 
 # row -> (figures that must be positive numbers, the baseline figure)
 FIGURES = {
-    "explorer_default": (("states", "seconds", "states_per_s"), "baseline_states_per_s"),
+    "explorer_default": (("states", "seconds", "states_per_s", "ceiling_seconds", "ceiling_states_per_s", "ceiling_ratio"),
+                         "baseline_states_per_s"),
     "explorer_1s": (("states", "seconds", "states_per_s", "bytes_per_state", "workers"), "baseline_states_per_s"),
     "planted_bugs": (("slowest_seconds", "states_per_s"), "baseline_states_per_s"),
     "incident": (("seconds", "steps", "steps_per_s", "simulated_hours"), "baseline_seconds"),
@@ -87,6 +88,8 @@ def test_ratios_are_the_measured_figures_over_their_baselines(tiny):
     for name in ("explorer_default", "explorer_1s", "planted_bugs"):
         r = rows[name]
         assert r["ratio"] == pytest.approx(r["states_per_s"] / r["baseline_states_per_s"], rel=0.01)
+    r = rows["explorer_default"]
+    assert r["ceiling_ratio"] == pytest.approx(r["ceiling_states_per_s"] / r["baseline_states_per_s"], rel=0.01)
     r = rows["incident"]
     assert r["ratio"] == pytest.approx(r["baseline_seconds"] / r["seconds"], rel=0.05, abs=1e-3)
     assert r["steps_per_s"] == pytest.approx(r["steps"] / r["seconds"], rel=0.05)
@@ -125,6 +128,7 @@ def test_text_shows_every_row_its_baseline_ratio_and_goals(tiny):
                   "9 h incident simulation", "swarm"):
         assert f"\n{title}\n" in text
     assert text.count("  baseline  ") == 5 and text.count("  ratio     ") == 5 and text.count("  goal      ") == 5
+    assert text.count("  ceiling   ") == 1  # the default world's, not judged
     assert "not judged here" in text and "goals met" in text
     assert f"model: {tiny['model']['compiled']} of {tiny['model']['modules']} modules compiled by Cython" in text
 

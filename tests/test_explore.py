@@ -166,3 +166,24 @@ def test_stopping_rules(tmp_path, capsys):
     assert not first["exhausted"] and first["states"] < every["states"]
     assert len({v["steps"] for v in first["violations"]}) == 1
     assert main(argv + ["--property", "no_such_property"]) == 2
+
+
+def test_a_search_warm_from_another_finds_the_same_and_steps_nothing():
+    """``Search(warm_from=...)`` (the bench's ceiling) is the same search: the same states,
+    transitions, depth and counterexamples, with every expansion found in the first
+    search's memo, so the model takes no step and no verdict is computed anew."""
+
+    class Unbounded(ex.Search):
+        EXPANSIONS_LIMIT = 10 ** 9
+
+    config = worlds.build("default", "today")
+    first = Unbounded(config, ex.Bounds(), max_states=4_000)
+    first.run()
+    memo, verdicts, misses = len(first.ctx.memo), len(first.ctx.verdicts), first.ctx.misses
+    again = Unbounded(config, ex.Bounds(), max_states=4_000, warm_from=first)
+    again.run()
+    a, b = first.finish(), again.finish()
+    assert (b.states, b.transitions, b.depth) == (a.states, a.transitions, a.depth)
+    assert {k: [str(x) for x in v.path] for k, v in first.found.items()} == \
+        {k: [str(x) for x in v.path] for k, v in again.found.items()} != {}
+    assert (len(again.ctx.memo), len(again.ctx.verdicts), again.ctx.misses) == (memo, verdicts, misses)

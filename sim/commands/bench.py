@@ -29,8 +29,8 @@ def add_arguments(parser) -> None:
     parser.formatter_class = argparse.RawDescriptionHelpFormatter
     size = parser.add_mutually_exclusive_group()
     size.add_argument("--quick", action="store_true",
-                      help="prefixes instead of whole spaces, three planted bugs, 40 swarm seeds (about 20 s); "
-                           "without it the bench exhausts the 1 s world and runs every bug (about 5 minutes today)")
+                      help="prefixes instead of whole spaces, three planted bugs, 40 swarm seeds (5-15 s); "
+                           "without it the bench exhausts the 1 s world and runs every bug (1.5-3 minutes)")
     size.add_argument("--tiny", action="store_true",
                       help="the smallest bench that still reports every figure (seconds; for the test suite)")
     parser.add_argument("--json", action="store_true")
