@@ -65,7 +65,11 @@ Rule 7 (the transition memo). ``apply`` is pure and reads little of the state: a
         open requests it removed, and its ghost records. Of the 79,921 steps the default
         world's search still takes (Rule 10 spares the rest) 4,834 run ``system.apply``.
         A step that writes outside what it read is never cached; ``CHECK_MEMO`` (the
-        tests) applies every cached step for real too and compares field by field.
+        tests) applies every cached step for real too and compares field by field. The
+        memo keeps two generations of ``Context.MEMO_GENERATION`` keys: its deltas hold
+        whole node states, and only the 1 s world has more distinct steps than one
+        generation holds (31,365 steps run instead of 30,955; 879 bytes a state instead
+        of 982).
 Rule 8 (storage). A numbered state keeps only its key, its parent's number and the index
         of the parent's action that led to it; a counterexample's path is rebuilt by
         replaying those choices from the initial state. Only the frontier holds nodes.

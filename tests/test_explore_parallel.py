@@ -367,3 +367,23 @@ def test_the_quiescence_check_fires_on_a_wrong_database_fact(checked_memo, monke
     monkeypatch.setattr(ex.Context, "__init__", init)
     with pytest.raises(AssertionError, match="differs in the state's quiescence"):
         ex.explore(worlds.default("contract"), ex.Bounds(), max_states=500)
+
+
+def test_a_transition_memo_of_small_generations_changes_no_result(checked_memo, monkeypatch):
+    """Rule 7's memo keeps two generations (``Context.MEMO_GENERATION``); only the 1 s
+    world outgrows one at the real size, so here a generation of 40 keys turns over
+    many times in a search with findings: every hit (old generation or new) is applied
+    for real and compared (``CHECK_MEMO``), the result is the unbounded memo's, and the
+    steps dropped with old generations are run again."""
+    config, bounds = worlds.build("default", "today"), ex.Bounds(max_in_flight_ms=1)
+    searches = {}
+    for generation in (10 ** 9, 40):
+        monkeypatch.setattr(ex.Context, "MEMO_GENERATION", generation)
+        search = ex.Search(config, bounds, max_states=3_000)
+        search.run()
+        searches[generation] = search
+    big, small = searches[10 ** 9], searches[40]
+    assert len(big.ctx.memo) > 200 and not big.ctx.memo_old
+    assert len(small.ctx.memo) <= 40 and small.ctx.memo_old
+    assert _summary(small.finish()) == _summary(big.finish())
+    assert small.ctx.misses > big.ctx.misses and small.ctx.hits > 0
