@@ -6,8 +6,8 @@ The model is plain Python and stays so: the same files run as source or compiled
 test (tests/test_native.py) checks that both give the same traces, verdicts and state
 counts. Cython compiles each module as it is (no type declarations, annotations ignored),
 which saves the interpreter's dispatch and attribute lookups on the hot paths of the
-explorer and the simulated world (issue 14; the figures are in the README's
-"Benchmarks").
+explorer and the simulated world (issue 14; the figures are in docs/performance.md,
+"The model compiled").
 
 Rule 1. ``pip install -e .`` (or any build of the package) compiles ``model/**/*.py`` but
         the packages' ``__init__.py`` files, in parallel on every core, at ``-O2``
