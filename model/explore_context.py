@@ -172,14 +172,14 @@ class Context(Verdicts):
     """One search's tables: the interner (Rule 4), the transition memo (Rule 7) and the
     verdict memo (``Verdicts``, model/explore_verdicts.py). A context's handles and nodes belong to it; ``explore`` makes its own."""
 
-    # A memo this big is dropped and refilled: it only saves time, and a search that
-    # outgrows it (millions of distinct steps) should not grow memory without bound.
+    # The ghost records' memo (``ghost_of``) this big is dropped and refilled: it only
+    # saves time, and a search that outgrows it should not grow memory without bound.
     MEMO_LIMIT = 400_000
     # The transition memo keeps two generations of this many keys (``apply``), as the
     # expansion memo does: its deltas hold whole node states, which were 28% of the 1 s
     # world's memory (276 of 982 bytes a state, all 30,955 keys kept), and the steps a
     # search meets again are met a few levels later. At 10,000 the 1 s world keeps
-    # about 886 bytes a state for 1.3% more model steps (31,365 against 30,955); no other
+    # 879 bytes a state for 1.3% more model steps (31,365 against 30,955); no other
     # explored world or planted-bug search has this many distinct steps (15,458 the most).
     MEMO_GENERATION = 10_000
 

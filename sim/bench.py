@@ -25,7 +25,7 @@ ratio, goals met), one row per line of issue 14's table:
    of about 7 s), so it could not time the same run. Time is measured with 1 worker and
    with 2 (the goal's), bytes with 1 (forked workers would share and double-count pages),
    and the time goal is judged only when exhausted. A prefix's bytes per state are
-   several times the whole space's (4.6 KB for 20,000 states against 0.99 KB for all
+   several times the whole space's (4.6 KB for 20,000 states against 0.88 KB for all
    329,000 on 2026-12-02): a state in the frontier is a whole ``Node``, an expanded one
    only its key and parent link.
 3. ``planted_bugs``: every planted bug in its world (``BUG_WORLDS``, the worlds of
