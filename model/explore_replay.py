@@ -71,13 +71,14 @@ def new_delta(base_seq, whole, drops_env, added, timer_ops, open_ops, guards, se
               to_chatd) -> Delta:
     """``Delta(...)`` without its dataclass ``__init__``, which a frozen class generates
     as interpreted code setting each field through ``object.__setattr__``: the memo makes
-    one per step it runs for real. The fields in their declaration order, caches unset."""
+    one per step it runs for real. The fields in their declaration order, caches unset
+    (``strict``: a field added to ``Delta`` and not here fails at once)."""
     delta = object.__new__(Delta)
     # Field by field, not through ``__dict__``: an instance whose dict is never asked for
     # keeps its fields in CPython's compact inline values, 30 bytes a state less in the 1 s
     # world, where the memo keeps a delta per distinct step.
     for name, value in zip(_DELTA_FIELDS, (base_seq, whole, drops_env, added, timer_ops, open_ops, guards, seq_inc,
-                                           ghost, quiet, to_chatd, None, None)):
+                                           ghost, quiet, to_chatd, None, None), strict=True):
         _set_attr(delta, name, value)
     return delta
 

@@ -176,3 +176,22 @@ def test_the_quick_bench_reports_every_figure():
     assert all(b["found"] for b in rows["planted_bugs"]["bugs"])
     assert rows["planted_bugs"]["goals"][0]["met"] in (False, None)
     assert rows["swarm"]["seeds"] == bench.QUICK.swarm_seeds
+
+
+def test_the_ceiling_refuses_a_warm_search_that_is_not_the_same_search(monkeypatch):
+    """The ceiling times a second search over the first one's memos; were it to find other
+    states than the first (a broken ``warm_from``), its rate would mean nothing, so the
+    bench stops there with a harness error instead of printing it."""
+    from model import explore as ex
+
+    real = ex.Search.__init__
+
+    def shorter_when_warm(self, config, bounds, max_states, *args, warm_from=None, **kwargs):
+        real(self, config, bounds, max_states // 2 if warm_from is not None else max_states, *args,
+             warm_from=warm_from, **kwargs)
+    monkeypatch.setattr(ex.Search, "__init__", shorter_when_warm)
+    with pytest.raises(RuntimeError, match="the warm search found 2\\d\\d states, the first 4\\d\\d"):
+        bench._ceiling_in_own_process(400)
+    monkeypatch.setattr(ex.Search, "__init__", real)
+    states, seconds = bench._ceiling_in_own_process(400)
+    assert states > 400 and seconds > 0
