@@ -52,7 +52,8 @@ Rule 6 (no-op deliveries settle). A late answer that nobody waits for any more i
         states. A step that touched neither chatd's side nor sent it anything cannot
         make a delivery a no-op, so it skips the search for one (``_may_unsettle``).
 
-The states and the search's context (Rules 4, 6 and 7 in code) are model/explore_context.py;
+The states and the search's context (Rules 6 and 7 in code) are model/explore_context.py,
+the state keys (Rule 4) model/explore_keys.py;
 what a state enables and the search's bounds (Rules 1 and 2 in code), model/explore_actions.py.
 
 Rule 7 (the transition memo). ``apply`` is pure and reads little of the state: a delivery to

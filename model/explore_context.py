@@ -10,7 +10,8 @@ Rule 3) as interned handles. A ``Context`` belongs to one search and holds its t
   handles (``Context.key``, explore.py Rule 4), made of a system part and the ghost's
   handle; ``Context.system_key`` gives the system part and the expansion key of
   explore.py Rule 10, taking from the parent's key every component a step left as it
-  was (the same object);
+  was (the same object); the keys live in model/explore_keys.py (``Keys``, a base class
+  of this ``Context``);
 - the transition memo (``Context.apply``, explore.py Rule 7): a step is cached under the
   handles of what it reads (``_memo_key``) as the edits it made (``_Delta``), and
   replayed onto any state with the same footprint (``_replay``), new messages and timers
@@ -59,7 +60,6 @@ from typing import Any
 from . import chatd
 from . import properties as props
 from . import system as msys
-from .core import FMap
 # The transition memo's edits and their replays (model/explore_replay.py), by the names
 # this module's code uses.
 from .explore_replay import WHOLE as _WHOLE
@@ -69,6 +69,7 @@ from .explore_replay import new_delta as _new_delta
 from .explore_replay import NODES as _NODES  # the node states ``_Delta.quiet`` compares
 from .explore_replay import replay as _replay
 from .explore_replay import settled as _settled
+from .explore_keys import Keys, timers_handle
 from .explore_verdicts import Verdicts, ghost_trace  # noqa: F401 - ghost_trace: re-exported
 from .interning import Id, Interner
 from .system import Tick
@@ -168,9 +169,11 @@ _NOTHING = frozenset()
 _ANY_BUT_DIALS = frozenset(_WHOLE) - {"dials_waiting"}
 
 
-class Context(Verdicts):
-    """One search's tables: the interner (Rule 4), the transition memo (Rule 7) and the
-    verdict memo (``Verdicts``, model/explore_verdicts.py). A context's handles and nodes belong to it; ``explore`` makes its own."""
+class Context(Keys, Verdicts):
+    """One search's tables: the interner and the state keys (Rule 4; ``Keys``,
+    model/explore_keys.py), the transition memo (Rule 7) and the verdict memo
+    (``Verdicts``, model/explore_verdicts.py). A context's handles and nodes belong to
+    it; ``explore`` makes its own."""
 
     # The ghost records' memo (``ghost_of``) this big is dropped and refilled: it only
     # saves time, and a search that outgrows it should not grow memory without bound.
@@ -197,8 +200,8 @@ class Context(Verdicts):
         # database handle -> (the properties' kinds a state with it is checked for, its chats' handle)
         self.chats_of: dict = {}
         self.verdict_tables()  # model/explore_verdicts.py
+        self.key_tables()  # model/explore_keys.py
         self.ghost_flat: dict = {}  # a flat ghost record's typed fields -> its handle (``ghost_of``)
-        self.msgs_of: dict = {}  # messages' handles in sending order -> the handle of their set
         self.hits = 0
         self.misses = 0
         self.check = CHECK_MEMO  # tests: every hit is also applied for real and compared
@@ -331,8 +334,10 @@ class Context(Verdicts):
             if self.check:
                 if key != self._memo_key(before, action)[0]:
                     raise AssertionError(f"memo differs in the key of {action.label()}")
-                delta = self._lookup(key, before)
+                delta = self._lookup(key, before)  # (where the tests watch the lookups)
             else:
+                # ``_lookup`` inline: the call cost the default world's search 0.8k
+                # instructions a state (callgrind), on the listing's hottest path.
                 deltas = self.memo.get(key)
                 if deltas is None:
                     deltas = self.memo_old.get(key)
@@ -445,15 +450,6 @@ class Context(Verdicts):
             else:
                 return s, settled
 
-    def timers_key(self, timers: FMap) -> Id:
-        """The handle of the armed timers without their sequence numbers (cached on the map)."""
-        memo = timers._fp
-        if memo is not None and memo[0] is self.token:
-            return memo[1]
-        found = self.interner.key_of(("timers", *[(k, t.due_ms) for k, t in timers._items]))
-        timers._fp = (self.token, found)
-        return found
-
     def awaits(self, rep, req_id: str) -> bool:
         key = (self.interner.handle(rep), req_id)
         found = self.awaited.get(key)
@@ -479,6 +475,8 @@ class Context(Verdicts):
             iid(value) is iid(s.__dict__[name]) for name, value in d.whole if name in ("agent", "replicas", "db"))
 
     def _lookup(self, key, s: msys.System) -> _Delta | None:
+        """The first delta under ``key`` that fits ``s``, from either generation of the
+        memo (``apply``; ``child_of`` and ``settle`` read the two inline)."""
         deltas = self.memo.get(key)
         if deltas is None:
             deltas = self.memo_old.get(key, ())
@@ -665,108 +663,13 @@ class Context(Verdicts):
         memo = out.timers._fp
         if memo is not None and memo[0] is self.token:
             # The handle a replay gave the timers (``_Delta.timers_after``) is theirs.
-            fresh = self.interner.key_of(("timers", *[(k, t.due_ms) for k, t in out.timers._items]))
+            fresh = timers_handle(self.interner, out.timers)
             if fresh is not memo[1]:
                 raise AssertionError(f"memo differs in the timers' handle after {action.label()}")
-
-    # -- fingerprints (Rule 4) ---------------------------------------------------------
-    def envelope(self, env: msys.Envelope, with_sent_at: bool = True) -> Id:
-        """A message's handle without its sequence number (which only says in which order
-        messages were created); its sending time counts for the state, not for a step."""
-        slot = "_fp" if with_sent_at else "_what"
-        memo = getattr(env, slot, None)
-        if memo is not None and memo[0] is self.token:
-            return memo[1]
-        key = (env.src, env.dst, self.interner.iid(env.payload), env.what)
-        if with_sent_at:
-            key += (env.sent_at_ms,)
-        handle = self.interner.key_of(key)
-        env.__dict__[slot] = (self.token, handle)
-        return handle
-
-    def key(self, node: Node, reorder: bool = True) -> tuple:
-        """The state's identity in this search: a tuple of handles and small values. Two
-        nodes have equal keys exactly when their system states are equal (sequence
-        numbers and labels aside), their budgets are, and their ghost histories are (as
-        multisets with ``reorder``, Rule 5). It is ``system_key``'s first part and the
-        ghost's handle."""
-        return self.system_key(node.system, node.used)[0] + (node.bag if reorder else node.order,)
-
-    def system_key(self, s: msys.System, used: tuple, parent: msys.System | None = None,
-                   parent_key: tuple | None = None) -> tuple[tuple, tuple]:
-        """The part of a state's key that is not its ghost history, and the expansion
-        memo's key (explore.py Rule 10): the same with what the key leaves out but a step
-        or ``enabled`` may read, sequence numbers aside: the messages in flight and
-        waiting for a dial in their sending order (which orders the deliveries
-        ``enabled`` lists), the open requests (which a step's guards read) and the
-        replicas' boots. Given the ``parent`` system and its expansion key, a component
-        the step left as it was (the same object) takes its handle from there: a step
-        changes one or two."""
-        iid = self.interner.handle
-        key_of = self.interner.key_of
-        token = self.token
-        envelope = self.envelope
-        msgs_of = self.msgs_of
-        # The fields read from the instance dicts, once each: an attribute read first
-        # looks the name up in the class (a listing keys every child, reading 22 fields
-        # of the child and its parent; 0.25k fewer instructions a state, by callgrind).
-        f = s.__dict__
-        if parent is None:
-            p, parent_key = _NO_FIELDS, _NO_KEY
-        else:
-            p = parent.__dict__
-        in_flight = f["in_flight"]
-        if in_flight is p["in_flight"]:
-            msgs, in_order = parent_key[6], parent_key[11]
-        else:
-            # (a comprehension, not a loop of appends: a listing keys every child's messages)
-            handles = [memo[1] if (memo := getattr(e, "_fp", None)) is not None and memo[0] is token else envelope(e)
-                       for e in in_flight]
-            in_order = tuple(handles)
-            # The set's handle by the messages in sending order: a step's children
-            # reach the same few sets in the same orders again and again.
-            msgs = msgs_of.get(in_order)
-            if msgs is None:
-                if len(handles) > 1:
-                    handles.sort(key=self.sort_key)
-                msgs = msgs_of[in_order] = key_of(("msgs", *handles))
-        timers = f["timers"]
-        if timers is p["timers"]:
-            timers = parent_key[7]
-        else:
-            memo = timers._fp
-            timers = memo[1] if memo is not None and memo[0] is token else self.timers_key(timers)
-        dials_waiting = f["dials_waiting"]
-        if dials_waiting is p["dials_waiting"]:
-            dials, waiting = parent_key[9], parent_key[12]
-        elif dials_waiting:
-            waiting = tuple([envelope(e) for e in dials_waiting])
-            dials = key_of(tuple(sorted(waiting, key=self.sort_key)))
-        else:
-            waiting = dials = ()
-        agent, agent_files, replicas, db = f["agent"], f["agent_files"], f["replicas"], f["db"]
-        sk = (f["now_ms"],
-              parent_key[1] if agent is p["agent"] else iid(agent),
-              f["agent_incarnation"],
-              parent_key[3] if agent_files is p["agent_files"] else iid(agent_files),
-              parent_key[4] if replicas is p["replicas"] else iid(replicas),
-              parent_key[5] if db is p["db"] else iid(db),
-              msgs, timers, f["partitions"], dials, used)
-        # The open requests map request IDs to (route, tool call): strings, compared as
-        # they are (a new map per request is cheaper hashed than interned).
-        boots = f["replica_boots"]
-        return sk, sk + (in_order, waiting, f["open_requests"]._items,
-                         parent_key[14] if boots is p["replica_boots"] else iid(boots))
 
 
 _DELIVER, _DROP, _FIRE, _FAULT = msys.Deliver, msys.Drop, msys.Fire, msys.Fault
 _AGENT = msys.AGENT
-
-
-# ``system_key``'s parent's fields when there is none: no component is the same object.
-_NO_FIELDS = dict.fromkeys(("in_flight", "timers", "dials_waiting", "agent", "agent_files", "replicas", "db",
-                            "replica_boots"), object())
-_NO_KEY = (None,) * 15
 
 
 # Tests set this: every memoized step is checked against system.apply (model/explore.py
