@@ -238,7 +238,12 @@ EXPECT_RESULT_FIELDS = {
     "replica": "replica", "attempt": "integer", "generation_attempt": "integer", "task": "string",
     "committed_before": "duration", "committed_after": "duration",
 }
-EXPECT_TOP_KEYS = ("violations", "residual_risks", "sometimes", "interrupt_finished_within", "requests")
+EXPECT_TOP_KEYS = ("violations", "residual_risks", "sometimes", "interrupt_finished_within", "requests", "seeds")
+# ``seeds`` of an ``[expect.<variant>]``: at which seeds its expectations hold. "any" (the
+# default): at every seed, so ``pytest --toolcall-seeds 1-20`` runs them at each. "pinned":
+# only at the file's own ``seed`` (a race its seed's latencies decide, e.g. a swarm find),
+# so the pytest plugin runs them at that seed alone and names the item so.
+EXPECT_SEEDS = ("any", "pinned")
 
 # Seeds, one rule everywhere (issue 32): a scenario's ``seed``, ``run --seed``, ``swarm
 # --first-seed`` and the last seed of ``--seeds`` all lie in this range; anything else is

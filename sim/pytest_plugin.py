@@ -23,7 +23,10 @@ Each scenario gives one item per variant that has an ``[expect.<variant>]``, nam
 passes when nothing is violated (``toolcall-sim run``'s rule). ``--toolcall-variant``
 keeps only the named variants; ``--toolcall-seeds 1-5`` runs each item at those seeds
 instead of the file's own (``file.toml::contract[seed=3]``), to see whether a story
-holds beyond the seed it was written at. An item runs ``sim.run.run_scenario`` and
+holds beyond the seed it was written at; a variant whose expectations say ``seeds =
+"pinned"`` (they hold at the file's seed only: model/vocabulary.py ``EXPECT_SEEDS``) is
+run at the file's seed alone, as ``file.toml::contract[seed=1713,pinned]``, and the
+terminal summary lists such items, so none is multiplied or dropped in silence. An item runs ``sim.run.run_scenario`` and
 checks ``RunResult.expectation_failures`` (what ``toolcall-sim run`` checks); when the
 ini option ``toolcall_trace_hashes`` names a JSON file of pinned trace hashes (keys
 ``<file stem>/<variant>``), the file's own seed must also give its pinned hash, and
@@ -146,6 +149,8 @@ def pytest_configure(config) -> None:
                          tuple(Path(p).resolve() for p in config.getini("toolcall_scenarios")),
                          (base / hashes).resolve() if hashes else None)
     config.stash[_SETTINGS] = settings
+    if settings.seeds:
+        config.pluginmanager.register(_PinnedItems(), "toolcall-sim-pinned-items")
     _hypothesis_profile()
     # Plain ``pytest`` runs the testpaths: the scenario folders join them. Paths given on
     # the command line are run as given.
@@ -208,7 +213,14 @@ class ScenarioFile(pytest.File):
         variants = [v for v, _ in scenario.expect] or [scenario.variant]
         if settings.variants:
             variants = [v for v in variants if v in settings.variants]
+        pinned = {v for v, e in scenario.expect if e.seeds == "pinned"}
         for variant in variants:
+            if settings.seeds and variant in pinned:
+                # Its expectations hold at the file's seed only: run there, once, named so
+                # (the terminal summary lists it), not at each --toolcall-seeds seed.
+                yield ScenarioItem.from_parent(self, name=f"{variant}[seed={scenario.seed},pinned]",
+                                               scenario=scenario, variant=variant, seed=None, pinned=True)
+                continue
             for seed in settings.seeds or (None,):
                 name = variant if seed is None else f"{variant}[seed={seed}]"
                 yield ScenarioItem.from_parent(self, name=name, scenario=scenario, variant=variant, seed=seed)
@@ -217,11 +229,12 @@ class ScenarioFile(pytest.File):
 class ScenarioItem(pytest.Item):
     """One scenario under one variant (at one seed): its expectations hold."""
 
-    def __init__(self, *, scenario, variant: str, seed: int | None, **kwargs):
+    def __init__(self, *, scenario, variant: str, seed: int | None, pinned: bool = False, **kwargs):
         super().__init__(**kwargs)
         self.scenario = scenario
         self.variant = variant
         self.seed = seed  # None: the file's own
+        self.pinned = pinned  # run at the file's own seed in place of --toolcall-seeds
         self.extra_keyword_matches.add(scenario.name)
         self.add_marker("toolcall_scenario")
 
@@ -235,6 +248,8 @@ class ScenarioItem(pytest.Item):
         for prop in (("scenario", self.scenario.name), ("variant", self.variant), ("seed", result.seed),
                      ("trace_sha256", result.trace_sha256), ("reproduce", reproduce)):
             self.user_properties.append(prop)
+        if self.pinned:  # (a property, so the summary sees it from an xdist worker too)
+            self.user_properties.append(("pinned", "the expectations hold at the file's seed only"))
         failures = result.expectation_failures()
         hash_problem = self._check_hash(result.trace_sha256) if self.seed is None else None
         if failures or hash_problem:
@@ -302,6 +317,26 @@ def repin(hashes: Path, key: str, sha256: str) -> None:
         tmp = hashes.with_suffix(f".{os.getpid()}.tmp")
         tmp.write_text(json.dumps(pinned, indent=1, sort_keys=True) + "\n")
         tmp.replace(hashes)
+
+
+class _PinnedItems:
+    """Collects the pinned items that ran (from their reports' properties, so in the
+    xdist controller too) and names them at the end of the terminal summary."""
+
+    def __init__(self):
+        self.ran: dict[str, int] = {}  # node id without the [seed=...] -> the file's seed
+
+    def pytest_runtest_logreport(self, report) -> None:
+        props = dict(report.user_properties)
+        if report.when == "call" and "pinned" in props:
+            self.ran[report.nodeid.rsplit("[", 1)[0]] = props["seed"]
+
+    def pytest_terminal_summary(self, terminalreporter) -> None:
+        if self.ran:
+            terminalreporter.write_line(
+                f"toolcall-sim: {len(self.ran)} scenario item(s) ran at their file's own seed only, not at "
+                "--toolcall-seeds (their expectations say seeds = \"pinned\"): "
+                + ", ".join(f"{node} (seed {seed})" for node, seed in sorted(self.ran.items())))
 
 
 # ---------------------------------------------------------------------------

@@ -642,6 +642,7 @@ def _expectation(c: _Checker, var: str, spec: Any, ctx: _Context, request_names:
     sometimes: tuple[str, ...] = ()
     within = None
     requests: tuple = ()
+    seeds = "any"
     for key, value in spec.items():
         if key == "violations":
             violations = names(key, [n for n, k in kinds.items() if k != "sometimes"], "property")
@@ -658,11 +659,15 @@ def _expectation(c: _Checker, var: str, spec: Any, ctx: _Context, request_names:
                     c.fail(f"{where}.requests.{rname}", f"no request fault has that name (requests: {', '.join(request_names) or 'none'})")
                 c.typed(status, int, f"{where}.requests.{rname}")
             requests = tuple(sorted(table.items()))
+        elif key == "seeds":
+            seeds = c.typed(value, str, f"{where}.seeds")
+            if seeds not in vocabulary.EXPECT_SEEDS:
+                c.fail(f"{where}.seeds", f"expected one of {', '.join(vocabulary.EXPECT_SEEDS)}, got {seeds!r}")
         elif key not in ctx.ids:
             c.fail(f"{where}.{key}", f"names a tool call that does not exist (tool calls: {', '.join(sorted(ctx.ids)) or 'none'})")
         else:
             calls.append((key, _call_expectation(c, f"{where}.{key}", value, ctx)))
-    return Expectation(tuple(calls), violations, residual, sometimes, within, requests)
+    return Expectation(tuple(calls), violations, residual, sometimes, within, requests, seeds)
 
 
 def _call_expectation(c: _Checker, where: str, value: Any, ctx: _Context) -> tuple:

@@ -149,6 +149,7 @@ class Expectation:
     sometimes: tuple[str, ...] = ()  # sometimes-properties the run must reach
     interrupt_finished_within_ms: int | None = None  # every interrupt finishes within this
     requests: tuple[tuple[str, int], ...] = ()  # crafted request name -> expected answer status
+    seeds: str = "any"  # model/vocabulary.py EXPECT_SEEDS: "pinned" holds at the file's own seed only
 
 
 @dataclass(frozen=True)

@@ -125,6 +125,35 @@ def test_variant_and_seed_options(pytester):
     assert bad.ret == pytest.ExitCode.USAGE_ERROR and "--toolcall-seeds: '5-1' is no range" in bad.stderr.str()
 
 
+def test_pinned_expectations_run_at_the_files_seed_alone_and_say_so(pytester):
+    """``seeds = "pinned"`` in an ``[expect.<variant>]``: under ``--toolcall-seeds`` that
+    variant runs once, at the file's seed, named so, and the terminal summary lists it;
+    the other variants run at each seed; without the option nothing changes."""
+    pinned = LOST.replace("[expect.today]\n", '[expect.today]\nseeds = "pinned"\n')
+    assert pinned != LOST
+    _folder(pytester, {"scenarios/lost.toml": pinned})
+    out = _run(pytester, "--collect-only", "-q", "--toolcall-seeds", "1-2", "scenarios").outlines
+    assert [line for line in out if "::" in line] == [
+        "scenarios/lost.toml::contract[seed=1]", "scenarios/lost.toml::contract[seed=2]",
+        "scenarios/lost.toml::today[seed=41,pinned]"]
+    result = _run(pytester, "--toolcall-seeds", "1-2", "--junitxml=out.xml", "scenarios")
+    result.assert_outcomes(passed=3)
+    result.stdout.fnmatch_lines(['toolcall-sim: 1 scenario item(s) ran at their file\'s own seed only, not at '
+                                 '--toolcall-seeds (their expectations say seeds = "pinned"): '
+                                 'scenarios/lost.toml::today (seed 41)'])
+    case = next(c for c in ET.parse(pytester.path / "out.xml").getroot().iter("testcase")
+                if c.get("name") == "today[seed=41,pinned]")
+    props = {p.get("name"): p.get("value") for p in case.iter("property")}
+    assert props["seed"] == "41" and props["reproduce"].endswith("--variant today --seed 41")
+    plain = _run(pytester, "scenarios")
+    plain.assert_outcomes(passed=2)
+    assert "toolcall-sim:" not in plain.stdout.str()
+    _folder(pytester, {"scenarios/lost.toml": pinned.replace('seeds = "pinned"', 'seeds = "some"')})
+    bad = _run(pytester, "scenarios")
+    bad.assert_outcomes(errors=1)
+    assert "scenarios/lost.toml: expect.today.seeds: expected one of any, pinned, got 'some'" in bad.stdout.str()
+
+
 def test_a_bad_scenario_is_a_one_line_collection_error(pytester):
     _folder(pytester, {"scenarios/bad.toml": LOST.replace('timeout = "20m"', 'timeout = "0s"'),
                        "scenarios/broken.toml": "name = \n"})
