@@ -33,7 +33,7 @@ def add_arguments(parser) -> None:
                            "without it the bench exhausts the 1 s world and runs every bug (1.5-3 minutes)")
     size.add_argument("--tiny", action="store_true",
                       help="the smallest bench that still reports every figure (seconds; for the test suite)")
-    parser.add_argument("--json", action="store_true")
+    parser.add_argument("--json", action="store_true", help="print the table as one JSON object")
 
 
 def main(args, out) -> int:

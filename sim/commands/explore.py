@@ -51,7 +51,8 @@ PROGRESS_STATES = 5_000  # states between progress lines of explore (TOOLCALL_SI
 def add_arguments(parser) -> None:
     from model import worlds
 
-    parser.add_argument("--variant", default="contract")
+    parser.add_argument("--variant", default="contract",
+                        help="variant to explore, e.g. today or contract+no-age-margin (default contract)")
     parser.add_argument("--world", choices=worlds.names(), default=None,
                         help="the one small world to explore (model/worlds.py): "
                         + "; ".join(f"{w.name}: {w.summary}" for w in worlds.WORLDS)
@@ -82,7 +83,7 @@ def add_arguments(parser) -> None:
     parser.add_argument("--workers", type=int, default=1,
                         help="processes to search with (default 1); the result is the same for any number, only "
                              "the speed differs (sim/explore_parallel.py)")
-    parser.add_argument("--json", action="store_true")
+    parser.add_argument("--json", action="store_true", help="print the verdicts and counterexamples as one JSON object")
     add_quiet_flag(parser)
     add_report_flag(parser)
 

@@ -31,11 +31,12 @@ EXIT_OF_OUTCOME = {"reproduced": EXIT_VIOLATION, "not_reproduced": EXIT_OK, "doe
 
 
 def add_arguments(parser) -> None:
-    parser.add_argument("file")
+    parser.add_argument("file", help="a counterexample (.json, from explore, search or swarm) or a trace "
+                                     "written by run --trace (.jsonl)")
     parser.add_argument("--scenario", metavar="FILE",
                         help="the scenario of a recorded trace, when it is not found by name and content next to "
                              "the trace, in the current folder or among the shipped scenarios")
-    parser.add_argument("--json", action="store_true")
+    parser.add_argument("--json", action="store_true", help="print the verdict as one JSON object")
     add_report_flag(parser)
 
 

@@ -41,11 +41,17 @@ HELP = "run a scenario file"
 
 
 def add_arguments(parser) -> None:
-    parser.add_argument("scenario")
-    parser.add_argument("--variant")
-    parser.add_argument("--seed", type=int)
-    parser.add_argument("--until")
-    parser.add_argument("--json", action="store_true")
+    parser.add_argument("scenario", help="a scenario file, or a shipped scenario's name (toolcall-sim list)")
+    parser.add_argument("--variant",
+                        help="variant to run under, e.g. today or contract+no-age-margin (default: the file's "
+                             "variant; its [expect.<variant>] is checked)")
+    parser.add_argument("--seed", type=int,
+                        help="the run's seed, 0 to 2**63-1 (default: the file's seed; the same seed gives the "
+                             "same trace)")
+    parser.add_argument("--until",
+                        help="end the run at this simulated time, e.g. 90s or 1h30m, at most 168h (default: "
+                             "the file's until); it must come after every timed fault")
+    parser.add_argument("--json", action="store_true", help="print the run as one JSON object")
     parser.add_argument("--trace", metavar="FILE", help="write the trace as JSON lines (its folder must exist)")
     parser.add_argument("--check-determinism", action="store_true",
                         help="run twice in separate processes and compare the traces; with --trace or --json "
