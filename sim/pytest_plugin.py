@@ -26,11 +26,12 @@ instead of the file's own (``file.toml::contract[seed=3]``), to see whether a st
 holds beyond the seed it was written at; a variant whose expectations say ``seeds =
 "pinned"`` (they hold at the file's seed only: model/vocabulary.py ``EXPECT_SEEDS``) is
 run at the file's seed alone, as ``file.toml::contract[seed=1713,pinned]``, and the
-terminal summary lists such items, so none is multiplied or dropped in silence. An item runs ``sim.run.run_scenario`` and
-checks ``RunResult.expectation_failures`` (what ``toolcall-sim run`` checks); when the
-ini option ``toolcall_trace_hashes`` names a JSON file of pinned trace hashes (keys
-``<file stem>/<variant>``), the file's own seed must also give its pinned hash, and
-``TOOLCALL_SIM_REPIN=1`` writes this run's hash instead. A failure prints
+terminal summary lists such items, so none is multiplied or dropped in silence. An item
+runs ``sim.run.run_scenario`` and checks ``RunResult.expectation_failures`` (what
+``toolcall-sim run`` checks); when the ini option ``toolcall_trace_hashes`` names a
+JSON file of pinned trace hashes (keys ``<file stem>/<variant>``), the file's own seed
+must also give its pinned hash, and ``TOOLCALL_SIM_REPIN=1`` writes this run's hash
+instead. A failure prints
 reports/scenario_test.py's ``failure_report``: the story, what happened, the unmet
 expectations, each violation with its evidence records, the reproduce command and the
 sequence diagram's path. ``-k`` matches the file name, the variant and the scenario's
