@@ -31,10 +31,9 @@ from reports import run as report
 from reports.json_text import json_text
 
 from ..output import check_out_file, write_atomic
-from ..scenario import parse_duration
 from .check import add_report_flag, check_report_dir, write_one_run
-from .common import (SCENARIO_DIR, EXIT_BAD_INPUT, EXIT_HARNESS, EXIT_OK, EXIT_VIOLATION, check_variant, load_scenario,
-                     resolve_scenario)
+from .common import (SCENARIO_DIR, EXIT_BAD_INPUT, EXIT_HARNESS, EXIT_OK, EXIT_VIOLATION, check_duration, check_seeds,
+                     check_variant, load_scenario, resolve_scenario)
 
 NAME = "run"
 HELP = "run a scenario file"
@@ -42,9 +41,11 @@ HELP = "run a scenario file"
 
 def add_arguments(parser) -> None:
     parser.add_argument("scenario")
-    parser.add_argument("--variant")
-    parser.add_argument("--seed", type=int)
-    parser.add_argument("--until")
+    parser.add_argument("--variant", help="run under this variant instead of the scenario's own (toolcall-sim list "
+                        "shows them), e.g. today or contract+no-age-margin")
+    parser.add_argument("--seed", type=int, help="run with this seed instead of the scenario's own (0..2**63-1)")
+    parser.add_argument("--until", help="stop the simulated run at this time instead of the scenario's own "
+                        "(a duration above 0, at most 168h), e.g. 90s or 2h")
     parser.add_argument("--json", action="store_true")
     parser.add_argument("--trace", metavar="FILE", help="write the trace as JSON lines (its folder must exist)")
     parser.add_argument("--check-determinism", action="store_true",
@@ -61,7 +62,9 @@ def main(args, out) -> int:
         check_out_file(args.trace, "--trace")
     report_dir = check_report_dir(args.report) if args.report is not None else None
     scenario = load_scenario(resolve_scenario(args.scenario))
-    until_ms = parse_duration(args.until, "--until") if args.until else None
+    check_seeds(args.seed)
+    # Above 0: a run of no time shows nothing; at most what a scenario's ``until`` may be.
+    until_ms = None if args.until is None else check_duration(args.until, "--until", above_zero=True)
     determinism = None
     if args.check_determinism:
         status, message, digest = check_determinism(args)
