@@ -53,6 +53,14 @@ class _Parser(argparse.ArgumentParser):
     def error(self, message):  # one line and exit status 2, like bad scenario input
         self.exit(EXIT_BAD_INPUT, f"{self.prog}: {message}\n")
 
+    def _get_values(self, action, arg_strings):
+        # ``--flag=--`` is the value ``--``: Python 3.11's argparse drops it and hands
+        # the command an empty list where a string belongs (a harness error found by
+        # tests/test_fuzz_cli.py); taken literally, the flag's own check refuses it.
+        if action.nargs is None and arg_strings == ["--"]:
+            return self._get_value(action, "--")
+        return super()._get_values(action, arg_strings)
+
 
 def _debug_flag(parser) -> None:
     # On every subcommand too, so ``toolcall-sim run x --debug`` works; SUPPRESS keeps a

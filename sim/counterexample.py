@@ -235,6 +235,8 @@ def load_any(path: str | Path) -> tuple[dict, list, dict]:
         raw = p.read_bytes()
     except OSError as err:
         raise BadInput(f"{p}: cannot read: {err.strerror or err}") from None
+    except ValueError as err:  # a NUL byte in the path
+        raise BadInput(f"{path!r}: cannot read: {err}") from None
     try:
         text = raw.decode("utf-8")
     except UnicodeDecodeError as err:
