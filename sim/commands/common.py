@@ -61,16 +61,12 @@ def check_range(value: int | None, flag: str, low: int, high: int) -> int | None
 
 def check_duration(text: str, flag: str, above_zero: bool = False) -> int:
     """A duration flag in ms, at most the longest simulated run (model/vocabulary.py
-    ``MAX_UNTIL_MS``, the cap of a scenario's ``until``); ``above_zero``: 0 is refused too."""
-    from model.vocabulary import MAX_UNTIL_MS
-
-    from ..scenario import parse_duration
+    ``MAX_UNTIL_MS``, the cap of a scenario's ``until``: ``check_until``); ``above_zero``:
+    0 is refused too."""
+    from ..scenario import check_until, parse_duration
 
     ms = parse_duration(text, flag)
-    if ms > MAX_UNTIL_MS or (above_zero and ms == 0):
-        floor = "above 0 and " if above_zero else ""
-        raise BadFlag(f"{flag}: must be {floor}at most {MAX_UNTIL_MS // 3_600_000}h, got {text!r}")
-    return ms
+    return check_until(ms, flag) if ms > 0 or above_zero else ms
 
 
 def check_seeds(first: int | None, count: int = 1, flag: str = "--seed") -> None:

@@ -40,13 +40,13 @@ HELP = "run a scenario file"
 
 
 def add_arguments(parser) -> None:
-    parser.add_argument("scenario")
+    parser.add_argument("scenario", help="a scenario file, or a shipped scenario's name (toolcall-sim list shows them)")
     parser.add_argument("--variant", help="run under this variant instead of the scenario's own (toolcall-sim list "
                         "shows them), e.g. today or contract+no-age-margin")
     parser.add_argument("--seed", type=int, help="run with this seed instead of the scenario's own (0..2**63-1)")
     parser.add_argument("--until", help="stop the simulated run at this time instead of the scenario's own "
                         "(a duration above 0, at most 168h), e.g. 90s or 2h")
-    parser.add_argument("--json", action="store_true")
+    parser.add_argument("--json", action="store_true", help="print the run as one JSON object")
     parser.add_argument("--trace", metavar="FILE", help="write the trace as JSON lines (its folder must exist)")
     parser.add_argument("--check-determinism", action="store_true",
                         help="run twice in separate processes and compare the traces; with --trace or --json "
