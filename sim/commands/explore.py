@@ -15,6 +15,11 @@ log, nothing with ``--quiet``.
 Breadth-first order makes every counterexample found so far a shortest one, so the
 stopping rules (``--stop-at-first``, ``--property``) lose none of them.
 
+Every integer flag is checked against its range first (sim/commands/common.py: at least
+1 state, 0..100 of each fault budget, 1..256 workers, durations up to 168h). The summary
+and the JSON's ``workers`` name the processes that really searched
+(``Result.processes``): a search that ends within this process's head start forks none.
+
 Without ``--world`` the command runs the tour (``sim.explore_tour``: every small world in
 rounds of growing state caps, few fault kinds first), so a user need not know which
 world fits which race; ``--world NAME`` explores that one world as before. The tour
