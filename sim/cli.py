@@ -58,7 +58,9 @@ class _Parser(argparse.ArgumentParser):
         # the command an empty list where a string belongs (a harness error found by
         # tests/test_fuzz_cli.py); taken literally, the flag's own check refuses it.
         if action.nargs is None and arg_strings == ["--"]:
-            return self._get_value(action, "--")
+            value = self._get_value(action, "--")
+            self._check_value(action, value)  # a flag with choices: '--' is none of them
+            return value
         return super()._get_values(action, arg_strings)
 
 

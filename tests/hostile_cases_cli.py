@@ -176,6 +176,7 @@ CASES = [
     Case("run --variant=-- (argparse's empty list)", ("run", "{tmp}/s.toml", "--variant=--"), "silent",
          files={"s.toml": GOOD}, needle="--variant"),
     Case("compare --designs=--", ("compare", "--designs=--", *O), "silent", needle="--designs"),
+    Case("bugs --driver=-- (a flag with choices)", ("bugs", "--driver=--"), "silent", needle="invalid choice"),
     Case("replay a path with a NUL byte", ("replay", "{tmp}/c\x00.json"), "silent", needle="cannot read"),
     # -- silent: variants and environment variables ----------------------------------------
     Case("run a variant with a planted bug twice", ("run", "{tmp}/s.toml", "--variant",
