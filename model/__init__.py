@@ -6,8 +6,11 @@ is the one place in ``model/`` that reads files, and only to decide which of the
 Python imports: a compiled module is loaded while the SHA-256 of its source is still the
 one the build recorded in ``_native.json``; a module whose source changed since (edited in
 a checkout installed with ``pip install -e .``), one with no record, and every module when
-``TOOLCALL_SIM_PURE`` is set (to anything but ``0``), are loaded from source. ``LOADED`` says, per module, which
-it was (``toolcall-sim bench`` prints it).
+``TOOLCALL_SIM_PURE`` is ``1``, are loaded from source. ``LOADED`` says, per module, which
+it was (``toolcall-sim bench`` prints it). The variable is strict, as TOOLCALL_SIM_PROGRESS is:
+unset, empty, ``0`` or ``1``; any other value (``yes``, ``true``, a typo) loads from source
+here (an import cannot refuse) and the command line refuses it with one line
+(``pure_env_error``, read by ``sim.cli.main``), so no value is accepted in silence.
 """
 
 from __future__ import annotations
@@ -47,6 +50,21 @@ class _CompiledWhileFresh:
         return util.spec_from_file_location(fullname, source)
 
 
+PURE_ENV = "TOOLCALL_SIM_PURE"
+PURE_VALUES = ("", "0", "1")  # unset or empty: compiled when fresh; 1: every module from source
+
+
+def pure_env_error() -> str | None:
+    """The one line that refuses ``TOOLCALL_SIM_PURE`` when it holds no value of
+    ``PURE_VALUES``, else None."""
+    import os
+
+    value = os.environ.get(PURE_ENV, "")
+    if value in PURE_VALUES:
+        return None
+    return f"{PURE_ENV}={value!r}: must be 0 or 1 (or unset)"
+
+
 def _digest(path: str) -> str | None:
     import hashlib
 
@@ -67,7 +85,9 @@ def _install() -> None:
     except (OSError, ValueError):
         recorded = {}
     if not any(isinstance(f, _CompiledWhileFresh) for f in sys.meta_path):
-        pure = os.environ.get("TOOLCALL_SIM_PURE", "") not in ("", "0")  # as setup.py reads it
+        # As setup.py reads it: anything but unset, empty or 0 builds and loads no
+        # compiled module (an unknown value too, which sim.cli then refuses).
+        pure = os.environ.get(PURE_ENV, "") not in ("", "0")
         sys.meta_path.insert(0, _CompiledWhileFresh(recorded, pure))
 
 

@@ -212,6 +212,7 @@ class Result:
     memo_hits: int = 0  # steps taken from the transition memo (Rule 7)
     memo_misses: int = 0  # steps run through system.apply
     states_per_depth: tuple = ()  # numbered states at each breadth-first depth, from 0 (a report's depth chart)
+    processes: int = 1  # processes that searched (sim/explore_parallel.py: 1 when it ended before forking)
 
 
 def explore(config: msys.WorldConfig, bounds: Bounds = Bounds(), max_states: int = 200_000,

@@ -5,7 +5,8 @@ Theory of operation
 A checker that never fires proves nothing. Each planted bug is a small, plausible mistake
 in the contract's logic, expressed as changed knobs of the rule objects the model already
 reads (``chatd.ChatdRules`` and ``agent.AgentRules``), never as a copy of the code. A
-variant name is a base variant plus any number of bugs: ``contract+no-age-margin``. Each
+variant name is a base variant plus any number of bugs, each at most once:
+``contract+no-age-margin``. Each
 bug names the property that must catch it and the scenario in which it does; a test runs
 every one under the bug (the property fails) and under the plain contract (it holds).
 """
@@ -112,6 +113,11 @@ def resolve(variant: str, agent_rules: "agent.AgentRules | None" = None, timing=
             agent_rules = agent.with_bugs(agent_rules, design.agent_hooks)
             agent_bugs.append(design.name)
     known = by_name()
+    # Each bug once: a repeat changes nothing yet would name another variant (its own
+    # counterexample files, its own row), so it is refused rather than accepted in silence.
+    repeated = next((bug for i, bug in enumerate(bugs) if bug in bugs[:i]), None)
+    if repeated is not None:
+        raise UnknownVariant(f"planted bug {repeated!r} named twice in {variant!r}: name each bug once")
     for bug in bugs:
         mutant = known.get(bug)
         if mutant is None:

@@ -60,13 +60,13 @@ Rule 8. The detection table (``[detection]``, sim/bugs.py) runs a job per bug x 
 
 from __future__ import annotations
 
-import json
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Callable
 
 from model import properties as props
 
+from . import json_input
 from . import suite as suites
 from .check_jobs import (  # noqa: F401  (the jobs, and names other modules take from here)
     SWARM_CHUNK_SEEDS,
@@ -149,7 +149,7 @@ def load_baseline(path: str | Path | None) -> list[dict]:
         return []
     p = Path(path)
     try:
-        doc = json.loads(p.read_text(encoding="utf-8"))
+        doc = json_input.loads(p.read_text(encoding="utf-8"))  # no NaN, bounded nesting (issue 32)
     except OSError as err:
         raise BadBaseline(f"{p}: cannot read: {err.strerror or err}") from None
     except (UnicodeDecodeError, ValueError) as err:

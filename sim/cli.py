@@ -53,6 +53,16 @@ class _Parser(argparse.ArgumentParser):
     def error(self, message):  # one line and exit status 2, like bad scenario input
         self.exit(EXIT_BAD_INPUT, f"{self.prog}: {message}\n")
 
+    def _get_values(self, action, arg_strings):
+        # ``--flag=--`` is the value ``--``: Python 3.11's argparse drops it and hands
+        # the command an empty list where a string belongs (a harness error found by
+        # tests/test_fuzz_cli.py); taken literally, the flag's own check refuses it.
+        if action.nargs is None and arg_strings == ["--"]:
+            value = self._get_value(action, "--")
+            self._check_value(action, value)  # a flag with choices: '--' is none of them
+            return value
+        return super()._get_values(action, arg_strings)
+
 
 def _debug_flag(parser) -> None:
     # On every subcommand too, so ``toolcall-sim run x --debug`` works; SUPPRESS keeps a
@@ -76,9 +86,20 @@ def parser() -> argparse.ArgumentParser:
     return top
 
 
+def check_environment() -> None:
+    """The environment variables the model reads as bad input, before any command runs
+    (sim/progress.py checks TOOLCALL_SIM_PROGRESS where it draws)."""
+    import model
+
+    error = model.pure_env_error()
+    if error is not None:
+        raise BadFlag(error)
+
+
 def main(argv: list[str] | None = None) -> int:
     args = parser().parse_args(argv)
     try:
+        check_environment()
         return args.command_module.main(args, sys.stdout)
     except (ScenarioError, OutputError, BadFlag) as err:
         print(f"toolcall-sim: {one_line(err)}", file=sys.stderr)

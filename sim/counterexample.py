@@ -13,6 +13,17 @@ actions.
 simpy, no randomness), evaluates the properties, and says whether the violation
 reproduces and with which trace hash. Its text and JSON shape are rendered by
 ``reports.replay``.
+
+A file edited by hand must not pass as "fixed" (issue 32). A file is read strictly
+(``sim.json_input``: no NaN, no duplicate keys, bounded nesting), and one that contradicts
+itself is bad input (exit 2): an action whose ``label`` is not the label of its fields, a
+counterexample whose ``steps`` is not its number of actions. A recorded trace holds every
+record its actions gave, so its replay must rebuild it record for record: one that
+rebuilds other records and shows no violation did not replay that run (the file was
+edited, or the code changed) and is ``does_not_fit`` (exit 3) at the first record where
+the two part, never "not reproduced". A counterexample holds only its actions and the
+hash of their trace when written; a code change (a fix) changes that trace, so there a
+differing hash is reported next to the verdict, not refused.
 """
 
 from __future__ import annotations
@@ -25,8 +36,9 @@ from model import properties as props
 from model import system as msys
 from model import worlds
 
+from . import json_input
 from .output import write_atomic
-from .replay import replay_actions
+from .replay import replay_actions, trace_lines
 from .replay import trace_sha256  # noqa: F401  (re-exported: counterexample files carry it)
 
 FORMAT = "toolcall-sim/counterexample/1"
@@ -205,9 +217,13 @@ def _actions(records) -> list:
                            f"got {data.get('action')!r}")
         try:
             action = msys.action_from_json(data)
-            action.label()
+            label = action.label()
         except (KeyError, TypeError, ValueError, AttributeError) as err:
             raise BadInput(f"actions[{i}]: not an action ({type(err).__name__}: {err})") from None
+        if "label" in rec and rec["label"] != label:
+            # Every writer labels an action from its fields: a label that says otherwise
+            # was edited by hand, and which of the two is meant cannot be told.
+            raise BadInput(f"actions[{i}]: its label {rec['label']!r} is not its fields' {label!r}: edited by hand?")
         out.append(action)
     return out
 
@@ -219,14 +235,18 @@ def load_any(path: str | Path) -> tuple[dict, list, dict]:
         raw = p.read_bytes()
     except OSError as err:
         raise BadInput(f"{p}: cannot read: {err.strerror or err}") from None
+    except ValueError as err:  # a NUL byte in the path
+        raise BadInput(f"{path!r}: cannot read: {err}") from None
     try:
         text = raw.decode("utf-8")
     except UnicodeDecodeError as err:
         raise BadInput(f"{p}: not UTF-8 text (byte {err.start}): neither a counterexample nor a trace") from None
     try:
-        doc = json.loads(text)
-    except ValueError:
+        doc = json_input.loads(text)
+    except json_input.NotJSON:
         doc = None  # JSON lines: a recorded trace
+    except json_input.JSONRefused as err:
+        raise BadInput(f"{p}: {err}") from None
     if isinstance(doc, dict) and doc.get("kind") != "header" and "format" in doc:
         if doc.get("format") != FORMAT:
             raise BadInput(f"{p}: format: expected {FORMAT!r}, got {doc.get('format')!r}")
@@ -235,7 +255,12 @@ def load_any(path: str | Path) -> tuple[dict, list, dict]:
         for key in ("property", "residual_risk", "trace_sha256"):
             if doc.get(key) is not None and not isinstance(doc[key], str):
                 raise BadInput(f"{p}: {key}: expected a string, got {doc[key]!r}")
-        return doc["world"], _actions(doc.get("actions", [])), doc
+        actions = _actions(doc.get("actions", []))
+        steps = doc.get("steps", len(actions))
+        if isinstance(steps, bool) or not isinstance(steps, int) or steps != len(actions):
+            raise BadInput(f"{p}: steps: the file says {steps!r} but holds {len(actions)} action(s): "
+                           "edited by hand?")
+        return doc["world"], actions, doc
     if doc is not None and not isinstance(doc, dict):
         raise BadInput(f"{p}: a JSON {type(doc).__name__}: neither a counterexample nor a trace")
     # A recorded trace: JSON lines with a header naming the scenario.
@@ -244,9 +269,11 @@ def load_any(path: str | Path) -> tuple[dict, list, dict]:
         if not line.strip():
             continue
         try:
-            rec = json.loads(line)
-        except ValueError:
+            rec = json_input.loads(line)
+        except json_input.NotJSON:
             raise BadInput(f"{p}:{n}: not a JSON line") from None
+        except json_input.JSONRefused as err:
+            raise BadInput(f"{p}:{n}: {err}") from None
         if not isinstance(rec, dict):
             raise BadInput(f"{p}:{n}: a trace record must be an object, got {type(rec).__name__}")
         records.append(rec)
@@ -259,7 +286,8 @@ def load_any(path: str | Path) -> tuple[dict, list, dict]:
     else:  # traces written before scenarios were named by content
         world["path"] = header.get("scenario_path")
     acts = [r for r in records if r.get("kind") == "action"]
-    return world, _actions(acts), {"trace_sha256": trace_sha256(records), "property": None, "header": header}
+    return world, _actions(acts), {"trace_sha256": trace_sha256(records), "property": None, "header": header,
+                                   "records": records}
 
 
 def replay(path: str | Path, scenario_file: str | None = None) -> Replayed:
@@ -276,17 +304,35 @@ def replay(path: str | Path, scenario_file: str | None = None) -> Replayed:
     report = props.evaluate(result.trace, result.final, kinds)
     risk = doc.get("residual_risk")
     hits = [v for v in report.violations if wanted is None or (v.property == wanted and v.residual_risk == risk)]
+    mismatch = result.mismatch
+    if mismatch is None and not hits and "records" in doc:
+        mismatch = _parting(doc["records"], result.trace)
     return Replayed(
-        reproduced=bool(hits) and result.mismatch is None,
+        reproduced=bool(hits) and mismatch is None,
         property=hits[0].property if hits else wanted,
         residual_risk=hits[0].residual_risk if hits else risk,
         trace_sha256=trace_sha256(result.trace),
         expected_sha256=doc.get("trace_sha256"),
         applied=result.applied,
         steps=len(actions),
-        mismatch=result.mismatch,
+        mismatch=mismatch,
         violations=report.violations,
     )
+
+
+def _parting(recorded: list[dict], replayed: list[dict]) -> str | None:
+    """Where a recorded trace and its replay part (None: record for record the same).
+    A trace holds every record its actions gave, so a replay that rebuilds other records
+    and shows no violation has not rebuilt that run: the file was edited or the code
+    changed, and "not reproduced" would pass either as fixed (this module's docstring)."""
+    ours, theirs = trace_lines(recorded), trace_lines(replayed)
+    for i, (a, b) in enumerate(zip(ours, theirs)):
+        if a != b:
+            return f"record {i + 1} of the trace (the replay rebuilds another record: the file was edited or the code changed)"
+    if len(ours) != len(theirs):
+        return (f"record {min(len(ours), len(theirs)) + 1} of the trace (the file holds {len(ours)} records, "
+                f"the replay rebuilds {len(theirs)}: the file was edited or the code changed)")
+    return None
 
 
 def explore_trace(config: msys.WorldConfig, actions) -> tuple[list[dict], msys.System]:

@@ -155,6 +155,7 @@ def _explore(config, bounds, max_states, stop_on, on_progress, workers, head_sta
             if proc.is_alive():
                 proc.terminate()
     result = search.finish(frontier_left=left)
+    result.processes = workers  # forked: reported as the processes really used (issue 32)
     result.memo_hits = before[0] + hits
     result.memo_misses = before[1] + misses
     return result

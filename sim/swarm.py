@@ -261,9 +261,12 @@ def write_counterexample(failure: dict, variant: str, scenario_path: Path) -> Pa
 
 
 def add_arguments(parser) -> None:
-    parser.add_argument("--seeds", type=int, required=True, help="how many seeds to run")
-    parser.add_argument("--first-seed", type=int, default=1, help="the first seed (default 1)")
-    parser.add_argument("--workers", type=int, default=1, help="worker processes (default 1)")
+    from .commands.common import MAX_SEEDS, MAX_WORKERS
+
+    parser.add_argument("--seeds", type=int, required=True, help=f"how many seeds to run (1..{MAX_SEEDS})")
+    parser.add_argument("--first-seed", type=int, default=1,
+                        help="the first seed (default 1; every seed run lies in 0..2**63-1)")
+    parser.add_argument("--workers", type=int, default=1, help=f"worker processes (1..{MAX_WORKERS}, default 1)")
     parser.add_argument("--cluster", default=None, metavar="ADDRESS",
                         help="run the seeds on a Dask scheduler, e.g. tcp://host:8786 (same report as local)")
     parser.add_argument("--variant", default="contract", help="variant, e.g. contract+no-age-margin")
@@ -281,13 +284,11 @@ def main(args, out) -> int:
     the seed is done, together (a Ctrl-C waits for the pair), so an interrupted swarm
     keeps every finished one; the summary covers the seeds finished before it."""
     from .cli import check_variant
+    from .commands.common import MAX_SEEDS, MAX_WORKERS, check_range, check_seeds
 
-    if args.seeds < 1:
-        raise ScenarioError(f"swarm: --seeds: must be at least 1, got {args.seeds}")
-    if args.workers < 1:
-        raise ScenarioError(f"swarm: --workers: must be at least 1, got {args.workers}")
-    if args.first_seed < 0:
-        raise ScenarioError(f"swarm: --first-seed: must not be negative, got {args.first_seed}")
+    check_range(args.seeds, "swarm: --seeds", 1, MAX_SEEDS)
+    check_range(args.workers, "swarm: --workers", 1, MAX_WORKERS)
+    check_seeds(args.first_seed, args.seeds, "swarm: --first-seed")
     check_variant(args.variant, "swarm: --variant")
     if args.cluster is not None:
         check_cluster_flags(args.cluster, args.workers, "swarm")

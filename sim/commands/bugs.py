@@ -15,10 +15,13 @@ import sys
 
 from reports import bugs as report
 
-from .common import EXIT_INTERRUPTED, EXIT_OK, EXIT_VIOLATION, BadFlag
+from .common import (EXIT_INTERRUPTED, EXIT_OK, EXIT_VIOLATION, MAX_EXAMPLES, MAX_SEEDS, MAX_STATES, BadFlag,
+                     check_range)
 
 NAME = "bugs"
 HELP = "which driver finds which planted bug from its default settings (the detection table)"
+# Each driver's budget is capped as the driver's own flag is (sim/commands/common.py).
+BUDGET_CAPS = {"explore": MAX_STATES, "search": MAX_EXAMPLES, "swarm": MAX_SEEDS}
 
 
 def add_arguments(parser) -> None:
@@ -29,6 +32,7 @@ def add_arguments(parser) -> None:
     parser.add_argument("--budget", action="append", default=[], metavar="[DRIVER=]N",
                         help="a driver's budget: explore in states, search in programs, swarm in seeds per "
                              "first seed (defaults: " + ", ".join(f"{d}={n}" for d, n in bugs.DEFAULT_BUDGETS.items())
+                             + "; at most " + ", ".join(f"{d}={n}" for d, n in BUDGET_CAPS.items())
                              + "); a bare N applies to the one --driver chosen; repeatable")
     parser.add_argument("--bug", dest="bugs", action="append", default=[], metavar="NAME",
                         help="only this planted bug (repeatable); 'contract' is the plain contract, the control "
@@ -54,9 +58,7 @@ def parse_budgets(values: list[str], drivers) -> dict:
             n = int(number)
         except ValueError:
             raise BadFlag(f"--budget {value}: expected a whole number of {bugs.UNITS[driver]}") from None
-        if n < 1:
-            raise BadFlag(f"--budget {value}: must be at least 1")
-        out[driver] = n
+        out[driver] = check_range(n, f"--budget {driver}", 1, BUDGET_CAPS[driver])
     return out
 
 

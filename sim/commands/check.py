@@ -47,7 +47,7 @@ from reports.json_text import json_text
 from ..backends import add_cluster_flag, cluster_of
 from ..output import DEFAULT_OUT, OutputError, check_out_dir, check_out_file, write_atomic
 from ..progress import Progress, add_quiet_flag
-from .common import EXIT_OK, EXIT_VIOLATION, BadFlag
+from .common import EXIT_OK, EXIT_VIOLATION, MAX_WORKERS, BadFlag, check_range
 
 NAME = "check"
 HELP = "run a check suite and write the invariant report (summary.md, index.html, junit.xml, report.json)"
@@ -65,7 +65,8 @@ def add_arguments(parser) -> None:
     parser.add_argument("--update-baseline", action="store_true",
                         help="accept every finding of this run and rewrite the baseline file")
     parser.add_argument("--workers", type=int, default=1,
-                        help="processes to run the suite's jobs with (default 1); the report is the same for any")
+                        help=f"processes to run the suite's jobs with (1..{MAX_WORKERS}, default 1); the report is "
+                             "the same for any")
     parser.add_argument("--quick", action="store_true", help="run only the part of the suite marked quick")
     add_cluster_flag(parser, "the suite's jobs")
     add_quiet_flag(parser)
@@ -94,8 +95,7 @@ def main(args, out) -> int:
     from .. import suite as suites
     from ..output import sigint_deferred
 
-    if args.workers < 1:
-        raise BadFlag(f"--workers: must be at least 1, got {args.workers}")
+    check_range(args.workers, "--workers", 1, MAX_WORKERS)
     suite = suites.load(resolve_suite(args.suite))
     part = suite.part(args.quick)
     if part.empty:

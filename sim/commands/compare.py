@@ -28,7 +28,7 @@ from .. import compare
 from ..backends import add_cluster_flag, cluster_of
 from ..output import check_out_dir, default_out_dir, write_atomic
 from .check import check_report_dir
-from .common import EXIT_OK, EXIT_VIOLATION, BadFlag
+from .common import EXIT_OK, EXIT_VIOLATION, MAX_SEEDS, MAX_WORKERS, BadFlag, check_range, check_seeds
 
 NAME = "compare"
 HELP = "compare the rejected designs with the contract: a design x property matrix and costs"
@@ -48,9 +48,11 @@ def add_arguments(parser) -> None:
     parser.add_argument("--worlds", default=",".join(w.name for w in compare.COMPARE_WORLDS), metavar="W,...",
                         help="explorer worlds (default: below-margin,above-margin)")
     parser.add_argument("--seeds", type=int, default=compare.DEFAULT_SEEDS,
-                        help=f"swarm seeds per design (default {compare.DEFAULT_SEEDS})")
-    parser.add_argument("--first-seed", type=int, default=1, help="first swarm seed (default 1)")
-    parser.add_argument("--workers", type=int, default=1, help="processes for the swarm seeds (default 1)")
+                        help=f"swarm seeds per design (1..{MAX_SEEDS}, default {compare.DEFAULT_SEEDS})")
+    parser.add_argument("--first-seed", type=int, default=1,
+                        help="first swarm seed (default 1; every seed run lies in 0..2**63-1)")
+    parser.add_argument("--workers", type=int, default=1,
+                        help=f"processes for the swarm seeds (1..{MAX_WORKERS}, default 1)")
     add_cluster_flag(parser, "the swarm seeds")
     parser.add_argument("--json", action="store_true", help="print the matrix and costs as one JSON object")
     parser.add_argument("--report", metavar="DIR",
@@ -67,12 +69,9 @@ def main(args, out) -> int:
         worlds = compare.check_worlds(_names(args.worlds, "--worlds"))
     except compare.CompareError as err:
         raise BadFlag(str(err)) from None
-    if args.seeds < 1:
-        raise BadFlag(f"--seeds: must be at least 1, got {args.seeds}")
-    if args.first_seed < 0:
-        raise BadFlag(f"--first-seed: must be at least 0, got {args.first_seed}")
-    if args.workers < 1:
-        raise BadFlag(f"--workers: must be at least 1, got {args.workers}")
+    check_range(args.seeds, "--seeds", 1, MAX_SEEDS)
+    check_seeds(args.first_seed, args.seeds, "--first-seed")
+    check_range(args.workers, "--workers", 1, MAX_WORKERS)
     out_dir = check_out_dir(args.out)
     report_dir = check_report_dir(args.report) if args.report is not None else None
     with cluster_of(args.cluster, args.workers, "compare") as cluster:

@@ -15,6 +15,11 @@ log, nothing with ``--quiet``.
 Breadth-first order makes every counterexample found so far a shortest one, so the
 stopping rules (``--stop-at-first``, ``--property``) lose none of them.
 
+Every integer flag is checked against its range first (sim/commands/common.py: at least
+1 state, 0..100 of each fault budget, 1..256 workers, durations up to 168h). The summary
+and the JSON's ``workers`` name the processes that really searched
+(``Result.processes``): a search that ends within this process's head start forks none.
+
 Without ``--world`` the command runs the tour (``sim.explore_tour``: every small world in
 rounds of growing state caps, few fault kinds first), so a user need not know which
 world fits which race; ``--world NAME`` explores that one world as before. The tour
@@ -38,9 +43,10 @@ from reports.json_text import json_text
 
 from ..output import check_out_dir, check_out_file, default_out_dir, sigint_flag, write_atomic
 from ..progress import Progress, add_quiet_flag
-from ..scenario import ScenarioError, parse_duration
+from ..scenario import ScenarioError
 from .check import add_report_flag, check_report_dir, write_one_run
-from .common import EXIT_INTERRUPTED, EXIT_OK, EXIT_VIOLATION, BadFlag, check_variant
+from .common import (EXIT_INTERRUPTED, EXIT_OK, EXIT_VIOLATION, MAX_FAULT_BUDGET, MAX_STATES, MAX_WORKERS, BadFlag,
+                     check_duration, check_range, check_variant)
 
 NAME = "explore"
 HELP = "exhaustive breadth-first search of a small world"
@@ -64,11 +70,12 @@ def add_arguments(parser) -> None:
                              "any order, no delay; 1s still stays below the 2s age margin, 5s goes past it); "
                              "the tour tries 0s and 1s")
     parser.add_argument("--max-states", type=int, default=None,
-                        help="stop after this many states (at least 1; default 200000 with --world and for "
-                             "the tour)")
-    parser.add_argument("--horizon", default="30s", help="explore no further than this (real units, above 0)")
+                        help=f"stop after this many states (1..{MAX_STATES}; default 200000 with --world and "
+                             "for the tour)")
+    parser.add_argument("--horizon", default="30s",
+                        help="explore no further than this (real units, above 0, at most 168h)")
     for budget in BUDGET_FLAGS:
-        parser.add_argument(f"--{budget}", type=int, default=1, help="at least 0 (default 1)")
+        parser.add_argument(f"--{budget}", type=int, default=1, help=f"0..{MAX_FAULT_BUDGET} (default 1)")
     parser.add_argument("--out", default=default_out_dir("explore"), metavar="DIR",
                         help="folder for counterexample files (default ./reports/out/explore, under the current "
                              "directory)")
@@ -81,8 +88,9 @@ def add_arguments(parser) -> None:
                         help="stop once this property (repeatable: each of them) has a counterexample; "
                              "the others found by then are reported too")
     parser.add_argument("--workers", type=int, default=1,
-                        help="processes to search with (default 1); the result is the same for any number, only "
-                             "the speed differs (sim/explore_parallel.py)")
+                        help=f"processes to search with (1..{MAX_WORKERS}, default 1); the result is the same for "
+                             "any number, only the speed differs (sim/explore_parallel.py); a search that ends "
+                             "before the workers would start runs in this one process, and says so")
     parser.add_argument("--json", action="store_true", help="print the verdicts and counterexamples as one JSON object")
     add_quiet_flag(parser)
     add_report_flag(parser)
@@ -103,16 +111,10 @@ def main(args, out) -> int:
     args.max_states = 200_000 if args.max_states is None else args.max_states
     if args.second != "background" and args.world != "default":
         raise BadFlag(f"--second: shapes only the default world, not {args.world}")
-    if args.max_states < 1:
-        raise BadFlag(f"--max-states: must be at least 1, got {args.max_states}")
-    check_budgets(args)
+    check_sizes(args, args.max_states)
     scale = ex.Bounds().scale
-    max_in_flight_ms = parse_duration(args.max_in_flight, "--max-in-flight") // scale
-    horizon_ms = parse_duration(args.horizon, "--horizon") // scale
-    if horizon_ms < 1:
-        raise BadFlag(f"--horizon: must be above 0 (at least {scale} ms on the explorer's clock), got {args.horizon}")
-    if args.workers < 1:
-        raise BadFlag(f"--workers: must be at least 1, got {args.workers}")
+    max_in_flight_ms = check_duration(args.max_in_flight, "--max-in-flight") // scale
+    horizon_ms = horizon_of(args.horizon)
     if args.graph and args.workers > 1:
         raise BadFlag("--graph: the state graph is drawn by one process; use it with --workers 1")
     out_dir = check_out_dir(args.out)
@@ -159,7 +161,7 @@ def main(args, out) -> int:
     if args.graph and not was_interrupted:
         write_graph(result.edges, args.graph)
     doc = report.explore_json(args.world, args.variant, result, elapsed_s, violations, world["bounds"], out_dir,
-                              was_interrupted, args.workers)
+                              was_interrupted, result.processes)
     if args.json:
         out.write(json_text(doc))
     else:
@@ -201,14 +203,27 @@ def one_run_report(args, bounds, max_in_flight_ms: int, horizon_ms: int, result,
                          check.explore_output(run, result), code, reasons, reproduce=(default, actual))
 
 
-def check_budgets(args) -> None:
-    """Each fault budget flag (one per ``ex.BUDGETS``) of one world and of the tour alike:
-    never negative."""
+def check_sizes(args, max_states: int) -> None:
+    """The integer flags of one world and of the tour alike, each within its range
+    (sim/commands/common.py): the state cap, each fault budget (one per ``ex.BUDGETS``),
+    the workers."""
     from model import explore as ex
 
+    check_range(max_states, "--max-states", 1, MAX_STATES)
     for budget in ex.BUDGETS:
-        if getattr(args, budget) < 0:
-            raise BadFlag(f"--{budget.replace('_', '-')}: must not be negative, got {getattr(args, budget)}")
+        check_range(getattr(args, budget), f"--{budget.replace('_', '-')}", 0, MAX_FAULT_BUDGET)
+    check_range(args.workers, "--workers", 1, MAX_WORKERS)
+
+
+def horizon_of(text: str) -> int:
+    """``--horizon`` on the explorer's clock: above 0 there, at most ``MAX_UNTIL_MS``."""
+    from model import explore as ex
+
+    scale = ex.Bounds().scale
+    horizon_ms = check_duration(text, "--horizon") // scale
+    if horizon_ms < 1:
+        raise BadFlag(f"--horizon: must be above 0 (at least {scale} ms on the explorer's clock), got {text}")
+    return horizon_ms
 
 
 def stop_rule(at_first: bool, wanted: list[str]):
@@ -268,15 +283,8 @@ def tour_main(args, out) -> int:
             why = "draws one world's search" if flag == "--report" else "the tour sets each stage's world and time in flight"
             raise BadFlag(f"{flag}: {why}; use it with --world NAME")
     max_states = explore_tour.TOUR_STATES if args.max_states is None else args.max_states
-    if max_states < 1:
-        raise BadFlag(f"--max-states: must be at least 1, got {max_states}")
-    check_budgets(args)
-    scale = ex.Bounds().scale
-    horizon_ms = parse_duration(args.horizon, "--horizon") // scale
-    if horizon_ms < 1:
-        raise BadFlag(f"--horizon: must be above 0 (at least {scale} ms on the explorer's clock), got {args.horizon}")
-    if args.workers < 1:
-        raise BadFlag(f"--workers: must be at least 1, got {args.workers}")
+    check_sizes(args, max_states)
+    horizon_ms = horizon_of(args.horizon)
     out_dir = check_out_dir(args.out)
     stop_on = stop_rule(args.stop_at_first, args.stop_properties)
     budgets = ex.Bounds(horizon_ms=horizon_ms, **{b: getattr(args, b) for b in ex.BUDGETS})

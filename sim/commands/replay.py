@@ -7,7 +7,10 @@ The file's actions are applied through ``model.system.apply`` (no simpy, no chan
 ``sim.counterexample.replay``; ``reports.replay`` renders the verdict. The exit code is
 the verdict: 1 when the violation reproduces, 0 when every action applied and it no
 longer does, 3 when an action stopped fitting (the model changed), in which case the
-replay says nothing about the violation.
+replay says nothing about the violation; a recorded trace whose replay rebuilds other
+records than the file holds is 3 too (edited, or the code changed), and a file that
+contradicts itself (a label not its action's, ``steps`` not its number of actions) is
+bad input (sim/counterexample.py says why).
 
 ``--report DIR`` writes the replay's report page as ``toolcall-sim check`` writes a
 suite's (sim/check.py Rule 6): the replayed trace's sequence diagram with the records

@@ -31,10 +31,9 @@ from reports import run as report
 from reports.json_text import json_text
 
 from ..output import check_out_file, write_atomic
-from ..scenario import parse_duration
 from .check import add_report_flag, check_report_dir, write_one_run
-from .common import (SCENARIO_DIR, EXIT_BAD_INPUT, EXIT_HARNESS, EXIT_OK, EXIT_VIOLATION, check_variant, load_scenario,
-                     resolve_scenario)
+from .common import (SCENARIO_DIR, EXIT_BAD_INPUT, EXIT_HARNESS, EXIT_OK, EXIT_VIOLATION, check_duration, check_seeds,
+                     check_variant, load_scenario, resolve_scenario)
 
 NAME = "run"
 HELP = "run a scenario file"
@@ -67,7 +66,9 @@ def main(args, out) -> int:
         check_out_file(args.trace, "--trace")
     report_dir = check_report_dir(args.report) if args.report is not None else None
     scenario = load_scenario(resolve_scenario(args.scenario))
-    until_ms = parse_duration(args.until, "--until") if args.until else None
+    check_seeds(args.seed)
+    # Above 0: a run of no time shows nothing; at most what a scenario's ``until`` may be.
+    until_ms = None if args.until is None else check_duration(args.until, "--until", above_zero=True)
     determinism = None
     if args.check_determinism:
         status, message, digest = check_determinism(args)

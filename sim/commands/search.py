@@ -11,6 +11,8 @@ the command line does not import hypothesis (0.1 s of every ``toolcall-sim`` sta
 
 from __future__ import annotations
 
+from .common import MAX_EXAMPLES, MAX_SHRINK_RUNS, MAX_STEPS, check_range, check_seeds
+
 NAME = "search"
 HELP = "random search with shrinking (hypothesis) of the default world"
 # sim.stateful.OUT: where --world programs' counterexamples go (a test keeps them equal).
@@ -25,17 +27,17 @@ def add_arguments(parser) -> None:
 
     parser.add_argument("--variant", default="contract", help="variant, e.g. today or contract+no-age-margin")
     parser.add_argument("--examples", type=int, default=None,
-                        help="programs hypothesis tries (default 500 drawn stories, the budget of toolcall-sim "
-                             "bugs; 200 with --world)")
+                        help=f"programs hypothesis tries (1..{MAX_EXAMPLES}; default 500 drawn stories, the budget "
+                             "of toolcall-sim bugs; 200 with --world)")
     parser.add_argument("--world", choices=small_worlds.names(), default=None,
                         help="search this small world of the explorer step by step (the rule-based state "
                              "machine) instead of drawing race stories (the default)")
     parser.add_argument("--steps", type=int, default=None,
-                        help="with --world: actions per program at most (default 40)")
+                        help=f"with --world: actions per program at most (1..{MAX_STEPS}, default 40)")
     parser.add_argument("--shrink-runs", type=int, default=None,
-                        help="without --world: runs shrinking may spend after the first failure (default "
-                             "200)")
-    parser.add_argument("--seed", type=int, default=None, help="without --world: hypothesis's seed (default 0)")
+                        help=f"without --world: runs shrinking may spend after the first failure (0..{MAX_SHRINK_RUNS}, "
+                             "default 200)")
+    parser.add_argument("--seed", type=int, default=None, help="without --world: hypothesis's seed (0..2**63-1, default 0)")
     parser.add_argument("--out", default=None, metavar="DIR",
                         help=f"where the shrunk counterexample (and, for stories, hypothesis's example "
                              f"database) is written (default ./{default_out_dir('search')} for stories, "
@@ -45,5 +47,12 @@ def add_arguments(parser) -> None:
 
 def main(args, out) -> int:
     from .. import stateful
+
+    # The ranges first (sim/commands/common.py): --steps 10**9 would otherwise reach
+    # hypothesis, whose health check fails as a harness error.
+    check_range(args.examples, "search: --examples", 1, MAX_EXAMPLES)
+    check_range(args.steps, "search: --steps", 1, MAX_STEPS)
+    check_range(args.shrink_runs, "search: --shrink-runs", 0, MAX_SHRINK_RUNS)
+    check_seeds(args.seed, 1, "search: --seed")
 
     return stateful.main(args, out)

@@ -25,7 +25,7 @@ from .. import sweep
 from ..backends import check_cluster_flags, connect
 from ..output import check_out_dir, write_atomic
 from ..progress import Progress, add_quiet_flag
-from .common import EXIT_OK, BadFlag
+from .common import EXIT_OK, MAX_SEEDS, MAX_WORKERS, check_range
 
 NAME = "sweep"
 HELP = "risk sweep: residual risks per million tool calls over a grid of world parameters"
@@ -34,10 +34,10 @@ PROGRESS_STEPS = 10  # lines per sweep in the ``lines`` display (sim/progress.py
 
 def add_arguments(parser) -> None:
     parser.add_argument("sweep", metavar="SWEEP.toml", help="a sweep file, or a shipped sweep's name (age_margin)")
-    parser.add_argument("--workers", type=int, default=1, help="worker processes (default 1)")
+    parser.add_argument("--workers", type=int, default=1, help=f"worker processes (1..{MAX_WORKERS}, default 1)")
     parser.add_argument("--cluster", default=None, metavar="ADDRESS",
                         help="run on a Dask scheduler, e.g. tcp://host:8786 (same report as local)")
-    parser.add_argument("--seeds", type=int, default=None, help="seeds per point and variant (default: the file's)")
+    parser.add_argument("--seeds", type=int, default=None, help=f"seeds per point and variant (1..{MAX_SEEDS}; default: the file's)")
     parser.add_argument("--report", default=None, metavar="DIR",
                         help="also write DIR/sweep.md, DIR/sweep.json and the pictures (SVG)")
     parser.add_argument("--json", action="store_true", help="print the report as one JSON object")
@@ -45,10 +45,8 @@ def add_arguments(parser) -> None:
 
 
 def main(args, out) -> int:
-    if args.workers < 1:
-        raise BadFlag(f"sweep: --workers: must be at least 1, got {args.workers}")
-    if args.seeds is not None and args.seeds < 1:
-        raise BadFlag(f"sweep: --seeds: must be at least 1, got {args.seeds}")
+    check_range(args.workers, "sweep: --workers", 1, MAX_WORKERS)
+    check_range(args.seeds, "sweep: --seeds", 1, MAX_SEEDS)
     if args.cluster is not None:
         check_cluster_flags(args.cluster, args.workers, "sweep")
     spec = sweep.load(sweep.resolve_path(args.sweep))
