@@ -131,9 +131,9 @@ def main(args, out) -> int:
         # Rule 3: the summary so far (what the finished jobs found), and the old report
         # left as it was (Rule 1: a report is written whole or not at all).
         outputs, total = stop.partial
-        out.write(check_markdown.interrupted(
-            len(outputs), total, [f for o in outputs for f in o.get("findings", ()) if f.get("class") == "finding"],
-            [o["run"].scenario for o in outputs if o["kind"] == "scenario" and o["failures"]], out_dir))
+        findings = [f for o in outputs for f in o.get("findings", ()) if f.get("class") == "finding"]
+        failed = [o["run"].scenario for o in outputs if o["kind"] == "scenario" and o["failures"]]
+        out.write(check_markdown.interrupted(len(outputs), total, findings, failed, out_dir))
         return EXIT_INTERRUPTED
     with sigint_deferred():
         write_report(result, out_dir, cx, args.workers)

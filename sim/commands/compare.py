@@ -89,9 +89,10 @@ def main(args, out) -> int:
         # The matrix of the designs finished so far; no --report (it would read as the whole).
         partial = stop.partial
         if args.json:
-            out.write(report.json_doc({**partial, "interrupted": True}, str(out_dir)))
+            partial["interrupted"] = True
+            out.write(report.json_doc(partial, str(out_dir)))
         else:
-            out.write(report.interrupted(len(partial["rows"]), len(designs)))
+            out.write(report.interrupted(partial, len(designs)))
             out.write(report.text(partial))
         return EXIT_INTERRUPTED
     contract = next((row for row in data["rows"] if row["design"] == "contract"), None)
