@@ -162,24 +162,35 @@ def test_swarm_with_workers_stops_as_on_ctrl_c_and_leaves_no_worker(tmp_path, si
     assert tomls == jsons
 
 
-def test_swarm_workers_die_with_a_parent_killed_outright(tmp_path):
+EXPLORE_LONG = ["explore", "--world", "default", "--workers", "2", "--max-states", "100000000", "--horizon", "600s",
+                "--agent-restarts", "3", "--ownership-changes", "3", "--out", "out"]
+
+
+@pytest.mark.parametrize("args,needle", [(["swarm", "--seeds", "100000", "--workers", "2", "--out", "out"], "seeds,"),
+                                         (EXPLORE_LONG, "states")], ids=["swarm", "explore"])
+def test_workers_die_with_a_parent_killed_outright(tmp_path, args, needle):
     """SIGKILL cannot be handled: the workers end because the kernel kills them with their
     parent (sim/interrupt.py Rule 4: PR_SET_PDEATHSIG)."""
     if not sys.platform.startswith("linux"):
         pytest.skip("PR_SET_PDEATHSIG is Linux's")
-    cmd = Command(["swarm", "--seeds", "100000", "--workers", "2", "--out", "out"], tmp_path)
-    cmd.wait_for("seeds,")
-    workers = [pid for pid, _ in session_members(cmd.proc.pid) if pid != cmd.proc.pid]
-    assert workers, "the swarm forked no worker"
+    cmd = Command(args, tmp_path)
+    cmd.wait_for(needle)
+    deadline = time.monotonic() + WATCHDOG_S  # the workers may be forked after the first progress line
+    while not [pid for pid, _ in session_members(cmd.proc.pid) if pid != cmd.proc.pid]:
+        assert time.monotonic() < deadline and cmd.proc.poll() is None, f"no worker forked: {cmd.err}"
+        time.sleep(0.05)
     cmd.signal(signal.SIGKILL, group=False)
     assert cmd.finish() == -signal.SIGKILL
     assert_nothing_left(cmd)
 
 
-def test_swarm_on_a_local_dask_cluster_stops_on_sigterm_and_shuts_the_cluster_down(tmp_path):
+@pytest.mark.parametrize("signum,group", [HOW[0], HOW[1]])
+def test_swarm_on_a_local_dask_cluster_stops_on_sigterm_and_shuts_the_cluster_down(tmp_path, signum, group):
+    """The submitted futures are cancelled, the client closed and the LocalCluster the
+    command started shut down: none of its processes (scheduler, nannies, workers) stays."""
     pytest.importorskip("distributed")
     cmd = Command(["swarm", "--seeds", "100000", "--cluster", "local", "--workers", "2", "--out", "out"], tmp_path)
-    code = interrupted(cmd, "seeds,", signal.SIGTERM, False)
+    code = interrupted(cmd, "seeds,", signum, group)
     assert code == 130, cmd.err
     assert "the summary so far" in cmd.stdout
 
@@ -191,9 +202,7 @@ def test_swarm_on_a_local_dask_cluster_stops_on_sigterm_and_shuts_the_cluster_do
 
 @pytest.mark.parametrize("signum,group", HOW[:2])
 def test_explore_with_workers_stops_with_the_states_so_far(tmp_path, signum, group):
-    cmd = Command(["explore", "--world", "default", "--workers", "2", "--max-states", "100000000",
-                   "--horizon", "600s", "--agent-restarts", "3", "--ownership-changes", "3", "--json", "--out", "out"],
-                  tmp_path)
+    cmd = Command([*EXPLORE_LONG, "--json"], tmp_path)
     code = interrupted(cmd, "states", signum, group)
     assert code == 130, cmd.err
     doc = json.loads(cmd.stdout)
@@ -272,3 +281,13 @@ def test_after_start_up_sigterm_goes_where_sigint_goes():
     done = subprocess.run([sys.executable, "-c", child], cwd=ROOT, capture_output=True, text=True,
                           timeout=WATCHDOG_S)
     assert done.returncode == 42, done.stderr
+
+
+@pytest.mark.parametrize("signum,group", HOW[:2])
+def test_bench_stops_at_once_and_kills_its_fresh_process(tmp_path, signum, group):
+    """bench measures each row in a fresh spawned process (sim/bench.py
+    ``in_fresh_process``): a signal ends the command now, not when the row is measured."""
+    cmd = Command(["bench", "--quick"], tmp_path)
+    code = interrupted(cmd, "explorer, default world", signum, group)
+    assert code == 130, cmd.err
+    assert cmd.err.endswith("toolcall-sim: interrupted\n"), cmd.err
