@@ -36,15 +36,16 @@ the run at once as ``SeedFailed`` (a retry in a process of the same machine woul
 the same deterministic code), and a worker process that dies names the seed range it
 held (``WorkerDied``).
 
-Ctrl-C, locally. The parent alone handles it: workers ignore SIGINT (a Ctrl-C at a
-terminal reaches the whole process group). While the parent's own code touches the pool
+Ctrl-C, locally. The parent alone handles it, and SIGTERM the same way (sim/interrupt.py
+Rules 1 and 4): workers ignore both (a Ctrl-C at a terminal reaches the whole process
+group) and die with the parent, even a parent killed with SIGKILL. While the parent's own code touches the pool
 it records SIGINT instead of raising it (``_DeferredSigint``) and raises
 ``KeyboardInterrupt`` where it holds no lock; it never blocks in
 ``concurrent.futures.wait``, which leaks its futures' locks when interrupted half-way
 (the hang of ``swarm --workers 2`` after Ctrl-C: the executor's thread then waits for one
 of those locks and ``shutdown`` for that thread, forever). An early stop (Ctrl-C, a
 failed seed, a caller that stops reading) sets the workers' stop event and ends within
-``STOP_GRACE_S + KILL_AFTER_S``: a worker still busy by then is terminated. The seeds
+``STOP_GRACE_S + KILL_AFTER_S``: a worker still busy by then is killed. The seeds
 yielded before the stop are the caller's; those under way are dropped (their results
 would come after the caller stopped reading).
 
@@ -59,6 +60,7 @@ is the user's input, like a scenario path that does not exist, and nothing was r
 from __future__ import annotations
 
 import multiprocessing
+import os
 import queue
 import re
 import signal
@@ -164,14 +166,15 @@ def run_range(fn: Callable, first_seed: int, seeds: int, args: tuple = ()) -> li
     return results
 
 
-def _worker_init(stop, initializer=None, initargs: tuple = ()) -> None:  # module level: LocalPool's initializer
-    """Ctrl-C is the parent's to handle: it stops handing out work and reports (a Ctrl-C
-    at a terminal reaches the whole process group, workers too)."""
-    import signal
+def _worker_init(stop, parent_pid=None, initializer=None, initargs: tuple = ()) -> None:  # LocalPool's initializer
+    """Ctrl-C and SIGTERM are the parent's to handle: it stops handing out work, reports
+    and ends the workers (a Ctrl-C at a terminal reaches the whole process group, workers
+    too); a worker dies with its parent (sim/interrupt.py Rule 4)."""
+    from .interrupt import worker_signals
 
     global _STOP
     _STOP = stop
-    signal.signal(signal.SIGINT, signal.SIG_IGN)
+    worker_signals(parent_pid)
     if initializer is not None:
         initializer(*initargs)
 
@@ -207,18 +210,25 @@ def _pool_context():
     return context
 
 
+def parent_pid(context) -> int | None:
+    """The pid a worker of ``context`` checks it is still the child of once it has asked to
+    die with its parent (sim/interrupt.py Rule 4): this process for a fork; none for a
+    forkserver's worker, whose parent is the server (which ends with this process)."""
+    return os.getpid() if context.get_start_method() == "fork" else None
+
+
 # ---------------------------------------------------------------------------
 # The local pool, and Ctrl-C
 # ---------------------------------------------------------------------------
 
 # How long an early stop (Ctrl-C, a failed seed, a caller that stops reading) waits for
-# each worker to finish the seed it is running before it is terminated. Nothing is lost
-# by the termination: the parent no longer reads results once it stops, and no worker
+# each worker to finish the seed it is running before it is killed (workers ignore
+# SIGTERM: sim/interrupt.py Rule 4). Nothing is lost by the kill: the parent no longer reads results once it stops, and no worker
 # writes a file (the commands write in the parent). A swarm seed mostly takes
 # milliseconds, so its workers mostly exit within the grace (the stop event ends their
-# chunk); a check job (an exploration) does not look at the stop event: it is terminated.
+# chunk); a check job (an exploration) does not look at the stop event: it is killed.
 STOP_GRACE_S = 1.0
-KILL_AFTER_S = 2.0  # after SIGTERM, how long a worker has before SIGKILL
+KILL_AFTER_S = 2.0  # after SIGKILL, how long a worker may take to be gone before we stop waiting
 # How often the parent waiting for a result wakes up, to let Python run the handler of a
 # SIGINT that did not interrupt the wait: CPython runs a signal's handler in the main
 # thread when it next executes bytecode, and a signal that lands just before a blocking
@@ -305,13 +315,13 @@ class LocalPool:
             for result in pool.results():   # in submission order
                 ...
 
-    Workers ignore SIGINT (``_worker_init``) and see ``_STOP`` set once the parent stops
+    Workers ignore SIGINT and SIGTERM (``_worker_init``) and see ``_STOP`` set once the parent stops
     early. The parent waits through ``_DeferredSigint`` (see there for the hang it
     prevents). Leaving the block normally (every result read) shuts the pool down and
     joins it; leaving it early (an exception, Ctrl-C, a generator closed before its end)
     sets the stop event, cancels the tasks not started, gives each worker up to
-    ``STOP_GRACE_S`` to finish its current call and then terminates it (``KILL_AFTER_S``
-    later, kills it): an early stop always ends, whatever a worker is doing."""
+    ``STOP_GRACE_S`` to finish its current call and then kills it: an early stop always
+    ends, whatever a worker is doing."""
 
     def __init__(self, workers: int, *, initializer: Callable | None = None, initargs: tuple = (),
                  preload: Callable[[], None] | None = None):
@@ -322,7 +332,7 @@ class LocalPool:
         self._finished: queue.SimpleQueue = queue.SimpleQueue()
         self._sigint = _DeferredSigint(self._finished)
         self._pool = ProcessPoolExecutor(max_workers=workers, mp_context=self.context, initializer=_worker_init,
-                                         initargs=(self.stop, initializer, initargs))
+                                         initargs=(self.stop, parent_pid(self.context), initializer, initargs))
         self._futures: list = []
         self._collected = 0
 
@@ -402,17 +412,15 @@ class LocalPool:
 
 
 def _reap(processes: list, grace_s: float) -> None:
-    """Wait up to ``grace_s`` for ``processes`` to exit, then SIGTERM those left, then
-    SIGKILL those still there ``KILL_AFTER_S`` later. Whether a process has exited is read
-    from its sentinel (never ``waitpid``, which the executor's thread may be doing)."""
+    """Wait up to ``grace_s`` for ``processes`` to exit, then SIGKILL those left (they
+    ignore SIGTERM: sim/interrupt.py Rule 4) and wait up to ``KILL_AFTER_S`` for them to
+    go. Whether a process has exited is read from its sentinel (never ``waitpid``, which
+    the executor's thread may be doing)."""
     from multiprocessing.connection import wait as wait_for
 
     alive = list(processes)
-    for stage in ("grace", "terminate", "kill"):
-        if stage == "terminate":
-            for p in alive:
-                p.terminate()
-        elif stage == "kill":
+    for stage in ("grace", "kill"):
+        if stage == "kill":
             for p in alive:
                 p.kill()
         deadline = time.monotonic() + (grace_s if stage == "grace" else KILL_AFTER_S)

@@ -59,7 +59,6 @@ import resource
 import sys
 import time
 from collections import deque
-from concurrent.futures import ProcessPoolExecutor
 from dataclasses import asdict, dataclass
 
 # bug -> the small world where the explorer finds it (tests/test_explore_bugs.py WHERE,
@@ -282,10 +281,8 @@ def explorer_default(sizes: Sizes, bfs_rate: float) -> dict:
     max_states = sizes.default_max_states or WHOLE_SPACE
     runs = {}
     for workers in WORKERS:
-        with ProcessPoolExecutor(max_workers=1, mp_context=multiprocessing.get_context("spawn")) as pool:
-            runs[workers] = pool.submit(_default_in_own_process, max_states, workers).result()
-    with ProcessPoolExecutor(max_workers=1, mp_context=multiprocessing.get_context("spawn")) as pool:
-        ceiling_states, ceiling_seconds = pool.submit(_ceiling_in_own_process, max_states).result()
+        runs[workers] = in_fresh_process(_default_in_own_process, max_states, workers)
+    ceiling_states, ceiling_seconds = in_fresh_process(_ceiling_in_own_process, max_states)
     ceiling_rate = ceiling_states / ceiling_seconds
     best = min(runs, key=lambda w: runs[w][2])
     states, exhausted, seconds = runs[best]
@@ -349,8 +346,7 @@ def explorer_1s(sizes: Sizes, bfs_rate: float) -> dict:
     same search, each in a fresh spawned process."""
     runs = {}
     for workers in WORKERS:
-        with ProcessPoolExecutor(max_workers=1, mp_context=multiprocessing.get_context("spawn")) as pool:
-            runs[workers] = pool.submit(_wide_in_own_process, sizes.wide_max_states or WHOLE_SPACE, workers).result()
+        runs[workers] = in_fresh_process(_wide_in_own_process, sizes.wide_max_states or WHOLE_SPACE, workers)
     m = runs[max(WORKERS)]
     rate = m["states"] / m["seconds"]
     per_state = runs[1]["bytes"] / runs[1]["states"]
@@ -503,9 +499,48 @@ def _per_core_in_own_process(seeds: int, toys: int, repeats: int) -> tuple[float
     return one_core_s, toy_s
 
 
+def in_fresh_process(fn, *args):
+    """``fn(*args)`` in a fresh spawned process, so each measurement starts cold. That
+    process ignores Ctrl-C and SIGTERM and dies with this one (sim/interrupt.py Rule 4);
+    a Ctrl-C or SIGTERM here kills it at once instead of waiting for its measurement to
+    end (it holds no file: the figures are written here). The start itself is not cut in
+    half (a child killed while it unpickles its task prints a traceback)."""
+    from .interrupt import sigint_deferred
+
+    context = multiprocessing.get_context("spawn")
+    receive, send = context.Pipe(duplex=False)
+    process = context.Process(target=_run_and_send, args=(send, os.getpid(), fn, args))
+    try:
+        with sigint_deferred():
+            process.start()
+        send.close()
+        ok, value = receive.recv()
+    except BaseException:
+        if process.pid is not None:
+            process.kill()
+        raise
+    finally:
+        if process.pid is not None:
+            process.join()
+        receive.close()
+    if not ok:
+        raise value
+    return value
+
+
+def _run_and_send(send, parent_pid: int, fn, args) -> None:  # module level: what the fresh process runs
+    from .interrupt import worker_signals
+
+    worker_signals(parent_pid)
+    try:
+        result = (True, fn(*args))
+    except Exception as err:  # noqa: BLE001 - raised again in the parent
+        result = (False, err)
+    send.send(result)
+
+
 def _swarm_workers(seeds: int, workers: int) -> dict:
-    with ProcessPoolExecutor(max_workers=1, mp_context=multiprocessing.get_context("spawn")) as pool:
-        return pool.submit(_swarm_in_own_process, seeds, workers).result()
+    return in_fresh_process(_swarm_in_own_process, seeds, workers)
 
 
 def swarm(sizes: Sizes) -> dict:
@@ -513,8 +548,7 @@ def swarm(sizes: Sizes) -> dict:
 
     seeds = sizes.swarm_seeds
     toys = max(seeds * 2, 20)
-    with ProcessPoolExecutor(max_workers=1, mp_context=multiprocessing.get_context("spawn")) as pool:
-        one_core_s, toy_s = pool.submit(_per_core_in_own_process, seeds, toys, SWARM_REPEATS[sizes.mode]).result()
+    one_core_s, toy_s = in_fresh_process(_per_core_in_own_process, seeds, toys, SWARM_REPEATS[sizes.mode])
     rate = seeds / one_core_s
     toy_rate = toys / toy_s
     # Whole swarms, worker start-up included: what `toolcall-sim swarm --workers` costs.

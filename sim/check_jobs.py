@@ -298,12 +298,13 @@ def _call(fn, args):  # module level: what a pool worker runs
     return fn(*args)
 
 
-def _worker_init() -> None:
-    """Ctrl-C is the parent's: the initializer of sim/commands/check.py's drawing pool
-    (the jobs' pool is sim/backends.py ``LocalPool``, whose workers ignore it too)."""
-    import signal
+def _worker_init(parent_pid: int | None = None) -> None:
+    """Ctrl-C and SIGTERM are the parent's, and a worker dies with it (sim/interrupt.py
+    Rule 4): the initializer of sim/commands/check.py's drawing pool (the jobs' pool is
+    sim/backends.py ``LocalPool``, whose workers do the same)."""
+    from .interrupt import worker_signals
 
-    signal.signal(signal.SIGINT, signal.SIG_IGN)  # Ctrl-C is the parent's to handle
+    worker_signals(parent_pid)
 
 
 def _job_at(index: int, jobs: list):  # module level: what a Dask worker runs (job ``index``)
@@ -315,9 +316,23 @@ def run_jobs(jobs, workers: int, on_progress: Callable[[int, int, str], None] | 
              cluster=None) -> list:
     """Rule 1: the outputs of ``jobs`` in job order, computed by ``workers`` processes,
     or on a Dask ``cluster`` (sim/backends.py: the jobs go as the numbers 0..n-1 where
-    a swarm sends seeds, and come back in that order, so the report is the same bytes)."""
+    a swarm sends seeds, and come back in that order, so the report is the same bytes).
+    A Ctrl-C or SIGTERM raises ``sim.interrupt.Interrupted`` with the outputs finished by
+    then (in job order) and the count of jobs: what ``check`` prints as the summary so far."""
+    from .interrupt import Interrupted
+
+    outputs: list = []
+    try:
+        return _run_jobs(jobs, workers, on_progress, cluster, outputs)
+    except Interrupted:
+        raise
+    except KeyboardInterrupt:
+        raise Interrupted((list(outputs), len(jobs))) from None
+
+
+def _run_jobs(jobs, workers: int, on_progress, cluster, outputs: list) -> list:
+    """``run_jobs``, appending each output to ``outputs`` as it is folded in."""
     total = len(jobs)
-    outputs = []
     if cluster is not None:
         from .backends import SeedFailed, map_seeds
 

@@ -8,7 +8,8 @@ Exit codes mean one thing each:
   3    replay only: the actions stopped fitting the model at a step (the code changed),
        so the replay says nothing about the violation
   70   a harness error: one line on stderr; run again with --debug for the traceback
-  130  interrupted (Ctrl-C): the summary so far is printed, finished files are kept
+  130  interrupted (Ctrl-C, or SIGTERM: kill PID): the summary so far is printed,
+       finished files are kept, no worker process is left
 
 Outputs (counterexamples, minimized scenarios) go under ./reports/out/<command> in the
 current directory unless --out says otherwise; never into the installed package.
@@ -19,7 +20,10 @@ current directory unless --out says otherwise; never into the installed package.
 # its ``main``) and keeps the exit-code contract above: a command returns 0, 1 or 3 (or 130
 # after an interrupt it handled), raises bad input (exit 2) and anything else becomes one
 # line and exit 70, or the traceback with --debug. The text a user reads is written by the
-# ``reports`` package.
+# ``reports`` package. SIGTERM is Ctrl-C (sim/interrupt.py Rule 1, installed by
+# sim/launch.py), so both end as one KeyboardInterrupt here and share exit 130: the
+# command caught the signal and stopped cleanly either way, and a second code (143) would
+# only make scripts test for two ways of saying "stopped, summary printed".
 
 from __future__ import annotations
 

@@ -35,6 +35,9 @@ Rule 1. Deterministic: no wall clock enters the data; seeds run in ``workers`` p
         (sim/backends.py ``map_seeds``) in chunks and are put back in seed order, so the result is
         the same for any worker count. The caller may time the whole (it is not data).
 Rule 2. The data is plain JSON values (``--json``); reports/compare.py renders it.
+Rule 3. A Ctrl-C or SIGTERM ends ``compare`` with ``sim.interrupt.Interrupted`` holding
+        the data of the designs finished by then (their counterexample files are
+        written already), so the command prints the matrix so far.
 """
 
 from __future__ import annotations
@@ -325,12 +328,18 @@ def compare(design_names: list[str], compare_worlds: list[CompareWorld], seeds: 
     if out_dir is not None:
         out_dir.mkdir(parents=True, exist_ok=True)
     rows = []
-    for name in design_names:
-        if on_design is not None:
-            on_design(name)
-        explored = [explore_design(name, cw, out_dir) for cw in compare_worlds]
-        rows.append(row(name, explored, swarm_runs(name, seeds, first_seed, workers, cluster), scenario_runs(name),
-                        long_run(name)))
+    try:
+        for name in design_names:
+            if on_design is not None:
+                on_design(name)
+            explored = [explore_design(name, cw, out_dir) for cw in compare_worlds]
+            rows.append(row(name, explored, swarm_runs(name, seeds, first_seed, workers, cluster),
+                            scenario_runs(name), long_run(name)))
+    except KeyboardInterrupt:
+        # Ctrl-C or SIGTERM: the designs finished so far, as the same data (Rule 3).
+        from .interrupt import Interrupted
+
+        raise Interrupted(data(rows, compare_worlds, seeds, first_seed)) from None
     return data(rows, compare_worlds, seeds, first_seed)
 
 

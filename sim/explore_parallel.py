@@ -66,6 +66,7 @@ from __future__ import annotations
 
 import heapq
 import multiprocessing
+import os
 from collections import namedtuple
 from typing import Callable
 
@@ -117,7 +118,7 @@ def _explore(config, bounds, max_states, stop_on, on_progress, workers, head_sta
     # This process is worker 0 as well as the one that numbers: the others are forked.
     for w in range(1, workers):
         mine, theirs = fork.Pipe()
-        proc = fork.Process(target=_serve, args=(theirs, _Worker(search, shares[w])), daemon=True)
+        proc = fork.Process(target=_serve, args=(theirs, _Worker(search, shares[w]), os.getpid()), daemon=True)
         proc.start()
         theirs.close()
         conns.append(mine)
@@ -153,7 +154,8 @@ def _explore(config, bounds, max_states, stop_on, on_progress, workers, head_sta
         for proc in procs:
             proc.join(timeout=5)
             if proc.is_alive():
-                proc.terminate()
+                proc.kill()  # it ignores SIGTERM (sim/interrupt.py Rule 4); it holds no file
+                proc.join(timeout=5)
     result = search.finish(frontier_left=left)
     result.processes = workers  # forked: reported as the processes really used (issue 32)
     result.memo_hits = before[0] + hits
@@ -293,7 +295,10 @@ class _Worker:
         self.frontier, self.kept = frontier, []
 
 
-def _serve(conn, worker: _Worker) -> None:
+def _serve(conn, worker: _Worker, parent_pid: int) -> None:
+    from .interrupt import worker_signals
+
+    worker_signals(parent_pid)  # the numbering process stops us, or its end does (Rule 4 there)
     try:
         while True:
             conn.send(worker.expand())

@@ -1,4 +1,4 @@
-"""The ``toolcall-sim`` console script's first code: a Ctrl-C during start-up is one line.
+"""The ``toolcall-sim`` console script's first code: a Ctrl-C or SIGTERM during start-up is one line.
 
 Theory of operation
 -------------------
@@ -11,6 +11,11 @@ before the command runs prints ``toolcall-sim: interrupted while starting`` and 
 at once (nothing has been written yet, so there is nothing to keep). Once everything is
 imported, Python's default handler is put back and ``sim.cli.main`` keeps its own rule
 (the summary so far, finished files kept, exit 130).
+
+SIGTERM (``kill PID``, a CI runner's timeout) is Ctrl-C (sim/interrupt.py Rule 1): its
+handler, installed here first, hands it to whatever handles SIGINT at that moment, so in
+the start-up window it is the same one line and exit 130, and afterwards the command's
+own rule. sim/interrupt.py imports nothing of the project either.
 """
 
 from __future__ import annotations
@@ -33,6 +38,9 @@ def _interrupted_while_starting(signum, frame) -> None:  # noqa: ARG001 - signal
 def main(argv: list[str] | None = None, *, _after_guard=None) -> int:
     """Guard the imports, then run the command line (``_after_guard`` is the tests' hook
     to deliver a signal inside the guarded window deterministically)."""
+    from .interrupt import sigterm_as_sigint
+
+    sigterm_as_sigint()  # before the guard: a SIGTERM from here on goes where SIGINT goes
     previous = signal.signal(signal.SIGINT, _interrupted_while_starting)
     if _after_guard is not None:
         _after_guard()

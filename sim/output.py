@@ -19,11 +19,8 @@ Rule 3. A target is checked before any work starts (``check_out_dir``,
 
 from __future__ import annotations
 
-import contextlib
 import os
-import signal
 import tempfile
-import threading
 from pathlib import Path
 
 DEFAULT_OUT = Path("reports") / "out"  # relative: under the current directory
@@ -90,30 +87,5 @@ def write_atomic(path: str | Path, data: str | bytes) -> Path:
     return p
 
 
-@contextlib.contextmanager
-def sigint_flag():
-    """While inside, Ctrl-C (SIGINT) is recorded instead of raised: yields a function that
-    says whether one arrived, for a long loop to poll at a point where stopping loses
-    nothing. Outside the main thread (where handlers cannot be set) it never says so."""
-    if threading.current_thread() is not threading.main_thread():
-        yield lambda: False
-        return
-    seen = [False]
-
-    def record(signum, frame):  # noqa: ARG001 - the signal handler's signature
-        seen[0] = True
-    previous = signal.signal(signal.SIGINT, record)
-    try:
-        yield lambda: seen[0]
-    finally:
-        signal.signal(signal.SIGINT, previous)
-
-
-@contextlib.contextmanager
-def sigint_deferred():
-    """Finish the block even on Ctrl-C, then raise KeyboardInterrupt if one arrived: for
-    writing the files that belong together (a scenario and its counterexample)."""
-    with sigint_flag() as interrupted:
-        yield
-    if interrupted():
-        raise KeyboardInterrupt
+# Moved to sim/interrupt.py (Ctrl-C and SIGTERM, one rule); these names keep working here.
+from .interrupt import sigint_deferred, sigint_flag  # noqa: E402,F401

@@ -242,7 +242,7 @@ def story_main(args, out) -> int:
     ``<out>/hypothesis-db`` (its failures are tried first next time)."""
     from . import story_search
     from .cli import check_variant
-    from .output import check_out_dir, default_out_dir
+    from .output import check_out_dir, default_out_dir, sigint_deferred
     from .scenario import ScenarioError
 
     shrink_runs = story_search.SHRINK_RUNS if args.shrink_runs is None else args.shrink_runs
@@ -272,17 +272,29 @@ def story_main(args, out) -> int:
     with progress:
         outcome = story_search.search(args.variant, args.examples, shrink_runs,
                                       database_dir=out_dir / "hypothesis-db", seed=args.seed, on_program=on_program)
-        progress.finish()
+        if not outcome.interrupted:  # an interrupted bar stays where it stopped
+            progress.finish()
     out.write(f"  {outcome.programs} programs run in {outcome.seconds:.1f}s\n")
     if outcome.found:
         faults, calls, turns = outcome.length
-        toml_path, json_path = story_search.write_failure(outcome, out_dir)
+        # The scenario and its counterexample together or not at all (a second Ctrl-C
+        # waits for the pair: sim/interrupt.py Rule 2).
+        with sigint_deferred():
+            toml_path, json_path = story_search.write_failure(outcome, out_dir)
+        # Cut short while shrinking: the smallest failing story met so far is kept and
+        # said to be that, and the exit is 130 like every interrupt (not 1 as if done).
+        shrunk = (f"shrinking cut short (Ctrl-C) after {outcome.shrink_runs} runs; the smallest failing story so "
+                  f"far, maybe not fully shrunk, has" if outcome.interrupted else
+                  f"shrunk with {outcome.shrink_runs} runs to")
         out.write(f"  VIOLATION {outcome.violated}: {outcome.detail}\n"
-                  f"  first failure after {outcome.programs_to_failure} programs; shrunk with "
-                  f"{outcome.shrink_runs} runs to {faults} faults, {calls} tool calls, {turns} turns:\n"
+                  f"  first failure after {outcome.programs_to_failure} programs; {shrunk} "
+                  f"{faults} faults, {calls} tool calls, {turns} turns:\n"
                   f"    {outcome.scenario['summary']}\n"
                   f"  scenario: {toml_path} (toolcall-sim run {toml_path} --variant {args.variant})\n"
                   f"  counterexample: {json_path} (toolcall-sim replay {json_path})\n")
+        if outcome.interrupted:
+            out.write("  interrupted (Ctrl-C): the search and its shrinking were cut short\n")
+            return 130
         return 1
     if outcome.interrupted:
         out.write("  interrupted (Ctrl-C): no new finding so far\n")

@@ -7,6 +7,8 @@ import subprocess
 import sys
 from pathlib import Path
 
+import pytest
+
 ROOT = Path(__file__).resolve().parents[1]
 
 # The signal is delivered inside the guarded window, before sim.cli is imported: the
@@ -14,12 +16,14 @@ ROOT = Path(__file__).resolve().parents[1]
 _CHILD = """
 import os, signal, sys
 from sim import launch
-sys.exit(launch.main(["list"], _after_guard=lambda: os.kill(os.getpid(), signal.SIGINT)))
+sys.exit(launch.main(["list"], _after_guard=lambda: os.kill(os.getpid(), signal.{signal})))
 """
 
 
-def test_ctrl_c_during_start_up_is_one_line_and_exit_130():
-    done = subprocess.run([sys.executable, "-c", _CHILD], cwd=ROOT, capture_output=True, text=True, timeout=120)
+@pytest.mark.parametrize("signame", ["SIGINT", "SIGTERM"])  # SIGTERM is Ctrl-C (sim/interrupt.py Rule 1)
+def test_ctrl_c_during_start_up_is_one_line_and_exit_130(signame):
+    done = subprocess.run([sys.executable, "-c", _CHILD.replace("{signal}", signame)], cwd=ROOT, capture_output=True,
+                          text=True, timeout=120)
     assert done.returncode == 130, (done.returncode, done.stderr)
     assert done.stderr == "toolcall-sim: interrupted while starting\n"
     assert done.stdout == ""

@@ -21,7 +21,8 @@ Rule 2. The baseline (``--baseline``, default ``reports/baseline.json`` under th
         accepts every finding of this run (so none is new), drops what is fixed, keeps
         entries of runs this suite did not run, and rewrites the file.
 Rule 3. Exit 0 when nothing is new (sim/check.py Rule 3), 1 otherwise, 2 on bad input,
-        130 on Ctrl-C (the old report stays). While the jobs run, ``sim.progress`` draws
+        130 on Ctrl-C or SIGTERM: the old report stays, and stdout gets the summary so
+        far (the jobs finished, the findings and failed scenarios they gave). While the jobs run, ``sim.progress`` draws
         the jobs done on stderr: a bar on a terminal, nothing in a log, nothing with
         ``--quiet`` (``TOOLCALL_SIM_PROGRESS=lines``: a line per job).
 Rule 4. ``run``, ``explore`` and ``replay`` take ``--report DIR`` (``add_report_flag``)
@@ -47,7 +48,8 @@ from reports.json_text import json_text
 from ..backends import add_cluster_flag, cluster_of
 from ..output import DEFAULT_OUT, OutputError, check_out_dir, check_out_file, write_atomic
 from ..progress import Progress, add_quiet_flag
-from .common import EXIT_OK, EXIT_VIOLATION, MAX_WORKERS, BadFlag, check_range
+from ..interrupt import Interrupted
+from .common import EXIT_INTERRUPTED, EXIT_OK, EXIT_VIOLATION, MAX_WORKERS, BadFlag, check_range
 
 NAME = "check"
 HELP = "run a check suite and write the invariant report (summary.md, index.html, junit.xml, report.json)"
@@ -119,11 +121,20 @@ def main(args, out) -> int:
     if bar.mode != "off":  # a terminal (or TOOLCALL_SIM_PROGRESS asks): where the report goes
         sys.stderr.write(check_markdown.first_line(suite.name, args.quick, jobs, out_dir))
         sys.stderr.flush()
-    with cluster_of(args.cluster, args.workers, "check") as cluster, bar as progress:
-        result = check.run_check(suite, quick=args.quick, workers=args.workers, baseline=entries,
-                                 baseline_file=str(baseline_path) if entries or args.update_baseline else None,
-                                 update_baseline=args.update_baseline, on_progress=progress, cluster=cluster)
-        progress.finish()
+    try:
+        with cluster_of(args.cluster, args.workers, "check") as cluster, bar as progress:
+            result = check.run_check(suite, quick=args.quick, workers=args.workers, baseline=entries,
+                                     baseline_file=str(baseline_path) if entries or args.update_baseline else None,
+                                     update_baseline=args.update_baseline, on_progress=progress, cluster=cluster)
+            progress.finish()
+    except Interrupted as stop:
+        # Rule 3: the summary so far (what the finished jobs found), and the old report
+        # left as it was (Rule 1: a report is written whole or not at all).
+        outputs, total = stop.partial
+        findings = [f for o in outputs for f in o.get("findings", ()) if f.get("class") == "finding"]
+        failed = [o["run"].scenario for o in outputs if o["kind"] == "scenario" and o["failures"]]
+        out.write(check_markdown.interrupted(len(outputs), total, findings, failed, out_dir))
+        return EXIT_INTERRUPTED
     with sigint_deferred():
         write_report(result, out_dir, cx, args.workers)
         if args.update_baseline:
@@ -140,12 +151,15 @@ def draw(report: dict, traces: dict, workers: int) -> dict[str, str]:
 
     from reports import check_html  # matplotlib: imported by the commands that draw, not by every command
 
+    from ..backends import parent_pid
     from ..check import _worker_init
     from ..swarm import _pool_context
 
     if workers <= 1:
         return check_html.figures_of(report, traces)
-    with ProcessPoolExecutor(max_workers=workers, mp_context=_pool_context(), initializer=_worker_init) as pool:
+    context = _pool_context()
+    with ProcessPoolExecutor(max_workers=workers, mp_context=context, initializer=_worker_init,
+                             initargs=(parent_pid(context),)) as pool:
         return check_html.figures_of(report, traces, lambda fn, tasks: pool.map(fn, tasks, chunksize=4))
 
 

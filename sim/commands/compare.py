@@ -14,7 +14,8 @@ counterexample as a sequence diagram; ``index.html``, ``summary.md``, ``report.j
 Counterexamples go under ``--out``. Progress (the
 design being run) goes to stderr. Exit code: 0 when the contract, if compared, shows
 nothing but documented residual risks and known findings (every other design's flaws are
-what the comparison is for, not failures); 1 when the contract has a new finding.
+what the comparison is for, not failures); 1 when the contract has a new finding; 130 on
+Ctrl-C or SIGTERM, after the matrix of the designs finished so far (no ``--report``).
 """
 
 from __future__ import annotations
@@ -28,7 +29,8 @@ from .. import compare
 from ..backends import add_cluster_flag, cluster_of
 from ..output import check_out_dir, default_out_dir, write_atomic
 from .check import check_report_dir
-from .common import EXIT_OK, EXIT_VIOLATION, MAX_SEEDS, MAX_WORKERS, BadFlag, check_range, check_seeds
+from ..interrupt import Interrupted
+from .common import EXIT_INTERRUPTED, EXIT_OK, EXIT_VIOLATION, MAX_SEEDS, MAX_WORKERS, BadFlag, check_range, check_seeds
 
 NAME = "compare"
 HELP = "compare the rejected designs with the contract: a design x property matrix and costs"
@@ -74,13 +76,24 @@ def main(args, out) -> int:
     check_range(args.workers, "--workers", 1, MAX_WORKERS)
     out_dir = check_out_dir(args.out)
     report_dir = check_report_dir(args.report) if args.report is not None else None
-    with cluster_of(args.cluster, args.workers, "compare") as cluster:
-        if not args.json:
-            out.write(report.first_line(out_dir))
-            out.flush()
-        data = compare.compare(designs, worlds, args.seeds, Path(out_dir), workers=args.workers,
-                               first_seed=args.first_seed, cluster=cluster,
-                               on_design=lambda name: print(report.progress(name), file=sys.stderr, flush=True))
+    try:
+        with cluster_of(args.cluster, args.workers, "compare") as cluster:
+            if not args.json:
+                out.write(report.first_line(out_dir))
+                out.flush()
+            data = compare.compare(designs, worlds, args.seeds, Path(out_dir), workers=args.workers,
+                                   first_seed=args.first_seed, cluster=cluster,
+                                   on_design=lambda name: print(report.progress(name), file=sys.stderr, flush=True))
+    except Interrupted as stop:
+        # The matrix of the designs finished so far; no --report (it would read as the whole).
+        partial = stop.partial
+        if args.json:
+            partial["interrupted"] = True
+            out.write(report.json_doc(partial, str(out_dir)))
+        else:
+            out.write(report.interrupted(partial, len(designs)))
+            out.write(report.text(partial))
+        return EXIT_INTERRUPTED
     contract = next((row for row in data["rows"] if row["design"] == "contract"), None)
     broken = [p for p, c in (contract["matrix"].items() if contract is not None else ()) if c["verdict"] == "violated"]
     code = EXIT_VIOLATION if broken else EXIT_OK

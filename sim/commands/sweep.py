@@ -12,7 +12,7 @@ goes to stdout (``--json``: the JSON instead); ``--report DIR`` also writes
 stderr (sim/progress.py: a bar on a terminal, nothing in a log or with ``--quiet``),
 counting runs as they finish on any worker. Exit 0 when the sweep ran (a sweep
 measures; it does not judge), 2 bad input, 70 a run that failed on every try (named),
-130 interrupted.
+130 interrupted (Ctrl-C or SIGTERM): the table of the runs finished so far, no ``--report``.
 """
 
 from __future__ import annotations
@@ -25,7 +25,7 @@ from .. import sweep
 from ..backends import check_cluster_flags, connect
 from ..output import check_out_dir, write_atomic
 from ..progress import Progress, add_quiet_flag
-from .common import EXIT_OK, MAX_SEEDS, MAX_WORKERS, check_range
+from .common import EXIT_INTERRUPTED, EXIT_OK, MAX_SEEDS, MAX_WORKERS, check_range
 
 NAME = "sweep"
 HELP = "risk sweep: residual risks per million tool calls over a grid of world parameters"
@@ -58,13 +58,27 @@ def main(args, out) -> int:
     # the order they are folded: the bar shows the cluster's progress.
     progress = Progress.for_command(args, f"sweep {spec.name}", spec.runs, unit="runs",
                                     every=max(1, spec.runs // PROGRESS_STEPS))
+    counts: list[dict] = []
+    interrupted = False
     try:
         with progress:
-            result = sweep.run_sweep(spec, 1 if cluster is not None else args.workers, cluster,
-                                     lambda done, total: progress(done, total))
+            for count in sweep.iter_counts(spec, 1 if cluster is not None else args.workers, cluster,
+                                           lambda done, total: progress(done, total)):
+                counts.append(count)
+    except KeyboardInterrupt:  # Ctrl-C or SIGTERM: the table of the runs finished so far
+        interrupted = True
     finally:
         if cluster is not None:
             cluster.close()
+    result = sweep.summarize(spec, counts)
+    if interrupted:
+        # The rows so far, each with the seeds it ran; no --report (a report of part of a
+        # sweep would read as the whole one, and would replace an earlier whole one).
+        result["interrupted"] = True
+        if not args.json:
+            out.write(report.format_interrupted(len(counts), spec.runs, out_dir))
+        out.write(report.format_json(result) if args.json else report.format_table(result))
+        return EXIT_INTERRUPTED
     if out_dir is not None:
         out_dir.mkdir(parents=True, exist_ok=True)
         plots, skipped = report.write_plots(result, out_dir)
