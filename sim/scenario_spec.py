@@ -149,6 +149,7 @@ class Expectation:
     sometimes: tuple[str, ...] = ()  # sometimes-properties the run must reach
     interrupt_finished_within_ms: int | None = None  # every interrupt finishes within this
     requests: tuple[tuple[str, int], ...] = ()  # crafted request name -> expected answer status
+    faults_never_fired: tuple[int, ...] = ()  # indexes of the faults that never fire under this variant
 
 
 @dataclass(frozen=True)
