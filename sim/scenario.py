@@ -46,6 +46,7 @@ from __future__ import annotations
 
 import os
 import re
+import reprlib
 import stat
 import tomllib
 from dataclasses import dataclass
@@ -157,17 +158,17 @@ class _Checker:
             except ScenarioError as err:
                 self.fail(where, str(err).split(": ", 1)[1])
         if kind is int and (isinstance(value, bool) or not isinstance(value, int)):
-            self.fail(where, f"expected an integer, got {value!r}")
+            self.fail(where, f"expected an integer, got {_short(value)}")
         if kind is float and (isinstance(value, bool) or not isinstance(value, (int, float))):
-            self.fail(where, f"expected a number, got {value!r}")
+            self.fail(where, f"expected a number, got {_short(value)}")
         if kind is str and not isinstance(value, str):
-            self.fail(where, f"expected a string, got {value!r}")
+            self.fail(where, f"expected a string, got {_short(value)}")
         if kind is bool and not isinstance(value, bool):
-            self.fail(where, f"expected true or false, got {value!r}")
+            self.fail(where, f"expected true or false, got {_short(value)}")
         if kind is list and not isinstance(value, list):
-            self.fail(where, f"expected a list, got {value!r}")
+            self.fail(where, f"expected a list, got {_short(value)}")
         if kind is dict and not isinstance(value, dict):
-            self.fail(where, f"expected a table, got {value!r}")
+            self.fail(where, f"expected a table, got {_short(value)}")
         return value
 
 
@@ -207,11 +208,11 @@ def load(path: str | Path, shown: str | None = None) -> Scenario:
     _check_nesting(text, shown)
     try:
         data = tomllib.loads(text)
-        return from_dict(data, shown)
     except tomllib.TOMLDecodeError as err:
         raise ScenarioError(_printable(f"{shown}: syntax: {err}")) from None
-    except RecursionError:  # (the scan above bounds brackets; dotted keys nest too)
-        raise ScenarioError(f"{shown}: nested deeper than {vocabulary.MAX_NESTING} levels") from None
+    except RecursionError:  # (the scan above bounds brackets; this is its backstop)
+        raise ScenarioError(_printable(f"{shown}: nested deeper than {vocabulary.MAX_NESTING} levels")) from None
+    return from_dict(data, shown)
 
 
 # What a path that is not a regular file is, for the one line that refuses it (Rule 6).
@@ -289,6 +290,16 @@ def _check_nesting(text: str, shown: str) -> None:
 _CONTROL = re.compile("[\x00-\x1f\x7f-\x9f]")
 
 
+# A value quoted in an error line: at most a few nested levels and some dozens of
+# characters of it (a 1 MB list or a 5,000-deep table is no one line).
+_SHORT = reprlib.Repr()
+_SHORT.maxlevel, _SHORT.maxstring, _SHORT.maxother, _SHORT.maxlist, _SHORT.maxdict = 3, 60, 60, 6, 4
+
+
+def _short(value: Any) -> str:
+    return _SHORT.repr(value)
+
+
 def _printable(text: str) -> str:
     """``text`` with every control character written as its escape (``\\x07``), so a line
     that quotes a user's bytes cannot move the cursor, ring or clear the terminal."""
@@ -297,7 +308,15 @@ def _printable(text: str) -> str:
 
 def from_dict(data: dict, shown: str = "<scenario>") -> Scenario:
     """The scenario in ``data`` (a parsed file, or a dict swarm drew), checked; ``shown``
-    names it in error messages."""
+    names it in error messages. A dict nested too deep for Python's stack (dotted keys
+    nest without brackets: ``a.a.a... = 1``) is one line too (Rule 6)."""
+    try:
+        return _from_dict(data, shown)
+    except RecursionError:
+        raise ScenarioError(_printable(f"{shown}: nested deeper than {vocabulary.MAX_NESTING} levels")) from None
+
+
+def _from_dict(data: dict, shown: str) -> Scenario:
     c = _Checker(shown)
     name, summary, variant, seed, until_ms = _read_head(c, data)
     world = _read_world(c, data.get("world", {}))
@@ -750,7 +769,7 @@ def _read_tool_call(c: _Checker, tc: Any, tw: str, chat: str, seen_ids: set[str]
     if tool == "execute" and not spec.command:
         c.fail(f"{tw}.command", "an execute tool call needs a command")
     if tool != "execute" and not spec.path:
-        c.fail(f"{tw}.path", f"a {tool} tool call needs a path")
+        c.fail(f"{tw}.path", f"{_a(tool)} tool call needs a path")
     return spec
 
 
@@ -857,7 +876,7 @@ def _call_expectation(c: _Checker, where: str, value: Any, tool: str, ctx: _Cont
             if count < 0:
                 c.fail(f"{where}.{k}", f"a count is never negative, got {count}")
             if count and k not in _COUNTS_OF_TOOL[tool]:
-                c.fail(f"{where}.{k}", f"a {tool} tool call always has 0 (it could never be {count})")
+                c.fail(f"{where}.{k}", f"{_a(tool)} tool call always has 0 (it could never be {count})")
             items.append((k, count))
     kinds = None
     if "results" in value:
@@ -868,7 +887,7 @@ def _call_expectation(c: _Checker, where: str, value: Any, tool: str, ctx: _Cont
             if kind not in vocabulary.RESULT_KINDS:
                 c.fail(f"{where}.results", f"unknown result kind {kind!r} (known: {', '.join(vocabulary.RESULT_KINDS)})")
             if kind not in own_kinds:
-                c.fail(f"{where}.results", f"a {tool} tool call never gets a {kind!r} result "
+                c.fail(f"{where}.results", f"{_a(tool)} tool call never gets a {kind!r} result "
                                            f"(its kinds: {', '.join(own_kinds)})")
         items.append(("results", kinds))
     if "result" in value:
@@ -892,13 +911,18 @@ def _call_expectation(c: _Checker, where: str, value: Any, tool: str, ctx: _Cont
                 if what == "result kind" and v not in vocabulary.RESULT_KINDS:
                     c.fail(fw, f"unknown result kind {v!r} (known: {', '.join(vocabulary.RESULT_KINDS)})")
                 if what == "result kind" and v not in own_kinds:
-                    c.fail(fw, f"a {tool} tool call never gets a {v!r} result (its kinds: {', '.join(own_kinds)})")
+                    c.fail(fw, f"{_a(tool)} tool call never gets a {v!r} result (its kinds: {', '.join(own_kinds)})")
                 if what == "replica" and v not in ctx.replicas:
                     c.fail(fw, f"no such replica {v!r} (replicas: {', '.join(ctx.replicas)})")
             fields.append((k, v))
         _check_result_fields(c, f"{where}.result", dict(fields), kinds)
         items.append(("result", tuple(sorted(fields))))
     return tuple(items)
+
+
+def _a(tool: str) -> str:
+    """"an execute", "a write_file"."""
+    return ("an " if tool[0] in "aeiou" else "a ") + tool
 
 
 def _check_result_fields(c: _Checker, where: str, fields: dict, kinds: tuple | None) -> None:
