@@ -238,15 +238,58 @@ EXPECT_RESULT_FIELDS = {
     "replica": "replica", "attempt": "integer", "generation_attempt": "integer", "task": "string",
     "committed_before": "duration", "committed_after": "duration",
 }
-EXPECT_TOP_KEYS = ("violations", "residual_risks", "sometimes", "interrupt_finished_within", "requests", "seeds")
+EXPECT_TOP_KEYS = ("violations", "residual_risks", "sometimes", "interrupt_finished_within", "requests", "seeds",
+                   "faults_never_fired")
 # ``seeds`` of an ``[expect.<variant>]``: at which seeds its expectations hold. "any" (the
 # default): at every seed, so ``pytest --toolcall-seeds 1-20`` runs them at each. "pinned":
 # only at the file's own ``seed`` (a race its seed's latencies decide, e.g. a swarm find),
 # so the pytest plugin runs them at that seed alone and names the item so.
 EXPECT_SEEDS = ("any", "pinned")
+# ``faults_never_fired``: the faults (by index in ``[[faults]]``) that never fire under
+# that variant (a lost cancel request today never sends): any other fault that never
+# fires fails the run's expectations, as one that fires and does nothing does.
 
 # Seeds, one rule everywhere (issue 32): a scenario's ``seed``, ``run --seed``, ``swarm
 # --first-seed`` and the last seed of ``--seeds`` all lie in this range; anything else is
 # one line, exit 2. 2**63 - 1 keeps every seed a signed 64-bit integer, as a seed printed
 # by one tool and pasted into another (Go's int64, JSON readers) survives.
 SEED_MIN, SEED_MAX = 0, 2**63 - 1
+
+# Sizes, one cap each (issue 32: nothing unbounded). Every cap is far above what a story
+# needs (the shipped scenarios use at most 3 replicas, 6 tool calls and 8 faults) and low
+# enough that the largest scenario the loader accepts still runs in seconds to a minute,
+# not for hours: a larger value is one line, exit 2, before anything runs
+# (tests/hostile_cases_scenario.py; scenarios/README.md "Sizes" gives the run at the caps).
+# - the file itself: read at most this many bytes (a scenario is a page of TOML; a file
+#   over 10 MB is a mistake, /dev/zero or a log, and is refused before it is read);
+MAX_SCENARIO_BYTES = 10 * 1024 * 1024
+# - nesting of arrays and tables: a story nests 4 deep (``[expect.contract]`` ``toolu_01
+#   = { result = { ... } }``); the TOML reader recurses once a level, so 5,000 levels
+#   ended as a RecursionError: the bytes are scanned for depth before they are parsed;
+MAX_NESTING = 32
+# - ``[world] replicas``: each replica's loops wake the world; 1,000 idle replicas run an
+#   hour in about 2 s (100,000 ran for minutes);
+MAX_REPLICAS = 1_000
+# - assistant turns, tool calls in one turn and in all, chats (each chat is a chat of its
+#   own turns), faults (with clock steps): each is some messages and steps of the run;
+MAX_TURNS = 1_000
+MAX_TOOL_CALLS_PER_TURN = 100
+MAX_TOOL_CALLS = 1_000
+MAX_CHATS = 100
+MAX_FAULTS = 1_000
+MAX_CLOCK_STEPS = 1_000
+# - anything else a list or table of the file may hold (``[world] files``, a call's
+#   ``edits``, a request's ``headers``, an expectation's ``results``) and the length of
+#   one string (a command, a file's content): the file's own size bounds them, and these
+#   keep each far below it.
+MAX_ITEMS = 10_000
+MAX_TEXT_CHARS = 1_000_000
+
+# A tool call's ``exit_code`` is what its process exits with: a POSIX exit status, 0 to
+# 255 (Go's os.ProcessState.ExitCode() gives -1 only for a process a signal killed, which
+# the agent records itself when it kills one; no script can exit with it). An expected
+# result's ``exit_code`` may be that -1 too.
+EXIT_CODE_MIN, EXIT_CODE_MAX = 0, 255
+RESULT_EXIT_CODE_MIN = -1
+# A crafted request's expected answer is an HTTP status (``[expect.<variant>.requests]``).
+HTTP_STATUS_MIN, HTTP_STATUS_MAX = 100, 599

@@ -353,7 +353,8 @@ class Scenario:
     def expect(self, variant: str, calls: dict | None = None, /, **keys) -> "Scenario":
         """``[expect.<variant>]``: per tool call (``toolu_01={"process_starts": 1}``, or a
         dict of them for IDs that are no Python names) and per variant (``violations``,
-        ``residual_risks``, ``sometimes``, ``interrupt_finished_within``, ``requests``, ``seeds``)."""
+        ``residual_risks``, ``sometimes``, ``interrupt_finished_within``, ``requests``, ``seeds``,
+        ``faults_never_fired``)."""
         table = {**copy.deepcopy(calls or {}), **copy.deepcopy(keys)}
         return self._with(lambda d: d.setdefault("expect", {}).setdefault(variant, {}).update(table))
 

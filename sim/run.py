@@ -289,8 +289,8 @@ class RunResult:
         risks = sorted({v.residual_risk for v in list(self.violations) + list(info)
                         if v.residual_risk is not None and not props.is_known_finding(v)})
         if exp is None:
-            return self._skipped_faults() + ([f"violations: {', '.join(found)}"] if found else [])
-        failures = self._skipped_faults()
+            return self._fault_failures(()) + ([f"violations: {', '.join(found)}"] if found else [])
+        failures = self._fault_failures(exp.faults_never_fired)
         rows = {r["id"]: r for r in self.tool_call_rows()}
         for call_id, wanted in exp.tool_calls:
             row = rows.get(call_id)
@@ -327,10 +327,21 @@ class RunResult:
             failures.append(f"residual_risks: expected {sorted(exp.residual_risks)}, got {risks}")
         return failures
 
-    def _skipped_faults(self) -> list[str]:
-        """A fault that did nothing makes the scenario say something that did not happen."""
-        return [f"faults: {r['fault']} at {r['t_ms'] / 1000}s did nothing: {r['why']}"
-                for r in self.world.trace if r.get("kind") == "fault_skipped"]
+    def _fault_failures(self, never: tuple[int, ...]) -> list[str]:
+        """A fault that did nothing, or never fired at all (its trigger's nth event or
+        message never came before the run ended: sim/world.py Rule 5), makes the scenario
+        say something that did not happen, unless the expectation says it never fires
+        (``faults_never_fired``: then firing is the failure)."""
+        out = [f"faults: {r['fault']} at {r['t_ms'] / 1000}s did nothing: {r['why']}"
+               for r in self.world.trace if r.get("kind") == "fault_skipped"]
+        fired = self.world.fired
+        for i, fault in enumerate(self.world.options.faults):
+            if i in never and i in fired:
+                out.append(f"faults_never_fired: faults[{i}] ({fault.kind} {_trigger_words(fault)}) fired")
+            elif i not in fired and i not in never:
+                out.append(f"faults: faults[{i}] ({fault.kind} {_trigger_words(fault)}) never fired: "
+                           f"its trigger did not come before the run ended at {format_duration(self.until_ms)}")
+        return out
 
     def _interrupt_failures(self, within_ms: int) -> list[str]:
         """Every interrupt the user asked for finished (``interruption_finished``) within
@@ -386,6 +397,17 @@ def run_scenario(scenario: Scenario, variant: str | None = None, seed: int | Non
     world.run(until_ms)
     report = props.evaluate(world.trace, world.system)
     return RunResult(scenario, variant, seed, until_ms, world, report.violations, report=report)
+
+
+def _trigger_words(fault) -> str:
+    """What a fault waits for, in words: ``when process_started of toolu_01 (nth 2)``."""
+    t = fault.trigger
+    if t.at_ms is not None:
+        return f"at {format_duration(t.at_ms + t.offset_ms)}"
+    m = t.match if t.event is not None else fault.get("message")
+    what = t.event or f"{m.direction} on {m.route or 'any route'}"
+    words = f"when {what}" + (f" of {m.tool_call}" if m.tool_call else "") + f" (nth {m.nth})"
+    return words + (f" + {format_duration(t.offset_ms)}" if t.offset_ms else "")
 
 
 # Fields of a result_committed record that a row shows and ``result = {...}`` may check.

@@ -21,15 +21,33 @@ Rule 2. Durations are strings with units ("250ms", "2s", "15m", "9h", "1h30m") a
 Rule 3. Expectations may only name tool calls the scenario defines.
 Rule 4. Every word comes from model/vocabulary.py, and a value the run would not use is
         an error too: a fault for a chat, replica or node the world does not have, a timed
-        fault after ``until``, a clock for a node that does not exist, an unknown result
+        fault after ``until`` (a clock step, or an event-triggered fault's offset, too), a
+        clock for a node that does not exist, an unknown result
         kind, property or residual risk in an expectation, a zero execute timeout.
 Rule 5. Only a clock offset may be negative (``offset = "-2h"``): a node's clock may run
         behind true time, nothing else runs backwards.
+Rule 6. Nothing unbounded (issue 32): ``load`` reads only a regular file, stat'ed before
+        it is opened (a FIFO, a device, a socket or a directory is refused, never read,
+        so nothing blocks), at most ``vocabulary.MAX_SCENARIO_BYTES``, whose brackets
+        nest at most ``MAX_NESTING`` deep (counted on the text before the TOML reader,
+        which recurses once a level, sees it); every list the run walks has its cap
+        (replicas, turns, tool calls, chats, faults, clock steps, any other list, a
+        string's length: model/vocabulary.py's sizes).
+Rule 7. Nothing accepted in silence: a name (scenario, chat, tool call, path, fault) is
+        never empty and no text holds a control character (names none, free text only
+        tab and newline), so nothing printed can drive the terminal, and every error line
+        writes a control character as its escape; a seed lies in ``SEED_MIN..SEED_MAX``,
+        a process's exit code in 0..255; a scenario has a tool call to judge; an
+        expectation no run could meet (a negative count, a kind the tool never gives, a
+        name twice, ``result`` bounds with no millisecond between) is refused.
 """
 
 from __future__ import annotations
 
+import os
 import re
+import reprlib
+import stat
 import tomllib
 from dataclasses import dataclass
 from pathlib import Path
@@ -86,7 +104,40 @@ class _Checker:
         self.path = path
 
     def fail(self, where: str, reason: str):
-        raise ScenarioError(f"{self.path}: {where}: {reason}")
+        raise ScenarioError(_printable(f"{self.path}: {where}: {reason}"))  # (Rule 7: no raw control bytes)
+
+    def name(self, value: Any, where: str, empty_ok: bool = False) -> str:
+        """A name the run prints or keys by (a scenario, chat, tool call, path, fault
+        name): a string, not empty, no control character at all (Rule 7)."""
+        text = self.text(value, where, allowed="")
+        if not text and not empty_ok:
+            self.fail(where, "must not be empty")
+        return text
+
+    def text(self, value: Any, where: str, allowed: str = "\t\n\r") -> str:
+        """Free text (a summary, a command, a file's content): a string of at most
+        ``MAX_TEXT_CHARS`` with no control character but those ``allowed`` (Rule 7)."""
+        text = self.typed(value, str, where)
+        if len(text) > vocabulary.MAX_TEXT_CHARS:
+            self.fail(where, f"{len(text)} characters, over the cap of {vocabulary.MAX_TEXT_CHARS}")
+        bad = next((ch for ch in _CONTROL.findall(text) if ch not in allowed), None)
+        if bad is not None:
+            self.fail(where, f"holds the control character {bad!r} at {text.index(bad)}"
+                             + (" (only tab and newline are allowed here)" if allowed else " (not allowed in a name)"))
+        return text
+
+    def capped(self, value: Any, cap: int, where: str, what: str):
+        """A list or table of at most ``cap`` entries (model/vocabulary.py's sizes)."""
+        if len(value) > cap:
+            self.fail(where, f"{len(value)} {what}, over the cap of {cap}")
+        return value
+
+    def bounded(self, value: Any, low: int, high: int, where: str, why: str = "") -> int:
+        """An integer from ``low`` to ``high`` (inclusive)."""
+        value = self.typed(value, int, where)
+        if not low <= value <= high:
+            self.fail(where, f"must be from {low} to {high}{why}, got {value}")
+        return value
 
     def table(self, value: Any, where: str) -> dict:
         if not isinstance(value, dict):
@@ -107,17 +158,17 @@ class _Checker:
             except ScenarioError as err:
                 self.fail(where, str(err).split(": ", 1)[1])
         if kind is int and (isinstance(value, bool) or not isinstance(value, int)):
-            self.fail(where, f"expected an integer, got {value!r}")
+            self.fail(where, f"expected an integer, got {_short(value)}")
         if kind is float and (isinstance(value, bool) or not isinstance(value, (int, float))):
-            self.fail(where, f"expected a number, got {value!r}")
+            self.fail(where, f"expected a number, got {_short(value)}")
         if kind is str and not isinstance(value, str):
-            self.fail(where, f"expected a string, got {value!r}")
+            self.fail(where, f"expected a string, got {_short(value)}")
         if kind is bool and not isinstance(value, bool):
-            self.fail(where, f"expected true or false, got {value!r}")
+            self.fail(where, f"expected true or false, got {_short(value)}")
         if kind is list and not isinstance(value, list):
-            self.fail(where, f"expected a list, got {value!r}")
+            self.fail(where, f"expected a list, got {_short(value)}")
         if kind is dict and not isinstance(value, dict):
-            self.fail(where, f"expected a table, got {value!r}")
+            self.fail(where, f"expected a table, got {_short(value)}")
         return value
 
 
@@ -144,34 +195,138 @@ class _Context:
 
 def load(path: str | Path, shown: str | None = None) -> Scenario:
     """The scenario file at ``path``, checked; ``shown`` names it in error messages
-    (default: ``path`` as given; the pytest plugin shows it relative to the rootdir)."""
+    (default: ``path`` as given; the pytest plugin shows it relative to the rootdir).
+    Rule 6: only a regular file of at most ``MAX_SCENARIO_BYTES`` is read, and its TOML
+    nests at most ``MAX_NESTING`` levels."""
     path = Path(path)
     shown = str(path) if shown is None else shown
+    raw = _read_capped(path, shown)
     try:
-        text = path.read_text(encoding="utf-8")
-    except OSError as err:
-        raise ScenarioError(f"{shown}: cannot read: {err.strerror or err}") from None
+        text = raw.decode("utf-8")
+    except UnicodeDecodeError as err:
+        raise ScenarioError(f"{shown}: not UTF-8 text (byte {err.start}): a scenario file is UTF-8 TOML") from None
+    _check_nesting(text, shown)
     try:
         data = tomllib.loads(text)
     except tomllib.TOMLDecodeError as err:
-        raise ScenarioError(f"{shown}: syntax: {err}") from None
+        raise ScenarioError(_printable(f"{shown}: syntax: {err}")) from None
+    except RecursionError:  # (the scan above bounds brackets; this is its backstop)
+        raise ScenarioError(_printable(f"{shown}: nested deeper than {vocabulary.MAX_NESTING} levels")) from None
     return from_dict(data, shown)
 
+
+# What a path that is not a regular file is, for the one line that refuses it (Rule 6).
+_KINDS = ((stat.S_ISDIR, "a directory"), (stat.S_ISFIFO, "a FIFO (named pipe)"), (stat.S_ISCHR, "a character device"),
+          (stat.S_ISBLK, "a block device"), (stat.S_ISSOCK, "a socket"))
+
+
+def _not_regular(mode: int) -> str | None:
+    """Why a file of this mode is no scenario file (None: it is a regular file)."""
+    if stat.S_ISREG(mode):
+        return None
+    return next((what for test, what in _KINDS if test(mode)), "not a regular file")
+
+
+def _read_capped(path: Path, shown: str) -> bytes:
+    """The bytes of the regular file at ``path`` (Rule 6), refused in one line before
+    anything is read if it is a FIFO, a device, a socket, a directory or over the cap. The
+    file is stat'ed first; it is opened with O_NONBLOCK (a FIFO put in its place after the
+    stat cannot block the open) and checked again by its descriptor, and at most
+    cap + 1 bytes are read (a file that grew past the cap meanwhile is refused too)."""
+    cap = vocabulary.MAX_SCENARIO_BYTES
+    too_big = f"{shown}: larger than the cap of {cap // (1024 * 1024)} MB for a scenario file"
+    try:
+        why = _not_regular(os.stat(path).st_mode)
+        if why is None:
+            fd = os.open(path, os.O_RDONLY | os.O_NONBLOCK | getattr(os, "O_NOCTTY", 0))
+            with os.fdopen(fd, "rb") as f:
+                st = os.fstat(f.fileno())
+                why = _not_regular(st.st_mode)
+                if why is None:
+                    if st.st_size > cap:
+                        raise ScenarioError(too_big)
+                    raw = f.read(cap + 1)
+    except OSError as err:
+        raise ScenarioError(_printable(f"{shown}: cannot read: {err.strerror or err}")) from None
+    except ValueError as err:  # e.g. a NUL byte in the path
+        raise ScenarioError(_printable(f"{shown}: cannot read: {err}")) from None
+    if why is not None:
+        raise ScenarioError(_printable(f"{shown}: is {why}, not a scenario file"))
+    if len(raw) > cap:
+        raise ScenarioError(too_big)
+    return raw
+
+
+# The pieces of TOML text that can hold a bracket that is not one: strings (the four
+# kinds) and comments; and the brackets themselves.
+_TOML_TOKENS = re.compile("|".join((
+    r'"""(?:[^"\\]|\\.|"(?!""))*"""',  # a multi-line basic string
+    r"'''(?:[^']|'(?!''))*'''",  # a multi-line literal string
+    r'"(?:[^"\\\n]|\\.)*"',  # a basic string
+    r"'[^'\n]*'",  # a literal string
+    r"#[^\n]*",  # a comment
+    r"[\[\]{}]",
+)))
+
+
+def _check_nesting(text: str, shown: str) -> None:
+    """Rule 6: arrays and inline tables nest at most ``MAX_NESTING`` deep, counted on the
+    text before the TOML reader (which recurses once a level) sees it; strings and
+    comments are skipped. Stops at the first level too deep."""
+    depth = 0
+    limit = vocabulary.MAX_NESTING
+    for m in _TOML_TOKENS.finditer(text):
+        token = m.group()
+        if token in "[{":
+            depth += 1
+            if depth > limit:
+                line = text.count("\n", 0, m.start()) + 1
+                raise ScenarioError(f"{shown}: line {line}: arrays and tables nest deeper than the cap of {limit} levels")
+        elif token in "]}":
+            depth = max(depth - 1, 0)
+
+
+# Control characters (C0, DEL, C1): never printed raw to a terminal (Rule 7).
+_CONTROL = re.compile("[\x00-\x1f\x7f-\x9f]")
+
+
+# A value quoted in an error line: at most a few nested levels and some dozens of
+# characters of it (a 1 MB list or a 5,000-deep table is no one line).
+_SHORT = reprlib.Repr()
+_SHORT.maxlevel, _SHORT.maxstring, _SHORT.maxother, _SHORT.maxlist, _SHORT.maxdict = 3, 60, 60, 6, 4
+
+
+def _short(value: Any) -> str:
+    return _SHORT.repr(value)
+
+
+def _printable(text: str) -> str:
+    """``text`` with every control character written as its escape (``\\x07``), so a line
+    that quotes a user's bytes cannot move the cursor, ring or clear the terminal."""
+    return _CONTROL.sub(lambda m: repr(m.group())[1:-1], text)
 
 
 def from_dict(data: dict, shown: str = "<scenario>") -> Scenario:
     """The scenario in ``data`` (a parsed file, or a dict swarm drew), checked; ``shown``
-    names it in error messages."""
+    names it in error messages. A dict nested too deep for Python's stack (dotted keys
+    nest without brackets: ``a.a.a... = 1``) is one line too (Rule 6)."""
+    try:
+        return _from_dict(data, shown)
+    except RecursionError:
+        raise ScenarioError(_printable(f"{shown}: nested deeper than {vocabulary.MAX_NESTING} levels")) from None
+
+
+def _from_dict(data: dict, shown: str) -> Scenario:
     c = _Checker(shown)
     name, summary, variant, seed, until_ms = _read_head(c, data)
     world = _read_world(c, data.get("world", {}))
     replicas = tuple(f"replica-{i + 1}" for i in range(dict(world).get("replicas", 2)))
     nodes = ("agent", "db") + replicas
     lat_min, lat_max, loss, links, latency_shape, stalls = _read_network(c, data.get("network", {}), nodes)
-    clocks = _read_clocks(c, data.get("clocks", {}), nodes)
+    clocks = _read_clocks(c, data.get("clocks", {}), nodes, until_ms)
     turns, ctx = _read_turns(c, data["turns"], replicas, nodes)
     faults, request_names = _read_faults(c, data.get("faults", []), ctx, until_ms)
-    expect = _read_expect(c, data.get("expect", {}), ctx, request_names)
+    expect = _read_expect(c, data.get("expect", {}), ctx, request_names, len(faults))
     return Scenario(
         path=shown,
         name=name,
@@ -362,10 +517,10 @@ def _read_head(c: _Checker, data: Any) -> tuple[str, str, str, int, int]:
     for required in ("name", "turns"):
         if required not in data:
             c.fail(required, "missing")
-    name = c.typed(data["name"], str, "name")
-    summary = c.typed(data.get("summary", ""), str, "summary")
-    variant = c.typed(data.get("variant", "contract"), str, "variant")
-    seed = c.typed(data.get("seed", 1), int, "seed")
+    name = c.name(data["name"], "name")
+    summary = c.text(data.get("summary", ""), "summary")
+    variant = c.name(data.get("variant", "contract"), "variant")
+    seed = c.bounded(data.get("seed", 1), vocabulary.SEED_MIN, vocabulary.SEED_MAX, "seed", " (2**63 - 1)")
     until_ms = c.typed(data.get("until", "1h"), "duration", "until")
     try:
         check_until(until_ms, "until")
@@ -382,10 +537,14 @@ def _read_world(c: _Checker, value: Any) -> tuple[tuple[str, Any], ...]:
     for key, kind in WORLD_KEYS.items():
         if key in world:
             value = c.typed(world[key], kind, f"world.{key}")
-            if key == "replicas" and value < 1:
-                c.fail("world.replicas", f"must be at least 1, got {value}")
+            if key == "replicas":
+                c.bounded(value, 1, vocabulary.MAX_REPLICAS, "world.replicas")
+            if key == "agent":
+                c.name(value, "world.agent")
             if key in ("files", "replica_variants"):
-                value = tuple(sorted((str(k), c.typed(v, str, f"world.{key}.{k}")) for k, v in value.items()))
+                c.capped(value, vocabulary.MAX_ITEMS, f"world.{key}", "entries")
+                read = c.text if key == "files" else c.name
+                value = tuple(sorted((c.name(k, f"world.{key} key"), read(v, f"world.{key}.{k}")) for k, v in value.items()))
             if key in vocabulary.TIMING_KEYS and value <= 0:
                 c.fail(f"world.{key}", "must be longer than 0s")
             world_values.append((key, value))
@@ -479,8 +638,9 @@ def _read_stalls(c: _Checker, value: Any) -> tuple:
     return (("probability", probability), ("min_ms", low), ("max_ms", high))
 
 
-def _read_clocks(c: _Checker, value: Any, nodes: tuple[str, ...]) -> tuple:
-    """``[clocks.<node>]``: a node's offset (Rule 5: may be negative), drift and steps."""
+def _read_clocks(c: _Checker, value: Any, nodes: tuple[str, ...], until_ms: int) -> tuple:
+    """``[clocks.<node>]``: a node's offset (Rule 5: may be negative), drift and steps
+    (each before ``until``: Rule 4)."""
     clocks = []
     for node, spec in sorted(c.table(value, "clocks").items()):
         where = f"clocks.{node}"
@@ -497,7 +657,9 @@ def _read_clocks(c: _Checker, value: Any, nodes: tuple[str, ...]) -> tuple:
             c.fail(f"{where}.drift_ppm", f"must be above -1000000 (a clock that stands still) and at most 1000000, got {drift_ppm}")
         values = [("offset_ms", offset_ms), ("drift_ppm", drift_ppm)]
         steps = []
-        for i, step in enumerate(c.typed(spec.get("steps", []), list, f"{where}.steps")):
+        listed = c.capped(c.typed(spec.get("steps", []), list, f"{where}.steps"), vocabulary.MAX_CLOCK_STEPS,
+                          f"{where}.steps", "steps")
+        for i, step in enumerate(listed):
             sw = f"{where}.steps[{i}]"
             step = c.table(step, sw)
             c.keys(step, {"at", "by", "back"}, sw)
@@ -505,7 +667,11 @@ def _read_clocks(c: _Checker, value: Any, nodes: tuple[str, ...]) -> tuple:
             if by == 0:
                 c.fail(f"{sw}.by", "must be longer than 0s (a step of nothing)")
             back = c.typed(step.get("back", False), bool, f"{sw}.back")
-            steps.append((c.typed(step.get("at", "0s"), "duration", f"{sw}.at"), -by if back else by))
+            at_ms = c.typed(step.get("at", "0s"), "duration", f"{sw}.at")
+            if at_ms >= until_ms:  # (a timed fault after until is refused alike: scenario_faults.py)
+                c.fail(f"{sw}.at", f"{format_duration(at_ms)} is not before until ({format_duration(until_ms)}): "
+                                   "the clock would never step")
+            steps.append((at_ms, -by if back else by))
         values.append(("steps", tuple(steps)))
         clocks.append((node, tuple(values)))
     return tuple(clocks)
@@ -520,18 +686,27 @@ def _read_turns(c: _Checker, value: Any, replicas: tuple[str, ...], nodes: tuple
     tool_of: dict[str, str] = {}
     chat_of: dict[str, str] = {}
     provider_ids: dict[tuple[str, str], str] = {}  # (chat, provider ID) -> tool call id
-    for i, turn in enumerate(c.typed(value, list, "turns")):
+    chat_names: dict[str, None] = {}  # the chats so far, in order
+    for i, turn in enumerate(c.capped(c.typed(value, list, "turns"), vocabulary.MAX_TURNS, "turns", "turns")):
         where = f"turns[{i}]"
         turn = c.table(turn, where)
         c.keys(turn, {"chat", "tool_calls"}, where)
-        chat = c.typed(turn.get("chat", "chat-1"), str, f"{where}.chat")
+        chat = c.name(turn.get("chat", "chat-1"), f"{where}.chat")
+        chat_names.setdefault(chat)
+        c.capped(chat_names, vocabulary.MAX_CHATS, f"{where}.chat", "chats")
         calls = []
-        for j, tc in enumerate(c.typed(turn.get("tool_calls", []), list, f"{where}.tool_calls")):
+        listed = c.capped(c.typed(turn.get("tool_calls", []), list, f"{where}.tool_calls"),
+                          vocabulary.MAX_TOOL_CALLS_PER_TURN, f"{where}.tool_calls", "tool calls in one turn")
+        c.capped(range(len(seen_ids) + len(listed)), vocabulary.MAX_TOOL_CALLS, f"{where}.tool_calls",
+                 "tool calls in all")
+        for j, tc in enumerate(listed):
             spec = _read_tool_call(c, tc, f"{where}.tool_calls[{j}]", chat, seen_ids, provider_ids)
             calls.append(spec)
             tool_of[spec.id] = spec.tool
             chat_of[spec.id] = chat
         turns.append(Turn(chat, tuple(calls)))
+    if not seen_ids:
+        c.fail("turns", "no tool call in any turn: the scenario has nothing to judge")
     chats = tuple(dict.fromkeys(t.chat for t in turns))
     provider_of = {tc_id: provider for (_, provider), tc_id in provider_ids.items()}
     shared = {p for p in provider_of.values() if sum(1 for q in provider_of.values() if q == p) > 1}
@@ -551,7 +726,7 @@ def _read_tool_call(c: _Checker, tc: Any, tw: str, chat: str, seen_ids: set[str]
     )
     if "id" not in tc:
         c.fail(f"{tw}.id", "missing")
-    tc_id = c.typed(tc["id"], str, f"{tw}.id")
+    tc_id = c.name(tc["id"], f"{tw}.id")
     if tc_id in seen_ids:
         c.fail(f"{tw}.id", f"duplicate tool call id {tc_id!r}")
     seen_ids.add(tc_id)
@@ -562,24 +737,27 @@ def _read_tool_call(c: _Checker, tc: Any, tw: str, chat: str, seen_ids: set[str]
         if key not in ("id", "tool", "provider_id") and key not in _TOOL_KEYS[tool]:
             c.fail(f"{tw}.{key}", f"not used by a {tool} tool call (it uses: {', '.join(_TOOL_KEYS[tool])})")
     edits = []
-    for k, e in enumerate(c.typed(tc.get("edits", []), list, f"{tw}.edits")):
+    listed = c.capped(c.typed(tc.get("edits", []), list, f"{tw}.edits"), vocabulary.MAX_ITEMS, f"{tw}.edits", "edits")
+    for k, e in enumerate(listed):
         e = c.table(e, f"{tw}.edits[{k}]")
         c.keys(e, {"search", "replace"}, f"{tw}.edits[{k}]")
-        edits.append((c.typed(e.get("search", ""), str, f"{tw}.edits[{k}].search"),
-                      c.typed(e.get("replace", ""), str, f"{tw}.edits[{k}].replace")))
+        edits.append((c.text(e.get("search", ""), f"{tw}.edits[{k}].search"),
+                      c.text(e.get("replace", ""), f"{tw}.edits[{k}].replace")))
     spec = ToolCallSpec(
         id=tc_id,
         tool=tool,
-        command=c.typed(tc.get("command", ""), str, f"{tw}.command"),
+        command=c.text(tc.get("command", ""), f"{tw}.command"),
         runs_for_ms=c.typed(tc.get("runs_for", "0s"), "duration", f"{tw}.runs_for"),
         timeout_ms=c.typed(tc["timeout"], "duration", f"{tw}.timeout") if "timeout" in tc else None,
         background=c.typed(tc.get("background", False), bool, f"{tw}.background"),
-        exit_code=c.typed(tc.get("exit_code", 0), int, f"{tw}.exit_code"),
-        output=c.typed(tc.get("output", ""), str, f"{tw}.output"),
-        path=c.typed(tc.get("path", ""), str, f"{tw}.path"),
-        content=c.typed(tc.get("content", ""), str, f"{tw}.content"),
+        # A process exits with 0..255 (model/vocabulary.py EXIT_CODE_MIN/MAX).
+        exit_code=c.bounded(tc.get("exit_code", 0), vocabulary.EXIT_CODE_MIN, vocabulary.EXIT_CODE_MAX,
+                            f"{tw}.exit_code", " (a process's exit status)"),
+        output=c.text(tc.get("output", ""), f"{tw}.output"),
+        path=c.name(tc.get("path", ""), f"{tw}.path", empty_ok=True),
+        content=c.text(tc.get("content", ""), f"{tw}.content"),
         edits=tuple(edits),
-        provider_id=c.typed(tc.get("provider_id", ""), str, f"{tw}.provider_id"),
+        provider_id=c.name(tc.get("provider_id", ""), f"{tw}.provider_id", empty_ok=True),
     )
     if "provider_id" in tc and not spec.provider_id:
         c.fail(f"{tw}.provider_id", "must not be empty")
@@ -591,7 +769,7 @@ def _read_tool_call(c: _Checker, tc: Any, tw: str, chat: str, seen_ids: set[str]
     if tool == "execute" and not spec.command:
         c.fail(f"{tw}.command", "an execute tool call needs a command")
     if tool != "execute" and not spec.path:
-        c.fail(f"{tw}.path", f"a {tool} tool call needs a path")
+        c.fail(f"{tw}.path", f"{_a(tool)} tool call needs a path")
     return spec
 
 
@@ -600,7 +778,7 @@ def _read_faults(c: _Checker, value: Any, ctx: _Context, until_ms: int) -> tuple
     unique (expectations name them)."""
     faults = []
     request_names: list[str] = []
-    for i, f in enumerate(c.typed(value, list, "faults")):
+    for i, f in enumerate(c.capped(c.typed(value, list, "faults"), vocabulary.MAX_FAULTS, "faults", "faults")):
         fault = read_fault(c, c.table(f, f"faults[{i}]"), f"faults[{i}]", ctx, until_ms)
         if fault.kind == "request":
             if fault.get("name") in request_names:
@@ -610,15 +788,16 @@ def _read_faults(c: _Checker, value: Any, ctx: _Context, until_ms: int) -> tuple
     return tuple(faults), request_names
 
 
-def _read_expect(c: _Checker, value: Any, ctx: _Context, request_names: list[str]) -> tuple:
+def _read_expect(c: _Checker, value: Any, ctx: _Context, request_names: list[str], faults: int) -> tuple:
     """``[expect.<variant>]``: what a run under that variant must show, by variant name."""
     expect = []
     for var, spec in sorted(c.table(value, "expect").items()):
-        expect.append((var, _expectation(c, var, spec, ctx, request_names)))
+        expect.append((var, _expectation(c, var, spec, ctx, request_names, faults)))
     return tuple(expect)
 
 
-def _expectation(c: _Checker, var: str, spec: Any, ctx: _Context, request_names: list[str]) -> Expectation:
+def _expectation(c: _Checker, var: str, spec: Any, ctx: _Context, request_names: list[str],
+                 faults: int) -> Expectation:
     from model import planted_bugs
     from model import properties as props
 
@@ -635,6 +814,8 @@ def _expectation(c: _Checker, var: str, spec: Any, ctx: _Context, request_names:
         for n in out:
             if n not in known:
                 c.fail(f"{where}.{key}", f"unknown {what} {n!r} (known: {', '.join(sorted(known))})")
+        if len(set(out)) != len(out):  # (the run's set of names could never equal a list with a repeat)
+            c.fail(f"{where}.{key}", f"names a {what} twice: it could never be met")
         return out
 
     calls = []
@@ -643,6 +824,7 @@ def _expectation(c: _Checker, var: str, spec: Any, ctx: _Context, request_names:
     within = None
     requests: tuple = ()
     seeds = "any"
+    never: tuple[int, ...] = ()
     for key, value in spec.items():
         if key == "violations":
             violations = names(key, [n for n, k in kinds.items() if k != "sometimes"], "property")
@@ -652,12 +834,20 @@ def _expectation(c: _Checker, var: str, spec: Any, ctx: _Context, request_names:
             sometimes = names(key, [n for n, k in kinds.items() if k == "sometimes"], "sometimes-property")
         elif key == "interrupt_finished_within":
             within = c.typed(value, "duration", f"{where}.{key}")
+        elif key == "faults_never_fired":
+            never = tuple(c.bounded(i, 0, faults - 1, f"{where}.{key}", f" (indexes of the {faults} faults)")
+                          for i in c.typed(value, list, f"{where}.{key}")) if faults else ()
+            if value and not faults:
+                c.fail(f"{where}.{key}", "the scenario has no faults")
+            if len(set(never)) != len(never):
+                c.fail(f"{where}.{key}", "names a fault twice")
         elif key == "requests":
             table = c.table(value, f"{where}.requests")
             for rname, status in table.items():
                 if rname not in request_names:
                     c.fail(f"{where}.requests.{rname}", f"no request fault has that name (requests: {', '.join(request_names) or 'none'})")
-                c.typed(status, int, f"{where}.requests.{rname}")
+                c.bounded(status, vocabulary.HTTP_STATUS_MIN, vocabulary.HTTP_STATUS_MAX, f"{where}.requests.{rname}",
+                          " (an HTTP status)")
             requests = tuple(sorted(table.items()))
         elif key == "seeds":
             seeds = c.typed(value, str, f"{where}.seeds")
@@ -666,22 +856,44 @@ def _expectation(c: _Checker, var: str, spec: Any, ctx: _Context, request_names:
         elif key not in ctx.ids:
             c.fail(f"{where}.{key}", f"names a tool call that does not exist (tool calls: {', '.join(sorted(ctx.ids)) or 'none'})")
         else:
-            calls.append((key, _call_expectation(c, f"{where}.{key}", value, ctx)))
-    return Expectation(tuple(calls), violations, residual, sometimes, within, requests, seeds)
+            calls.append((key, _call_expectation(c, f"{where}.{key}", value, ctx.tool_of[key], ctx)))
+    return Expectation(tuple(calls), violations, residual, sometimes, within, requests, seeds, never)
 
 
-def _call_expectation(c: _Checker, where: str, value: Any, ctx: _Context) -> tuple:
+# The counts a tool call of each tool can show more than 0 of (``RunResult.tool_call_rows``):
+# an execute starts, kills and leaves running processes; a file tool applies edits.
+_COUNTS_OF_TOOL = {"execute": ("process_starts", "processes_killed", "processes_running_at_end"),
+                   "edit_files": ("edits_applied",), "write_file": ("edits_applied",)}
+
+
+def _call_expectation(c: _Checker, where: str, value: Any, tool: str, ctx: _Context) -> tuple:
+    """What one tool call must show; an expectation no run could meet is refused here
+    (Rule 4), not reported as "not met" after the run: a negative count, a count the
+    call's tool never makes, a result kind its tool never gives, a ``result`` that
+    contradicts ``results`` or whose bounds leave no time to commit in."""
     value = c.table(value, where)
     c.keys(value, set(vocabulary.EXPECT_CALL_KEYS), where)
     items: list = []
+    own_kinds = vocabulary.EXECUTE_KINDS if tool == "execute" else vocabulary.FILE_KINDS
     for k in EXPECT_COUNTS:
         if k in value:
-            items.append((k, c.typed(value[k], int, f"{where}.{k}")))
+            count = c.typed(value[k], int, f"{where}.{k}")
+            if count < 0:
+                c.fail(f"{where}.{k}", f"a count is never negative, got {count}")
+            if count and k not in _COUNTS_OF_TOOL[tool]:
+                c.fail(f"{where}.{k}", f"{_a(tool)} tool call always has 0 (it could never be {count})")
+            items.append((k, count))
+    kinds = None
     if "results" in value:
-        kinds = tuple(c.typed(v, str, f"{where}.results") for v in c.typed(value["results"], list, f"{where}.results"))
+        listed = c.capped(c.typed(value["results"], list, f"{where}.results"), vocabulary.MAX_ITEMS,
+                          f"{where}.results", "results")
+        kinds = tuple(c.typed(v, str, f"{where}.results") for v in listed)
         for kind in kinds:
             if kind not in vocabulary.RESULT_KINDS:
                 c.fail(f"{where}.results", f"unknown result kind {kind!r} (known: {', '.join(vocabulary.RESULT_KINDS)})")
+            if kind not in own_kinds:
+                c.fail(f"{where}.results", f"{_a(tool)} tool call never gets a {kind!r} result "
+                                           f"(its kinds: {', '.join(own_kinds)})")
         items.append(("results", kinds))
     if "result" in value:
         table = c.table(value["result"], f"{where}.result")
@@ -692,14 +904,45 @@ def _call_expectation(c: _Checker, where: str, value: Any, ctx: _Context) -> tup
             what = vocabulary.EXPECT_RESULT_FIELDS[k]
             if what == "duration":
                 v = c.typed(v, "duration", fw)
+            elif k == "exit_code":  # a process's exit status, or -1: killed (model/vocabulary.py)
+                v = c.bounded(v, vocabulary.RESULT_EXIT_CODE_MIN, vocabulary.EXIT_CODE_MAX, fw,
+                              " (an exit status, or -1 for a killed process)")
             elif what == "integer":
                 v = c.typed(v, int, fw)
+                if v < 0:
+                    c.fail(fw, f"is never negative, got {v}")
             else:
                 v = c.typed(v, str, fw)
                 if what == "result kind" and v not in vocabulary.RESULT_KINDS:
                     c.fail(fw, f"unknown result kind {v!r} (known: {', '.join(vocabulary.RESULT_KINDS)})")
+                if what == "result kind" and v not in own_kinds:
+                    c.fail(fw, f"{_a(tool)} tool call never gets a {v!r} result (its kinds: {', '.join(own_kinds)})")
                 if what == "replica" and v not in ctx.replicas:
                     c.fail(fw, f"no such replica {v!r} (replicas: {', '.join(ctx.replicas)})")
             fields.append((k, v))
+        _check_result_fields(c, f"{where}.result", dict(fields), kinds)
         items.append(("result", tuple(sorted(fields))))
     return tuple(items)
+
+
+def _a(tool: str) -> str:
+    """"an execute", "a write_file"."""
+    return ("an " if tool[0] in "aeiou" else "a ") + tool
+
+
+def _check_result_fields(c: _Checker, where: str, fields: dict, kinds: tuple | None) -> None:
+    """A ``result = {...}`` some run could show: the first result of ``results`` (when
+    given) is of its kind, and its commit time lies strictly between ``committed_after``
+    and ``committed_before`` (whole milliseconds; not checked against ``until``, which
+    ``run --until`` may lengthen)."""
+    if kinds is not None and not kinds:
+        c.fail(where, "results = [] expects no result, and result = {...} a first one: they could never both hold")
+    if kinds and "kind" in fields and fields["kind"] != kinds[0]:
+        c.fail(f"{where}.kind", f"{fields['kind']!r}, but results names {kinds[0]!r} first: "
+                                "they could never both hold")
+    after, before = fields.get("committed_after"), fields.get("committed_before")
+    if before is not None and before <= 0:
+        c.fail(f"{where}.committed_before", "0s: nothing commits before the run starts")
+    if after is not None and before is not None and before <= after + 1:
+        c.fail(f"{where}", f"committed_before ({format_duration(before)}) leaves no millisecond after "
+                           f"committed_after ({format_duration(after)})")

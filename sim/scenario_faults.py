@@ -62,6 +62,9 @@ def read_fault(c: _Checker, f: dict, where: str, ctx: _Context, until_ms: int) -
             if event not in vocabulary.TRIGGER_EVENTS:
                 c.fail(f"{where}.when.event", f"unknown event {event!r} (known: {', '.join(vocabulary.TRIGGER_EVENTS)})")
             trigger_match = read_match(c, when, f"{where}.when", ctx, vocabulary.TRIGGER_EVENTS[event].direction, event)
+            if offset_ms >= until_ms:  # (an event comes at 0s at the earliest)
+                c.fail(f"{where}.offset", f"{format_duration(offset_ms)} is not before until ({format_duration(until_ms)}): "
+                                          "the fault would never fire")
     params = []
     for key in spec.fields:
         if key not in f:
@@ -101,11 +104,8 @@ def _fault_field(c: _Checker, key: str, value: Any, where: str, ctx: _Context, k
         return ms
     if what == "bool":
         return c.typed(value, bool, where)
-    if what == "str":
-        text = c.typed(value, str, where)
-        if key == "name" and not text:
-            c.fail(where, "must not be empty")
-        return text
+    if what == "str":  # a request's name (printed, keyed by) or body (sent as it is)
+        return c.name(value, where) if key == "name" else c.text(value, where)
     if what == "replica":
         return _one_of(c, c.typed(value, str, where), where, "replica", ctx.replicas)
     if what == "chat":
@@ -130,8 +130,10 @@ def _fault_field(c: _Checker, key: str, value: Any, where: str, ctx: _Context, k
             c.fail(where, f"names a tool call that does not exist: {name!r}")
         return name
     if what == "headers":
-        table = c.table(value, where)
-        return tuple((str(k), c.typed(v, str, f"{where}.{k}")) for k, v in table.items())
+        table = c.capped(c.table(value, where), vocabulary.MAX_ITEMS, where, "headers")
+        # A header's name and value go on one line of the request: no control character
+        # (a newline would be a second header); an empty value removes the header.
+        return tuple((c.name(k, f"{where} key"), c.name(v, f"{where}.{k}", empty_ok=True)) for k, v in table.items())
     raise AssertionError(what)
 
 

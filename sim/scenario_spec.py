@@ -150,6 +150,7 @@ class Expectation:
     interrupt_finished_within_ms: int | None = None  # every interrupt finishes within this
     requests: tuple[tuple[str, int], ...] = ()  # crafted request name -> expected answer status
     seeds: str = "any"  # model/vocabulary.py EXPECT_SEEDS: "pinned" holds at the file's own seed only
+    faults_never_fired: tuple[int, ...] = ()  # indexes of the faults that never fire under this variant
 
 
 @dataclass(frozen=True)

@@ -58,6 +58,12 @@ Rule 4. Each fault counts the messages or events it matches, so ``nth`` is the n
         started, a result or an assistant message committed (``_events_of``). Each
         watched fault starts once, so when the last has started the world stops reading
         records for events (``_retire_one``).
+Rule 5. ``fired`` holds the index of every fault that fired: a scheduled fault when it is
+        applied (at its time, or at its nth event plus its offset, before ``until``), a
+        lose or delay when its nth message is sent, a handler panic when its nth request
+        is delivered. A fault that never fired (its nth never came, or came too late)
+        fails the scenario's expectations (sim/run.py), as one that fired and did
+        nothing (``fault_skipped``) does. The trace is the same either way.
 """
 
 from __future__ import annotations
@@ -139,6 +145,7 @@ class Simulation:
         self.actions: list[Any] = []
         self.sent_counts: dict[int, int] = {}  # message fault index -> messages it matched
         self.event_counts: dict[int, int] = {}  # fault index -> events it matched, up to its nth (``_retire_one``)
+        self.fired: set[int] = set()  # indexes of the faults that fired (Rule 5)
         self.panic_runs: dict[str, bool] = {}  # run ID -> the handler panics after its spawn
         self.req_tool_call: dict[str, str | None] = {}  # request ID -> tool call, from send records
         self.req_of_seq: dict[int, str] = {}  # message sequence number -> request ID
@@ -196,9 +203,9 @@ class Simulation:
         # Faults at a time come after everything armed at boot and before anything armed
         # later (Rule 1's order); among themselves, in the scenario's order.
         priority = self.system.seq + 0.5
-        for spec in self.options.faults:
+        for i, spec in enumerate(self.options.faults):
             if spec.trigger.at_ms is not None:
-                self._at(spec.trigger.at_ms + spec.trigger.offset_ms, priority, Simulation._fault_now, spec)
+                self._at(spec.trigger.at_ms + spec.trigger.offset_ms, priority, Simulation._fault_now, i)
         self._plan_periodic()
 
     # -- the one entry point -----------------------------------------------------
@@ -437,11 +444,14 @@ class Simulation:
             self.sent_counts[i] = self.sent_counts.get(i, 0) + 1
             if self.sent_counts[i] == m.nth and fate is None:
                 fate = (kind, by_ms if kind == "delay" else 0)
+                self.fired.add(i)
         return fate
 
-    def _fault_now(self, spec: FaultSpec, _event=None):
+    def _fault_now(self, index: int, _event=None):
+        """Fault ``index`` of the scenario fires now (Rule 5)."""
+        self.fired.add(index)
         names = {c.name: c.chat_id for c in self.system.config.chats}
-        self.step(_fault_action(spec, self.now_ms, names))
+        self.step(_fault_action(self.options.faults[index], self.now_ms, names))
 
     def _watch(self, records, at_ms: int):
         """Event triggers: each fault counts the events it matches and starts on the nth."""
@@ -462,6 +472,7 @@ class Simulation:
                                 and _matches(m, route, tool_call, "request"):
                             self.event_counts[i] = self.event_counts.get(i, 0) + 1
                             if self.event_counts[i] == m.nth:
+                                self.fired.add(i)  # (the named run panics when its handler finishes)
                                 self.panic_runs[self.req_of_seq.get(rec.get("seq"), "")] = bool(spec.get("after_spawn", False))
                                 self._retire_one()
                         continue
@@ -470,7 +481,7 @@ class Simulation:
                     self.event_counts[i] = self.event_counts.get(i, 0) + 1
                     if self.event_counts[i] == t.match.nth:
                         # After everything this step armed, before anything armed later.
-                        self._at(at_ms + t.offset_ms, self.system.seq + 0.5, Simulation._fault_now, spec)
+                        self._at(at_ms + t.offset_ms, self.system.seq + 0.5, Simulation._fault_now, i)
                         self._retire_one()
 
     def _retire_one(self):
