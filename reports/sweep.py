@@ -20,6 +20,7 @@ Rule 1. The same report gives the same bytes: text and JSON from sorted, rounded
 
 from __future__ import annotations
 
+import io
 from pathlib import Path
 
 from .json_text import json_text
@@ -150,7 +151,7 @@ def _series(report: dict, x_axis: str, key: str) -> dict[str, list[tuple[float, 
     return {label: sorted(points) for label, points in lines.items()}
 
 
-def _plot(path: Path, series: dict, xlabel: str, ylabel: str, title: str, yscale: str | None,
+def _plot(write, path: Path, series: dict, xlabel: str, ylabel: str, title: str, yscale: str | None,
           hline: float | None = None, xscale: str | None = None) -> None:
     import matplotlib
 
@@ -176,16 +177,19 @@ def _plot(path: Path, series: dict, xlabel: str, ylabel: str, title: str, yscale
     ax.grid(True, alpha=0.3)
     ax.legend(fontsize=7)
     fig.tight_layout()
-    fig.savefig(path, format="svg", metadata={"Date": None})
+    buf = io.BytesIO()
+    fig.savefig(buf, format="svg", metadata={"Date": None})
     plt.close(fig)
+    write(path, buf.getvalue())
 
 
-def write_plots(report: dict, out_dir: Path) -> tuple[list[str], list[str]]:
-    """The pictures the sweep's axes allow, written into ``out_dir``; returns their file
-    names and a note for each picture not drawn."""
+def write_plots(report: dict, out_dir: Path, write) -> tuple[list[str], list[str]]:
+    """The pictures the sweep's axes allow, written into ``out_dir`` by ``write(path,
+    bytes)`` (the command's: sim.output.write_atomic, whole or not at all); returns their
+    file names and a note for each picture not drawn."""
     written, skipped = [], []
     if P99_AXIS in report["axes"]:
-        _plot(out_dir / PLOT_DOUBLE_RUNS, _series(report, P99_AXIS, "double_runs_per_million"),
+        _plot(write, out_dir / PLOT_DOUBLE_RUNS, _series(report, P99_AXIS, "double_runs_per_million"),
               "latency p99 (s)", "double runs per million tool calls",
               f"{report['sweep']}: double runs vs latency tail (95% Wilson bands)", "symlog", hline=1.0,
               xscale="log" if all(v > 0 for v in (r["point_value"][P99_AXIS] for r in report["rows"])) else None)
@@ -193,7 +197,7 @@ def write_plots(report: dict, out_dir: Path) -> tuple[list[str], list[str]]:
     else:
         skipped.append(f"No picture of double runs against the latency p99: the sweep does not vary `{P99_AXIS}`.")
     if RESTART_AXIS in report["axes"]:
-        _plot(out_dir / PLOT_UNKNOWN, _series(report, RESTART_AXIS, "unknown_share_percent"),
+        _plot(write, out_dir / PLOT_UNKNOWN, _series(report, RESTART_AXIS, "unknown_share_percent"),
               "agent restarts per hour", "unknown results (% of committed results)",
               f"{report['sweep']}: unknown share vs restart rate (95% Wilson bands)", None)
         written.append(PLOT_UNKNOWN)

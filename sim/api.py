@@ -258,10 +258,12 @@ class Scenario:
         return exact_toml(self.to_dict())
 
     def write(self, path: str | Path) -> Path:
-        """Write ``to_toml()`` to ``path``; ``toolcall-sim run PATH`` runs it."""
-        path = Path(path)
-        path.write_text(self.to_toml(), encoding="utf-8")
-        return path
+        """Write ``to_toml()`` to ``path``, whole or not at all and never over a device, FIFO
+        or folder (sim/output.py; an OSError is its ``OutputError``); ``toolcall-sim run
+        PATH`` runs it."""
+        from .output import write_atomic
+
+        return write_atomic(path, self.to_toml())
 
     def __repr__(self) -> str:
         return f"Scenario({self.name!r})"

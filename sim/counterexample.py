@@ -134,8 +134,9 @@ def find_scenario(name, digest: str, base: Path | None = None):
                    "pass the scenario file with --scenario FILE")
 
 
-def save(path: str | Path, world: dict, prop: str, residual_risk, actions, trace_hash: str, driver: str,
-         detail: str = "") -> None:
+def document(world: dict, prop: str, residual_risk, actions, trace_hash: str, driver: str, detail: str = "") -> str:
+    """A counterexample file's text (``save`` writes it; ``write_pair`` writes it with its
+    scenario)."""
     doc = {
         "format": FORMAT,
         "driver": driver,
@@ -147,7 +148,12 @@ def save(path: str | Path, world: dict, prop: str, residual_risk, actions, trace
         "steps": len(actions),
         "actions": [msys.action_to_json(a) | {"label": a.label()} for a in actions],
     }
-    write_atomic(path, json.dumps(doc, indent=1, sort_keys=True) + "\n")
+    return json.dumps(doc, indent=1, sort_keys=True) + "\n"
+
+
+def save(path: str | Path, world: dict, prop: str, residual_risk, actions, trace_hash: str, driver: str,
+         detail: str = "") -> None:
+    write_atomic(path, document(world, prop, residual_risk, actions, trace_hash, driver, detail))
 
 
 def explore_world(name: str, variant: str, bounds, second: str = "background") -> dict:
@@ -156,23 +162,41 @@ def explore_world(name: str, variant: str, bounds, second: str = "background") -
             "bounds": {k: getattr(bounds, k) for k in bounds.__dataclass_fields__}}
 
 
+def actions_document(world: dict, prop: str, residual_risk, actions, driver: str, detail: str = "") -> str:
+    """A counterexample of any driver with the hash of the trace its actions replay to in
+    ``world`` (as ``replay`` will compute it), as the file's text."""
+    trace, _ = explore_trace(world_of(world), actions)
+    return document(world, prop, residual_risk, actions, trace_sha256(trace), driver, detail)
+
+
 def save_actions(path: str | Path, world: dict, prop: str, residual_risk, actions, driver: str,
                  detail: str = "") -> Path:
-    """Save a counterexample of any driver with the hash of the trace its actions replay
-    to in ``world`` (as ``replay`` will compute it)."""
-    trace, _ = explore_trace(world_of(world), actions)
-    save(path, world, prop, residual_risk, actions, trace_sha256(trace), driver, detail)
-    return Path(path)
+    """``actions_document`` written to ``path``."""
+    return write_atomic(path, actions_document(world, prop, residual_risk, actions, driver, detail))
 
 
-def save_run(path: str | Path, scenario: dict, variant: str, trace: list[dict], prop: str,
-             driver: str, detail: str = "") -> Path:
-    """Save a simpy run's failure (a swarm world) in the same format: the actions the run
-    recorded in its trace, with the scenario itself embedded (no path: the file replays
-    from any folder)."""
+def write_pair(toml_path: Path, scenario_text: str, variant: str, prop: str, driver: str, detail: str = "") -> tuple[Path, Path]:
+    """A simpy run's failure (a swarm or story world) as its two files, together or not at
+    all (sim/output.py Rule 1): the scenario ``scenario_text`` at ``toml_path`` and, next
+    to it as ``.json``, the counterexample of its run under ``variant``: the actions the
+    run recorded in its trace, with the scenario itself embedded (no path: the file
+    replays from any folder). The scenario is run from the text, not read back from the
+    file, so nothing is on disk until both are ready."""
+    import tomllib
+
+    from .output import write_together
+    from .run import run_scenario
+    from .scenario import from_dict
+
+    toml_path = Path(toml_path)
+    scenario = tomllib.loads(scenario_text)
+    result = run_scenario(from_dict(scenario, str(toml_path)), variant)
     world = {"kind": "scenario", "scenario": scenario, "variant": variant}
-    actions = _actions([r for r in trace if r.get("kind") == "action"])
-    return save_actions(path, world, prop, None, actions, driver, detail)
+    actions = _actions([r for r in result.world.trace if r.get("kind") == "action"])
+    json_path = toml_path.with_suffix(".json")
+    write_together({toml_path: scenario_text,
+                    json_path: actions_document(world, prop, None, actions, driver, detail)})
+    return toml_path, json_path
 
 
 @dataclass

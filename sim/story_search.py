@@ -331,21 +331,13 @@ def _no_local_constants():
 def write_failure(outcome: Outcome, out_dir: Path) -> tuple[Path, Path]:
     """The shrunk story as a scenario file (under the variant, no expectations: ``run``
     exits 1 while it reproduces) and its run as a counterexample in the replay format."""
-    import tomllib
-
     from . import counterexample as cx
-    from .output import write_atomic
-    from .run import run_scenario
-    from .scenario import load
     from .scenario_toml import exact_toml
 
     variant = outcome.variant
     data = {**outcome.scenario, "variant": variant,
             "summary": f"hypothesis story under {variant}, shrunk: {outcome.violated}"}
     stem = f"search-{variant.replace('+', '_')}-{outcome.violated}"
-    toml_path = write_atomic(Path(out_dir) / f"{stem}.toml", exact_toml(data))
-    result = run_scenario(load(str(toml_path)), variant)
-    scenario = tomllib.loads(Path(toml_path).read_text(encoding="utf-8"))
-    json_path = cx.save_run(Path(toml_path).with_suffix(".json"), scenario, variant, result.world.trace,
-                            outcome.violated, "hypothesis", outcome.detail)
-    return Path(toml_path), json_path
+    # Both files or neither (sim/output.py Rule 1).
+    return cx.write_pair(Path(out_dir) / f"{stem}.toml", exact_toml(data), variant, outcome.violated, "hypothesis",
+                         outcome.detail)

@@ -50,7 +50,6 @@ Rule 3. A seed reports at most one failure: the earliest new finding (by simulat
 
 from __future__ import annotations
 
-import tomllib
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Callable
@@ -61,7 +60,7 @@ from reports.swarm import (describe_fault, format_failure_written, format_header
 
 from .backends import LOCAL, MAX_CHUNK_SEEDS, _pool_context, check_address, check_cluster_flags, chunks, connect, map_seeds, run_range  # noqa: F401 (re-exported)
 from .minimize import minimize_scenario, size
-from .output import check_out_dir, default_out_dir, sigint_deferred, write_atomic
+from .output import check_out_dir, default_out_dir, sigint_deferred
 from .progress import Progress, add_quiet_flag
 from .scenario import ScenarioError, from_dict, from_drawn
 from .scenario_toml import exact_toml, to_toml
@@ -232,27 +231,33 @@ def run_swarm(first_seed: int, seeds: int, variant: str, workers: int = 1, clust
 # ---------------------------------------------------------------------------
 
 
-def write_failure(failure: dict, variant: str, out_dir: Path) -> Path:
-    """Write a failure's minimized scenario; the file runs under ``variant`` by default and
-    has no expectations, so ``toolcall-sim run`` exits 1 while the bug reproduces."""
+def failure_text(failure: dict, variant: str) -> str:
+    """A failure's minimized scenario; the file runs under ``variant`` by default and has
+    no expectations, so ``toolcall-sim run`` exits 1 while the bug reproduces."""
     data = {**failure["scenario"], "variant": variant,
             "summary": f"swarm seed {failure['seed']} under {variant}, minimized: {failure['property']}"}
-    text = exact_toml(data)  # Rule 2: the file must be the scenario, exactly
-    return write_atomic(out_dir / f"swarm-{failure['seed']}-{variant}.toml", text)
+    return exact_toml(data)  # Rule 2: the file must be the scenario, exactly
+
+
+def write_failure(failure: dict, variant: str, out_dir: Path) -> Path:
+    """Write a failure's minimized scenario and, next to it as ``.json``, its counterexample
+    in the one replay format (the minimized world's run, as labelled actions, which
+    ``toolcall-sim replay`` runs through the pure model with no simpy): both files or
+    neither (sim/output.py Rule 1; a full disk once left the scenario alone)."""
+    from . import counterexample as cx
+
+    path = out_dir / f"swarm-{failure['seed']}-{variant}.toml"
+    return cx.write_pair(path, failure_text(failure, variant), variant, failure["property"], "swarm",
+                         failure["detail"])[0]
 
 
 def write_counterexample(failure: dict, variant: str, scenario_path: Path) -> Path:
-    """The failure as a counterexample in the one replay format (the minimized world's
-    run, as labelled actions), next to its scenario file: ``toolcall-sim replay`` runs it
-    through the pure model with no simpy."""
+    """The counterexample of the scenario file ``scenario_path`` (as ``write_failure``
+    wrote it), written again with it; returns the ``.json``."""
     from . import counterexample as cx
-    from .run import run_scenario
-    from .scenario import load
 
-    result = run_scenario(load(str(scenario_path)), variant)
-    scenario = tomllib.loads(scenario_path.read_text(encoding="utf-8"))  # the file, embedded: replays anywhere
-    return cx.save_run(scenario_path.with_suffix(".json"), scenario, variant, result.world.trace,
-                       failure["property"], "swarm", failure["detail"])
+    text = Path(scenario_path).read_text(encoding="utf-8")
+    return cx.write_pair(Path(scenario_path), text, variant, failure["property"], "swarm", failure["detail"])[1]
 
 
 # ---------------------------------------------------------------------------
@@ -344,7 +349,7 @@ def _write_failure_files(failure: dict, variant: str, out_dir: Path) -> None:
     path = write_failure(failure, variant, out_dir)
     failure["file"] = _shown(path)
     failure["reproduce"].append(f"toolcall-sim run {failure['file']} --variant {variant}")
-    failure["counterexample"] = _shown(write_counterexample(failure, variant, path))
+    failure["counterexample"] = _shown(path.with_suffix(".json"))
     failure["reproduce"].append(f"toolcall-sim replay {failure['counterexample']}")
 
 

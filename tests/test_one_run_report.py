@@ -63,7 +63,8 @@ def _pictures(doc: dict) -> list[str]:
 
 def _check_folder(folder: Path, junit: bool = True) -> dict:
     """The report folder holds what check writes, each picture on disk and in the page."""
-    names = {"index.html", "summary.md", "report.json", "figures", "counterexamples", *(["junit.xml"] if junit else [])}
+    names = {"index.html", "summary.md", "report.json", "figures", "counterexamples", *(["junit.xml"] if junit else []),
+             ".toolcall-sim-report"}  # the marker that makes the folder ours to replace (sim/output.py Rule 6)
     assert {p.name for p in folder.iterdir()} == names
     doc = json.loads((folder / "report.json").read_text())
     pictures = _pictures(doc)

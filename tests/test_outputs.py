@@ -276,7 +276,7 @@ def test_write_atomic_leaves_the_old_file_or_the_new_one(tmp_path, monkeypatch):
     def broken_fsync(fd):
         raise OSError("disk full")
     monkeypatch.setattr(output.os, "fsync", broken_fsync)
-    with pytest.raises(OSError):
+    with pytest.raises(output.OutputError, match="disk full"):  # the user's path: exit 2, not 70
         output.write_atomic(target, "new\n")
     assert target.read_text() == "old\n" and [p.name for p in tmp_path.iterdir()] == ["f.json"]
     monkeypatch.undo()

@@ -17,6 +17,7 @@ from __future__ import annotations
 
 import argparse
 import json
+import stat
 import sys
 from pathlib import Path
 
@@ -82,11 +83,18 @@ def main(argv: list[str] | None = None) -> int:
         out = Path(args.out)
         if not out.parent.is_dir():
             raise _BadInput(f"{out}: folder {out.parent} does not exist")
+        existed = out.exists()
+        # Only a regular file or a new name (a symlink is followed to its file): a device
+        # node, a FIFO or a folder is refused, as sim/output.py Rule 4 refuses them.
+        if existed and not stat.S_ISREG(out.stat().st_mode):
+            raise _BadInput(f"{out}: not a regular file; the picture is written only to a regular file or a new name")
         title = args.title if args.title is not None else Path(args.trace).name
         svg = timeline_svg(trace, title=title) if args.timeline else sequence_svg(trace, title=title, highlight=marked)
         try:
-            out.write_text(svg, encoding="utf-8")
+            out.write_text(svg, encoding="utf-8")  # open()'s mode: 0o666 & ~umask
         except OSError as err:
+            if not existed:  # a full disk: no partial picture left
+                out.unlink(missing_ok=True)
             raise _BadInput(f"{out}: cannot write: {err.strerror or err}") from None
     except _BadInput as err:
         sys.stderr.write(f"error: {err}\n")

@@ -12,6 +12,9 @@ the pictures (reports.check_html, reports.figures), ``junit.xml`` (reports.junit
 Rule 1. The report is written whole or not at all: into a temporary folder beside
         ``--out``, which replaces ``--out`` by renames at the end. An interrupted run
         leaves the old report as it was (and at worst a ``.<name>.tmp-*`` folder).
+        Only a folder of ours (it holds ``sim.output.MARKER``, which every report holds)
+        or an empty one is replaced; one holding the user's files is refused before the
+        suite runs (sim/output.py Rule 6), as is an unwritable place (Rule 3).
 Rule 2. The baseline (``--baseline``, default ``reports/baseline.json`` under the current
         directory) lists accepted findings. A missing default file is an empty baseline,
         said in one line on stderr (``check_markdown.no_baseline``: run from another
@@ -30,23 +33,23 @@ Rule 4. ``run``, ``explore`` and ``replay`` take ``--report DIR`` (``add_report_
         the page with its pictures, ``summary.md``, ``report.json``, ``figures/``,
         ``counterexamples/``, and ``junit.xml`` for ``run`` and ``explore`` (test cases
         of a replay would only repeat its exit code). ``DIR`` is checked before anything
-        runs (``check_report_dir``): a file, a folder below a file, or a place where no
-        folder can be made is one line, exit 2. The command's exit code is its own.
+        runs (``check_report_dir``): a file, a folder below a file, a place where no
+        folder can be made, or a folder that is not ours and not empty is one line,
+        exit 2. The command's exit code is its own.
 """
 
 from __future__ import annotations
 
-import os
 import shutil
 import sys
-import tempfile
 from pathlib import Path
 
 from reports import check_markdown, junit
 from reports.json_text import json_text
 
 from ..backends import add_cluster_flag, cluster_of
-from ..output import DEFAULT_OUT, OutputError, check_out_dir, check_out_file, write_atomic
+from ..output import (DEFAULT_OUT, OutputError, check_out_file, check_replaceable_dir, new_report_dir, replace_dir,
+                      write_atomic)
 from ..progress import Progress, add_quiet_flag
 from ..interrupt import Interrupted
 from .common import EXIT_INTERRUPTED, EXIT_OK, EXIT_VIOLATION, MAX_WORKERS, BadFlag, check_range
@@ -61,7 +64,7 @@ def add_arguments(parser) -> None:
                         help="a suite file, or the name of a shipped suite (default: ci, scenarios/suites/ci.toml)")
     parser.add_argument("--out", metavar="DIR",
                         help="the report folder (default ./reports/out/check/<suite name>, under the current "
-                             "directory); replaced whole at the end")
+                             "directory); replaced whole at the end, so it must be new, empty or an earlier report")
     parser.add_argument("--baseline", metavar="FILE",
                         help=f"accepted findings (default ./{DEFAULT_BASELINE}; missing: none accepted)")
     parser.add_argument("--update-baseline", action="store_true",
@@ -102,7 +105,7 @@ def main(args, out) -> int:
     part = suite.part(args.quick)
     if part.empty:
         raise BadFlag(f"--quick: {suite.path} marks nothing quick (quick = true on an entry, or planted.quick_drivers)")
-    out_dir = check_out_dir(args.out if args.out is not None else DEFAULT_OUT / "check" / suite.name)
+    out_dir = check_replaceable_dir(args.out if args.out is not None else DEFAULT_OUT / "check" / suite.name, "--out")
     baseline_path = args.baseline
     if baseline_path is None:
         baseline_path = str(DEFAULT_BASELINE)
@@ -167,20 +170,15 @@ def add_report_flag(parser) -> None:
     """``--report DIR`` of ``run``, ``explore`` and ``replay`` (Rule 4)."""
     parser.add_argument("--report", metavar="DIR",
                         help="also write the report page of this run (index.html with its pictures, summary.md, "
-                             "report.json, figures/), as toolcall-sim check writes it; DIR is replaced whole")
+                             "report.json, figures/), as toolcall-sim check writes it; DIR is replaced whole, so it must be "
+                             "new, empty or an earlier report")
 
 
 def check_report_dir(path: str, flag: str = "--report") -> Path:
     """Rule 4: ``path`` can become the report folder, found before the run starts: not a
-    file nor below one (``check_out_dir``), and its nearest existing folder takes a new
-    folder (tried, then removed: permission bits do not bind root, a read-only mount does)."""
-    p = check_out_dir(path, flag)
-    base = next((q for q in (p, *p.parents) if q.exists()), Path("."))
-    try:
-        os.rmdir(tempfile.mkdtemp(prefix=f".{p.name or 'report'}.probe-", dir=base))
-    except OSError as err:
-        raise OutputError(f"{flag}: {p}: cannot make a folder in {base}: {err.strerror or err}") from None
-    return p
+    file nor below one, a place where a folder can be made, and absent, empty or one of
+    ours (sim/output.py Rules 3 and 6: a folder of the user's files is never replaced)."""
+    return check_replaceable_dir(path, flag)
 
 
 def write_one_run(result, out_dir: Path, junit_xml: bool = True) -> None:
@@ -199,8 +197,7 @@ def write_report(result, out_dir: Path, cx, workers: int = 1, junit_xml: bool = 
     from reports import check_html  # matplotlib (see ``draw``)
 
     out_dir = Path(out_dir)
-    out_dir.parent.mkdir(parents=True, exist_ok=True)
-    tmp = Path(tempfile.mkdtemp(prefix=f".{out_dir.name}.tmp-", dir=out_dir.parent))
+    tmp = new_report_dir(out_dir)
     try:
         report = result.report
         pictures = draw(report, result.traces, workers)
@@ -215,14 +212,9 @@ def write_report(result, out_dir: Path, cx, workers: int = 1, junit_xml: bool = 
         if junit_xml:
             (tmp / "junit.xml").write_text(junit.junit(report), encoding="utf-8")
         (tmp / "index.html").write_text(check_html.page(report, pictures), encoding="utf-8")
-        old = None
-        if out_dir.exists():
-            old = Path(tempfile.mkdtemp(prefix=f".{out_dir.name}.old-", dir=out_dir.parent))
-            os.rmdir(old)
-            os.replace(out_dir, old)
-        os.replace(tmp, out_dir)
-        if old is not None:
-            shutil.rmtree(old, ignore_errors=True)
-    except BaseException:
+        replace_dir(tmp, out_dir)
+    except BaseException as err:
         shutil.rmtree(tmp, ignore_errors=True)
+        if isinstance(err, OSError):  # a full disk, a folder that vanished: the user's path (exit 2)
+            raise OutputError(f"{out_dir}: cannot write the report: {err.strerror or err}") from None
         raise

@@ -80,8 +80,7 @@ def main(args, out) -> int:
         out.write(report.format_json(result) if args.json else report.format_table(result))
         return EXIT_INTERRUPTED
     if out_dir is not None:
-        out_dir.mkdir(parents=True, exist_ok=True)
-        plots, skipped = report.write_plots(result, out_dir)
+        plots, skipped = report.write_plots(result, out_dir, write_atomic)
         write_atomic(out_dir / report.REPORT_JSON, report.format_json(result))
         write_atomic(out_dir / report.REPORT_MARKDOWN, report.format_markdown(result, plots, skipped))
         sys.stderr.write(report.format_written(out_dir, [report.REPORT_MARKDOWN, report.REPORT_JSON, *plots]))
