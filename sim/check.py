@@ -66,7 +66,7 @@ from typing import Callable
 
 from model import properties as props
 
-from . import json_input
+from . import input_file, json_input
 from . import suite as suites
 from .check_jobs import (  # noqa: F401  (the jobs, and names other modules take from here)
     SWARM_CHUNK_SEEDS,
@@ -148,10 +148,10 @@ def load_baseline(path: str | Path | None) -> list[dict]:
     if path is None:
         return []
     p = Path(path)
-    try:
-        doc = json_input.loads(p.read_text(encoding="utf-8"))  # no NaN, bounded nesting (issue 32)
-    except OSError as err:
-        raise BadBaseline(f"{p}: cannot read: {err.strerror or err}") from None
+    try:  # a regular file of at most 10 MB; no NaN, bounded nesting (issue 32)
+        doc = json_input.loads(input_file.read_capped(p, str(p), 10 * input_file.MB, "a baseline file").decode("utf-8"))
+    except input_file.InputFileError as err:
+        raise BadBaseline(str(err)) from None
     except (UnicodeDecodeError, ValueError) as err:
         raise BadBaseline(f"{p}: not a JSON baseline file: {err}") from None
     if not isinstance(doc, dict) or doc.get("schema") != BASELINE_SCHEMA:

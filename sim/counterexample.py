@@ -36,7 +36,7 @@ from model import properties as props
 from model import system as msys
 from model import worlds
 
-from . import json_input
+from . import input_file, json_input
 from .output import write_atomic
 from .replay import replay_actions, trace_lines
 from .replay import trace_sha256  # noqa: F401  (re-exported: counterexample files carry it)
@@ -46,6 +46,12 @@ FORMAT = "toolcall-sim/counterexample/1"
 
 class BadInput(Exception):
     """One line: what is wrong with the file."""
+
+
+# A counterexample is a page; a recorded trace of the largest scenario the loader accepts
+# (tests/caps_scenario.py) is tens of MB: 256 MB is far above both, and far below what
+# would exhaust memory (a log or /dev/zero named by mistake).
+MAX_INPUT_BYTES = 256 * input_file.MB
 
 
 def world_of(spec, base: Path | None = None, scenario_file: str | None = None) -> msys.WorldConfig:
@@ -255,12 +261,11 @@ def _actions(records) -> list:
 def load_any(path: str | Path) -> tuple[dict, list, dict]:
     """(world spec, actions, expectations) from a counterexample or a recorded trace."""
     p = Path(path)
-    try:
-        raw = p.read_bytes()
-    except OSError as err:
-        raise BadInput(f"{p}: cannot read: {err.strerror or err}") from None
-    except ValueError as err:  # a NUL byte in the path
-        raise BadInput(f"{path!r}: cannot read: {err}") from None
+    try:  # only a regular file, at most MAX_INPUT_BYTES (sim/input_file.py: nothing hangs)
+        raw = input_file.read_capped(p, repr(str(path)) if "\0" in str(path) else str(p), MAX_INPUT_BYTES,
+                                     "a counterexample or a trace")
+    except input_file.InputFileError as err:
+        raise BadInput(str(err)) from None
     try:
         text = raw.decode("utf-8")
     except UnicodeDecodeError as err:

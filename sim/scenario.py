@@ -44,10 +44,8 @@ Rule 7. Nothing accepted in silence: a name (scenario, chat, tool call, path, fa
 
 from __future__ import annotations
 
-import os
 import re
 import reprlib
-import stat
 import tomllib
 from dataclasses import dataclass
 from pathlib import Path
@@ -55,6 +53,7 @@ from typing import Any
 
 from model import vocabulary
 
+from . import input_file
 from .scenario_faults import read_fault
 from .scenario_spec import WRITTEN_MS
 from .scenario_spec import (  # re-exported: the values read, for sim/ and tests
@@ -215,46 +214,13 @@ def load(path: str | Path, shown: str | None = None) -> Scenario:
     return from_dict(data, shown)
 
 
-# What a path that is not a regular file is, for the one line that refuses it (Rule 6).
-_KINDS = ((stat.S_ISDIR, "a directory"), (stat.S_ISFIFO, "a FIFO (named pipe)"), (stat.S_ISCHR, "a character device"),
-          (stat.S_ISBLK, "a block device"), (stat.S_ISSOCK, "a socket"))
-
-
-def _not_regular(mode: int) -> str | None:
-    """Why a file of this mode is no scenario file (None: it is a regular file)."""
-    if stat.S_ISREG(mode):
-        return None
-    return next((what for test, what in _KINDS if test(mode)), "not a regular file")
-
-
 def _read_capped(path: Path, shown: str) -> bytes:
-    """The bytes of the regular file at ``path`` (Rule 6), refused in one line before
-    anything is read if it is a FIFO, a device, a socket, a directory or over the cap. The
-    file is stat'ed first; it is opened with O_NONBLOCK (a FIFO put in its place after the
-    stat cannot block the open) and checked again by its descriptor, and at most
-    cap + 1 bytes are read (a file that grew past the cap meanwhile is refused too)."""
-    cap = vocabulary.MAX_SCENARIO_BYTES
-    too_big = f"{shown}: larger than the cap of {cap // (1024 * 1024)} MB for a scenario file"
+    """Rule 6: the bytes of the regular file at ``path``, at most ``MAX_SCENARIO_BYTES``
+    (sim/input_file.py: a FIFO, a device, a socket or a directory is refused unread)."""
     try:
-        why = _not_regular(os.stat(path).st_mode)
-        if why is None:
-            fd = os.open(path, os.O_RDONLY | os.O_NONBLOCK | getattr(os, "O_NOCTTY", 0))
-            with os.fdopen(fd, "rb") as f:
-                st = os.fstat(f.fileno())
-                why = _not_regular(st.st_mode)
-                if why is None:
-                    if st.st_size > cap:
-                        raise ScenarioError(too_big)
-                    raw = f.read(cap + 1)
-    except OSError as err:
-        raise ScenarioError(_printable(f"{shown}: cannot read: {err.strerror or err}")) from None
-    except ValueError as err:  # e.g. a NUL byte in the path
-        raise ScenarioError(_printable(f"{shown}: cannot read: {err}")) from None
-    if why is not None:
-        raise ScenarioError(_printable(f"{shown}: is {why}, not a scenario file"))
-    if len(raw) > cap:
-        raise ScenarioError(too_big)
-    return raw
+        return input_file.read_capped(path, shown, vocabulary.MAX_SCENARIO_BYTES, "a scenario file")
+    except input_file.InputFileError as err:
+        raise ScenarioError(_printable(str(err))) from None
 
 
 # The pieces of TOML text that can hold a bracket that is not one: strings (the four

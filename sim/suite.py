@@ -51,6 +51,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from . import input_file
 from .scenario import ScenarioError, format_duration, parse_duration
 
 SUITE_DIR = Path(__file__).resolve().parent.parent / "scenarios" / "suites"
@@ -269,12 +270,10 @@ class _Reader:
 def load(path: str | Path) -> Suite:
     """Read and check a suite file (Rule 1); SuiteError names the first problem."""
     p = Path(path)
-    try:
-        raw = p.read_bytes()
-    except OSError as err:
-        raise SuiteError(f"{p}: cannot read: {err.strerror or err}") from None
-    except ValueError as err:  # e.g. a NUL byte in the path
-        raise SuiteError(f"{p}: cannot read: {err}") from None
+    try:  # only a regular file, at most 10 MB (sim/input_file.py: nothing hangs)
+        raw = input_file.read_capped(p, str(p), 10 * input_file.MB, "a suite file")
+    except input_file.InputFileError as err:
+        raise SuiteError(str(err)) from None
     try:
         data = tomllib.loads(raw.decode("utf-8"))
     except UnicodeDecodeError as err:

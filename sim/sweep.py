@@ -50,11 +50,13 @@ from __future__ import annotations
 
 import itertools
 import math
+import os
 import tomllib
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from . import input_file
 from .scenario import ScenarioError, format_duration, from_dict, parse_duration
 
 _H = 3_600_000
@@ -170,11 +172,13 @@ def resolve_path(path: str) -> str:
 
 def load(path: str) -> Sweep:
     shown = path
-    try:
-        text = Path(path).read_text(encoding="utf-8")
-    except FileNotFoundError:
-        raise ScenarioError(f"{shown}: no such sweep file") from None
-    except (OSError, UnicodeDecodeError, ValueError) as err:
+    try:  # only a regular file, at most 10 MB (sim/input_file.py: nothing hangs)
+        if not os.path.lexists(path):
+            raise ScenarioError(f"{shown}: no such sweep file")
+        text = input_file.read_capped(path, shown, 10 * input_file.MB, "a sweep file").decode("utf-8")
+    except input_file.InputFileError as err:
+        raise ScenarioError(" ".join(str(err).split())) from None
+    except (UnicodeDecodeError, ValueError) as err:
         raise ScenarioError(f"{shown}: cannot read: {' '.join(str(err).split())}") from None
     try:
         data = tomllib.loads(text)

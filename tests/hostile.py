@@ -51,7 +51,7 @@ class Case:
     cls: str  # one of CLASSES: the issue 32 section the case comes from
     expect: int = 2  # the exit code the case must end with
     files: dict[str, bytes] = field(default_factory=dict)
-    env: dict[str, str] = field(default_factory=dict)
+    env: dict[str, str] = field(default_factory=dict)  # ``{tmp}`` is the case's folder here too
     needle: str | None = None  # a piece of the one stderr line (Rule 3), case-insensitive
     writes: tuple[str, ...] = ()  # folders below {tmp} the run may change (Rule 4)
     setup: Callable[[Path], None] | None = None  # makes what files cannot: FIFOs, links, modes
@@ -101,7 +101,7 @@ def run_case(case: Case, tmp: Path, monkeypatch) -> tuple[int, str, str]:
     if case.setup is not None:
         case.setup(tmp)
     for k, v in case.env.items():
-        monkeypatch.setenv(k, v)
+        monkeypatch.setenv(k, v.replace("{tmp}", str(tmp)))
     monkeypatch.chdir(tmp)
     before = snapshot(tmp, case.writes)
     argv = [a.replace("{tmp}", str(tmp)) for a in case.argv]

@@ -107,6 +107,8 @@ def main(args, out) -> int:
         raise BadFlag(f"--quick: {suite.path} marks nothing quick (quick = true on an entry, or planted.quick_drivers)")
     out_dir = check_replaceable_dir(args.out if args.out is not None else DEFAULT_OUT / "check" / suite.name, "--out")
     baseline_path = args.baseline
+    if args.update_baseline:  # before it is read: a FIFO or device there is refused unopened
+        check_out_file(baseline_path if baseline_path is not None else str(DEFAULT_BASELINE), "--baseline")
     if baseline_path is None:
         baseline_path = str(DEFAULT_BASELINE)
         entries = check.load_baseline(baseline_path) if DEFAULT_BASELINE.is_file() else []
@@ -116,8 +118,6 @@ def main(args, out) -> int:
         entries = []
     else:
         entries = check.load_baseline(baseline_path)
-    if args.update_baseline:
-        check_out_file(baseline_path, "--baseline")
     jobs = len(check._jobs(part))
     bar = Progress.for_command(args, f"check {suite.name}" + (" (quick)" if args.quick else ""), jobs, unit="jobs",
                                line=check_markdown.progress_line)
