@@ -267,9 +267,11 @@ MAX_SCENARIO_BYTES = 10 * 1024 * 1024
 #   = { result = { ... } }``); the TOML reader recurses once a level, so 5,000 levels
 #   ended as a RecursionError: the bytes are scanned for depth before they are parsed;
 MAX_NESTING = 32
-# - ``[world] replicas``: each replica's loops wake the world; 1,000 idle replicas run an
-#   hour in about 2 s (100,000 ran for minutes);
-MAX_REPLICAS = 1_000
+# - ``[world] replicas``: each replica's loops wake the world and each takes part in every
+#   chat's ownership; 1,000 idle replicas ran an hour in about 4 s, and 1,000 beside the
+#   other caps for over ten minutes (100,000 alone ran for minutes). 100 keeps a scenario
+#   at every cap at once (tests/caps_scenario.py) to about a minute and a half;
+MAX_REPLICAS = 100
 # - assistant turns, tool calls in one turn and in all, chats (each chat is a chat of its
 #   own turns), faults (with clock steps): each is some messages and steps of the run;
 MAX_TURNS = 1_000

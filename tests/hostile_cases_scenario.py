@@ -113,7 +113,7 @@ CASES = [
         None, "unbounded", expect=0),
     # -- every size has a cap ----------------------------------------------------------------
     row("100000 replicas", GOOD + b"[world]\nreplicas = 100000\n", "world.replicas", "unbounded"),
-    row("1001 replicas", GOOD + b"[world]\nreplicas = 1001\n", "world.replicas", "unbounded"),
+    row("101 replicas", GOOD + b"[world]\nreplicas = 101\n", "world.replicas", "unbounded"),
     row("1001 turns", HEAD + TURN.replace(b"toolu_01", b"t") + b'[[turns]]\ntool_calls = []\n' * 1000, "turns",
         "unbounded"),
     row("101 tool calls in one turn", calls(101, 101), "in one turn", "unbounded"),
