@@ -214,6 +214,7 @@ def test_check_with_workers_prints_the_jobs_done_and_keeps_the_old_report(tmp_pa
     old = tmp_path / "report"
     old.mkdir()
     (old / "summary.md").write_text("the old report\n")
+    (old / ".toolcall-sim-report").write_text("written by toolcall-sim\n")  # an earlier report of ours
     cmd = Command(["check", "--quick", "--workers", "2", "--out", "report", "--baseline",
                    str(ROOT / "reports" / "baseline.json")], tmp_path)
     code = interrupted(cmd, "/111 ", signum, group)

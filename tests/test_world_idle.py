@@ -95,7 +95,7 @@ CLOCKS = [
     {"db": {"offset": "-3m"}},
     {"db": {"drift_ppm": 900}},
     {"db": {"steps": [{"at": "7m", "by": "45s"}]}},
-    {"db": {"offset": "1h", "steps": [{"at": "6m", "by": "20s", "back": True}, {"at": "12m", "by": "50s"}]}},
+    {"db": {"offset": "1h", "steps": [{"at": "6m", "by": "20s", "back": True}, {"at": "9m", "by": "50s"}]}},  # (before until: 10m)
     {"replica-1": {"drift_ppm": -700}, "replica-2": {"offset": "-15m", "drift_ppm": 500}, "db": {"drift_ppm": -400}},
 ]
 
