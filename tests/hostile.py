@@ -37,7 +37,7 @@ import signal
 import stat
 import sys
 from collections.abc import Callable
-from contextlib import redirect_stderr, redirect_stdout
+from contextlib import contextmanager, redirect_stderr, redirect_stdout
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -65,6 +65,22 @@ class Case:
 class Hang(BaseException):
     """Raised by the watchdog: a BaseException, so the command line's own ``except
     Exception`` (exit 70) cannot swallow it."""
+
+
+@contextmanager
+def watchdog(seconds: int):
+    """Rule 2's bound: SIGALRM raises ``Hang`` after ``seconds`` of wall time (a watchdog
+    against a hang, never a speed test); the previous handler is restored after."""
+    def fire(signum, frame):  # noqa: ARG001
+        raise Hang
+
+    previous = signal.signal(signal.SIGALRM, fire)
+    signal.alarm(seconds)
+    try:
+        yield
+    finally:
+        signal.alarm(0)
+        signal.signal(signal.SIGALRM, previous)
 
 
 def snapshot(root: Path, skip: tuple[str, ...] = ()) -> dict[str, tuple]:
@@ -107,13 +123,8 @@ def run_case(case: Case, tmp: Path, monkeypatch) -> tuple[int, str, str]:
     argv = [a.replace("{tmp}", str(tmp)) for a in case.argv]
     out, err = io.StringIO(), io.StringIO()
 
-    def watchdog(signum, frame):  # noqa: ARG001
-        raise Hang
-
-    previous = signal.signal(signal.SIGALRM, watchdog)
-    signal.alarm(case.seconds)
     try:
-        with redirect_stdout(out), redirect_stderr(err):
+        with watchdog(case.seconds), redirect_stdout(out), redirect_stderr(err):
             monkeypatch.setattr(sys, "stdout", out)
             try:
                 code = main(argv)
@@ -121,9 +132,6 @@ def run_case(case: Case, tmp: Path, monkeypatch) -> tuple[int, str, str]:
                 code = exit_.code if isinstance(exit_.code, int) else 2
     except Hang:
         raise AssertionError(f"{case.id}: still running after {case.seconds} s (a hang)") from None
-    finally:
-        signal.alarm(0)
-        signal.signal(signal.SIGALRM, previous)
     stderr = err.getvalue()
     assert code != 70, f"{case.id}: harness error (exit 70): {stderr!r}"  # Rule 1
     assert "Traceback" not in stderr, f"{case.id}: {stderr!r}"

@@ -29,7 +29,6 @@ import argparse
 import io
 import os
 import shutil
-import signal
 import sys
 import tempfile
 from contextlib import contextmanager, redirect_stderr, redirect_stdout
@@ -39,7 +38,7 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from hostile import Hang, snapshot
+from hostile import Hang, snapshot, watchdog
 
 GOOD = b"""name = "ok"
 until = "1m"
@@ -214,20 +213,12 @@ def _populate(tmp: Path) -> None:
 
 @contextmanager
 def _watchdog(argv: list[str], seconds: int = WATCHDOG_S):
-    """Rule 3's bound against a hang: SIGALRM raises ``Hang`` (a BaseException the
-    command line cannot swallow), reported with the argv that hung."""
-    def ring(signum, frame):  # noqa: ARG001
-        raise Hang
-
-    previous = signal.signal(signal.SIGALRM, ring)
-    signal.alarm(seconds)
+    """Rule 3's bound against a hang (hostile.watchdog), reported with the argv that hung."""
     try:
-        yield
+        with watchdog(seconds):
+            yield
     except Hang:
         raise AssertionError(f"{argv!r}: still running after {seconds} s (a hang)") from None
-    finally:
-        signal.alarm(0)
-        signal.signal(signal.SIGALRM, previous)
 
 
 def _exit_code(argv: list[str]) -> int:

@@ -25,16 +25,15 @@ import io
 import math
 import os
 import re
-import signal
 import sys
 import tempfile
-from contextlib import contextmanager, redirect_stderr, redirect_stdout
+from contextlib import redirect_stderr, redirect_stdout
 from pathlib import Path
 
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from hostile import Hang, snapshot
+from hostile import Hang, snapshot, watchdog
 
 from model import vocabulary as voc
 from sim.scenario_spec import ROUTE_OF_TOOL
@@ -241,20 +240,6 @@ def mutated_bytes(draw) -> bytes:
 # -- running one example ----------------------------------------------------------------------------
 
 
-@contextmanager
-def _watchdog(seconds: int):
-    def fire(signum, frame):  # noqa: ARG001
-        raise Hang
-
-    previous = signal.signal(signal.SIGALRM, fire)
-    signal.alarm(seconds)
-    try:
-        yield
-    finally:
-        signal.alarm(0)
-        signal.signal(signal.SIGALRM, previous)
-
-
 def run_file(text: bytes, kind: str) -> int:
     """``toolcall-sim run FILE`` of ``text`` in a fresh folder, Rules 1-4; the exit code."""
     from sim.cli import main
@@ -267,7 +252,7 @@ def run_file(text: bytes, kind: str) -> int:
         cwd = os.getcwd()
         os.chdir(tmp)
         try:
-            with _watchdog(WATCHDOG_S), redirect_stdout(out), redirect_stderr(err):
+            with watchdog(WATCHDOG_S), redirect_stdout(out), redirect_stderr(err):
                 try:
                     code = main(["run", str(path)])
                 except SystemExit as exit_:
