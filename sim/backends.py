@@ -510,8 +510,13 @@ class LocalDaskCluster:
 
         from distributed import Client, LocalCluster
 
+        # Every log of the cluster silenced, errors too: this cluster is the command's own,
+        # and what matters of it the command says in its own lines (a failed seed, exit
+        # 70). An interrupted gather made its scheduler log "Couldn't gather keys" and
+        # "Closed comm" with tracebacks on about half the Ctrl-Cs (distributed 2026.8.0),
+        # which broke the one-line rule of an interrupted command.
         self.cluster = LocalCluster(n_workers=workers, threads_per_worker=1, processes=True,
-                                    dashboard_address=":0", silence_logs=logging.ERROR)
+                                    dashboard_address=":0", silence_logs=logging.CRITICAL + 1)
         self.client = Client(self.cluster, set_as_default=False)
 
     def close(self) -> None:
