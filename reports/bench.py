@@ -132,13 +132,9 @@ def text(doc: dict) -> str:
     """The whole bench as a user reads it."""
     m = doc["machine"]
     b = doc["baseline_bfs"]
-    built = doc["model"]
     lines = [f"toolcall-sim bench ({doc['mode']}): {m['cpus']} CPUs, {m['implementation']} {m['python']}, "
              f"load average {m['load_average_1m']} at the start; wall-clock figures, every baseline run in this "
              "bench",
-             f"model: {built['compiled']} of {built['modules']} modules compiled by Cython"
-             + ("" if built["compiled"] == built["modules"] else
-                " (the rest from source: TOOLCALL_SIM_PURE is set, or edited since `pip install -e .` built them)"),
              f"baseline BFS: {b['states']:,} states in {b['seconds']:.2f} s ({_rate(b['states_per_s'])} states/s)"]
     met = 0
     goals = 0

@@ -590,21 +590,6 @@ def swarm(sizes: Sizes) -> dict:
     }
 
 
-def _model_build() -> dict:
-    """How this process runs the model (setup.py, model/__init__.py): how many of its
-    modules loaded compiled, of all it loaded. Every module is imported first, so the
-    count does not depend on which rows ran."""
-    import importlib
-    import pkgutil
-
-    import model
-
-    for info in pkgutil.walk_packages(model.__path__, "model."):
-        importlib.import_module(info.name)
-    compiled = sum(1 for how in model.LOADED.values() if how == "compiled")
-    return {"modules": len(model.LOADED), "compiled": compiled}
-
-
 ROWS = ("explorer_default", "explorer_1s", "planted_bugs", "incident", "swarm")
 
 
@@ -635,7 +620,6 @@ def run(sizes: Sizes, on_row=None) -> dict:
         "machine": {"cpus": os.cpu_count(), "python": platform.python_version(),
                     "implementation": platform.python_implementation(),
                     "load_average_1m": round(os.getloadavg()[0], 2)},
-        "model": _model_build(),
         "baseline_bfs": {"states": bfs_states, "seconds": round(bfs_s, 4), "states_per_s": round(bfs_rate, 1)},
         "rows": rows,
     }

@@ -90,20 +90,9 @@ def parser() -> argparse.ArgumentParser:
     return top
 
 
-def check_environment() -> None:
-    """The environment variables the model reads as bad input, before any command runs
-    (sim/progress.py checks TOOLCALL_SIM_PROGRESS where it draws)."""
-    import model
-
-    error = model.pure_env_error()
-    if error is not None:
-        raise BadFlag(error)
-
-
 def main(argv: list[str] | None = None) -> int:
     args = parser().parse_args(argv)
     try:
-        check_environment()
         return args.command_module.main(args, sys.stdout)
     except (ScenarioError, OutputError, BadFlag) as err:
         print(f"toolcall-sim: {one_line(err)}", file=sys.stderr)

@@ -188,10 +188,6 @@ CASES = [
     Case("explore a variant with a planted bug twice", ("explore", "--world", "default", "--variant",
                                                          "today+no-age-margin+no-age-margin", *O),
          "silent", needle="twice"),
-    Case("TOOLCALL_SIM_PURE=yes", ("list",), "silent", env={"TOOLCALL_SIM_PURE": "yes"}, needle="TOOLCALL_SIM_PURE"),
-    Case("TOOLCALL_SIM_PURE=true on a run", ("run", "{tmp}/s.toml"), "silent", files={"s.toml": GOOD},
-         env={"TOOLCALL_SIM_PURE": "true"}, needle="TOOLCALL_SIM_PURE"),
-    Case("TOOLCALL_SIM_PURE=0 is taken", ("list",), "silent", expect=0, env={"TOOLCALL_SIM_PURE": "0"}),
     # -- silent: counterexamples and traces edited by hand ---------------------------------
     Case("replay an unedited counterexample reproduces", REPLAY_C, "silent", expect=1, setup=_cx()),
     Case("replay a counterexample with an action removed", REPLAY_C, "silent", setup=_cx(_drop_last_action),

@@ -51,7 +51,6 @@ def test_chattool_reexports_every_public_name_of_its_parts():
     assert {"args", "calls", "cancel", "classifier", "execute", "state"} <= set(parts)
     for part in parts:
         module = importlib.import_module(f"model.chattool.{part}")
-        # Its source, beside it: a compiled module's __file__ is its binary (setup.py).
         tree = ast.parse((Path(chattool.__path__[0]) / f"{part}.py").read_text())
         defined = {n.name for n in tree.body if isinstance(n, (ast.FunctionDef, ast.ClassDef))}
         defined |= {t.id for n in tree.body if isinstance(n, ast.Assign) for t in n.targets if isinstance(t, ast.Name)}

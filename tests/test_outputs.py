@@ -193,24 +193,18 @@ def test_an_installed_package_gives_the_same_hash(tmp_path):
     where the build requirements are at hand (``_build_without_isolation``): what is
     installed is the same package, built by the same backend."""
     src = tmp_path / "src"
-    # The sources only: not this checkout's compiled model (setup.py), which the build
-    # would ship as it found it.
     for part in ("model", "sim", "scenarios", "reports"):
-        shutil.copytree(ROOT / part, src / part, ignore=shutil.ignore_patterns("__pycache__", "out", "*.so",
-                                                                              "_native.json"))
-    for part in ("pyproject.toml", "setup.py", "README.md"):
+        shutil.copytree(ROOT / part, src / part, ignore=shutil.ignore_patterns("__pycache__", "out"))
+    for part in ("pyproject.toml", "README.md"):
         shutil.copy(ROOT / part, src / part)
     target = tmp_path / "site"
     install = [sys.executable, "-m", "pip", "install", "-q", "--no-deps", "--target", str(target), str(src)]
-    # Built without compiling the model (setup.py Rule 3), which would take minutes:
-    # tests/test_native.py checks that the source and the compiled model agree.
-    build_env = dict(os.environ, TOOLCALL_SIM_PURE="1")
+    build_env = dict(os.environ)
     flags = _build_without_isolation(build_env)
     pip = subprocess.run(install + flags, capture_output=True, text=True, check=False, env=build_env)
     if pip.returncode != 0 and flags:  # pip's own isolation, as without the kept requirements
         shutil.rmtree(target, ignore_errors=True)
-        pip = subprocess.run(install, capture_output=True, text=True, check=False,
-                             env=dict(os.environ, TOOLCALL_SIM_PURE="1"))
+        pip = subprocess.run(install, capture_output=True, text=True, check=False, env=build_env)
     if pip.returncode != 0:
         pytest.skip(f"pip could not build the package here: {pip.stderr.strip().splitlines()[-1:]}")
     (tmp_path / "run").mkdir()

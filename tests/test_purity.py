@@ -52,11 +52,11 @@ def test_model_has_modules():
     assert {"core.py", "identity.py", "agent/__init__.py", "agent/store.py"} <= names
 
 
-# The one exception: model/__init__.py decides whether Python imports each module's source
-# or its compiled binary (setup.py), reading the build's record and the sources' digests.
-# That is loading, before any state machine runs; these are all it may do.
+# The one exception: model/__init__.py looks, once at import, for compiled modules an older
+# install left beside the sources (Python would run them instead). That is loading, before
+# any state machine runs; these are all it may do.
 LOADER = MODEL / "__init__.py"
-LOADER_READS = {"imports os", "calls open()"}
+LOADER_READS = {"imports os"}
 
 
 @pytest.mark.parametrize("path", [p for p in model_modules() if p != LOADER], ids=lambda p: p.name)
@@ -67,7 +67,7 @@ def test_model_module_is_pure(path):
 
 
 def test_the_loader_only_reads_files():
-    """model/__init__.py reads files (the build's record, the sources) and does nothing
+    """model/__init__.py lists its folder (for leftover binaries) and does nothing
     else the walk forbids: no clock, randomness, printing or object identity."""
     found = {v.split(" ", 1)[1] for v in violations(LOADER.read_text(), "model/__init__.py")}
     assert found <= LOADER_READS, found
