@@ -18,14 +18,12 @@ messages are sim/scenario.py's Rule 4: one line naming the field and what is kno
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 from model import vocabulary
 
+from .scenario_check import _Checker, _Context
 from .scenario_spec import ROUTE_OF_TOOL, FaultSpec, MessageMatch, Trigger, format_duration
-
-if TYPE_CHECKING:
-    from .scenario import _Checker, _Context
 
 ROUTES = vocabulary.ROUTES
 

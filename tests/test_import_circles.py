@@ -26,8 +26,6 @@ KNOWN = [
     {"model.agent.rules", "model.agent.state", "model.agent.store"},
     # system registers the fault and idle handlers that use its constants.
     {"model.faults", "model.idle", "model.system"},
-    # The fault reader is given the loader's checker (a TYPE_CHECKING import back).
-    {"sim.scenario", "sim.scenario_faults"},
 ]
 
 
