@@ -47,8 +47,9 @@ from .commands.common import (
 from .output import OutputError
 from .scenario import ScenarioError
 
-# The names this module had before the commands moved out keep working from here
-# (sim.swarm and sim.stateful take check_variant from sim.cli).
+# The names this module had before the commands moved out keep working from here (for
+# callers outside sim/; sim's own modules import them from sim.commands.common, below
+# the command line, so nothing imports sim.cli back).
 __all__ = ["main", "parser", "BadFlag", "check_variant", "load_scenario", "SCENARIO_DIR", "EXIT_OK", "EXIT_VIOLATION",
            "EXIT_BAD_INPUT", "EXIT_DOES_NOT_FIT", "EXIT_HARNESS", "EXIT_INTERRUPTED"]
 

@@ -174,7 +174,7 @@ def main(args, out) -> int:
     args.out = str(OUT) if args.out is None else args.out
     if args.examples < 1 or args.steps < 1:
         raise ScenarioError("search: --examples and --steps must be at least 1")
-    from .cli import check_variant
+    from .commands.common import check_variant
     from .output import check_out_dir, write_atomic
 
     check_variant(args.variant, "search: --variant")
@@ -241,7 +241,7 @@ def story_main(args, out) -> int:
     scenario file and a counterexample; hypothesis's example database lives in
     ``<out>/hypothesis-db`` (its failures are tried first next time)."""
     from . import story_search
-    from .cli import check_variant
+    from .commands.common import check_variant
     from .output import check_out_dir, default_out_dir, sigint_deferred
     from .scenario import ScenarioError
 

@@ -288,8 +288,7 @@ def main(args, out) -> int:
     sim/backends.py ``SeedFailed``), 130 interrupted. Each failing seed's scenario and counterexample are written as soon as
     the seed is done, together (a Ctrl-C waits for the pair), so an interrupted swarm
     keeps every finished one; the summary covers the seeds finished before it."""
-    from .cli import check_variant
-    from .commands.common import MAX_SEEDS, MAX_WORKERS, check_range, check_seeds
+    from .commands.common import MAX_SEEDS, MAX_WORKERS, check_range, check_seeds, check_variant
 
     check_range(args.seeds, "swarm: --seeds", 1, MAX_SEEDS)
     check_range(args.workers, "swarm: --workers", 1, MAX_WORKERS)

@@ -5,8 +5,8 @@ explicit control over when a pending handler run publishes.
 The Go middleware and cancel tests (docs/contract.md A5.1, A5.2) mount the
 middleware over a ``countingHandler`` and give the cancel handler a fake ``ProcessStopper``.
 ``CountingHandler`` and ``FakeStopper`` are those two test doubles: a test installs them
-over the model's own handler dispatch (``agent._run_handler``) and stopper
-(``agent.stop_tool_call_process``) with pytest's ``monkeypatch``, so the middleware and
+over the model's own handler dispatch (``model.agent.middleware._run_handler``) and
+stopper (``model.agent.processes.stop_tool_call_process``) with pytest's ``monkeypatch``, so the middleware and
 cancel code under test are the model's, unchanged."""
 
 from __future__ import annotations

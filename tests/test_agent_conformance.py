@@ -20,6 +20,8 @@ import pytest
 
 from agent_harness import CHAT, FAKE_PROCESS, HOUR_MS, OTHER_CHAT, TEXT_PLAIN, AgentHarness, CountingHandler, FakeStopper
 from model import agent
+from model.agent import middleware as agent_middleware
+from model.agent import processes as agent_processes
 from model.core import FMap, Reply, Truth, json_body
 from model.identity import MAX_MS, RUN_AGE_MS_HEADER, Key, tool_call_uuid
 
@@ -37,7 +39,7 @@ def counting(monkeypatch):
 
     def install(**kw) -> CountingHandler:
         handler = CountingHandler(**kw)
-        monkeypatch.setattr(agent, "_run_handler", handler)
+        monkeypatch.setattr(agent_middleware, "_run_handler", handler)
         return handler
 
     return install
@@ -49,7 +51,7 @@ def stopper(monkeypatch):
 
     def install(process=FAKE_PROCESS, error: str = "") -> FakeStopper:
         fake = FakeStopper(process, error)
-        monkeypatch.setattr(agent, "stop_tool_call_process", fake)
+        monkeypatch.setattr(agent_processes, "stop_tool_call_process", fake)
         return fake
 
     return install

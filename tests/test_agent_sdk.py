@@ -26,6 +26,7 @@ import pytest
 
 from agent_harness import CHAT, AgentHarness, CountingHandler
 from model import agent, sdk
+from model.agent import middleware as agent_middleware
 from model import chattool as ct
 from model.core import CancelTimer, Request, Response, Send, SetTimer, TransportError, header_values, json_body
 from model.identity import (
@@ -276,7 +277,7 @@ def test_tool_call_context_reaches_the_handler(monkeypatch):
     written by the SDK twin (``set_tool_call_headers``) arrives in the handler as the same
     value (chat, message, raw provider ID with its escaping undone)."""
     handler = CountingHandler()
-    monkeypatch.setattr(agent, "_run_handler", handler)
+    monkeypatch.setattr(agent_middleware, "_run_handler", handler)
     h = AgentHarness()
     h.request("POST", agent.START_PATH, body=b"x")
     provider_id = "toolu_01/%x y"
@@ -316,7 +317,7 @@ def test_agent_conn_tool_call_requests(monkeypatch):
             rec = agent.Recorded(rec.status, rec.content_type, b"\xff\xfe" + rec.body)
         return state, rec, effects
 
-    monkeypatch.setattr(agent, "_run_handler", raw_bytes_handler)
+    monkeypatch.setattr(agent_middleware, "_run_handler", raw_bytes_handler)
     conn = ((CHAT_ID_HEADER, CHAT), (TOOL_CALL_ID_HEADER, "connection-wide"))
     h = AgentHarness()
 

@@ -14,14 +14,6 @@ import networkx as nx
 from reports.architecture import import_graph
 
 KNOWN = [
-    # CI and the command line import each other (check runs bugs and bench, the commands
-    # reach back into the suite): the split of sim/ into layers removes it.
-    {"sim.bench", "sim.bugs", "sim.check", "sim.check_jobs", "sim.cli", "sim.commands", "sim.commands.bench",
-     "sim.commands.bugs", "sim.commands.check", "sim.commands.compare", "sim.commands.explore",
-     "sim.commands.replay", "sim.commands.run", "sim.commands.search", "sim.commands.swarm", "sim.stateful",
-     "sim.suite", "sim.swarm"},
-    # The package as a seam tests patch (``from .. import agent as _package``).
-    {"model.agent", "model.agent.cancel", "model.agent.middleware", "model.agent.routes"},
     # Type names under TYPE_CHECKING and the config beside the state it configures.
     {"model.agent.rules", "model.agent.state", "model.agent.store"},
     # system registers the fault and idle handlers that use its constants.

@@ -10,7 +10,9 @@ canceled marker (``AgentRules.mark_canceled``) and ``started=false``; a pending 
 waited for, then stopped; a run that published is stopped now, on every repeated cancel
 too. The answer carries the recorded response and the process state after the stop rule,
 which the stopper (processes.py ``stop_tool_call_process``) applies. The stopper is
-called through the package, where the Go-shaped tests install their fake stopper.
+called through its module (``processes.stop_tool_call_process``), where the Go-shaped
+tests install their fake stopper; not through the package, which would make the package
+and this module import each other (issue 33).
 """
 
 from __future__ import annotations
@@ -18,10 +20,10 @@ from __future__ import annotations
 import base64
 from typing import Any
 
-from .. import agent as _package  # the seam: tests replace agent.stop_tool_call_process
 from ..core import Request, note, replace
 from ..gocompat.decode import GoJSONError
 from ..identity import HeaderError, Key, clamp_ms, parse_tool_call_headers
+from . import processes  # the seam: tests replace processes.stop_tool_call_process
 from .state import AgentState, Effects, Record, Waiter
 from .store import REFUSAL_FOR_VERDICT, lookup
 from .wire import (
@@ -96,7 +98,7 @@ def _answer_cancel(
     if record.recorded.body:
         out["body"] = base64.b64encode(record.recorded.body).decode("ascii")
     pid = state.config.rules.pid_to_stop(key, record.recorded)
-    state, process, effects, error = _package.stop_tool_call_process(state, pid, threshold_ms, now_ms)
+    state, process, effects, error = processes.stop_tool_call_process(state, pid, threshold_ms, now_ms)
     if error:
         return state, effects + [_message(req, 500, MSG_STOP_FAILED, error)]
     if process is not None:

@@ -14,13 +14,12 @@ the run publishes (``on_handler_done``) the record is filled in
 (``AgentRules.record_when_published``) and every waiter is answered: replays with the
 recorded answer and the run-age header, cancels by the cancel handler. A panic records
 the handler-failed 500 and the creating request gets httpmw.Recover's 500 (section 2.5).
-The handler itself is called through the package (``agent._run_handler``), where the
-Go-shaped tests install their counting handler.
+The handler itself is looked up in this module when called (``middleware._run_handler``),
+where the Go-shaped tests install their counting handler.
 """
 
 from __future__ import annotations
 
-from .. import agent as _package  # the seam: tests replace agent._run_handler
 from ..core import REMOVED, Reply, Request, Response, SetTimer, note, replace
 from ..identity import INPUT_MISMATCH, TOOL_CALL_CANCELED, HeaderError, Key, parse_tool_call_headers
 from .cancel import _answer_cancel
@@ -123,7 +122,7 @@ def on_handler_done(
     else:
         # The handler's clock reading is the run's start (the request's arrival): a process
         # it spawns takes that instant as its start time (rule 6).
-        state, recorded, effects = _package._run_handler(state, run.kind, run.request, run.key, run.created_at_ms)
+        state, recorded, effects = _run_handler(state, run.kind, run.request, run.key, run.created_at_ms)
     if panic:
         recorded = PANIC_RECORDED
         effects.append(note("handler_panicked", uuid=uuid_, after_effects=after_effects))
