@@ -1,4 +1,4 @@
-"""Actions: the one vocabulary every driver speaks to ``model.system.apply``.
+"""Actions: the one vocabulary every driver speaks to ``toolcall_sim.model.system.apply``.
 
 Theory of operation
 -------------------
@@ -9,7 +9,7 @@ without doing anything that leaves a record (``Idle``, model/idle.py). The simpy
 hypothesis each choose actions; a list of them replays the same run anywhere, which is why
 they are plain frozen values with a JSON form (``action_to_json``/``action_from_json``,
 what counterexample files hold) and a label saying what they are (rule 2 of
-``model.system``: a replay that stops matching says at which step and why,
+``toolcall_sim.model.system``: a replay that stops matching says at which step and why,
 ``ReplayMismatch``). Every action carries ``at_ms``, the true time it happens (rule 1).
 """
 

@@ -2,7 +2,7 @@
 
 Theory of operation
 -------------------
-The explorer drives the same ``model.system.apply`` as the simpy world, but instead of
+The explorer drives the same ``toolcall_sim.model.system.apply`` as the simpy world, but instead of
 drawing one future it takes every one: in each state, every action the world could take
 next (``enabled``) is applied, and the resulting states are deduplicated by a canonical
 key (Rule 4). Breadth-first order makes the first violation found for a property the one
@@ -33,7 +33,7 @@ Rule 4 (interned keys). A state's identity is a tuple of small handles (model/in
         clock, the partitions and the budgets spent. Equal components share one handle,
         so two states are compared exactly, in a few pointer comparisons, and a step
         keys only the components it changed. ``fingerprint`` gives the same identity as
-        a 128-bit content digest, the same in every process (what sim/explore_parallel.py
+        a 128-bit content digest, the same in every process (what sim/drivers/explore_parallel.py
         compares states by).
 Rule 5 (reordered histories merge). Two paths that reach the same system state with the
         same ghost records in another order are one state: the key takes the ghost as
@@ -76,7 +76,7 @@ Rule 8 (storage). A numbered state keeps only its key, its parent's number and t
         replaying those choices from the initial state. Only the frontier holds nodes.
 Rule 9 (one order of events). ``Search`` makes every decision (a state's verdict, a child
         numbered or merged, ``max_states``, ``stop_on``) in one fixed order, so
-        sim/explore_parallel.py can let worker processes expand states and still number
+        sim/drivers/explore_parallel.py can let worker processes expand states and still number
         them here in that order: the result is the same for any number of workers.
 Rule 10 (one expansion per system state). A state's children depend on its system and
         its budgets, never on its ghost history, which a step only extends by the records
@@ -212,7 +212,7 @@ class Result:
     memo_hits: int = 0  # steps taken from the transition memo (Rule 7)
     memo_misses: int = 0  # steps run through system.apply
     states_per_depth: tuple = ()  # numbered states at each breadth-first depth, from 0 (a report's depth chart)
-    processes: int = 1  # processes that searched (sim/explore_parallel.py: 1 when it ended before forking)
+    processes: int = 1  # processes that searched (sim/drivers/explore_parallel.py: 1 when it ended before forking)
 
 
 def explore(config: msys.WorldConfig, bounds: Bounds = Bounds(), max_states: int = 200_000,
@@ -252,7 +252,7 @@ TERMINAL = ("always", "eventually")
 
 class Search:
     """One breadth-first search, one state at a time (``run``), or driven a level at a
-    time by a parallel driver (sim/explore_parallel.py) through ``report`` and ``offer``,
+    time by a parallel driver (sim/drivers/explore_parallel.py) through ``report`` and ``offer``,
     which keep the order of events, and so the result, of the one-process search.
 
     Rule 8 (storage): a numbered state keeps only its key, its parent's number and which
@@ -273,7 +273,7 @@ class Search:
         # ``warm_from``: an earlier search of the same world and bounds, whose context
         # (handles, step and verdict memos) and expansion memo this one starts from, so
         # that with no generation dropped every expansion is found in memory: what the
-        # search costs beside the model's steps (sim/bench.py's ceiling).
+        # search costs beside the model's steps (sim/ci/bench.py's ceiling).
         self.ctx = Context(digests) if warm_from is None else warm_from.ctx
         self.reorder = bounds.merge_reordered
         root = self.ctx.initial_node(config)

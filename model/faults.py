@@ -5,15 +5,15 @@ Theory of operation
 A ``Fault`` action is something the world does to the system: an agent restart, a replica
 crash, an ownership change or takeover, an interrupt or a user message, a partition and
 its healing, a database outage, a handler panic, or a crafted request from the probe node.
-``model.system.apply`` records the fault and calls its handler here; each handler edits the
+``toolcall_sim.model.system.apply`` records the fault and calls its handler here; each handler edits the
 system through the same ``_Builder`` as every other step (model/system.py), so faults obey
 that module's rules: a fault with a duration arms a ``world`` timer that ends it (Rule 3),
 the kinds are exactly the vocabulary's, checked at import (Rule 6), and the probe's
 crafted requests are answered to the probe (Rule 7). A fault that can do nothing records
 ``fault_skipped`` with its reason.
 
-This module reads model/system.py's builder and node helpers at call time; model/system.py
-imports it after defining them.
+This module edits the system through model/builder.py's builder and node helpers;
+model/system.py imports it (and it imports nothing of model/system.py).
 """
 
 from __future__ import annotations
@@ -21,43 +21,43 @@ from __future__ import annotations
 import json
 from urllib.parse import urlencode
 
-from . import agent, chatd, system as _sys, vocabulary
+from . import agent, builder, chatd, vocabulary
 from .actions import Fault
 from .core import FMap, Request, replace
 from .identity import CHAT_ID_HEADER, set_tool_call_headers, tool_call_uuid
-from .system import AGENT, DB, PROBE, WORLD
+from .builder import AGENT, DB, PROBE, WORLD
 
 
 
-def _agent_restart(b: _sys._Builder, f: Fault):
-    _sys._agent_down(b, f.kind)
+def _agent_restart(b: builder._Builder, f: Fault):
+    builder._agent_down(b, f.kind)
     downtime = f.get("downtime", 0)
     if downtime:
         b.set_timer(WORLD, "agent_boot", downtime)
     else:
-        _sys._boot_agent(b)
+        builder._boot_agent(b)
 
 
-def _agent_shutdown(b: _sys._Builder, f: Fault):
-    _sys._agent_down(b, f.kind)
+def _agent_shutdown(b: builder._Builder, f: Fault):
+    builder._agent_down(b, f.kind)
 
 
-def _replica_crash(b: _sys._Builder, f: Fault):
+def _replica_crash(b: builder._Builder, f: Fault):
     name = f.get("replica")
-    _sys._crash_replica(b, name)
+    builder._crash_replica(b, name)
     downtime = f.get("downtime", 0)
     if downtime:
         b.set_timer(WORLD, f"replica_boot:{name}", downtime)
     else:
-        _sys._boot_replica(b, name)
+        builder._boot_replica(b, name)
 
 
-def _ownership_change(b: _sys._Builder, f: Fault):
+def _ownership_change(b: builder._Builder, f: Fault):
     if f.get("immediate"):
         _takeover(b, f)
         return
-    chat_id = f.get("chat") or _sys._first_chat(b.s)
-    owner = _sys.chat_owner(b.s, chat_id)
+    chat_id = f.get("chat") or builder._first_chat(b.s)
+    owner = builder.chat_owner(b.s, chat_id)
     if owner is None:
         b.record(WORLD, "fault_skipped", fault=f.kind, why="chat has no owner")
         return
@@ -72,12 +72,12 @@ def _ownership_change(b: _sys._Builder, f: Fault):
     b.set_timer(WORLD, f"resume_heartbeats:{owner}", pause_ms)
 
 
-def _takeover(b: _sys._Builder, f: Fault):
+def _takeover(b: builder._Builder, f: Fault):
     """What a stale heartbeat leads to, at once: the owner's heartbeat row is made stale
     and replica ``to`` (default: the next replica after the owner) runs its acquisition
     poll now (the explorer's ownership change; ``ownership_change`` with ``immediate``)."""
-    chat_id = f.get("chat") or _sys._first_chat(b.s)
-    owner = _sys.chat_owner(b.s, chat_id)
+    chat_id = f.get("chat") or builder._first_chat(b.s)
+    owner = builder.chat_owner(b.s, chat_id)
     to = f.get("to")
     if to is None:
         names = b.s.config.replicas
@@ -94,22 +94,22 @@ def _takeover(b: _sys._Builder, f: Fault):
     b.replica_step(to, chatd.replica_on_timer, "acquire")
 
 
-def _interrupt(b: _sys._Builder, f: Fault):
-    b.db_step(chatd.db_interrupt, f.get("chat") or _sys._first_chat(b.s))
+def _interrupt(b: builder._Builder, f: Fault):
+    b.db_step(chatd.db_interrupt, f.get("chat") or builder._first_chat(b.s))
 
 
-def _user_message(b: _sys._Builder, f: Fault):
-    b.db_step(chatd.db_send_user_message, f.get("chat") or _sys._first_chat(b.s), "more")
+def _user_message(b: builder._Builder, f: Fault):
+    b.db_step(chatd.db_send_user_message, f.get("chat") or builder._first_chat(b.s), "more")
 
 
-def _partition(b: _sys._Builder, f: Fault):
+def _partition(b: builder._Builder, f: Fault):
     x, y = f.get("between")
     b.set(partitions=b.s.partitions + ((x, y),))
     if f.get("duration"):
         b.set_timer(WORLD, f"heal:{x}|{y}", f.get("duration"))
 
 
-def _heal(b: _sys._Builder, f: Fault):
+def _heal(b: builder._Builder, f: Fault):
     between = f.get("between")
     if between:
         x, y = between
@@ -118,24 +118,24 @@ def _heal(b: _sys._Builder, f: Fault):
         b.set(partitions=())
 
 
-def _db_outage(b: _sys._Builder, f: Fault):
+def _db_outage(b: builder._Builder, f: Fault):
     b.set(db=chatd.db_set_up(b.s.db, False))
     b.record(DB, "db_down")
     if f.get("duration"):
         b.set_timer(WORLD, "db_up", f.get("duration"))
 
 
-def _handler_panic(b: _sys._Builder, f: Fault):
+def _handler_panic(b: builder._Builder, f: Fault):
     run_id = f.get("run")
     b.cancel_timer((AGENT, f"handler:{run_id}"))
     if b.s.agent is not None:
         b.agent_step(
             agent.on_handler_done, run_id, b.clock(AGENT), True, bool(f.get("after_spawn", False)),
-            cause=_sys._run_request(b.s, f"handler:{run_id}"),
+            cause=builder._run_request(b.s, f"handler:{run_id}"),
         )
 
 
-def _probe_request(b: _sys._Builder, f: Fault):
+def _probe_request(b: builder._Builder, f: Fault):
     """A crafted request from the probe node (US9, A5): built from the committed tool
     call it names, with the chat ID of ``as_chat`` (none when absent), the tool call
     headers of the target, then ``headers`` applied on top (an empty value removes a
@@ -174,7 +174,7 @@ def _probe_request(b: _sys._Builder, f: Fault):
     b.send(PROBE, AGENT, req)
 
 
-def _committed_call(s: _sys.System, chat_id: str, provider_id: str):
+def _committed_call(s: builder.System, chat_id: str, provider_id: str):
     """(message ID, ToolCall) of the committed assistant message carrying ``provider_id``."""
     chat = s.db.chats.get(chat_id) if s.db is not None else None
     for msg in (chat.messages if chat is not None else ()):

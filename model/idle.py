@@ -69,11 +69,8 @@ from __future__ import annotations
 from bisect import bisect_left
 from heapq import heapify, heapreplace
 
-from . import chatd
-# system imports this module at its end, so it is (at least partly) loaded here and its
-# names are looked up when first used: a function-level import costs a microsecond per
-# call in ``_timer`` and ``advance``, which a long quiet world calls thousands of times.
-from . import system as _system
+from . import builder, chatd
+from .actions import ReplayMismatch
 from .chatd.state import SYNC_PREFIX, TIMER_ACQUIRE, TIMER_HEARTBEAT
 from .core import SetTimer
 
@@ -168,7 +165,7 @@ def advance(s, before: tuple | None = None, max_fires: int | None = None, memo: 
     changes no result, only how often the handler is asked. The entries hold
     those objects, so an identity is never that of a newer object. It also receives
     ``FIRST``: the returned system's first periodic timer (``next_periodic``)."""
-    DB = _system.DB
+    DB = builder.DB
 
     carried = memo.get(HEAP) if memo is not None else None
     if carried is not None:
@@ -578,12 +575,12 @@ def _row_at(key, value, row_owner, writers, beats, poll, db_clock):
 
 
 def _timer(key, at):
-    return _system.Timer(key[0], key[1], at[0], at[1])
+    return builder.Timer(key[0], key[1], at[0], at[1])
 
 
 # (system imports this module at its end, after its ``Timer``: the class is there in
 # either import order)
-_Timer = _system.Timer
+_Timer = builder.Timer
 
 
 def _write_beats(db, replicas, beats: dict, db_clock):
@@ -598,8 +595,7 @@ def _write_beats(db, replicas, beats: dict, db_clock):
 
 def apply_idle(s, action):
     """``apply`` of an ``Idle`` action: the next ``fires`` periodic firings, each idle."""
-    from .system import ReplayMismatch, Step
-
+    Step = builder.Step
     fires = action.fires
     if type(fires) is not int or fires < 1:
         raise ReplayMismatch(f"{action.label()}: fires must be a whole number >= 1")

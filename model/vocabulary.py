@@ -6,9 +6,9 @@ A scenario file is the user's only handle on the world, so every word it may use
 row here, with its fields, its meaning and an example that changes a run. Every reader
 takes the words from this module and from nowhere else:
 
-- the scenario loader (sim/scenario.py) accepts exactly these fault kinds with exactly
+- the scenario loader (sim/world/scenario.py) accepts exactly these fault kinds with exactly
   these fields, these trigger events, routes, tools, result kinds and ``[world]`` keys;
-- ``model.faults`` keeps one handler per model fault kind (``FAULT_HANDLERS``) and
+- ``toolcall_sim.model.faults`` keeps one handler per model fault kind (``FAULT_HANDLERS``) and
   checks at import that the handlers and ``model_fault_kinds()`` are the same set;
 - swarm draws its fault kinds from ``SWARM_FAULT_KINDS``, a subset of ``FAULTS``;
 - ``toolcall-sim list`` prints these tables, and scenarios/README.md documents them
@@ -111,7 +111,7 @@ FAULT_FIELD_TYPES = {
     "name": "str", "route": "request_route", "tool_call": "tool_call", "headers": "headers", "body": "str",
 }
 
-# The kinds swarm toggles per seed (sim/swarm.py): agent_shutdown ends every later story,
+# The kinds swarm toggles per seed (sim/drivers/swarm.py): agent_shutdown ends every later story,
 # user_message, heal and handler_panic need pairing with a fault swarm does not draw,
 # takeover and request are for hand-written races.
 SWARM_FAULT_KINDS = (
@@ -123,7 +123,7 @@ MESSAGE_FAULTS = tuple(name for name, f in FAULTS.items() if f.shape == "message
 
 
 def model_fault_kinds() -> tuple[str, ...]:
-    """The kinds the model applies as ``Fault`` actions (model.faults.FAULT_HANDLERS)."""
+    """The kinds the model applies as ``Fault`` actions (toolcall_sim.model.faults.FAULT_HANDLERS)."""
     return tuple(name for name, f in FAULTS.items() if f.in_model)
 
 
@@ -210,7 +210,7 @@ class LatencyShape:
     example: dict  # a ``latency`` table that changes a run of the vocabulary test's base scenario
 
 
-# ``[network] latency``: how long each message takes (sim/latency.py draws them).
+# ``[network] latency``: how long each message takes (sim/world/latency.py draws them).
 LATENCY_SHAPES: dict[str, LatencyShape] = {s.name: s for s in (
     LatencyShape("uniform", ("min", "max"), "uniform from `min` to `max` (the default shape; `shape` may be omitted)",
                  {"min": "100ms", "max": "900ms"}),

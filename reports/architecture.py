@@ -7,16 +7,16 @@ script parses every ``.py`` file under ``model/`` and ``sim/`` with ``ast`` (not
 imported or run), resolves relative imports, and keeps the edges between modules of the
 two packages (a package's ``__init__`` stands for the package). Modules are placed in
 layers by their depth in the import graph: a module sits one layer right of the deepest
-module it imports, so the pure core (``model.core``) is at the left and the command
+module it imports, so the pure core (``toolcall_sim.model.core``) is at the left and the command
 line at the right; within a layer modules are sorted by name. The node states that
-``model.system.apply`` threads through a step (the frozen ``*State``, ``System`` and
+``toolcall_sim.model.system.apply`` threads through a step (the frozen ``*State``, ``System`` and
 ``Db`` classes, found the same way) are listed in a box beside the graph.
 
 The output is byte-identical from run to run and machine to machine with the same
 matplotlib: no random layout, a fixed SVG hash salt, and no date in the metadata.
 
-    python -m reports.architecture              # writes docs/architecture.svg
-    python -m reports.architecture OUT.svg      # writes elsewhere (tests use this)
+    python -m toolcall_sim.reports.architecture              # writes docs/architecture.svg
+    python -m toolcall_sim.reports.architecture OUT.svg      # writes elsewhere (tests use this)
 """
 
 from __future__ import annotations
@@ -26,17 +26,22 @@ import pathlib
 import sys
 
 ROOT = pathlib.Path(__file__).resolve().parent.parent
-PACKAGES = ("model", "sim")
+# A checkout's folders and the import package each is installed as (pyproject.toml's
+# package-dir): sim/ is the root of ``toolcall_sim``, the others its subpackages.
+FOLDERS = {"sim": "toolcall_sim", "model": "toolcall_sim.model", "reports": "toolcall_sim.reports",
+           "scenarios": "toolcall_sim.scenarios"}
+PACKAGES = ("model", "sim")  # what the picture draws; the layer tests read reports/ too
 DEFAULT_OUT = ROOT / "docs" / "architecture.svg"
 # Classes a step carries from one state to the next, by name: what the state box lists.
 STATE_CLASS_SUFFIXES = ("State", "System", "Db", "Chat", "Runner", "Task")
 
 
-def module_name(path: pathlib.Path) -> str:
-    parts = list(path.relative_to(ROOT).with_suffix("").parts)
+def module_name(path: pathlib.Path, root: pathlib.Path = ROOT) -> str:
+    """The installed name of a checkout's file: sim/world/run.py is ``toolcall_sim.world.run``."""
+    parts = list(path.relative_to(root).with_suffix("").parts)
     if parts[-1] == "__init__":
         parts.pop()
-    return ".".join(parts)
+    return ".".join([FOLDERS[parts[0]], *parts[1:]])
 
 
 def _resolve(current: str, is_package: bool, node: ast.ImportFrom, known) -> list[str]:
@@ -53,10 +58,11 @@ def _resolve(current: str, is_package: bool, node: ast.ImportFrom, known) -> lis
     return [f"{prefix}.{a.name}" if f"{prefix}.{a.name}" in known else prefix for a in node.names]
 
 
-def import_graph(root: pathlib.Path = ROOT) -> tuple[dict[str, set[str]], dict[str, list[str]]]:
-    """(module -> modules of model/ and sim/ it imports, module -> state classes)."""
-    files = sorted(p for pkg in PACKAGES for p in (root / pkg).rglob("*.py"))
-    names = {module_name(p): p for p in files}
+def import_graph(root: pathlib.Path = ROOT, packages: tuple[str, ...] = PACKAGES
+                 ) -> tuple[dict[str, set[str]], dict[str, list[str]]]:
+    """(module -> modules of the folders ``packages`` it imports, module -> state classes)."""
+    files = sorted(p for pkg in packages for p in (root / pkg).rglob("*.py"))
+    names = {module_name(p, root): p for p in files}
     edges: dict[str, set[str]] = {name: set() for name in names}
     states: dict[str, list[str]] = {}
     for name, path in names.items():
@@ -69,8 +75,8 @@ def import_graph(root: pathlib.Path = ROOT) -> tuple[dict[str, set[str]], dict[s
             elif isinstance(node, ast.ImportFrom):
                 targets = _resolve(name, is_package, node, names)
             for target in targets:
-                # The longest known module that the target names (``model.core.Truth`` is
-                # ``model.core``).
+                # The longest known module that the target names (``toolcall_sim.model.core.Truth`` is
+                # ``toolcall_sim.model.core``).
                 while target and target not in names:
                     target = target.rpartition(".")[0]
                 if target and target != name:
@@ -122,13 +128,14 @@ def draw(out: pathlib.Path) -> None:
     for level, names in rows.items():
         for i, name in enumerate(names):
             pos[name] = (level * 2.0, (i - (len(names) - 1) / 2) * 1.4)
-    colors = ["#cfe3f7" if n.startswith("model") else "#f7e1c8" for n in graph.nodes]
+    colors = ["#cfe3f7" if n.startswith("toolcall_sim.model") else "#f7e1c8" for n in graph.nodes]
+    labels = {n: n.removeprefix("toolcall_sim.") for n in graph.nodes}
     fig, ax = plt.subplots(figsize=(26, 9))
     nx.draw_networkx_edges(graph, pos, ax=ax, edge_color="#9a9a9a", arrows=True, arrowsize=8, width=0.6,
                            node_size=3600, connectionstyle="arc3,rad=0.04")
     nx.draw_networkx_nodes(graph, pos, ax=ax, node_color=colors, node_size=3600, node_shape="s",
                            edgecolors="#555555", linewidths=0.6)
-    nx.draw_networkx_labels(graph, pos, ax=ax, font_size=7)
+    nx.draw_networkx_labels(graph, pos, labels=labels, ax=ax, font_size=7)
     text = "States a step threads through apply:\n" + "\n".join(
         f"{name}: {', '.join(found)}" for name, found in sorted(states.items()))
     ax.text(0.995, 0.98, text, transform=ax.transAxes, va="top", ha="right", fontsize=7, family="monospace",
@@ -144,7 +151,7 @@ def draw(out: pathlib.Path) -> None:
 
 def main(argv: list[str] | None = None) -> int:
     args = sys.argv[1:] if argv is None else argv
-    usage = "usage: python -m reports.architecture [OUT.svg]"
+    usage = "usage: python -m toolcall_sim.reports.architecture [OUT.svg]"
     if args in (["-h"], ["--help"]):
         print(usage + "\n\nDraw the module map (default docs/architecture.svg).")
         return 0

@@ -2,7 +2,7 @@
 
 Theory of operation
 -------------------
-sim/bench.py measures and returns plain values, one dict per row of the issue's table,
+sim/ci/bench.py measures and returns plain values, one dict per row of the issue's table,
 each with its baseline, ratio and goals (``met`` is true, false, or None when the run
 cannot judge it, e.g. the time to exhaust a space of which --quick explores a prefix).
 This module writes what a user reads: the ``--help`` description, the progress line on

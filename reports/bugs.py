@@ -2,7 +2,7 @@
 
 Theory of operation
 -------------------
-sim/bugs.py runs the planted bugs through the drivers and returns plain values (one
+sim/ci/bugs.py runs the planted bugs through the drivers and returns plain values (one
 detection per bug and driver, a summary per driver). Everything a user reads about them
 is written here: one line per detection as it finishes (``format_row``), the table
 (``format_table``) and the JSON shape (``format_json``). Nothing here decides anything:

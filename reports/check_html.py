@@ -2,10 +2,10 @@
 
 Theory of operation
 -------------------
-sim/check.py hands over the report (``report.json``'s document) and, beside it, the
+sim/ci/check.py hands over the report (``report.json``'s document) and, beside it, the
 traces the pictures are drawn from (a counterexample's replayed trace with the indexes
 of the records that prove its violation; a scenario run's trace). This module draws each
-picture with ``reports.figures`` and writes the page: inline CSS, every picture embedded
+picture with ``toolcall_sim.reports.figures`` and writes the page: inline CSS, every picture embedded
 as a ``data:`` URI of its SVG (an ``<img>``: inlined ``<svg>`` elements would share their
 element ids), no script and no network. The page holds the verdict, the properties x
 variants table, one section per finding (its sequence diagram), per failed scenario (its
@@ -22,7 +22,7 @@ from __future__ import annotations
 import base64
 from html import escape
 
-from model.explore import Bounds
+from toolcall_sim.model.explore import Bounds
 
 from . import figures
 from .check_markdown import LEGEND, pass_text, replay_lines, status_label, title as title_of
@@ -43,7 +43,7 @@ pre { background: #f7f7f7; padding: .5em; white-space: pre-wrap; }
 .heat { table-layout: fixed; width: 100%; } .heat tr:first-child th:first-child { width: 17em; }
 .heat td { font-size: .85em; overflow-wrap: anywhere; } .heat th code { overflow-wrap: anywhere; }
 """
-# The heat map's verdict classes (sim/compare.py's verdicts -> the table's colours above).
+# The heat map's verdict classes (sim/ci/compare.py's verdicts -> the table's colours above).
 VERDICT_CLASS = {"violated": "violated", "known_finding": "known-finding", "residual_risk": "residual-risk",
                  "holds_exhaustively": "holds-exhaustively", "holds": "holds"}
 

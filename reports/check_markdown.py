@@ -2,7 +2,7 @@
 
 Theory of operation
 -------------------
-sim/check.py hands over the report as data (``report.json``'s document); this module
+sim/ci/check.py hands over the report as data (``report.json``'s document); this module
 writes it as GitHub-flavoured Markdown that fits a CI job summary: the verdict and why,
 the counts, a table of properties x variants (one cell per pair: holds, holds
 exhaustively, residual risk, violated, violated as a scenario expects, not checked), what is new against the baseline,
@@ -14,7 +14,7 @@ through each driver from its default settings). Commands name files
 relative to the report folder (``toolcall-sim replay counterexamples/X.json`` run from
 it), so the text is the same wherever the report was written.
 
-One run's report (``toolcall-sim run|explore|replay --report DIR``, sim/check.py Rule 6)
+One run's report (``toolcall-sim run|explore|replay --report DIR``, sim/ci/check.py Rule 6)
 is the same document with ``one_run`` (which command, about what) and, for a replay,
 ``replay``: ``title`` and ``pass_text`` name the command instead of the suite, and there
 is no baseline to be new against, so its findings are listed as found.
@@ -203,7 +203,7 @@ def compare_cell(cell: dict) -> str:
 
 
 def compare_lines(c: dict) -> list[str]:
-    """The design comparison (sim/check.py Rule 7) as Markdown."""
+    """The design comparison (sim/ci/check.py Rule 7) as Markdown."""
     from .compare import COST_COLUMNS, _number
 
     designs = c["designs"]
@@ -245,7 +245,7 @@ def detection_cell(row: dict) -> str:
 
 
 def detection_lines(d: dict) -> list[str]:
-    """The detection table (sim/check.py Rule 8) as Markdown."""
+    """The detection table (sim/ci/check.py Rule 8) as Markdown."""
     drivers = d["drivers"]
     budgets = "; ".join(f"{x} {d['budgets'][x]} {d['units'][x]}" for x in drivers)
     out = ["## Detection table (planted bugs from each driver's defaults)", "",
@@ -274,7 +274,7 @@ def no_baseline(path) -> str:
 
 
 def progress_line(done: int, total: int, what: str) -> str:
-    """A finished job, for sim/progress.py's lines display (TOOLCALL_SIM_PROGRESS=lines)."""
+    """A finished job, for sim/io/progress.py's lines display (TOOLCALL_SIM_PROGRESS=lines)."""
     return f"  ... {done}/{total} {what}\n"
 
 

@@ -1,5 +1,5 @@
 """The text, JSON and Markdown of ``toolcall-sim compare`` (issue 16), from the data
-``sim.compare.compare`` returns.
+``toolcall_sim.ci.compare.compare`` returns.
 
 Theory of operation
 -------------------

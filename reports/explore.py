@@ -2,7 +2,7 @@
 
 Theory of operation
 -------------------
-The command runs ``model.explore.explore``, writes a counterexample file per violation,
+The command runs ``toolcall_sim.model.explore.explore``, writes a counterexample file per violation,
 and hands this module the result and where the files went. ``explore_json`` is the one
 shape of the outcome (``--json`` prints it; the text summary is rendered from the same
 document, so the two never tell different stories). The summary says how much was
@@ -23,7 +23,7 @@ def first_line(variant: str, world: str, out_dir) -> str:
 
 
 def violation_json(v, counterexample: str) -> dict:
-    """One violation as the JSON shape lists it: ``v`` is a ``model.explore`` violation,
+    """One violation as the JSON shape lists it: ``v`` is a ``toolcall_sim.model.explore`` violation,
     ``counterexample`` the file it was saved to."""
     return {"property": v.property, "residual_risk": v.residual_risk, "counterexample": counterexample,
             "steps": len(v.path), "detail": v.detail, "actions": [a.label() for a in v.path]}
@@ -81,7 +81,7 @@ def progress_line(states: int) -> str:
 
 
 # ---------------------------------------------------------------------------
-# The tour (explore without --world: sim/explore_tour.py)
+# The tour (explore without --world: sim/drivers/explore_tour.py)
 # ---------------------------------------------------------------------------
 
 

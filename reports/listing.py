@@ -15,8 +15,8 @@ from __future__ import annotations
 def listing(scenarios: list[tuple[str, str | None, str | None]]) -> str:
     """The text of ``toolcall-sim list``; ``scenarios`` is (file stem, summary, or None
     and the error that kept it from loading), in the order to print."""
-    from model import chatd, designs, planted_bugs, vocabulary
-    from model import properties as props
+    from toolcall_sim.model import chatd, designs, planted_bugs, vocabulary
+    from toolcall_sim.model import properties as props
 
     lines = ["scenarios:"]
     for stem, summary, error in scenarios:

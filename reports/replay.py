@@ -2,7 +2,7 @@
 
 Theory of operation
 -------------------
-``sim.counterexample.replay`` hands over a ``Replayed``: whether the violation reproduced,
+``toolcall_sim.drivers.counterexample.replay`` hands over a ``Replayed``: whether the violation reproduced,
 how many of the actions applied, where they stopped fitting if they did, and the trace
 hash next to the one the file recorded. The verdict is one of three (the exit code of the
 command says the same): REPRODUCED, not reproduced (every action applied and the violation

@@ -3,7 +3,7 @@ the lines of the determinism check.
 
 Theory of operation
 -------------------
-``sim.run.run_scenario`` hands over a ``RunResult`` (the scenario, the simpy world with its
+``toolcall_sim.world.run.run_scenario`` hands over a ``RunResult`` (the scenario, the simpy world with its
 trace, the violations and the properties' report); this module only reads it. The story
 is one header line, one line per tool call (what it did to the workspace, which results
 were committed when), the answers of crafted requests, the verdict of every property
@@ -15,7 +15,7 @@ comes from ``RunResult.expectation_failures`` in the command.
 
 from __future__ import annotations
 
-from model.properties import KNOWN_FINDINGS
+from toolcall_sim.model.properties import KNOWN_FINDINGS
 
 
 def story(result) -> str:

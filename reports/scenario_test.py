@@ -14,7 +14,7 @@ race does not go as expected, in the story's terms rather than as ``assert 2 == 
 expectation (the line CI summaries show), the scenario and its
 story, what happened to each tool call, the unmet expectations, each violation with the
 trace records it cites as evidence, the command that reproduces the run, and the path of
-its sequence diagram (drawn by ``reports.figures.sequence_svg``, written by the plugin). Times are
+its sequence diagram (drawn by ``toolcall_sim.reports.figures.sequence_svg``, written by the plugin). Times are
 true time from the start of the run, in seconds.
 """
 

@@ -2,7 +2,7 @@
 
 Theory of operation
 -------------------
-sim/swarm.py runs seeds and returns plain values: one outcome per seed and a report
+sim/drivers/swarm.py runs seeds and returns plain values: one outcome per seed and a report
 (``summarize``: failures, residual risks and known findings by name, simulated hours,
 unknown results). Everything a user reads about them is written here and nowhere else:
 the one-line description of a fault kept in a failure (``describe_fault``, which goes

@@ -3,7 +3,7 @@ Markdown report, its JSON and its two pictures.
 
 Theory of operation
 -------------------
-sim/sweep.py runs the grid and returns plain values (``summarize``: one row per point
+sim/ci/sweep.py runs the grid and returns plain values (``summarize``: one row per point
 and variant, each rate with its count and 95% Wilson interval). Everything a user reads
 about them is written here: the text table (``format_table``), the Markdown report of
 ``--report DIR`` (``format_markdown``, the same table in pipes with the sweep's
@@ -185,7 +185,7 @@ def _plot(write, path: Path, series: dict, xlabel: str, ylabel: str, title: str,
 
 def write_plots(report: dict, out_dir: Path, write) -> tuple[list[str], list[str]]:
     """The pictures the sweep's axes allow, written into ``out_dir`` by ``write(path,
-    bytes)`` (the command's: sim.output.write_atomic, whole or not at all); returns their
+    bytes)`` (the command's: toolcall_sim.io.output.write_atomic, whole or not at all); returns their
     file names and a note for each picture not drawn."""
     written, skipped = [], []
     if P99_AXIS in report["axes"]:

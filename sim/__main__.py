@@ -1,3 +1,3 @@
-from .launch import main
+from toolcall_sim.cli.launch import main
 
 raise SystemExit(main())

@@ -16,10 +16,10 @@ name (``world(replicas=3)`` is ``[world] replicas = 3``, ``chat("chat-2")`` a ne
 ``[[turns]]`` entry with ``chat = "chat-2"``, ``execute(...)`` one of its
 ``tool_calls``, ``fault(lose(...))`` one ``[[faults]]``, ``expect("contract", ...)`` the
 ``[expect.contract]`` table). Nothing is checked while building (a fault may name a tool
-call added later); ``scenario`` hands the dict to ``sim.scenario.from_dict``, the loader
-of files, so a built world is the same frozen ``sim.scenario_spec.Scenario`` value a file
+call added later); ``scenario`` hands the dict to ``toolcall_sim.world.scenario.from_dict``, the loader
+of files, so a built world is the same frozen ``toolcall_sim.world.scenario_spec.Scenario`` value a file
 gives, or the same one-line ``ScenarioError`` (``<name>: turns[0].tool_calls[0].timeout:
-...``). ``to_toml`` writes the dict with sim/scenario_toml.py's writer, which refuses a
+...``). ``to_toml`` writes the dict with sim/world/scenario_toml.py's writer, which refuses a
 text that would read back as anything else; ``from_file``/``from_dict`` go the other
 way, by calling the builder's methods, so a file that round-trips shows the methods
 cover what files say (tests/test_api.py does it for every shipped scenario).
@@ -35,9 +35,9 @@ arguments are that kind's fields; the message faults take the message's fields
 ``offset``. ``FAULT_MAKERS`` maps each kind to its function (a test checks it is the
 vocabulary's list).
 
-Results. ``run`` runs a scenario value, builder or file with ``sim.run.run_scenario`` and
+Results. ``run`` runs a scenario value, builder or file with ``toolcall_sim.world.run.run_scenario`` and
 returns a ``Result``: the fields of ``toolcall-sim run --json`` as attributes (the doc is
-``reports.run.run_json``'s, so the two cannot drift), ``call(id)`` for one tool call, and
+``toolcall_sim.reports.run.run_json``'s, so the two cannot drift), ``call(id)`` for one tool call, and
 assertion helpers whose messages tell what happened
 (``toolu_01 started 2 processes (at 2.121 s on agent incarnation 1, at 902.21 s on
 incarnation 1); expected 1``). A tool call's counts and result kinds are an ``int`` and a
@@ -55,15 +55,15 @@ from pathlib import Path
 from types import MappingProxyType
 from typing import Any, Mapping
 
-from model import vocabulary
-from model.properties import Evidence
-from reports import scenario_test as told
-from reports.run import run_json, story
+from toolcall_sim.model import vocabulary
+from toolcall_sim.model.properties import Evidence
+from toolcall_sim.reports import scenario_test as told
+from toolcall_sim.reports.run import run_json, story
 
-from .run import RunResult, run_scenario
-from .scenario import ScenarioError, from_dict, load
-from .scenario_spec import Scenario as ScenarioValue
-from .scenario_toml import exact_toml
+from toolcall_sim.world.run import RunResult, run_scenario
+from toolcall_sim.world.scenario import ScenarioError, from_dict, load
+from toolcall_sim.world.scenario_spec import Scenario as ScenarioValue
+from toolcall_sim.world.scenario_toml import exact_toml
 
 __all__ = [
     "Scenario", "Fault", "Result", "Call", "Told", "run", "on", "FAULT_MAKERS",
@@ -222,7 +222,7 @@ class Scenario:
 
     ``Scenario(name, summary=..., variant=..., seed=..., until=...)`` are the file's
     top-level keys; every method returns a new builder. ``scenario`` is the validated
-    value (``sim.scenario_spec.Scenario``), ``to_toml()`` the file."""
+    value (``toolcall_sim.world.scenario_spec.Scenario``), ``to_toml()`` the file."""
 
     def __init__(self, name: str, *, summary: str | None = None, variant: str | None = None,
                  seed: int | None = None, until: str | None = None):
@@ -248,7 +248,7 @@ class Scenario:
 
     @property
     def scenario(self) -> ScenarioValue:
-        """The validated scenario: ``sim.scenario.from_dict`` of ``to_dict()``, the file
+        """The validated scenario: ``toolcall_sim.world.scenario.from_dict`` of ``to_dict()``, the file
         loader's path; a bad world raises its one-line ``ScenarioError``."""
         return from_dict(self.to_dict(), f"<{self.name}>")
 
@@ -259,9 +259,9 @@ class Scenario:
 
     def write(self, path: str | Path) -> Path:
         """Write ``to_toml()`` to ``path``, whole or not at all and never over a device, FIFO
-        or folder (sim/output.py; an OSError is its ``OutputError``); ``toolcall-sim run
+        or folder (sim/io/output.py; an OSError is its ``OutputError``); ``toolcall-sim run
         PATH`` runs it."""
-        from .output import write_atomic
+        from toolcall_sim.io.output import write_atomic
 
         return write_atomic(path, self.to_toml())
 
@@ -644,7 +644,7 @@ def run(world: "Scenario | ScenarioValue | str | Path", variant: str | None = No
         until: str | None = None) -> Result:
     """Run a builder, a scenario value or a scenario file under ``variant`` (default: the
     scenario's) with ``seed`` (default: the scenario's) for ``until`` (a duration)."""
-    from .scenario_spec import parse_duration
+    from toolcall_sim.world.scenario_spec import parse_duration
 
     file = None
     if isinstance(world, Scenario):

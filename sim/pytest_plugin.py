@@ -3,14 +3,14 @@
 Theory of operation
 -------------------
 Registered by the package's ``pytest11`` entry point (pyproject.toml), so it is on in
-every pytest run once toolcall-sim is installed; ``-p sim.pytest_plugin`` loads it from a
+every pytest run once toolcall-sim is installed; ``-p toolcall_sim.pytest_plugin`` loads it from a
 checkout whose installed metadata predates it (the entry point has that same name, so
-the two never register it twice), ``-p no:sim.pytest_plugin`` turns it off.
+the two never register it twice), ``-p no:toolcall_sim.pytest_plugin`` turns it off.
 
 Scenario files become test items. A ``*.toml`` file is collected when it sits under a
 folder named ``scenarios`` (``scenarios/**/*.toml``) or under a folder the ini option
 ``toolcall_scenarios`` names, *and* it is a scenario: its top level has ``turns``, the
-one table every scenario has (sim/scenario.py ``_read_head``) and no other TOML of the
+one table every scenario has (sim/world/scenario.py ``_read_head``) and no other TOML of the
 project does (``scenarios/suites/*.toml``, pyproject files). A file that is not valid
 TOML is collected too and fails with its syntax error: in a scenario folder it is a
 broken scenario until shown otherwise. A scenario file that does not load is a
@@ -27,7 +27,7 @@ holds beyond the seed it was written at; a variant whose expectations say ``seed
 "pinned"`` (they hold at the file's seed only: model/vocabulary.py ``EXPECT_SEEDS``) is
 run at the file's seed alone, as ``file.toml::contract[seed=1713,pinned]``, and the
 terminal summary lists such items, so none is multiplied or dropped in silence. An item
-runs ``sim.run.run_scenario`` and checks ``RunResult.expectation_failures`` (what
+runs ``toolcall_sim.world.run.run_scenario`` and checks ``RunResult.expectation_failures`` (what
 ``toolcall-sim run`` checks); when the ini option ``toolcall_trace_hashes`` names a
 JSON file of pinned trace hashes (keys ``<file stem>/<variant>``), the file's own seed
 must also give its pinned hash, and ``TOOLCALL_SIM_REPIN=1`` writes this run's hash
@@ -44,7 +44,7 @@ test's tmp_path, so a failing test prints a reproduce command for it),
 ``toolcall_explore`` (an exhaustive search of a small world: verdicts and
 counterexample files) and ``toolcall_swarm`` (swarm seeds, by default
 ``--toolcall-seeds``). ``HYPOTHESIS_PROFILE`` names the hypothesis profile
-(sim/stateful.py's ``ci`` or ``long``), as tests/test_stateful.py reads it.
+(sim/drivers/stateful.py's ``ci`` or ``long``), as tests/test_stateful.py reads it.
 
 Items run one scenario each in whatever process collects them, so they run under
 pytest-xdist like any test: a run depends only on the scenario, variant and seed.
@@ -60,7 +60,7 @@ from pathlib import Path
 
 import pytest
 
-from reports import scenario_test as text
+from toolcall_sim.reports import scenario_test as text
 
 # What the configuration parsed once, for every hook and fixture of the session.
 _SETTINGS = pytest.StashKey["_Settings"]()
@@ -113,7 +113,7 @@ def _variants(config) -> tuple[str, ...]:
     names = [v.strip() for given in config.getoption("--toolcall-variant") for v in given.split(",")]
     if not names:
         return ()
-    from model import planted_bugs  # the model's tables: only when a variant is named
+    from toolcall_sim.model import planted_bugs  # the model's tables: only when a variant is named
 
     for name in names:
         if not name:
@@ -126,23 +126,23 @@ def _variants(config) -> tuple[str, ...]:
 
 
 def _hypothesis_profile() -> None:
-    """``HYPOTHESIS_PROFILE`` (sim/stateful.py registers ``ci`` and ``long``)."""
+    """``HYPOTHESIS_PROFILE`` (sim/drivers/stateful.py registers ``ci`` and ``long``)."""
     name = os.environ.get("HYPOTHESIS_PROFILE")
     if not name:
         return
     from hypothesis import settings
     from hypothesis.errors import InvalidArgument
 
-    from . import stateful  # noqa: F401 - registers the profiles
+    from toolcall_sim.drivers import stateful  # noqa: F401 - registers the profiles
 
     try:
         settings.load_profile(name)
     except InvalidArgument:
-        raise pytest.UsageError(f"HYPOTHESIS_PROFILE: no profile {name!r} (sim/stateful.py has ci and long)") from None
+        raise pytest.UsageError(f"HYPOTHESIS_PROFILE: no profile {name!r} (sim/drivers/stateful.py has ci and long)") from None
 
 
 def pytest_configure(config) -> None:
-    config.addinivalue_line("markers", "toolcall_scenario: a scenario file run under one variant (sim.pytest_plugin)")
+    config.addinivalue_line("markers", "toolcall_scenario: a scenario file run under one variant (toolcall_sim.pytest_plugin)")
     seeds = config.getoption("--toolcall-seeds")
     hashes = config.getini("toolcall_trace_hashes")
     base = config.inipath.parent if config.inipath else config.rootpath
@@ -204,7 +204,7 @@ class ScenarioFile(pytest.File):
     """One scenario file: an item per variant it expects (or its own variant)."""
 
     def collect(self):
-        from .scenario import ScenarioError, load
+        from toolcall_sim.world.scenario import ScenarioError, load
 
         try:
             scenario = load(self.path, _shown(self.path, self.config))
@@ -240,8 +240,8 @@ class ScenarioItem(pytest.Item):
         self.add_marker("toolcall_scenario")
 
     def runtest(self) -> None:
-        from .api import Result
-        from .run import run_scenario
+        from toolcall_sim.api import Result
+        from toolcall_sim.world.run import run_scenario
 
         result = run_scenario(self.scenario, self.variant, self.seed)
         shown = _shown(self.path, self.config)
@@ -266,10 +266,10 @@ class ScenarioItem(pytest.Item):
         highlighted, under ``reports/out/pytest/`` of the rootdir (where the commands
         write theirs); the path as the failure text shows it, or None when it cannot be
         written (the failure is reported either way)."""
-        from reports import figures
+        from toolcall_sim.reports import figures
 
-        from .check import chat_names
-        from .output import write_atomic
+        from toolcall_sim.ci.check import chat_names
+        from toolcall_sim.io.output import write_atomic
 
         evidence = sorted({i for v in doc["violations"] + doc["residual_risks"] for i in v.get("evidence", ())})
         seed = "" if self.seed is None else f"-seed{self.seed}"
@@ -294,7 +294,7 @@ class ScenarioItem(pytest.Item):
         return None if pinned == sha256 else text.hash_moved(key, pinned, sha256, _shown(hashes, self.config))
 
     def repr_failure(self, excinfo, style=None):
-        from .scenario import ScenarioError
+        from toolcall_sim.world.scenario import ScenarioError
 
         if isinstance(excinfo.value, (ScenarioFailed, ScenarioError)):
             return str(excinfo.value)
@@ -350,9 +350,9 @@ def pytest_assertrepr_compare(config, op, left, right):
     ``toolu_01 started 2 processes (...); expected 1``."""
     import sys
 
-    if op not in ("==", "!=") or "sim.api" not in sys.modules:  # no Told value exists before it is imported
+    if op not in ("==", "!=") or "toolcall_sim.api" not in sys.modules:  # no Told value exists before it is imported
         return None
-    from .api import Told
+    from toolcall_sim.api import Told
 
     for value, other in ((left, right), (right, left)):
         if isinstance(value, Told) and not isinstance(other, Told):
@@ -381,9 +381,9 @@ def pytest_runtest_makereport(item, call):
 def toolcall_run(request, tmp_path):
     """``toolcall_run(world, variant=None, seed=None, until=None)``: run a builder
     (sim/api.py ``Scenario``), a scenario value or a scenario file; returns an
-    ``sim.api.Result``. A builder is written to the test's tmp_path first, so a failing
+    ``toolcall_sim.api.Result``. A builder is written to the test's tmp_path first, so a failing
     test lists a command that runs it again."""
-    from . import api
+    from toolcall_sim import api
 
     runs = request.node.stash.setdefault(_RUNS, [])
 
@@ -431,13 +431,13 @@ def toolcall_explore(tmp_path):
     def explore(world: str = "default", variant: str = "contract", max_states: int = 20_000,
                 horizon: str = "30s", max_in_flight: str = "0s", second: str = "background",
                 **budgets: int) -> Explored:
-        from model import explore as ex
-        from model import properties as props
-        from model import worlds
-        from reports import explore as report
+        from toolcall_sim.model import explore as ex
+        from toolcall_sim.model import properties as props
+        from toolcall_sim.model import worlds
+        from toolcall_sim.reports import explore as report
 
-        from . import counterexample as cx
-        from .scenario import parse_duration
+        from toolcall_sim.drivers import counterexample as cx
+        from toolcall_sim.world.scenario import parse_duration
 
         scale = ex.Bounds().scale
         bounds = ex.Bounds(max_in_flight_ms=parse_duration(max_in_flight, "max_in_flight") // scale,
@@ -484,7 +484,7 @@ def toolcall_swarm(request):
     settings = request.config.stash[_SETTINGS]
 
     def swarm(seeds=None, variant: str = "contract", minimize: bool = True) -> Swarmed:
-        from .swarm import run_seed, summarize
+        from toolcall_sim.drivers.swarm import run_seed, summarize
 
         chosen = tuple(seeds) if seeds is not None else settings.seeds or DEFAULT_SWARM_SEEDS
         outcomes = [run_seed(seed, variant, minimize) for seed in chosen]

@@ -5,17 +5,17 @@ explicit control over when a pending handler run publishes.
 The Go middleware and cancel tests (docs/contract.md A5.1, A5.2) mount the
 middleware over a ``countingHandler`` and give the cancel handler a fake ``ProcessStopper``.
 ``CountingHandler`` and ``FakeStopper`` are those two test doubles: a test installs them
-over the model's own handler dispatch (``model.agent.middleware._run_handler``) and
-stopper (``model.agent.processes.stop_tool_call_process``) with pytest's ``monkeypatch``, so the middleware and
+over the model's own handler dispatch (``toolcall_sim.model.agent.middleware._run_handler``) and
+stopper (``toolcall_sim.model.agent.processes.stop_tool_call_process``) with pytest's ``monkeypatch``, so the middleware and
 cancel code under test are the model's, unchanged."""
 
 from __future__ import annotations
 
 import json
 
-from model import agent
-from model.core import CancelTimer, Note, Reply, Request, Response, SetTimer, Truth, json_body
-from model.identity import CHAT_ID_HEADER, Key, set_tool_call_headers, tool_call_uuid
+from toolcall_sim.model import agent
+from toolcall_sim.model.core import CancelTimer, Note, Reply, Request, Response, SetTimer, Truth, json_body
+from toolcall_sim.model.identity import CHAT_ID_HEADER, Key, set_tool_call_headers, tool_call_uuid
 
 CHAT = "11111111-1111-4111-8111-111111111111"
 OTHER_CHAT = "22222222-2222-4222-8222-222222222222"

@@ -16,7 +16,7 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
-from model import vocabulary as voc  # noqa: E402
+from toolcall_sim.model import vocabulary as voc  # noqa: E402
 
 
 def caps_scenario(replicas: int = voc.MAX_REPLICAS, chats: int = voc.MAX_CHATS, turns: int = voc.MAX_TURNS,

@@ -5,8 +5,8 @@ verdicts), not the computation.
 
 Theory of operation
 -------------------
-``sim.check.run_check`` hands its job list to ``sim.check_jobs.run_jobs`` and folds the
-outputs. A job is a pure function of its arguments (the rule of sim/check_jobs.py that
+``toolcall_sim.ci.check.run_check`` hands its job list to ``toolcall_sim.ci.check_jobs.run_jobs`` and folds the
+outputs. A job is a pure function of its arguments (the rule of sim/ci/check_jobs.py that
 lets the jobs run on any number of processes and give the same report), so a test that
 runs the same suite several times (a baseline written, then judged; the same design
 compared with other expectations) gets the same outputs from running each job once:
@@ -20,7 +20,7 @@ swap holds only with one worker: a run with ``--workers 2`` is a test of the poo
 runs every job itself. Where a test compares two runs' bytes (determinism), at least one
 of them computes its own jobs, so the comparison still compares two computations.
 
-``each_exploration_once`` does the same one level down, for ``model.explore.explore``
+``each_exploration_once`` does the same one level down, for ``toolcall_sim.model.explore.explore``
 (a pure function of the world, the bounds and the state bound: the explorer's
 determinism rule) called without a stop rule, progress or edges, across modules:
 tests/test_check_sections.py's one-worker check, tests/test_compare.py's command and
@@ -50,7 +50,7 @@ import pickle
 
 import pytest
 
-from sim import check
+from toolcall_sim.ci import check
 
 
 def each_job_once(patch: pytest.MonkeyPatch, memo: dict) -> None:
@@ -68,7 +68,7 @@ def each_job_once(patch: pytest.MonkeyPatch, memo: dict) -> None:
                 memo[key] = pickle.dumps(real([(fn, args)], 1))
             outputs.extend(pickle.loads(memo[key]))
             if on_progress is not None:  # the progress the real driver reports, job by job
-                from sim.check_jobs import _what
+                from toolcall_sim.ci.check_jobs import _what
 
                 on_progress(len(outputs), len(jobs), _what(outputs[-1]))
         return outputs
@@ -76,7 +76,7 @@ def each_job_once(patch: pytest.MonkeyPatch, memo: dict) -> None:
     patch.setattr(check, "run_jobs", once)
 
 
-# (world config, bounds, max_states) as text -> the pickled ``model.explore.Result``,
+# (world config, bounds, max_states) as text -> the pickled ``toolcall_sim.model.explore.Result``,
 # for the life of this test process (``each_exploration_once``).
 EXPLORATIONS: dict = {}
 # The xdist group of the modules that share ``EXPLORATIONS`` (tests/conftest.py).
@@ -84,12 +84,12 @@ ABOVE_MARGIN_GROUP = "explore-above-margin"
 
 
 def each_exploration_once(patch: pytest.MonkeyPatch, memo: dict = EXPLORATIONS) -> None:
-    """While ``patch`` holds, ``model.explore.explore`` without a stop rule, progress
+    """While ``patch`` holds, ``toolcall_sim.model.explore.explore`` without a stop rule, progress
     callback or edges hands back a copy of the result ``memo`` holds for the same world,
     bounds and state bound, computing it the first time."""
     import inspect
 
-    from model import explore as ex
+    from toolcall_sim.model import explore as ex
 
     real = ex.explore
     signature = inspect.signature(real)
@@ -127,7 +127,7 @@ class Checked:
         self.verdicts: list = []  # per verdict compared with the whole history's: any violation
         self.histories: list = []  # (trace, final) of every HISTORY_EVERY-th compared verdict
         self.memo_hits = self.memo_misses = 0
-        self.result = b""  # the pickled ``model.explore.Result``
+        self.result = b""  # the pickled ``toolcall_sim.model.explore.Result``
 
 
 def checked_searches(cases, memo: dict = CHECKED) -> list:
@@ -135,10 +135,10 @@ def checked_searches(cases, memo: dict = CHECKED) -> list:
     searching with ``CHECK_MEMO`` on the ones ``memo`` does not hold yet."""
     missing = [case for case in cases if case not in memo]
     if missing:
-        from model import explore as ex
-        from model import explore_context
-        from model import properties as props
-        from model import worlds
+        from toolcall_sim.model import explore as ex
+        from toolcall_sim.model import explore_context
+        from toolcall_sim.model import properties as props
+        from toolcall_sim.model import worlds
 
         now = [None]
         real_lookup, real_check, real_whole = ex.Context._lookup, ex.Search._check_expansion, props.violations_of

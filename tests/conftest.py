@@ -36,9 +36,9 @@ write when the variable is not set; child processes keep the variable and only r
 So the first process compiles the whole project before any other starts
 (``pytest_configure`` of the xdist controller, or of a ``-n 0`` run, which runs before
 xdist starts its workers): in a fresh clone the workers and the child processes a test
-starts (``python -m sim``, pools, Dask workers) then read the same caches instead of each
+starts (``python -m toolcall_sim``, pools, Dask workers) then read the same caches instead of each
 compiling what it imports again (a child that never reads a module a worker imported
-first compiled ``sim/launch.py`` and ``sim/__main__.py`` in every run, warm or not). It
+first compiled ``sim/cli/launch.py`` and ``sim/__main__.py`` in every run, warm or not). It
 costs about 0.2 s once in a fresh clone and a few milliseconds of ``stat`` calls after.
 The test modules' rewritten asserts are cached by the workers themselves, each module
 once: the second worker rewrites from the last module backwards while the first collects
@@ -178,5 +178,5 @@ def pytest_collection_finish(session) -> None:
     # And collect the youngest generation every 20,000 net allocations instead of 700:
     # the tests allocate millions of short-lived model objects that reference counting
     # frees; the collector only finds the rare cycle, later (the world's own
-    # ``rare_collections`` makes the same trade, sim/world.py).
+    # ``rare_collections`` makes the same trade, sim/world/simulation.py).
     gc.set_threshold(20_000, 10, 10)

@@ -108,7 +108,7 @@ def snapshot(root: Path, skip: tuple[str, ...] = ()) -> dict[str, tuple]:
 
 def run_case(case: Case, tmp: Path, monkeypatch) -> tuple[int, str, str]:
     """Run ``case`` in ``tmp`` (Rules 1-5); returns (exit code, stdout, stderr)."""
-    from sim.cli import main
+    from toolcall_sim.cli.main import main
 
     for name, data in case.files.items():
         path = tmp / name

@@ -2,10 +2,10 @@
 counterexample and trace files, variants, environment variables (issue 32, classes
 "unbounded" and "silent").
 
-Every size flag has a floor and a cap (sim/commands/common.py), every seed flag the one
-range of model/vocabulary.py; JSON the command line reads is strict (sim/json_input.py);
+Every size flag has a floor and a cap (sim/world/inputs.py), every seed flag the one
+range of model/vocabulary.py; JSON the command line reads is strict (sim/io/json_input.py);
 a counterexample or trace edited by hand never passes as "not reproduced"
-(sim/counterexample.py). The counterexample and trace rows start from real files, made by
+(sim/drivers/counterexample.py). The counterexample and trace rows start from real files, made by
 ``setup`` in the case's folder, then edited as a user would.
 """
 
@@ -32,7 +32,7 @@ O = ("--out", "{tmp}/o")  # an output folder the case may write (none of these r
 
 
 def _quiet_main(argv: list[str]) -> int:
-    from sim.cli import main
+    from toolcall_sim.cli.main import main
 
     with redirect_stdout(io.StringIO()), redirect_stderr(io.StringIO()):
         return main(argv)

@@ -3,7 +3,7 @@
 single-file outputs aimed at a FIFO, a device node, a socket, a folder or a symlink,
 unwritable places and names no file system takes.
 
-What sim/output.py promises (its Rules 1-7) and these rows hold it to: a folder is
+What sim/io/output.py promises (its Rules 1-7) and these rows hold it to: a folder is
 replaced whole only when it is new, empty or an earlier report of ours (its marker file);
 only a regular file or a new name is written, and a symlink's target is written through
 it; a place nothing can be made in is refused before the run; outputs get the umask's
@@ -179,7 +179,7 @@ CASES = [
          "output", needle="null byte"),
 ]
 
-# Input files other than scenarios (sim/input_file.py): a FIFO is never opened (its open
+# Input files other than scenarios (sim/io/input_file.py): a FIFO is never opened (its open
 # would wait for a writer for ever), a device never read (/dev/zero never ends), a
 # folder refused; each in one line, before any work.
 CASES += [

@@ -16,7 +16,7 @@ from pathlib import Path
 
 from hostile import Case
 
-from model import vocabulary as voc
+from toolcall_sim.model import vocabulary as voc
 
 RUN = ("run", "{tmp}/s.toml")
 

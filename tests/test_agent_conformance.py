@@ -19,11 +19,11 @@ from __future__ import annotations
 import pytest
 
 from agent_harness import CHAT, FAKE_PROCESS, HOUR_MS, OTHER_CHAT, TEXT_PLAIN, AgentHarness, CountingHandler, FakeStopper
-from model import agent
-from model.agent import middleware as agent_middleware
-from model.agent import processes as agent_processes
-from model.core import FMap, Reply, Truth, json_body
-from model.identity import MAX_MS, RUN_AGE_MS_HEADER, Key, tool_call_uuid
+from toolcall_sim.model import agent
+from toolcall_sim.model.agent import middleware as agent_middleware
+from toolcall_sim.model.agent import processes as agent_processes
+from toolcall_sim.model.core import FMap, Reply, Truth, json_body
+from toolcall_sim.model.identity import MAX_MS, RUN_AGE_MS_HEADER, Key, tool_call_uuid
 
 S = 1_000
 MIN = 60 * S

@@ -15,10 +15,10 @@ import json
 import pytest
 
 from agent_harness import CHAT, OTHER_CHAT, AgentHarness
-from model import agent
-from model.gocompat import decode as gojson
-from model.core import FMap, json_body
-from model.identity import RUN_AGE_MS_HEADER, tool_call_uuid
+from toolcall_sim.model import agent
+from toolcall_sim.model.gocompat import decode as gojson
+from toolcall_sim.model.core import FMap, json_body
+from toolcall_sim.model.identity import RUN_AGE_MS_HEADER, tool_call_uuid
 
 S = 1_000
 MIN = 60 * S
@@ -587,8 +587,8 @@ def test_handler_panic_fault_reaches_every_start(tmp_path, variant, extra, start
     under today too (no tool call headers), where it used to be accepted and ignored (the
     start ran as if nothing happened); ``after_spawn = true`` panics after the process was
     spawned, which keeps running while chatd is answered 500."""
-    from sim.run import run_scenario
-    from sim.scenario import load
+    from toolcall_sim.world.run import run_scenario
+    from toolcall_sim.world.scenario import load
 
     path = tmp_path / "panic.toml"
     path.write_text(PANIC_SCENARIO.format(extra=extra))
@@ -598,7 +598,7 @@ def test_handler_panic_fault_reaches_every_start(tmp_path, variant, extra, start
 
 def test_handler_panic_after_spawn_must_be_a_boolean(tmp_path):
     """Bad input is a one-line scenario error, never accepted and ignored."""
-    from sim.scenario import ScenarioError, load
+    from toolcall_sim.world.scenario import ScenarioError, load
 
     path = tmp_path / "panic.toml"
     path.write_text(PANIC_SCENARIO.format(extra='after_spawn = "yes"'))

@@ -10,11 +10,11 @@ from dataclasses import fields, replace
 
 import pytest
 
-from model import agent, planted_bugs
-from model.agent import planted
-from model.identity import Key
-from sim.run import run_scenario
-from sim.scenario import load
+from toolcall_sim.model import agent, planted_bugs
+from toolcall_sim.model.agent import planted
+from toolcall_sim.model.identity import Key
+from toolcall_sim.world.run import run_scenario
+from toolcall_sim.world.scenario import load
 
 AGENT_DIR = pathlib.Path(__file__).resolve().parent.parent / "model" / "agent"
 SCENARIOS = pathlib.Path(__file__).resolve().parent.parent / "scenarios"
@@ -156,7 +156,7 @@ def test_rules_branch_check_catches_a_bug_switch():
 # 03d2845): the overrides are the same bugs. Each entry pins the stepwise world's trace
 # (``WorldOptions.idle = "stepwise"``: every loop firing its own step, the hashes from
 # before idle loop firings were batched) and the default batched world's. A change that
-# means to move one re-pins it with the hash that ``python -m sim run
+# means to move one re-pins it with the hash that ``python -m toolcall_sim run
 # scenarios/<scenario>.toml --variant <variant>`` prints last (run_scenario(...,
 # idle="stepwise") for the first), and says why in its commit.
 BUG_TRACES = [

@@ -25,11 +25,11 @@ import json
 import pytest
 
 from agent_harness import CHAT, AgentHarness, CountingHandler
-from model import agent, sdk
-from model.agent import middleware as agent_middleware
-from model import chattool as ct
-from model.core import CancelTimer, Request, Response, Send, SetTimer, TransportError, header_values, json_body
-from model.identity import (
+from toolcall_sim.model import agent, sdk
+from toolcall_sim.model.agent import middleware as agent_middleware
+from toolcall_sim.model import chattool as ct
+from toolcall_sim.model.core import CancelTimer, Request, Response, Send, SetTimer, TransportError, header_values, json_body
+from toolcall_sim.model.identity import (
     AGE_MS_HEADER,
     CHAT_ID_HEADER,
     MESSAGE_ID_HEADER,

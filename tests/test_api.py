@@ -10,13 +10,13 @@ import tomllib
 
 import pytest
 
-from model import vocabulary
-from reports.run import run_json
-from sim import api
-from sim.api import FAULT_MAKERS, Scenario, lose
-from sim.run import run_scenario
-from sim.scenario import ScenarioError, from_dict, load
-from sim.scenario_toml import to_toml
+from toolcall_sim.model import vocabulary
+from toolcall_sim.reports.run import run_json
+from toolcall_sim import api
+from toolcall_sim.api import FAULT_MAKERS, Scenario, lose
+from toolcall_sim.world.run import run_scenario
+from toolcall_sim.world.scenario import ScenarioError, from_dict, load
+from toolcall_sim.world.scenario_toml import to_toml
 
 ROOT = pathlib.Path(__file__).resolve().parent.parent
 SCENARIOS = sorted((ROOT / "scenarios").glob("*.toml"))

@@ -19,7 +19,7 @@ from pathlib import Path
 
 import pytest
 
-from sim.cli import main
+from toolcall_sim.cli.main import main
 
 ROOT = Path(__file__).resolve().parent.parent
 
@@ -222,7 +222,7 @@ def test_unreadable_scenario_in_a_real_process(data, tmp_path):
     """The same through the installed entry point's module, in its own process: what a
     user sees (stderr is one line, no traceback)."""
     (tmp_path / "s.toml").write_bytes(data)
-    proc = subprocess.run([sys.executable, "-m", "sim", "run", str(tmp_path / "s.toml")], capture_output=True,
+    proc = subprocess.run([sys.executable, "-m", "toolcall_sim", "run", str(tmp_path / "s.toml")], capture_output=True,
                           cwd=ROOT, check=False)
     err = proc.stderr.decode()
     assert proc.returncode == 2 and "Traceback" not in err and len(err.strip().splitlines()) == 1, err
@@ -231,7 +231,7 @@ def test_unreadable_scenario_in_a_real_process(data, tmp_path):
 def test_harness_error_is_one_line_with_a_pointer_to_debug(monkeypatch, capsys):
     """An exception the harness did not expect: one line, exit 70, and --debug shows the
     traceback (the exception propagates)."""
-    from sim.commands import incident
+    from toolcall_sim.cli.commands import incident
 
     def boom(args, out):
         raise RuntimeError("the model fell over\non two lines")

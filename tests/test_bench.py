@@ -14,9 +14,9 @@ from pathlib import Path
 import pytest
 import test_explore_bugs
 
-from model import planted_bugs
-from sim import bench
-from sim.cli import main
+from toolcall_sim.model import planted_bugs
+from toolcall_sim.ci import bench
+from toolcall_sim.cli.main import main
 
 ROOT = Path(__file__).resolve().parent.parent
 
@@ -124,7 +124,7 @@ def test_the_rows_measure_what_they_name(tiny):
 
 @pytest.mark.slow  # one tiny bench run, about 4 s of CPU: the fast run stays under 30 s
 def test_text_shows_every_row_its_baseline_ratio_and_goals(tiny):
-    from reports import bench as report
+    from toolcall_sim.reports import bench as report
 
     text = report.text(tiny)
     for title in ("explorer, default world", "explorer, --max-in-flight 1s", "planted bugs, every budget at 1",
@@ -178,7 +178,7 @@ def test_the_ceiling_refuses_a_warm_search_that_is_not_the_same_search(monkeypat
     """The ceiling times a second search over the first one's memos; were it to find other
     states than the first (a broken ``warm_from``), its rate would mean nothing, so the
     bench stops there with a harness error instead of printing it."""
-    from model import explore as ex
+    from toolcall_sim.model import explore as ex
 
     real = ex.Search.__init__
 

@@ -1,11 +1,11 @@
 """Which driver finds which planted bug from its default settings, within a budget counted
 in states, programs or seeds (never seconds): the explorer's tour, hypothesis over drawn
-race stories, and the swarm from several first seeds (sim/bugs.py). The plain contract
+race stories, and the swarm from several first seeds (sim/ci/bugs.py). The plain contract
 shows no new finding in the same runs. A bug the tour reaches only after thousands of
 states of other stages is checked at its own stage of the tour (``LATE_STAGES``); CI's
 detection table runs the whole tour to every bug.
 
-Re-pin after a change to the model, the worlds or the drawing: ``python -m sim bugs
+Re-pin after a change to the model, the worlds or the drawing: ``python -m toolcall_sim bugs
 --driver DRIVER --json`` prints each bug's ``used`` (states, programs, or the most seeds
 any first seed needed); pin a bound with some room above it."""
 
@@ -18,13 +18,14 @@ import pytest
 from hypothesis import find
 from hypothesis import strategies as st
 
-from model import explore as ex
-from model import planted_bugs, worlds
-from sim import bugs, explore_tour, story_search
-from sim.cli import main
-from sim.run import run_scenario
-from sim.scenario import from_dict, load
-from sim.stories import draw_scenario
+from toolcall_sim.model import explore as ex
+from toolcall_sim.model import planted_bugs, worlds
+from toolcall_sim.ci import bugs
+from toolcall_sim.drivers import explore_tour, story_search
+from toolcall_sim.cli.main import main
+from toolcall_sim.world.run import run_scenario
+from toolcall_sim.world.scenario import from_dict, load
+from toolcall_sim.world.stories import draw_scenario
 
 # bug -> states the tour needed to its first new finding (measured), pinned with room.
 EXPLORE_STATES = {
@@ -115,7 +116,7 @@ def test_contract_tour_has_no_new_finding():
 
 
 def test_tour_goes_few_faults_first_and_small_stages_first():
-    """Rule 1 and 2 of sim/explore_tour.py: stages by number of fault kinds, then world;
+    """Rule 1 and 2 of sim/drivers/explore_tour.py: stages by number of fault kinds, then world;
     the first round's cap lets every small stage finish before a big one runs."""
     stages = explore_tour.stages()
     kinds = [len(s.faults) for s in stages]
@@ -159,14 +160,14 @@ def test_every_planted_bug_has_a_pinned_search_budget():
 
 
 def test_search_draws_the_same_programs_whatever_this_process_imported(tmp_path, no_shrinking):
-    """Rule 4 of sim/story_search.py: a fresh interpreter that imports little (as the
+    """Rule 4 of sim/drivers/story_search.py: a fresh interpreter that imports little (as the
     command line does) and this test process (pytest and every test module) need the
     same number of programs for the same bug."""
     import subprocess
     import sys
     from pathlib import Path
 
-    code = "from sim import bugs; bugs.SEARCH_SHRINK_RUNS = 0; print(bugs.detect_search('run-before-record').used)"
+    code = "from toolcall_sim.ci import bugs; bugs.SEARCH_SHRINK_RUNS = 0; print(bugs.detect_search('run-before-record').used)"
     root = Path(__file__).resolve().parent.parent
     there = subprocess.run([sys.executable, "-c", code], capture_output=True, cwd=root, check=True, text=True)
     assert int(there.stdout) == bugs.detect_search("run-before-record").used
@@ -201,7 +202,7 @@ def test_contract_search_has_no_new_finding():
 
 
 def test_drawn_random_shrinks_every_option_off():
-    """Rule 1 of sim/story_search.py: with every draw at its simplest, a drawn story tells
+    """Rule 1 of sim/drivers/story_search.py: with every draw at its simplest, a drawn story tells
     no story and has no fault, and it is a valid scenario."""
 
     class Simplest:
@@ -230,8 +231,8 @@ def test_swarm_draws_are_unchanged_by_an_injected_generator():
 def test_targets_rise_near_the_races(scenario, label, low, high):
     """The quantities hypothesis.target aims at are near their race in the hand-written
     scenarios that stage it."""
-    from model.timing import DEFAULT_TIMING
-    from sim.commands.common import SCENARIO_DIR
+    from toolcall_sim.model.timing import DEFAULT_TIMING
+    from toolcall_sim.world.inputs import SCENARIO_DIR
     import tomllib
 
     data = tomllib.loads((SCENARIO_DIR / f"{scenario}.toml").read_text())

@@ -9,8 +9,8 @@ import tomllib
 import pytest
 
 from caps_scenario import caps_scenario
-from model import vocabulary as voc
-from sim.scenario import ScenarioError, from_dict
+from toolcall_sim.model import vocabulary as voc
+from toolcall_sim.world.scenario import ScenarioError, from_dict
 
 
 def load_scenario_text(text):

@@ -1,7 +1,7 @@
 """chatd replicas, runners, tasks and the database, driven without simpy.
 
 ``World`` runs one or two replicas against a scripted stub agent (``FakeAgent``) through
-``model.system.apply``, the one interpreter of effects every driver uses (the stub is
+``toolcall_sim.model.system.apply``, the one interpreter of effects every driver uses (the stub is
 plugged in as ``WorldConfig.agent_impl``); the test world only chooses the actions:
 messages are delivered at once in FIFO order, timers fire in (due, set order) order. Every
 node has its own clock offset and the database clock another one, so any comparison of
@@ -29,13 +29,13 @@ import pytest
 
 from collections.abc import MutableMapping
 
-from model import chatd, chatd_db, chattool
-from model import system as msys
-from model.core import (
+from toolcall_sim.model import chatd, chatd_db, chattool
+from toolcall_sim.model import system as msys
+from toolcall_sim.model.core import (
     EMPTY, FMap, Note, Publish, Reply, Request, Response, Send, SetTimer, TransportError, Truth,
     header_value, json_body,
 )
-from model.identity import (
+from toolcall_sim.model.identity import (
     CHAT_ID_HEADER, RUN_AGE_MS_HEADER,
     parse_tool_call_headers, tool_call_uuid,
 )
@@ -70,7 +70,7 @@ BG = execute("toolu_bg", "serve", background=True)
 
 class FakeAgent:
     """A scripted stub workspace agent (design B, Rev C, reduced to what chatd observes),
-    plugged into model.system as ``WorldConfig.agent_impl``: the system delivers each
+    plugged into toolcall_sim.model.system as ``WorldConfig.agent_impl``: the system delivers each
     request to ``on_request`` and interprets the replies like model/agent/ does.
 
     With tool call headers a start is recorded by tool call UUID: the process ID is the
@@ -220,10 +220,10 @@ class FakeAgent:
         self.waits = keep
         return out
 
-    # -- the agent API model.system calls (WorldConfig.agent_impl) ---------------
-    # The stub is its own state: model.system stores it as the agent's state and hands it
+    # -- the agent API toolcall_sim.model.system calls (WorldConfig.agent_impl) ---------------
+    # The stub is its own state: toolcall_sim.model.system stores it as the agent's state and hands it
     # back to each handler, which answers through ``handle``.
-    files = EMPTY  # the disk model.system keeps while the agent is down (none here)
+    files = EMPTY  # the disk toolcall_sim.model.system keeps while the agent is down (none here)
 
     def boot(self, config, now_ms: int, files=EMPTY, incarnation: int = 1) -> "FakeAgent":
         return self
@@ -249,7 +249,7 @@ class FakeAgent:
 
 
 # ---------------------------------------------------------------------------
-# The world: model.system with the stub agent
+# The world: toolcall_sim.model.system with the stub agent
 # ---------------------------------------------------------------------------
 
 CLOCK_OFFSETS = {"replica-1": 1_000_000, "replica-2": 55_555_000}
@@ -308,7 +308,7 @@ class _Timers:
 
 
 class World:
-    """Replicas + database + the stub agent, run by ``model.system.apply``.
+    """Replicas + database + the stub agent, run by ``toolcall_sim.model.system.apply``.
 
     The system interprets every effect (one interpreter for the whole project); this class
     only chooses the actions, the way the explorer does: every message in flight is
@@ -383,7 +383,7 @@ class World:
     def _by_hand(self, node: str, act):
         """A step the world has no action for (a user's request, a test driving a handler):
         ``act(builder)`` runs on the system's own builder, so its effects are interpreted
-        by model.system like any other."""
+        by toolcall_sim.model.system like any other."""
         before = frozenset(env.seq for env in self.s.in_flight)
         b = msys._Builder(self.s, None)
         act(b)

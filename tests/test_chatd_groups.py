@@ -36,9 +36,9 @@ from functools import partial
 
 import pytest
 
-from model import chatd, chatd_db, chattool
-from model.core import Note, Response, Send, SetTimer, json_body
-from model.identity import parse_tool_call_headers
+from toolcall_sim.model import chatd, chatd_db, chattool
+from toolcall_sim.model.core import Note, Response, Send, SetTimer, json_body
+from toolcall_sim.model.identity import parse_tool_call_headers
 
 from test_chatd import (
     BG, CHAT, EDIT, FG_2H, FG_20M, MIN, WRITE, execute, new_world, start_turn, uuid_of,

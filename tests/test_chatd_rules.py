@@ -16,9 +16,9 @@ from dataclasses import fields, replace
 
 import pytest
 
-from model import chatd, chatd_db, chattool, planted_bugs
-from model.core import FMap
-from model.identity import MAX_MS
+from toolcall_sim.model import chatd, chatd_db, chattool, planted_bugs
+from toolcall_sim.model.core import FMap
+from toolcall_sim.model.identity import MAX_MS
 
 CHAT = "6f1c0b9e-2d4a-4c1e-9a57-0b8e2f6d3c11"
 MODEL = pathlib.Path(chatd.__file__).resolve().parent.parent

@@ -21,12 +21,12 @@ from __future__ import annotations
 import pathlib
 from dataclasses import replace
 
-from model import chatd, chatd_db
-from model import chattool as ct
-from model.core import Publish, Response, TransportError, json_body
-from model.identity import parse_tool_call_headers
-from sim.run import run_scenario
-from sim.scenario import load
+from toolcall_sim.model import chatd, chatd_db
+from toolcall_sim.model import chattool as ct
+from toolcall_sim.model.core import Publish, Response, TransportError, json_body
+from toolcall_sim.model.identity import parse_tool_call_headers
+from toolcall_sim.world.run import run_scenario
+from toolcall_sim.world.scenario import load
 
 from test_chatd import CHAT, DB_OFFSET_MS, MIN, START, execute, new_world, start_turn, uuid_of
 from test_chattool import SRC, Clock, content, output_answer, start_answer

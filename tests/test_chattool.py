@@ -26,9 +26,9 @@ import json
 
 import pytest
 
-from model import chattool as ct
-from model.core import CancelTimer, Note, Response, Send, SetTimer, TransportError, json_body
-from model.identity import (
+from toolcall_sim.model import chattool as ct
+from toolcall_sim.model.core import CancelTimer, Note, Response, Send, SetTimer, TransportError, json_body
+from toolcall_sim.model.identity import (
     AGE_MS_HEADER,
     AGENT_STARTED_AFTER_TOOL_CALL,
     CHAT_ID_HEADER,

@@ -21,10 +21,10 @@ import junitparser
 import pytest
 from check_memo import each_job_once
 
-from model import planted_bugs
-from sim import check
-from sim import suite as suites
-from sim.cli import main
+from toolcall_sim.model import planted_bugs
+from toolcall_sim.ci import check
+from toolcall_sim.ci import suite as suites
+from toolcall_sim.cli.main import main
 
 TINY = """
 name = "tiny"
@@ -87,9 +87,9 @@ _JOBS: dict = {}
 
 
 def _draw_each_task_once(monkeypatch) -> None:
-    """While ``monkeypatch`` holds, reports.check_html draws each distinct picture task
+    """While ``monkeypatch`` holds, toolcall_sim.reports.check_html draws each distinct picture task
     once and hands the same SVG to every later run that asks for it."""
-    from reports import check_html
+    from toolcall_sim.reports import check_html
 
     drawn: dict[str, str] = {}
     draw = check_html._draw
@@ -489,7 +489,7 @@ def test_workers_do_not_change_the_report(tiny):
 def test_interrupted_write_keeps_the_old_report(tiny, tmp_path, monkeypatch):
     """An error while writing leaves the old report whole and no temporary folder (the
     jobs are the fixture's: tests/check_memo.py)."""
-    from reports import junit as junit_writer
+    from toolcall_sim.reports import junit as junit_writer
 
     each_job_once(monkeypatch, _JOBS)
 
@@ -508,7 +508,7 @@ def test_interrupted_write_keeps_the_old_report(tiny, tmp_path, monkeypatch):
 def test_pictures_are_the_same_drawn_by_a_pool(tiny):
     """The command draws the pictures on ``--workers`` processes; they come back in order
     and are the same bytes as drawn in this process."""
-    from sim.commands import check as command
+    from toolcall_sim.cli.commands import check as command
 
     suite = suites.load(tiny / "tiny.toml")
     with pytest.MonkeyPatch.context() as patch:  # the jobs are the fixture's: the pictures are the subject
@@ -520,9 +520,9 @@ def test_pictures_are_the_same_drawn_by_a_pool(tiny):
 def test_explorer_depths_are_the_same_with_workers():
     """The depth chart's data (model/explore.py): states per breadth-first depth and the
     depth each violation was found at, the same for the parallel driver."""
-    from model import explore as ex
-    from model import worlds
-    from sim import explore_parallel as xp
+    from toolcall_sim.model import explore as ex
+    from toolcall_sim.model import worlds
+    from toolcall_sim.drivers import explore_parallel as xp
 
     config = worlds.build("two-messages", "today")
     one = ex.explore(config, ex.Bounds())
@@ -536,7 +536,7 @@ def test_explorer_depths_are_the_same_with_workers():
 def test_suite_by_name_and_bad_files_it_names(tmp_path, capsys):
     """A shipped suite is named without its folder; a scenario file the suite names that
     is not a valid scenario, or a suite that is not UTF-8, is one line and exit 2."""
-    from sim.commands.check import resolve_suite
+    from toolcall_sim.cli.commands.check import resolve_suite
 
     assert resolve_suite("ci") == resolve_suite("ci.toml") == str(suites.DEFAULT_SUITE)
     assert resolve_suite(None) == str(suites.DEFAULT_SUITE)
@@ -684,9 +684,9 @@ def test_the_test_caches_hand_back_what_the_real_calls_give(monkeypatch):
 
     from check_memo import each_exploration_once
 
-    from model import explore as ex
-    from model import worlds
-    from sim import check_jobs
+    from toolcall_sim.model import explore as ex
+    from toolcall_sim.model import worlds
+    from toolcall_sim.ci import check_jobs
 
     real_explore = ex.explore
     real = {d: real_explore(worlds.build("two-messages", d), ex.Bounds(), max_states=300) for d in ("contract", "today")}

@@ -19,9 +19,9 @@ import junitparser
 import pytest
 from check_memo import ABOVE_MARGIN_GROUP, each_exploration_once, each_job_once
 
-from sim import bugs, compare
-from sim import suite as suites
-from sim.cli import main
+from toolcall_sim.ci import bugs, compare
+from toolcall_sim.ci import suite as suites
+from toolcall_sim.cli.main import main
 
 SECTIONS = """
 name = "sections"
@@ -124,7 +124,7 @@ def test_the_same_report_for_one_and_two_workers(sections):
 
 
 def test_counterexample_of_the_comparison_replays(sections):
-    from sim import counterexample as cx
+    from toolcall_sim.drivers import counterexample as cx
 
     row = _report(sections / "one")["compare"]["rows"][1]
     replayed = cx.replay(sections / "one" / row["counterexample"]["file"])

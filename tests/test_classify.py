@@ -14,10 +14,10 @@ from pathlib import Path
 
 import pytest
 
-from model import properties as props
-from sim import swarm
-from sim.run import run_scenario
-from sim.scenario import from_dict, load
+from toolcall_sim.model import properties as props
+from toolcall_sim.drivers import swarm
+from toolcall_sim.world.run import run_scenario
+from toolcall_sim.world.scenario import from_dict, load
 
 ROOT = Path(__file__).resolve().parent.parent
 

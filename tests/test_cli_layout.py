@@ -1,5 +1,5 @@
-"""The command line's layout (issue 13): ``sim/cli.py`` registers the subcommands of
-``sim/commands/``, the commands hand data to ``reports/``, and ``reports/`` renders only.
+"""The command line's layout (issue 13): ``sim/cli/main.py`` registers the subcommands of
+``sim/cli/commands/``, the commands hand data to ``reports/``, and ``reports/`` renders only.
 
 These are static checks over the source (like tests/test_purity.py), each shown to fail
 on a module that breaks its rule; the output itself is compared byte for byte by the CLI
@@ -15,22 +15,25 @@ from contextlib import redirect_stdout
 
 import pytest
 
-from sim import cli
-from sim.commands import COMMANDS
+from toolcall_sim.cli import main as cli
+from toolcall_sim.cli.commands import COMMANDS
 
 ROOT = pathlib.Path(__file__).resolve().parent.parent
-COMMAND_DIR = ROOT / "sim" / "commands"
+COMMAND_DIR = ROOT / "sim" / "cli" / "commands"
 REPORTS = ROOT / "reports"
 
 
 def imports_of_drivers(source: str) -> list[str]:
-    """The imports of ``sim`` or ``simpy`` in a module's source: a report that imports
+    """The imports of sim/ (``toolcall_sim`` less its model, reports and scenarios) or
+    ``simpy`` in a module's source: a report that imports
     them would run or drive the world instead of rendering what it is handed."""
     found = []
     for node in ast.walk(ast.parse(source)):
         names = ([a.name for a in node.names] if isinstance(node, ast.Import) else
                  [node.module or ""] if isinstance(node, ast.ImportFrom) and node.level == 0 else [])
-        found += [f"{node.lineno}: imports {n}" for n in names if n.split(".")[0] in ("sim", "simpy")]
+        found += [f"{node.lineno}: imports {n}" for n in names
+                  if n.split(".")[0] == "simpy" or (n.split(".")[0] == "toolcall_sim" and (
+                      len(n.split(".")) == 1 or n.split(".")[1] not in ("model", "reports", "scenarios")))]
     return found
 
 
@@ -53,9 +56,9 @@ def literal_output(source: str) -> list[str]:
 
 
 def test_every_command_module_is_registered_once_in_help_order():
-    """Each module of sim/commands/ (but the shared ``common``) is one registered
+    """Each module of sim/cli/commands/ is one registered
     subcommand with its NAME, HELP, flags and main; ``--help`` lists them in that order."""
-    modules = {p.stem for p in COMMAND_DIR.glob("*.py")} - {"__init__", "common"}
+    modules = {p.stem for p in COMMAND_DIR.glob("*.py")} - {"__init__"}
     assert {c.__name__.rsplit(".", 1)[1] for c in COMMANDS} == modules
     for command in COMMANDS:
         assert command.__doc__ and command.NAME and command.HELP
@@ -83,7 +86,7 @@ def test_reports_render_and_never_drive(path):
     assert imports_of_drivers(source) == []
 
 
-@pytest.mark.parametrize("source", ["import sim.run\n", "from sim.counterexample import replay\n",
+@pytest.mark.parametrize("source", ["import toolcall_sim.world.run\n", "from toolcall_sim.drivers.counterexample import replay\n",
                                     "def f():\n    import simpy\n"])
 def test_driver_import_check_can_fail(source):
     assert imports_of_drivers(source)

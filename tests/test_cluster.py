@@ -7,7 +7,7 @@ since ``os._exit`` in a thread would end the test itself. Those processes are fo
 from a server process (Dask's ``forkserver`` method, ``forked_dask_workers``) instead of
 spawned: a spawned worker starts a fresh interpreter that imports Dask and the project
 again, a forked one starts from the server's imports (Dask's, or the project's where a
-local pool of sim/backends.py started this process's server first). The tests that kill
+local pool of sim/backends/__init__.py started this process's server first). The tests that kill
 workers start six of them, the nanny replacing each dead one (measured: the test that
 kills every worker, run alone, 3.7 -> 1.6 s of CPU). How a worker process starts is not
 what these tests check: that it dies, is replaced, and changes nothing.
@@ -27,8 +27,9 @@ import pytest
 if importlib.util.find_spec("distributed") is None:  # found, not imported: see DASK_GROUP
     pytest.skip("the distributed package is not installed", allow_module_level=True)
 
-from sim import backends, swarm  # noqa: E402
-from sim.cli import main  # noqa: E402
+from toolcall_sim import backends
+from toolcall_sim.drivers import swarm  # noqa: E402
+from toolcall_sim.cli.main import main  # noqa: E402
 
 # The tests that start or reach a Dask cluster (here and in tests/test_sweep.py) form one
 # xdist group, so one worker process runs them and only that one imports Dask (0.4 s of
@@ -259,9 +260,9 @@ variants = ["contract", "today"]
 def test_check_jobs_through_a_cluster_give_the_same_report(client, tmp_path):
     """check's jobs go to the cluster as numbers and come back in job order: the same
     report.json, summary.md and junit.xml as one process."""
-    from sim import check, suite as suites
-    from sim.commands.check import write_report
-    from sim import counterexample as cx
+    from toolcall_sim.ci import check, suite as suites
+    from toolcall_sim.cli.commands.check import write_report
+    from toolcall_sim.drivers import counterexample as cx
 
     path = tmp_path / "tiny.toml"
     path.write_text(TINY_SUITE)
@@ -274,7 +275,7 @@ def test_check_jobs_through_a_cluster_give_the_same_report(client, tmp_path):
 
 
 def test_compare_swarm_seeds_through_a_cluster_are_the_same_rows(client):
-    from sim import compare
+    from toolcall_sim.ci import compare
 
     assert compare.swarm_runs("contract", 4, 1, cluster=client) == compare.swarm_runs("contract", 4, 1)
 

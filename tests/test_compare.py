@@ -11,7 +11,7 @@ import json
 import pytest
 from check_memo import ABOVE_MARGIN_GROUP, each_exploration_once
 
-from sim.cli import main
+from toolcall_sim.cli.main import main
 
 SMALL = ["--designs", "contract,first-attempt-only", "--worlds", "above-margin", "--seeds", "3"]
 # The above-margin world exhausted under each design once per worker process, shared with
@@ -114,7 +114,7 @@ def test_cost_columns_in_the_long_run():
     """The memory column grows with the tool calls for remember-all only; the ledger pays
     a durable write per start and the incarnation token one per tool call, the others
     none; every design starts each command once when nothing goes wrong."""
-    from sim import compare
+    from toolcall_sim.ci import compare
 
     runs = {d: compare.long_run(d, 12) for d in compare.DEFAULT_DESIGNS}
     assert {d: r["records_at_end"] for d, r in runs.items()} == {

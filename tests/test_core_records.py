@@ -4,9 +4,9 @@ apart, and the world files each under its own record kind."""
 
 from __future__ import annotations
 
-from model import system as msys
-from model import worlds
-from model.core import NOTE, TRUTH, Note, TraceRecord, Truth, note, truth
+from toolcall_sim.model import system as msys
+from toolcall_sim.model import worlds
+from toolcall_sim.model.core import NOTE, TRUTH, Note, TraceRecord, Truth, note, truth
 
 
 def test_truth_and_note_are_one_class_told_apart_by_channel():
@@ -25,7 +25,7 @@ def test_truth_and_note_are_one_class_told_apart_by_channel():
 def test_the_world_files_truths_and_notes_under_their_own_record_kinds():
     """A run's trace holds ``{"kind": "truth", "truth": ...}`` and ``{"kind": "note",
     "note": ...}`` records, never one under the other's key."""
-    from model import explore as ex
+    from toolcall_sim.model import explore as ex
 
     node = ex.initial_node(worlds.build("two-messages"))
     seen = set()
@@ -51,10 +51,10 @@ def test_handwritten_inits_of_frozen_dataclasses_match_their_fields():
     import dataclasses
     import inspect
 
-    from model import agent, chatd_db, chattool
-    from model.chatd import state as chatd_state
-    from model.chattool import args as chattool_args
-    from model.core import CancelTimer, Publish, Reply, Request, Response, Send, SetTimer
+    from toolcall_sim.model import agent, chatd_db, chattool
+    from toolcall_sim.model.chatd import state as chatd_state
+    from toolcall_sim.model.chattool import args as chattool_args
+    from toolcall_sim.model.core import CancelTimer, Publish, Reply, Request, Response, Send, SetTimer
 
     hot_states = (Request, Response, Send, Reply, Publish, chatd_state.Attempt, chatd_state.Task, chatd_state.Runner,
                   chatd_state.ReplicaState, chatd_db.Message, chatd_db.Chat, chatd_db.Db, chatd_db.TaskFence,
@@ -89,7 +89,7 @@ def test_fmap_edited_equals_the_edits_one_at_a_time():
     and a key set and then removed or removed and then set."""
     import random
 
-    from model.core import EMPTY, REMOVED, FMap
+    from toolcall_sim.model.core import EMPTY, REMOVED, FMap
 
     rng = random.Random(7)
     keys = [("agent", f"t{i}") for i in range(6)] + [("replica-1", n) for n in ("acquire", "heartbeat", "sync/c")]

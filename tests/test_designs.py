@@ -15,14 +15,14 @@ from dataclasses import replace
 import pytest
 from check_memo import ABOVE_MARGIN_GROUP, each_exploration_once
 
-from model import designs, planted_bugs
-from model import explore as ex
-from model import worlds
-from model.agent.designs import records_held
-from sim import compare
-from sim import counterexample as cx
-from sim.run import run_scenario
-from sim.scenario import load
+from toolcall_sim.model import designs, planted_bugs
+from toolcall_sim.model import explore as ex
+from toolcall_sim.model import worlds
+from toolcall_sim.model.agent.designs import records_held
+from toolcall_sim.ci import compare
+from toolcall_sim.drivers import counterexample as cx
+from toolcall_sim.world.run import run_scenario
+from toolcall_sim.world.scenario import load
 
 SCENARIOS = pathlib.Path(__file__).resolve().parent.parent / "scenarios"
 BELOW, ABOVE = compare.COMPARE_WORLDS
@@ -195,9 +195,9 @@ def test_a_durable_write_is_a_database_step_that_fails_while_it_is_down():
     request: with the database down at that moment the attempt is retried, as any
     database error, and nothing reaches the agent until it is back; the contract, which
     writes nothing, sends its start at once."""
-    from model.chatd import designs as chatd_designs
-    from model.chatd.state import RETRY
-    from sim.scenario import from_dict
+    from toolcall_sim.model.chatd import designs as chatd_designs
+    from toolcall_sim.model.chatd.state import RETRY
+    from toolcall_sim.world.scenario import from_dict
 
     assert chatd_designs._RETRY_DB_DOWN == f"{RETRY}:db_down"
     data = {"name": "db-down-before-first-request", "summary": "The database goes down as the first dial leaves.",

@@ -11,9 +11,9 @@ import sys
 
 import pytest
 
-from sim.replay import replay_actions, trace_lines
-from sim.run import build, run_scenario
-from sim.scenario import load
+from toolcall_sim.world.replay import replay_actions, trace_lines
+from toolcall_sim.world.run import build, run_scenario
+from toolcall_sim.world.scenario import load
 
 ROOT = pathlib.Path(__file__).resolve().parent.parent
 SMOKE = ROOT / "scenarios" / "smoke_retry.toml"
@@ -21,9 +21,9 @@ SMOKE = ROOT / "scenarios" / "smoke_retry.toml"
 
 VARIANTS = ("today", "contract")
 # One child per hash seed runs both variants through the command line's own code path
-# (sim.cli.main with --json), as `toolcall-sim run` would: a process start costs a
+# (toolcall_sim.cli.main.main with --json), as `toolcall-sim run` would: a process start costs a
 # second of imports, two per hash seed cost twice that.
-_CHILD = (f"import sys\nfrom sim.cli import main\n"
+_CHILD = (f"import sys\nfrom toolcall_sim.cli.main import main\n"
           f"for variant in {VARIANTS!r}:\n"
           f"    assert main(['run', {str(SMOKE)!r}, '--variant', variant, '--json']) in (0, 1)\n")
 
@@ -81,7 +81,7 @@ def test_replay_names_the_step_that_no_longer_fits():
 
 def test_check_determinism_command(capsys):
     """--check-determinism runs twice in separate processes and reports identical traces."""
-    from sim.cli import main
+    from toolcall_sim.cli.main import main
 
     assert main(["run", str(SMOKE), "--check-determinism"]) == 0
     assert "deterministic:" in capsys.readouterr().out

@@ -13,11 +13,11 @@ import pathlib
 
 import pytest
 
-from model import explore as ex
-from model.core import FMap, replace
-from model import worlds
-from sim import counterexample as cx
-from sim.cli import main
+from toolcall_sim.model import explore as ex
+from toolcall_sim.model.core import FMap, replace
+from toolcall_sim.model import worlds
+from toolcall_sim.drivers import counterexample as cx
+from toolcall_sim.cli.main import main
 
 ROOT = pathlib.Path(__file__).resolve().parent.parent
 NONE = dict(agent_restarts=0, ownership_changes=0, interrupts=0, lost_responses=0, task_retries=0)
@@ -110,8 +110,8 @@ def test_fingerprints_are_stable_across_processes():
     """A state's content digest (what parallel searches compare states by) is the same in
     every process, never Python's hash: the same search gives the same count and the same
     digest under any PYTHONHASHSEED."""
-    code = ("from model import explore as ex;"
-            "from model import worlds;"
+    code = ("from toolcall_sim.model import explore as ex;"
+            "from toolcall_sim.model import worlds;"
             "r = ex.explore(worlds.default('contract'), ex.Bounds(agent_restarts=1, ownership_changes=0,"
             " interrupts=0, lost_responses=0, task_retries=0));"
             "print(r.states, r.transitions, ex.fingerprint(ex.initial_node(worlds.default('contract'))))")

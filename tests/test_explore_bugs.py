@@ -11,12 +11,12 @@ from pathlib import Path
 
 import pytest
 
-from model import explore as ex
-from model import planted_bugs, worlds
-from model import properties as props
-from model.timing import Timing
-from sim import counterexample as cx
-from sim.cli import main
+from toolcall_sim.model import explore as ex
+from toolcall_sim.model import planted_bugs, worlds
+from toolcall_sim.model import properties as props
+from toolcall_sim.model.timing import Timing
+from toolcall_sim.drivers import counterexample as cx
+from toolcall_sim.cli.main import main
 
 NONE = dict(agent_restarts=0, ownership_changes=0, interrupts=0, lost_responses=0, task_retries=0)
 MAX_STATES = 20_000  # far above every world below: reaching it fails the exhaustion check
@@ -99,8 +99,8 @@ def test_interrupt_bound_follows_the_world_clock():
     on the reference clock, 10 small ms on the explorer's; a planted bug that removes
     chatd's answer timeout does not move it, because the world keeps its clock from
     before the bug (``WorldConfig.reference_timing``) and the checker reads that."""
-    from sim.run import build
-    from sim.scenario import load
+    from toolcall_sim.world.run import build
+    from toolcall_sim.world.scenario import load
 
     assert props.interrupt_bound_ms(Timing()) == 120_000
     assert props.interrupt_bound_ms(Timing.explorer()) == 10

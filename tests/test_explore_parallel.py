@@ -2,7 +2,7 @@
 
 Two things stand between the explorer of issue 14 and ``system.apply`` step by step: the
 transition memo (model/explore.py Rule 7), which replays a cached step's edits onto another
-state with the same footprint, and the parallel driver (sim/explore_parallel.py), which
+state with the same footprint, and the parallel driver (sim/drivers/explore_parallel.py), which
 numbers states in the one-process order while workers expand them. Each gets a test
 against the thing it replaces: with ``CHECK_MEMO`` every cached step is also applied for
 real and compared field by field, and a parallel search must give the one-process result
@@ -15,11 +15,11 @@ import json
 
 import pytest
 
-from model import explore as ex
-from model import explore_context, explore_replay
-from model import worlds
-from sim import explore_parallel as xp
-from sim.cli import main
+from toolcall_sim.model import explore as ex
+from toolcall_sim.model import explore_context, explore_replay
+from toolcall_sim.model import worlds
+from toolcall_sim.drivers import explore_parallel as xp
+from toolcall_sim.cli.main import main
 
 from check_memo import CHECKED_GROUP, checked_searches
 
@@ -162,8 +162,8 @@ def test_the_memo_check_fires_on_a_wrong_ghost_record_handle(checked_memo, monke
 def test_a_replayed_steps_table_edits_are_the_steps_own():
     """``explore_replay.edited`` makes in one copy the table that ``FMap.set`` and ``remove`` make one
     edit at a time, and returns the same object when nothing changed."""
-    from model.core import FMap
-    from model.system import Timer
+    from toolcall_sim.model.core import FMap
+    from toolcall_sim.model.system import Timer
 
     def t(node, name, due):
         return Timer(node, name, due, due * 10)
@@ -305,7 +305,7 @@ def test_cached_digest_text_is_the_digest_text():
     """The parallel driver digests a child's key from ``digest_text_of`` (the small parts'
     texts kept): it must give ``digest_text``'s bytes, for the keys of a real search and
     for parts that Python equates across types (``1``, ``True``, ``1.0``)."""
-    from model.interning import Interner, digest_text, digest_text_of
+    from toolcall_sim.model.interning import Interner, digest_text, digest_text_of
 
     search = ex.Search(worlds.default("contract"), ex.Bounds(), max_states=300, digests=True)
     search.run()

@@ -6,8 +6,8 @@ from __future__ import annotations
 
 import pytest
 
-from model import explore as ex
-from model import worlds
+from toolcall_sim.model import explore as ex
+from toolcall_sim.model import worlds
 
 NONE = dict(agent_restarts=0, ownership_changes=0, interrupts=0, lost_responses=0, task_retries=0)
 

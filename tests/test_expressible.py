@@ -9,9 +9,9 @@ import textwrap
 
 import pytest
 
-from sim.cli import main
-from sim.run import run_scenario
-from sim.scenario import Expectation, load
+from toolcall_sim.cli.main import main
+from toolcall_sim.world.run import run_scenario
+from toolcall_sim.world.scenario import Expectation, load
 
 SCENARIOS = pathlib.Path(__file__).resolve().parent.parent / "scenarios"
 
@@ -138,7 +138,7 @@ def test_result_bounds_sometimes_and_interrupt_bound_can_fail():
 def test_new_fault_shapes_replay_to_the_same_hash(name, tmp_path):
     """A recorded trace with crafted requests (headers as pairs), immediate takeovers and
     event-triggered faults replays through the pure model to the same trace hash."""
-    from sim import counterexample as cx
+    from toolcall_sim.drivers import counterexample as cx
 
     run = _run(name)
     path = tmp_path / "trace.jsonl"

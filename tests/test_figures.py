@@ -2,9 +2,9 @@
 lost messages and the records that prove a violation, keeps the 9-hour incident within
 its height budget by folding, and is the same bytes in any process.
 
-Traces come from the real drivers: a scenario run (``sim.run.run_scenario``), a planted
+Traces come from the real drivers: a scenario run (``toolcall_sim.world.run.run_scenario``), a planted
 bug's run with its violation's evidence, an explorer counterexample rebuilt by
-``sim.counterexample.explore_trace``, and the incident under the contract and today."""
+``toolcall_sim.drivers.counterexample.explore_trace``, and the incident under the contract and today."""
 
 from __future__ import annotations
 
@@ -20,14 +20,14 @@ import xml.etree.ElementTree as ET
 import pytest
 from hypothesis import given, settings, strategies as st
 
-from model import explore as ex
-from model import properties as props
-from model import worlds
-from reports import figures
-from reports.figures import __main__ as cli
-from sim import counterexample as cx
-from sim.run import chat_uuid, run_scenario
-from sim.scenario import load
+from toolcall_sim.model import explore as ex
+from toolcall_sim.model import properties as props
+from toolcall_sim.model import worlds
+from toolcall_sim.reports import figures
+from toolcall_sim.reports.figures import __main__ as cli
+from toolcall_sim.drivers import counterexample as cx
+from toolcall_sim.world.run import chat_uuid, run_scenario
+from toolcall_sim.world.scenario import load
 
 ROOT = pathlib.Path(__file__).resolve().parent.parent
 SVG = "{http://www.w3.org/2000/svg}"
@@ -233,7 +233,7 @@ def test_swarm_chart_counts_kinds_and_unknown_share():
 
 PRINT_HASHES = """
 import hashlib, json, sys
-from reports import figures
+from toolcall_sim.reports import figures
 trace = [json.loads(l) for l in open(sys.argv[1])]
 svgs = [figures.sequence_svg(trace, title="t", highlight=[5, 9]), figures.timeline_svg(trace, title="t"),
         figures.depth_svg([1, 2, 3], [("p", 1)]), figures.swarm_svg({"b": {"k": 1, "j": 2}, "a": {}}, {"a": 0.5})]
@@ -307,6 +307,6 @@ def test_any_records_draw_without_a_traceback(trace, marked):
                                       (599_999, "10m"), (898_000, "14m 58s"), (3_599_600, "1h"),
                                       (30_600_000, "8h 30m"), (-7_200_000, "-2h")])
 def test_durations_read_as_people_say_them(ms, text):
-    from reports.figures._style import duration
+    from toolcall_sim.reports.figures._style import duration
 
     assert duration(ms) == text

@@ -2,7 +2,7 @@
 
 Theory of operation
 -------------------
-Rule 1. The flags come from ``sim.cli.parser()``: every subcommand, every action it
+Rule 1. The flags come from ``toolcall_sim.cli.main.parser()``: every subcommand, every action it
         declares (a flag, a positional, an append, a switch), so a flag added later is
         fuzzed without this file changing. Hypothesis draws, for each subcommand, a few of
         its flags (repeats allowed), each with a value that is valid and small, or bad:
@@ -93,7 +93,7 @@ DEFAULT_EXAMPLES = 100
 
 
 def subcommands() -> dict[str, argparse.ArgumentParser]:
-    from sim.cli import parser
+    from toolcall_sim.cli.main import parser
 
     top = parser()
     sub = next(a for a in top._actions if isinstance(a, argparse._SubParsersAction))
@@ -119,7 +119,7 @@ def _value(action: argparse.Action, name: str):
         return st.one_of(good, good, st.sampled_from(BAD_INTS))  # free text could be a valid huge size
     if name in ("--out", "--report", "--trace", "--graph"):
         # Odd names below out/ only (Rule 2: a run writes where it is told); no NUL byte,
-        # which sim/output.py takes for a folder name today (reported to its owner).
+        # which sim/io/output.py takes for a folder name today (reported to its owner).
         return st.one_of(good, good, st.sampled_from(("out/ ", "out/\udcff", "out/\x1b[31m", "out/-")))
     # Free text without digits: odd characters, never a size that would run long.
     return st.one_of(good, good, st.sampled_from(BAD_TEXT),
@@ -190,7 +190,7 @@ def _fixtures() -> dict[str, bytes]:
     """The inputs every example's folder holds: made once (a counterexample and a trace
     of real runs, so replay's valid paths are fuzzed too)."""
     if not _FILES:
-        from sim.cli import main
+        from toolcall_sim.cli.main import main
 
         with tempfile.TemporaryDirectory() as tmp, redirect_stdout(io.StringIO()), redirect_stderr(io.StringIO()):
             (Path(tmp) / "s.toml").write_bytes(GOOD)
@@ -222,7 +222,7 @@ def _watchdog(argv: list[str], seconds: int = WATCHDOG_S):
 
 
 def _exit_code(argv: list[str]) -> int:
-    from sim.cli import main
+    from toolcall_sim.cli.main import main
 
     try:
         return main(argv)

@@ -35,9 +35,9 @@ from hypothesis import strategies as st
 
 from hostile import Hang, snapshot, watchdog
 
-from model import vocabulary as voc
-from sim.scenario_spec import ROUTE_OF_TOOL
-from sim.scenario_toml import to_toml
+from toolcall_sim.model import vocabulary as voc
+from toolcall_sim.world.scenario_spec import ROUTE_OF_TOOL
+from toolcall_sim.world.scenario_toml import to_toml
 
 WATCHDOG_S = 60
 TREE_EXAMPLES = 400  # built and mutated as dicts
@@ -242,7 +242,7 @@ def mutated_bytes(draw) -> bytes:
 
 def run_file(text: bytes, kind: str) -> int:
     """``toolcall-sim run FILE`` of ``text`` in a fresh folder, Rules 1-4; the exit code."""
-    from sim.cli import main
+    from toolcall_sim.cli.main import main
 
     with tempfile.TemporaryDirectory() as tmp:
         path = Path(tmp) / "s.toml"

@@ -23,8 +23,8 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-from model import core
-from model.identity import (
+from toolcall_sim.model import core
+from toolcall_sim.model.identity import (
     AGE_MS_HEADER,
     AGENT_STARTED_AFTER_TOOL_CALL,
     CHAT_ID_HEADER,

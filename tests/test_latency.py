@@ -10,11 +10,11 @@ import textwrap
 
 import pytest
 
-from model import vocabulary
-from sim import latency
-from sim.cli import main
-from sim.run import run_scenario
-from sim.scenario import from_dict
+from toolcall_sim.model import vocabulary
+from toolcall_sim.world import latency
+from toolcall_sim.cli.main import main
+from toolcall_sim.world.run import run_scenario
+from toolcall_sim.world.scenario import from_dict
 
 BASE = """
 name = "net"
@@ -78,7 +78,7 @@ def test_a_link_with_its_own_range_is_uniform_and_one_without_inherits_the_shape
                         "network": {"latency": {"shape": "lognormal", "median": "20ms", "p99": "1s"},
                                     "links": {"agent->replica-1": {"latency": {"min": "5ms", "max": "5ms"}},
                                               "agent->replica-2": {"loss": 0.0}}}})
-    from sim.run import build
+    from toolcall_sim.world.run import build
 
     _, options = build(shaped, "contract")
     assert options.links["agent->replica-1"].shape is None

@@ -16,11 +16,11 @@ from __future__ import annotations
 
 import pytest
 
-from model import explore as ex
-from model import explore_context
-from model import properties as props
-from model import worlds
-from model.properties import monitor
+from toolcall_sim.model import explore as ex
+from toolcall_sim.model import explore_context
+from toolcall_sim.model import properties as props
+from toolcall_sim.model import worlds
+from toolcall_sim.model.properties import monitor
 
 import check_memo
 import test_properties as tp

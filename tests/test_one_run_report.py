@@ -7,7 +7,7 @@ before the report line are the same; the folder holds the files ``check`` writes
 (``junit.xml`` for run and explore), every picture the page names is embedded in it, and
 a counterexample's sequence diagram highlights exactly the records that prove its
 violation (their ``evidence-<index>`` groups, tests/test_figures.py's reading). The page is
-rendered by the check writers (``reports.check_html.page``): tested by the shape of what
+rendered by the check writers (``toolcall_sim.reports.check_html.page``): tested by the shape of what
 they write, not by a second copy of them.
 """
 
@@ -24,10 +24,10 @@ import browser
 import junitparser
 import pytest
 
-from sim import counterexample as cx
-from sim import progress as pg
-from sim.cli import main
-from sim.run import chat_uuid
+from toolcall_sim.drivers import counterexample as cx
+from toolcall_sim.io import progress as pg
+from toolcall_sim.cli.main import main
+from toolcall_sim.world.run import chat_uuid
 
 SVG = "{http://www.w3.org/2000/svg}"
 ANSI = re.compile(r"\x1b\[[0-9;?]*[A-Za-z]")
@@ -64,7 +64,7 @@ def _pictures(doc: dict) -> list[str]:
 def _check_folder(folder: Path, junit: bool = True) -> dict:
     """The report folder holds what check writes, each picture on disk and in the page."""
     names = {"index.html", "summary.md", "report.json", "figures", "counterexamples", *(["junit.xml"] if junit else []),
-             ".toolcall-sim-report"}  # the marker that makes the folder ours to replace (sim/output.py Rule 6)
+             ".toolcall-sim-report"}  # the marker that makes the folder ours to replace (sim/io/output.py Rule 6)
     assert {p.name for p in folder.iterdir()} == names
     doc = json.loads((folder / "report.json").read_text())
     pictures = _pictures(doc)
@@ -243,7 +243,7 @@ def test_a_bad_report_folder_is_one_line_exit_2(command, where, tmp_path, capsys
 
 
 def test_the_tour_refuses_report_in_one_line(tmp_path, capsys):
-    """explore without --world runs many searches (sim/explore_tour.py); --report draws
+    """explore without --world runs many searches (sim/drivers/explore_tour.py); --report draws
     one, so the tour refuses it instead of ignoring it."""
     assert main(["explore", "--out", str(tmp_path / "o"), "--report", str(tmp_path / "r")]) == 2
     err = capsys.readouterr().err

@@ -1,5 +1,5 @@
 """Outputs never destroy what they did not write (issue 32, "Outputs destroy data"):
-sim/output.py Rules 1 and 3-7.
+sim/io/output.py Rules 1 and 3-7.
 
 A folder of the user's files survives every output flag of every command; a device
 node, a FIFO, a socket or a folder given as a file is refused before any work; a symlink
@@ -20,8 +20,8 @@ from pathlib import Path
 import pytest
 
 from hostile import snapshot
-from sim import output
-from sim.cli import main
+from toolcall_sim.io import output
+from toolcall_sim.cli.main import main
 
 ROOT = Path(__file__).resolve().parent.parent
 US02 = "us02_interrupt_stops_foreground"
@@ -58,7 +58,7 @@ def _refused(code: int, err: str, needle: str) -> None:
 # Every output flag of every command, given the user's folder ({u}). A flag that replaces
 # a folder whole, or names a file, refuses it (exit 2); a flag that adds files to a
 # folder adds them beside the user's (exit 0 or 1). compare's --out adds files the same
-# way (sim/compare.py) but runs for a minute; its --report is here.
+# way (sim/ci/compare.py) but runs for a minute; its --report is here.
 EVERY_FLAG = [
     ("run --report", ["run", US02, "--report", "{u}"], {2}),
     ("run --trace", ["run", US02, "--trace", "{u}"], {2}),
@@ -108,7 +108,7 @@ def test_a_report_never_replaces_the_current_home_parent_or_root_folder(tmp_path
 
 def test_the_default_check_folder_of_user_files_is_refused_before_the_suite_runs(tmp_path, monkeypatch, capsys):
     """``check`` with no --out writes ./reports/out/check/<suite>: the same rule."""
-    from sim import check
+    from toolcall_sim.ci import check
 
     mine = tmp_path / "reports" / "out" / "check" / "ci"
     mine.mkdir(parents=True)
@@ -229,7 +229,7 @@ def test_a_symlink_to_a_device_is_refused(tmp_path, monkeypatch, capsys):
 def test_outputs_get_the_umask_in_a_fresh_process(tmp_path, umask):
     """The umask is read at import, so a fresh process with it set is the real test."""
     env = dict(os.environ, PYTHONPATH=str(ROOT))
-    proc = subprocess.run([sys.executable, "-m", "sim", "run", US02, "--trace", "t.jsonl", "--report", "r"],
+    proc = subprocess.run([sys.executable, "-m", "toolcall_sim", "run", US02, "--trace", "t.jsonl", "--report", "r"],
                           cwd=tmp_path, env=env, capture_output=True, text=True, check=False,
                           preexec_fn=lambda: os.umask(umask))
     assert proc.returncode == 0, proc.stderr
@@ -267,7 +267,7 @@ def test_a_full_disk_on_trace_is_one_line_and_leaves_the_old_file(tmp_path, monk
 
 
 def test_a_full_disk_on_a_report_leaves_the_earlier_report(tmp_path, monkeypatch, capsys):
-    from reports import check_html
+    from toolcall_sim.reports import check_html
 
     code, _, err = _run(["run", US02, "--report", "r"], tmp_path, monkeypatch, capsys)
     assert code == 0, err
@@ -306,7 +306,7 @@ def test_a_really_full_disk_is_one_line_and_no_partial_file(small_disk, tmp_path
 
 
 def test_check_into_a_read_only_place_is_refused_before_the_suite_runs(tmp_path, monkeypatch, capsys):
-    from sim import check
+    from toolcall_sim.ci import check
 
     ro = tmp_path / "ro"
     ro.mkdir()
@@ -325,7 +325,7 @@ def test_check_into_a_read_only_place_is_refused_before_the_suite_runs(tmp_path,
 
 
 def test_check_below_a_file_is_refused_before_the_suite_runs(tmp_path, monkeypatch, capsys):
-    from sim import check
+    from toolcall_sim.ci import check
 
     (tmp_path / "f").write_text("x")
     monkeypatch.setattr(check, "run_check", lambda *a, **k: pytest.fail("the suite ran"))

@@ -17,8 +17,8 @@ from pathlib import Path
 
 import pytest
 
-from sim import output
-from sim.cli import main
+from toolcall_sim.io import output
+from toolcall_sim.cli.main import main
 
 ROOT = Path(__file__).resolve().parent.parent
 US02 = "us02_interrupt_stops_foreground"
@@ -35,7 +35,7 @@ def _env() -> dict:
 
 
 def _sim(args: list[str], cwd: Path, env: dict | None = None) -> subprocess.CompletedProcess:
-    return subprocess.run([sys.executable, "-m", "sim", *args], capture_output=True, text=True, cwd=cwd,
+    return subprocess.run([sys.executable, "-m", "toolcall_sim", *args], capture_output=True, text=True, cwd=cwd,
                           env=env or _env(), check=False)
 
 
@@ -313,7 +313,7 @@ def test_a_replay_that_stops_fitting_has_its_own_exit_code(tmp_path, capsys):
 
 def _interrupt_after(args: list[str], cwd: Path, ready, env: dict | None = None) -> tuple[int, str, str]:
     """Start the command, read stderr until ``ready(line)``, send SIGINT, collect."""
-    proc = subprocess.Popen([sys.executable, "-m", "sim", *args], cwd=cwd, env=env or _env(), text=True,
+    proc = subprocess.Popen([sys.executable, "-m", "toolcall_sim", *args], cwd=cwd, env=env or _env(), text=True,
                             stdout=subprocess.PIPE, stderr=subprocess.PIPE)
     seen = []
     for line in proc.stderr:
@@ -376,12 +376,12 @@ def test_ctrl_c_on_swarm_keeps_every_finished_counterexample(tmp_path, workers):
 
 
 # A Ctrl-C at a chosen line of the parent: a trace function counts the Python lines the
-# parent runs inside the local pool's generator (sim/backends.py) and raises SIGINT at
+# parent runs inside the local pool's generator (sim/backends/__init__.py) and raises SIGINT at
 # line K, as a real Ctrl-C arriving there would be handled (at the next bytecode). The
 # old pool hung for K inside ``concurrent.futures.wait`` taking its futures' locks.
 _CTRL_C_AT_LINE = """
 import multiprocessing, signal, sys, time
-from sim import backends
+from toolcall_sim import backends
 
 def slow(seed):
     time.sleep(0.002)
@@ -449,7 +449,7 @@ def _script_within(script, args, *, cwd, hung: str) -> tuple[str, str]:
 
 _STUCK_WORKER = """
 import multiprocessing, sys, time
-from sim import backends
+from toolcall_sim import backends
 
 def stuck(seed):
     if seed > 0:
@@ -482,7 +482,7 @@ def test_ctrl_c_on_explore_prints_the_summary_so_far(tmp_path):
     code, out, err = _interrupt_after(["explore", "--world", "default", "--max-states", "100000000", "--max-in-flight", "5s",
                                        "--agent-restarts", "2", "--out", "o"], tmp_path,
                                       lambda line: "states" in line,
-                                      # a log gets no progress unless asked (sim/progress.py Rule 1)
+                                      # a log gets no progress unless asked (sim/io/progress.py Rule 1)
                                       env=dict(_env(), TOOLCALL_SIM_PROGRESS="lines"))
     assert code == 130, err
     assert "Traceback" not in err

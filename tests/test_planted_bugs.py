@@ -7,10 +7,10 @@ import pathlib
 
 import pytest
 
-from model import planted_bugs
-from model import properties as props
-from sim.run import run_scenario
-from sim.scenario import load
+from toolcall_sim.model import planted_bugs
+from toolcall_sim.model import properties as props
+from toolcall_sim.world.run import run_scenario
+from toolcall_sim.world.scenario import load
 
 SCENARIOS = pathlib.Path(__file__).resolve().parent.parent / "scenarios"
 
@@ -32,7 +32,7 @@ def test_every_safety_and_liveness_property_has_a_planted_bug():
     """No checker is left unproven: each always/eventually property catches some bug, or
     the flaw of a rejected design (model/designs.py; tests/test_designs.py proves each
     is caught in its world and scenario, and not under the contract)."""
-    from model import designs
+    from toolcall_sim.model import designs
 
     caught = {m.caught_by for m in planted_bugs.PLANTED_BUGS} | {d.flaw for d in designs.DESIGNS if d.flaw}
     checked = {p.name for p in props.PROPERTIES if p.kind in ("always", "eventually")}

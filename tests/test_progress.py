@@ -1,4 +1,4 @@
-"""The progress of long commands (sim/progress.py, issue 15 "Around it"): a bar on a
+"""The progress of long commands (sim/io/progress.py, issue 15 "Around it"): a bar on a
 terminal that reaches its total, nothing extra in a log, ``--quiet`` on every long
 command, and never a byte of difference in what a run writes or prints on stdout.
 
@@ -21,10 +21,10 @@ from pathlib import Path
 import pytest
 from rich.console import Console
 
-from sim import progress as pg
-from sim.cli import main, parser
-from sim.progress import Progress
-from sim.scenario import ScenarioError
+from toolcall_sim.io import progress as pg
+from toolcall_sim.cli.main import main, parser
+from toolcall_sim.io.progress import Progress
+from toolcall_sim.world.scenario import ScenarioError
 
 ANSI = re.compile(r"\x1b\[[0-9;?]*[A-Za-z]")
 BUGGY = "contract+records-lost-on-new-message"  # swarm seed 7 fails at once (tests/test_outputs.py)
@@ -261,7 +261,7 @@ def test_a_real_terminal_gets_the_bar_and_a_pipe_does_not(tmp_path, monkeypatch,
     root = Path(__file__).resolve().parent.parent
     env = {k: v for k, v in os.environ.items() if k != pg.ENV}
     env.update(PYTHONPATH=str(root), TERM="xterm")
-    argv = [sys.executable, "-m", "sim", "explore", "--world", "default", "--variant", "today", "--property",
+    argv = [sys.executable, "-m", "toolcall_sim", "explore", "--world", "default", "--variant", "today", "--property",
             "at_most_once", "--out", str(tmp_path / "o")]
     primary, secondary = os.openpty()
     try:

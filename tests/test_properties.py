@@ -13,9 +13,9 @@ from types import SimpleNamespace
 
 import pytest
 
-from model import chatd, chattool, system
-from model import properties as props
-from model.identity import tool_call_uuid
+from toolcall_sim.model import chatd, chattool, system
+from toolcall_sim.model import properties as props
+from toolcall_sim.model.identity import tool_call_uuid
 
 CHAT = "11111111-1111-4111-8111-111111111111"
 OTHER = "22222222-2222-4222-8222-222222222222"
@@ -208,10 +208,10 @@ def test_commit_without_attempt_fence_is_caught_by_fenced_commits_alone():
     import pathlib
     from dataclasses import replace
 
-    from model import planted_bugs
-    from sim.run import build, run_scenario
-    from sim.scenario import load
-    from sim.world import Simulation
+    from toolcall_sim.model import planted_bugs
+    from toolcall_sim.world.run import build, run_scenario
+    from toolcall_sim.world.scenario import load
+    from toolcall_sim.world.simulation import Simulation
 
     scenario = load(pathlib.Path(__file__).resolve().parent.parent / "scenarios" / "bug_stale_attempt_commit.toml")
     bug = run_scenario(scenario, "contract+commit-without-attempt-fence")

@@ -1,6 +1,6 @@
 """The pytest plugin (sim/pytest_plugin.py), run as a user runs it: pytest in a folder
-of scenario files (pytester), with ``-p sim.pytest_plugin`` as a checkout installed
-before the entry point existed loads it."""
+of scenario files (pytester), with the plugin loaded as an installed package loads it
+(its ``pytest11`` entry point, ``toolcall_sim``)."""
 
 from __future__ import annotations
 
@@ -18,25 +18,25 @@ import pytest
 # Imported here, before any in-process pytester run: such a run drops the modules it
 # imported when it ends, and numpy (under matplotlib, which draws a failed item's
 # sequence diagram) cannot be imported twice in one process.
-import reports.figures  # noqa: F401
+import toolcall_sim.reports.figures  # noqa: F401
 
 # Imported here, before any in-process pytester run: pytester restores sys.modules after
 # each run, so a module first imported inside one would be dropped while modules kept
 # from that run still hold its classes (an isinstance against a class of the second
 # import then fails).
-import model.explore  # noqa: F401
-import model.worlds  # noqa: F401
-import reports.explore  # noqa: F401
-import sim.api  # noqa: F401
-import sim.counterexample  # noqa: F401
-import sim.pytest_plugin  # noqa: F401
-import sim.stateful  # noqa: F401
-import sim.swarm  # noqa: F401
+import toolcall_sim.model.explore  # noqa: F401
+import toolcall_sim.model.worlds  # noqa: F401
+import toolcall_sim.reports.explore  # noqa: F401
+import toolcall_sim.api  # noqa: F401
+import toolcall_sim.drivers.counterexample  # noqa: F401
+import toolcall_sim.pytest_plugin  # noqa: F401
+import toolcall_sim.drivers.stateful  # noqa: F401
+import toolcall_sim.drivers.swarm  # noqa: F401
 
 pytest_plugins = ["pytester"]
 
 ROOT = pathlib.Path(__file__).resolve().parent.parent
-PLUGIN = ("-p", "sim.pytest_plugin", "-p", "no:cacheprovider", "-p", "no:randomly", "-p", "no:benchmark")
+PLUGIN = ("-p", "no:cacheprovider", "-p", "no:randomly", "-p", "no:benchmark")
 LOST = (ROOT / "scenarios" / "lost_start_answer.toml").read_text()
 # The same story expecting what only the contract does, under today too: today's run
 # starts the command twice, so today fails and the contract passes.
@@ -205,25 +205,25 @@ def test_scenario_items_run_under_xdist(pytester, monkeypatch):
 
 
 def test_the_entry_point_is_declared_and_resolves_when_installed():
-    """pyproject.toml registers the plugin under its module's name (so ``-p
-    sim.pytest_plugin`` and the entry point are one plugin); where the installed
-    metadata has it, it loads this module."""
+    """pyproject.toml registers the plugin under our name, ``toolcall_sim`` (``-p
+    no:toolcall_sim`` turns it off); the installed metadata has it and it loads this module."""
     eps = tomllib.loads((ROOT / "pyproject.toml").read_text())["project"]["entry-points"]["pytest11"]
-    assert eps == {"sim.pytest_plugin": "sim.pytest_plugin"}
-    installed = [ep for ep in importlib.metadata.entry_points(group="pytest11") if ep.value == "sim.pytest_plugin"]
-    if installed:
-        import sim.pytest_plugin
+    assert eps == {"toolcall_sim": "toolcall_sim.pytest_plugin"}
+    installed = [ep for ep in importlib.metadata.entry_points(group="pytest11") if ep.value == "toolcall_sim.pytest_plugin"]
+    import toolcall_sim.pytest_plugin
 
-        assert installed[0].name == "sim.pytest_plugin" and installed[0].load() is sim.pytest_plugin
+    assert [ep.name for ep in installed] == ["toolcall_sim"]
+    assert installed[0].load() is toolcall_sim.pytest_plugin
 
 
 def test_the_projects_suite_loads_the_plugin_once(request):
-    """This suite runs with the plugin (addopts), registered once however it came."""
-    import sim.pytest_plugin
+    """This suite runs with the plugin (the installed entry point), registered once."""
+    import toolcall_sim.pytest_plugin
 
     manager = request.config.pluginmanager
-    assert manager.is_registered(sim.pytest_plugin)
-    assert [name for name, plugin in manager.list_name_plugin() if plugin is sim.pytest_plugin] == ["sim.pytest_plugin"]
+    assert manager.is_registered(toolcall_sim.pytest_plugin)
+    assert [name for name, plugin in manager.list_name_plugin()
+            if plugin is toolcall_sim.pytest_plugin] == ["toolcall_sim"]
 
 
 def test_hypothesis_profile_from_the_environment(pytester, monkeypatch):
@@ -249,7 +249,7 @@ def test_explore_fixture(toolcall_explore):
     with pytest.raises(AssertionError, match="violated in \\d+ steps"):
         today.assert_holds()
     file = today.counterexamples[0]["counterexample"]
-    replay = subprocess.run([sys.executable, "-m", "sim", "replay", file], cwd=ROOT, capture_output=True, text=True)
+    replay = subprocess.run([sys.executable, "-m", "toolcall_sim", "replay", file], cwd=ROOT, capture_output=True, text=True)
     assert replay.returncode == 1, replay.stdout + replay.stderr  # the violation again
 
 

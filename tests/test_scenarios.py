@@ -22,8 +22,8 @@ import tomllib
 
 import pytest
 
-from sim.run import run_scenario
-from sim.scenario import load
+from toolcall_sim.world.run import run_scenario
+from toolcall_sim.world.scenario import load
 
 ROOT = pathlib.Path(__file__).resolve().parent.parent
 SCENARIOS = sorted((ROOT / "scenarios").glob("*.toml"))
@@ -44,7 +44,6 @@ def test_pinned_hashes_are_the_collected_items():
     ini = tomllib.loads((ROOT / "pyproject.toml").read_text())["tool"]["pytest"]["ini_options"]
     assert ini["toolcall_scenarios"] == ["scenarios"]
     assert (ROOT / ini["toolcall_trace_hashes"]).resolve() == GOLDEN
-    assert "-p sim.pytest_plugin" in ini["addopts"]
     items = {f"{p.stem}/{variant}" for p in SCENARIOS for variant, _ in load(p).expect}
     assert set(json.loads(GOLDEN.read_text())) == items
 

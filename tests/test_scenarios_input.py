@@ -7,8 +7,8 @@ import textwrap
 
 import pytest
 
-from sim.cli import main
-from sim.scenario import ScenarioError, load, parse_duration
+from toolcall_sim.cli.main import main
+from toolcall_sim.world.scenario import ScenarioError, load, parse_duration
 
 GOOD = """
 name = "ok"

@@ -7,7 +7,7 @@ import textwrap
 
 import pytest
 
-from sim.cli import main
+from toolcall_sim.cli.main import main
 
 GOOD = """
 name = "ok"

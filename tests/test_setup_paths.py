@@ -1,7 +1,7 @@
 """A swarm seed's set-up, written out for speed, gives what the general code gives: the
-tool-call arguments ``sim.run._args_json`` writes are ``json.dumps``'s text, the
+tool-call arguments ``toolcall_sim.world.run._args_json`` writes are ``json.dumps``'s text, the
 durations ``format_duration`` remembers are the ones it computes and parses back, and a
-seed's own generator (``sim.stories._SeedRandom``) draws what ``random.Random`` draws."""
+seed's own generator (``toolcall_sim.world.stories._SeedRandom``) draws what ``random.Random`` draws."""
 
 from __future__ import annotations
 
@@ -11,15 +11,15 @@ import random
 
 import pytest
 
-from sim import run as R
-from sim import scenario_spec, stories
-from sim.scenario import ToolCallSpec, format_duration, from_drawn, load, parse_duration
+from toolcall_sim.world import run as R
+from toolcall_sim.world import scenario_spec, stories
+from toolcall_sim.world.scenario import ToolCallSpec, format_duration, from_drawn, load, parse_duration
 
 SCENARIOS = sorted((pathlib.Path(__file__).resolve().parent.parent / "scenarios").rglob("*.toml"))
 
 
 def _dumps_args(spec: ToolCallSpec) -> str:
-    """The arguments as sim/run.py built them before ``_args_json``: a dict, dumped."""
+    """The arguments as sim/world/run.py built them before ``_args_json``: a dict, dumped."""
     if spec.tool == "execute":
         args: dict = {"command": spec.command}
         if spec.timeout_ms is not None:
@@ -117,7 +117,7 @@ def test_handwritten_inits_of_the_world_config_match_their_fields():
     import dataclasses
     import inspect
 
-    from model import system as msys
+    from toolcall_sim.model import system as msys
 
     for cls in (msys.WorldConfig, msys.ChatSpec):
         fields = dataclasses.fields(cls)

@@ -1,4 +1,4 @@
-"""SIGTERM is Ctrl-C, and no command leaves a process behind (issue 32; sim/interrupt.py).
+"""SIGTERM is Ctrl-C, and no command leaves a process behind (issue 32; sim/io/interrupt.py).
 
 Every test runs the real command in its own session (``start_new_session``: its process
 group is its pid, so a signal can go to the main process only, as ``kill PID`` sends it,
@@ -34,7 +34,7 @@ class Command:
 
     def __init__(self, args: list[str], cwd: Path):
         env = {**os.environ, "TOOLCALL_SIM_PROGRESS": "lines"}
-        self.proc = subprocess.Popen([sys.executable, "-m", "sim", *args], cwd=cwd, env=env, text=True,
+        self.proc = subprocess.Popen([sys.executable, "-m", "toolcall_sim", *args], cwd=cwd, env=env, text=True,
                                      stdout=subprocess.PIPE, stderr=subprocess.PIPE, start_new_session=True)
         self.lines: queue.SimpleQueue = queue.SimpleQueue()
         self.stderr: list[str] = []
@@ -170,7 +170,7 @@ EXPLORE_LONG = ["explore", "--world", "default", "--workers", "2", "--max-states
                                          (EXPLORE_LONG, "states")], ids=["swarm", "explore"])
 def test_workers_die_with_a_parent_killed_outright(tmp_path, args, needle):
     """SIGKILL cannot be handled: the workers end because the kernel kills them with their
-    parent (sim/interrupt.py Rule 4: PR_SET_PDEATHSIG)."""
+    parent (sim/io/interrupt.py Rule 4: PR_SET_PDEATHSIG)."""
     if not sys.platform.startswith("linux"):
         pytest.skip("PR_SET_PDEATHSIG is Linux's")
     cmd = Command(args, tmp_path)
@@ -261,7 +261,7 @@ def test_search_cut_short_while_shrinking_says_so_keeps_the_best_and_exits_130(t
     toml = tmp_path / "out" / "search-contract_no-age-margin-at_most_once.toml"
     assert toml.is_file() and toml.with_suffix(".json").is_file()
     # The story kept fails on its own.
-    done = subprocess.run([sys.executable, "-m", "sim", "run", str(toml)], cwd=tmp_path, capture_output=True,
+    done = subprocess.run([sys.executable, "-m", "toolcall_sim", "run", str(toml)], cwd=tmp_path, capture_output=True,
                           text=True, timeout=WATCHDOG_S)
     assert done.returncode == 1, done.stderr
 
@@ -274,7 +274,7 @@ def test_search_cut_short_while_shrinking_says_so_keeps_the_best_and_exits_130(t
 
 
 def test_after_start_up_sigterm_goes_where_sigint_goes():
-    child = ("import signal, sys\nfrom sim import launch, interrupt\n"
+    child = ("import signal, sys\nfrom toolcall_sim.cli import launch\nfrom toolcall_sim.io import interrupt\n"
              "code = launch.main(['list'])\n"
              "assert signal.getsignal(signal.SIGTERM) is interrupt._as_sigint\n"
              "try:\n    signal.raise_signal(signal.SIGTERM)\nexcept KeyboardInterrupt:\n    sys.exit(42)\n"
@@ -286,7 +286,7 @@ def test_after_start_up_sigterm_goes_where_sigint_goes():
 
 @pytest.mark.parametrize("signum,group", HOW[:2])
 def test_bench_stops_at_once_and_kills_its_fresh_process(tmp_path, signum, group):
-    """bench measures each row in a fresh spawned process (sim/bench.py
+    """bench measures each row in a fresh spawned process (sim/ci/bench.py
     ``in_fresh_process``): a signal ends the command now, not when the row is measured."""
     cmd = Command(["bench", "--quick"], tmp_path)
     code = interrupted(cmd, "explorer, default world", signum, group)

@@ -11,9 +11,9 @@ import pytest
 
 from hypothesis import settings
 
-from sim import counterexample as cx
-from sim.cli import main
-from sim.stateful import machine_for
+from toolcall_sim.drivers import counterexample as cx
+from toolcall_sim.cli.main import main
+from toolcall_sim.drivers.stateful import machine_for
 
 settings.load_profile(os.environ.get("HYPOTHESIS_PROFILE", "ci"))
 

@@ -1,19 +1,19 @@
-"""Swarm testing (sim/swarm.py): seeds draw the same worlds everywhere, the report does not
+"""Swarm testing (sim/drivers/swarm.py): seeds draw the same worlds everywhere, the report does not
 depend on the number of workers, the plain contract survives a fixed budget, planted bugs
 are found within pinned budgets, and the minimizer only ever shrinks a failing world.
 
 Re-pinning a swarm window (``WINDOWS``) after a change to the model or to the drawing
-(sim/stories.py) moves which seeds find a planted bug: for each bug that
+(sim/world/stories.py) moves which seeds find a planted bug: for each bug that
 ``test_swarm_finds_planted_bug`` no longer finds, sweep its seeds and let this module read
 the report::
 
-    python -m sim swarm --variant contract+BUG --seeds 120 --json --out /tmp/repin > /tmp/BUG.json
+    python -m toolcall_sim swarm --variant contract+BUG --seeds 120 --json --out /tmp/repin > /tmp/BUG.json
     python -m tests.test_swarm BUG < /tmp/BUG.json
 
 The first command runs seeds 1..120 under ``contract+BUG`` (about 10-60 s); its JSON lists
 each failing seed with ``property`` and ``other_properties``, all the seed's new findings
 (found before minimizing). The second keeps the seeds whose findings include the bug's
-``caught_by`` property (``python -m sim list`` shows it) and prints the ``WINDOWS`` line
+``caught_by`` property (``python -m toolcall_sim list`` shows it) and prints the ``WINDOWS`` line
 to paste: the first run of 10 seeds that starts at such a seed and holds at least two
 (``_window``). No window in 120 seeds: sweep more (``--seeds 500``).
 """
@@ -31,11 +31,12 @@ import pytest
 from hypothesis import assume, given, settings
 from hypothesis import strategies as st
 
-from model import planted_bugs
-from sim import cli, swarm
-from sim import counterexample as cx
-from sim.run import run_scenario
-from sim.scenario import ScenarioError, from_dict, from_drawn
+from toolcall_sim.model import planted_bugs
+from toolcall_sim.cli import main as cli
+from toolcall_sim.drivers import swarm
+from toolcall_sim.drivers import counterexample as cx
+from toolcall_sim.world.run import run_scenario
+from toolcall_sim.world.scenario import ScenarioError, from_dict, from_drawn
 
 ROOT = pathlib.Path(__file__).resolve().parent.parent
 
@@ -116,7 +117,7 @@ def test_drawn_worlds_read_unchecked_as_checked():
 def test_same_seed_same_scenario_across_hash_seeds():
     """Interpreters under different PYTHONHASHSEED (this one and a fresh one) draw
     byte-identical dicts."""
-    code = ("import json; from sim.swarm import draw_scenario; "
+    code = ("import json; from toolcall_sim.drivers.swarm import draw_scenario; "
             "print(json.dumps([draw_scenario(s) for s in range(1, 30)], sort_keys=True))")
     here = json.dumps([swarm.draw_scenario(s) for s in range(1, 30)], sort_keys=True)
     # One child under a hash seed other than this process's: with this process, two
@@ -164,7 +165,7 @@ def test_workers_do_not_change_the_report(tmp_path, capsys):
     """--workers 1 and --workers 2 (spawned processes) print identical JSON, failures
     included. The command runs in this process (the workers are its pool's own
     processes either way)."""
-    from sim.cli import main
+    from toolcall_sim.cli.main import main
 
     outs = []
     for workers in ("1", "2"):
@@ -198,11 +199,11 @@ def test_a_worker_chunk_stops_once_the_parent_stops_reading(monkeypatch):
     parent's Ctrl-C or early stop) the seeds not yet begun are skipped."""
     import threading
 
-    from sim import backends
+    from toolcall_sim import backends
 
     stop = threading.Event()
     monkeypatch.setattr(backends, "_STOP", stop)
-    # What every backend runs as one task of a swarm (sim/backends.py ``run_range``).
+    # What every backend runs as one task of a swarm (sim/backends/__init__.py ``run_range``).
     chunk = lambda: backends.run_range(swarm.run_seed, 3, 2, ("contract",))  # noqa: E731
     assert chunk() == [swarm.run_seed(3, "contract"), swarm.run_seed(4, "contract")]
     stop.set()
@@ -238,7 +239,7 @@ def test_judge_reads_verdicts_only_and_they_are_the_full_runs(monkeypatch):
     property reads them): its verdicts are those of the full run, for seeds with findings,
     residual risks and known findings under today and the contract; and its trace is the
     full trace less exactly those records."""
-    import sim.run as srun
+    import toolcall_sim.world.run as srun
 
     full_run = srun.run_scenario
     seeds_variants = [(1, "today"), (1, "contract"), (57, "contract"), (58, "contract+no-age-margin"), (3, "today")]
@@ -420,9 +421,9 @@ def test_minimizer_shrinks_and_keeps_failure(seed, pick):
 
 
 def test_generic_minimizer_knows_nothing_of_scenarios():
-    """sim/minimize.py on plain lists: removing one element at a time, it keeps what the
+    """sim/drivers/minimize.py on plain lists: removing one element at a time, it keeps what the
     check needs (1-minimal), treats a refused candidate as no step, and stops at max_runs."""
-    from sim.minimize import minimize as generic
+    from toolcall_sim.drivers.minimize import minimize as generic
 
     def steps(xs: list[int]):
         return [xs[:i] + xs[i + 1:] for i in range(len(xs))]

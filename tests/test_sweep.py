@@ -9,10 +9,10 @@ import textwrap
 
 import pytest
 
-from sim import sweep
-from sim.cli import main
-from sim.run import run_scenario
-from sim.scenario import from_dict
+from toolcall_sim.ci import sweep
+from toolcall_sim.cli.main import main
+from toolcall_sim.world.run import run_scenario
+from toolcall_sim.world.scenario import from_dict
 
 TINY = """
 name = "tiny"
@@ -121,7 +121,7 @@ BAD = [
 
 
 def _write(tmp_path, data: dict):
-    from sim.scenario_toml import to_toml
+    from toolcall_sim.world.scenario_toml import to_toml
 
     path = tmp_path / "sweep.toml"
     path.write_text(to_toml(data))

@@ -8,12 +8,12 @@ from __future__ import annotations
 
 import pytest
 
-import model.chatd as chatd
-import model.system as msys
-from model.core import Publish
-from sim.run import run_scenario
-from sim.scenario import from_dict
-from sim.stories import draw_scenario
+import toolcall_sim.model.chatd as chatd
+import toolcall_sim.model.system as msys
+from toolcall_sim.model.core import Publish
+from toolcall_sim.world.run import run_scenario
+from toolcall_sim.world.scenario import from_dict
+from toolcall_sim.world.stories import draw_scenario
 
 SEEDS = range(1, 41)
 
@@ -33,7 +33,7 @@ def _publish_deliveries(variant: str) -> list[tuple]:
     mp = pytest.MonkeyPatch()
     mp.setattr(msys, "apply", recording)
     try:
-        import sim.world as world
+        import toolcall_sim.world.simulation as world
         mp.setattr(world.msys, "apply", recording)
         for seed in SEEDS:
             run_scenario(from_dict(draw_scenario(seed), "<swarm>"), variant, verdicts_only=True)
@@ -86,10 +86,10 @@ def test_predicate_cases():
     assert chatd.publish_changes_nothing(None, db, chatd.CHANNEL_UPDATE, "c")
     assert chatd.publish_changes_nothing(rep, db, chatd.CHANNEL_UPDATE, "no-such-chat")
     assert not chatd.publish_changes_nothing(rep, db, chatd.CHANNEL_OWNERSHIP, "c")
-    from model.core import replace
+    from toolcall_sim.model.core import replace
     paused = replace(rep, heartbeats_paused=True)
     assert chatd.publish_changes_nothing(paused, db, chatd.CHANNEL_OWNERSHIP, "c")
-    from model.chatd.state import Runner
+    from toolcall_sim.model.chatd.state import Runner
     chat_id, chat = next(iter(db.chats.items()))
     # A runner of a chat the database does not hold drops it: not quiet.
     running = replace(rep, runners=rep.runners.set("c", Runner("c", "r1")))
@@ -104,6 +104,6 @@ def test_predicate_cases():
 
 
 def _config(seed: int):
-    from sim.run import build
+    from toolcall_sim.world.run import build
     config, _ = build(from_dict(draw_scenario(seed), "<swarm>"), "contract")
     return config

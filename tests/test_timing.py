@@ -4,7 +4,7 @@ small order-preserving set for exhaustive exploration (model/timing.py).
 Checked here: the defaults are the reference constants; ``Timing.small()`` keeps every
 ordering the reference relies on (the table ``ORDERINGS`` with its reasons) and the order
 of every pair of real durations; the timing reaches every timer chatd and chattool arm and
-every text that prints a duration; and a whole world (model.system, no simpy) still runs a
+every text that prints a duration; and a whole world (toolcall_sim.model.system, no simpy) still runs a
 tool call to exactly one process and one committed result at small timing and at the
 reference timing, for the contract and for today.
 """
@@ -16,9 +16,9 @@ from dataclasses import fields, replace
 
 import pytest
 
-from model import agent, chatd, chattool, system
-from model.core import Response, SetTimer, TransportError
-from model.timing import DEFAULT_TIMING, ORDERINGS, Timing
+from toolcall_sim.model import agent, chatd, chattool, system
+from toolcall_sim.model.core import Response, SetTimer, TransportError
+from toolcall_sim.model.timing import DEFAULT_TIMING, ORDERINGS, Timing
 
 SMALL = Timing.small()
 CHAT = "6f1c0b9e-2d4a-4c1e-9a57-0b8e2f6d3c11"
@@ -237,7 +237,7 @@ LATENCY_MS = 1  # below the small age margin (2), as model/timing.py Rule 4 requ
 
 
 def run_world(config: system.WorldConfig, until_ms: int, restart_before: str | None = None):
-    """Drive model.system deterministically: every message arrives LATENCY_MS after it
+    """Drive toolcall_sim.model.system deterministically: every message arrives LATENCY_MS after it
     was sent, timers fire when due, the earliest event first (messages before timers,
     then by sequence number). ``restart_before`` restarts the agent just before the
     first message whose label starts with it arrives. Returns the final system, all
@@ -348,8 +348,8 @@ def test_world_keeps_its_clock_from_before_planted_bugs():
     (``WorldConfig.reference_timing``), so the checkers bound it by its own clock without
     knowing the bugs: a world with its own answer timeout keeps it under a bug that
     removes the answer timeout, and a world built by hand (no reference) is its own."""
-    from sim.run import build
-    from sim.scenario import from_dict
+    from toolcall_sim.world.run import build
+    from toolcall_sim.world.scenario import from_dict
 
     data = {"name": "clock", "seed": 1, "until": "1m", "world": {"agent_answer_timeout": "5s"},
             "turns": [{"chat": "chat-1", "tool_calls": [{"id": "toolu_01", "tool": "execute", "command": "true"}]}]}

@@ -7,7 +7,7 @@ by the same loader; a failing assertion says what happened in the story's terms 
 lists the command that runs the world again.
 """
 
-from sim.api import Scenario, interrupt, lose
+from toolcall_sim.api import Scenario, interrupt, lose
 
 
 def lost_start_answer() -> Scenario:
@@ -62,7 +62,7 @@ def test_today_once(toolcall_run):
     result = toolcall_run(lost_start_answer(), variant="today", until="20m")
     assert result.call("toolu_01").process_starts == 1
 ''')
-    result = pytester.runpytest("-p", "sim.pytest_plugin", "-p", "no:cacheprovider", "-p", "no:benchmark")
+    result = pytester.runpytest("-p", "no:cacheprovider", "-p", "no:benchmark")
     result.assert_outcomes(passed=3, failed=2)  # the example's three, the two above
     out = result.stdout.str()
     assert re.search(r"toolu_01 committed 1 result \(unknown \(\w+\) at [\d.]+ s by replica-\d\); "

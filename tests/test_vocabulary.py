@@ -13,11 +13,11 @@ import re
 
 import pytest
 
-from model import system as msys
-from model import vocabulary as voc
-from sim.commands import list as list_command
-from sim.run import run_scenario
-from sim.scenario import from_dict
+from toolcall_sim.model import system as msys
+from toolcall_sim.model import vocabulary as voc
+from toolcall_sim.cli.commands import list as list_command
+from toolcall_sim.world.run import run_scenario
+from toolcall_sim.world.scenario import from_dict
 
 ROOT = pathlib.Path(__file__).resolve().parent.parent
 
@@ -129,8 +129,8 @@ def test_response_trigger_fires_after_its_request_and_message_commit_before_the_
 
 
 def test_model_fault_handlers_are_the_vocabulary():
-    """model.system applies exactly the vocabulary's model fault kinds (model/faults.py)."""
-    from model import faults
+    """toolcall_sim.model.system applies exactly the vocabulary's model fault kinds (model/faults.py)."""
+    from toolcall_sim.model import faults
 
     assert set(faults.FAULT_HANDLERS) == set(voc.model_fault_kinds())
 
@@ -138,7 +138,7 @@ def test_model_fault_handlers_are_the_vocabulary():
 def test_list_names_every_residual_risk_and_known_finding():
     """`toolcall-sim list` names every class a violation can be reported under instead of
     as new: the documented residual risks and the known findings about the contract."""
-    from model import properties as props
+    from toolcall_sim.model import properties as props
 
     out = io.StringIO()
     assert list_command.main(None, out) == 0
@@ -195,7 +195,8 @@ def test_readme_names_exactly_the_unknown_reasons():
 def test_swarm_and_explorer_draw_from_the_vocabulary():
     """Swarm toggles only vocabulary fault kinds and triggers on vocabulary events; the
     explorer's and the search's fault actions are model fault kinds."""
-    from sim import stories, swarm
+    from toolcall_sim.world import stories
+    from toolcall_sim.drivers import swarm
 
     assert set(swarm.FAULT_KINDS) <= set(voc.FAULTS)
     assert set(stories._TRIGGER_EVENTS) <= set(voc.TRIGGER_EVENTS)

@@ -21,8 +21,8 @@ from pathlib import Path
 import pytest
 import yaml
 
-from sim import cli
-from sim.commands import COMMANDS
+from toolcall_sim.cli import main as cli
+from toolcall_sim.cli.commands import COMMANDS
 
 ROOT = Path(__file__).resolve().parent.parent
 WORKFLOW = ROOT / ".github" / "workflows" / "invariants.yml"
@@ -37,8 +37,17 @@ def workflow() -> dict:
 
 @pytest.fixture(scope="module")
 def job(workflow) -> dict:
-    assert list(workflow["jobs"]) == ["invariants"]
+    assert list(workflow["jobs"]) == ["invariants", "wheel"]
     return workflow["jobs"]["invariants"]
+
+
+def test_the_wheel_job_builds_and_runs_the_wheel_in_a_fresh_venv(workflow):
+    """The wheel job (issue 33) runs .ci/wheel with a venv of its own (the test of
+    tests/test_packaging.py runs the same script offline, beside this machine's packages)."""
+    steps = workflow["jobs"]["wheel"]["steps"]
+    run = [s for s in steps if s.get("run") == "bash .ci/wheel"]
+    assert len(run) == 1 and run[0]["env"] == {"TOOLCALL_SIM_WHEEL_FRESH": "1"}
+    assert any(s.get("run") == 'pip install -e ".[ci]"' for s in steps)
 
 
 def _step(job: dict, uses: str | None = None, runs: str | None = None, starts: str | None = None) -> tuple[int, dict]:
@@ -110,7 +119,7 @@ def test_the_report_steps_run_whatever_the_check_said(job):
 
 def test_every_action_is_pinned_to_a_commit():
     uses = [line.strip() for line in WORKFLOW.read_text(encoding="utf-8").splitlines() if "uses:" in line]
-    assert len(uses) == 4
+    assert len(uses) == 6  # the invariants job 4, the wheel job 2
     for line in uses:
         assert re.fullmatch(r"uses: [\w.-]+/[\w.-]+@[0-9a-f]{40}  # v\d+(\.\d+)*", line), line
 

@@ -11,13 +11,13 @@ from dataclasses import replace
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from model import system as msys
-from model.core import FMap
-from sim.run import build, run_scenario
-from sim.scenario import load
-from sim.world import Simulation
-from sim.stories import draw_scenario
-from sim.scenario import from_dict
+from toolcall_sim.model import system as msys
+from toolcall_sim.model.core import FMap
+from toolcall_sim.world.run import build, run_scenario
+from toolcall_sim.world.scenario import load
+from toolcall_sim.world.simulation import Simulation
+from toolcall_sim.world.stories import draw_scenario
+from toolcall_sim.world.scenario import from_dict
 
 ROOT = pathlib.Path(__file__).resolve().parent.parent / "scenarios"
 
@@ -74,8 +74,8 @@ def test_action_records_written_directly_are_the_generic_ones():
     """The world writes the records of its frequent actions (deliver, timer, idle) by
     hand: each is the record ``label`` and ``action_to_json`` make, key for key and in
     the same key order."""
-    from model.system import Deliver, Drop, Fault, Fire, Idle
-    from sim.world import _action_fields
+    from toolcall_sim.model.system import Deliver, Drop, Fault, Fire, Idle
+    from toolcall_sim.world.simulation import _action_fields
 
     sc = load(ROOT / "smoke_retry.toml")
     config, options = build(sc, "contract")

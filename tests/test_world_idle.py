@@ -2,7 +2,7 @@
 same story as firing each one (``"stepwise"``): every shipped scenario, swarm seeds under
 the contract and under planted bugs give the same outcome, the same property verdicts, the
 same final system and the same trace once the steps that only idle firings make are
-filtered out (``sim.world.without_idle_steps``, which says what it drops and why), and
+filtered out (``toolcall_sim.world.simulation.without_idle_steps``, which says what it drops and why), and
 the batched run's actions replay its trace exactly through ``system.apply``."""
 
 from __future__ import annotations
@@ -13,13 +13,13 @@ import tomllib
 
 import pytest
 
-from model import idle
-from model import system as msys
-from sim import run as simrun
-from sim.replay import replay_actions, trace_lines
-from sim.scenario import from_dict, load
-from sim.stories import draw_scenario
-from sim.world import IDLE_BATCHED, IDLE_STEPWISE, WorldOptions, without_idle_steps
+from toolcall_sim.model import idle
+from toolcall_sim.model import system as msys
+from toolcall_sim.world import run as simrun
+from toolcall_sim.world.replay import replay_actions, trace_lines
+from toolcall_sim.world.scenario import from_dict, load
+from toolcall_sim.world.stories import draw_scenario
+from toolcall_sim.world.simulation import IDLE_BATCHED, IDLE_STEPWISE, WorldOptions, without_idle_steps
 
 ROOT = pathlib.Path(__file__).resolve().parent.parent
 SCENARIOS = sorted((ROOT / "scenarios").glob("*.toml"))
@@ -149,7 +149,7 @@ def test_a_firing_that_writes_a_record_is_not_idle():
 
 
 def test_unknown_idle_mode_is_refused():
-    from sim.world import Simulation
+    from toolcall_sim.world.simulation import Simulation
 
     with pytest.raises(ValueError):
         Simulation(msys.WorldConfig(), 1, WorldOptions(idle="sometimes"))
@@ -157,7 +157,7 @@ def test_unknown_idle_mode_is_refused():
 
 @pytest.mark.parametrize("clocks", [{}] + CLOCKS, ids=lambda c: "+".join(sorted(c)) + str(len(str(c))))
 def test_advance_in_closed_form_equals_one_firing_at_a_time(clocks):
-    """Straight at ``model.idle.advance``: from a world whose owner stopped beating (an
+    """Straight at ``toolcall_sim.model.idle.advance``: from a world whose owner stopped beating (an
     ownership change), one call up to a far bound (the counted bulk, whose first stale
     poll is found by division or poll by poll), one call for that many firings (the
     listed bulk replays use) and that many calls of one firing each (every firing through
@@ -167,7 +167,7 @@ def test_advance_in_closed_form_equals_one_firing_at_a_time(clocks):
     data["world"] = {"heartbeat_stale": "3m"}  # a long quiet stretch before the takeover
     scenario = from_dict(data, "<us01 with clocks>")
     config, options = simrun.build(scenario, "contract")
-    from sim.world import Simulation
+    from toolcall_sim.world.simulation import Simulation
 
     world = Simulation(config, scenario.seed, options)
     world.run(300_001)  # just after the owner's heartbeats stop

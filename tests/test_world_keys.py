@@ -6,8 +6,8 @@ from __future__ import annotations
 
 import copy
 
-from sim.run import run_scenario, world_timing
-from sim.scenario import from_dict
+from toolcall_sim.world.run import run_scenario, world_timing
+from toolcall_sim.world.scenario import from_dict
 
 ONE_CALL = {"name": "keys", "seed": 757, "until": "15m", "turns": [{"chat": "chat-1", "tool_calls": [
     {"id": "toolu_01", "tool": "execute", "command": "make test", "runs_for": "12h", "timeout": "10h"}]}]}
@@ -92,7 +92,7 @@ def test_agent_answer_timeout_bounds_a_start_the_agent_never_answers():
 
 def test_world_timing_is_the_default_without_keys():
     """No timing key: the reference Timing itself (its defaults are the reference)."""
-    from model.timing import DEFAULT_TIMING
+    from toolcall_sim.model.timing import DEFAULT_TIMING
 
     assert world_timing(from_dict(ONE_CALL)) is DEFAULT_TIMING
     assert world_timing(from_dict({**ONE_CALL, "world": {"attempt_timeout": "5m"}})).task_timeout_ms == 300_000

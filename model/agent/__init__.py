@@ -108,7 +108,7 @@ and, as methods, the rules a planted bug breaks, so the handlers read as Rev C a
 is a subclass overriding the hooks of the one rule it breaks (planted.py). The only branch on the rules is the
 real version difference, Rev C or an old agent (``understands_tool_calls``, routes.py).
 
-The package re-exports every name the single module had, so ``from model import agent``
+The package re-exports every name the single module had, so ``from toolcall_sim.model import agent``
 and ``agent.AgentRules``, ``agent.START_PATH``... keep working. Two names are seams that
 the Go-shaped tests replace on the package (tests/agent_harness.py): ``_run_handler``
 (the handler a run calls) and ``stop_tool_call_process`` (the cancel's stopper); the

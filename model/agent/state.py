@@ -15,13 +15,13 @@ shutdown plus a fresh boot with a new uptime and incarnation (rule 7).
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import TYPE_CHECKING
 
 from ..core import EMPTY, CachedRepr, CancelTimer, FMap, Reply, Request, TransportError, replace, truth
 from ..identity import Key
 
-if TYPE_CHECKING:
-    from .rules import AgentConfig
+# ``AgentConfig`` (model/agent/rules.py) is named below in annotations only, which
+# ``from __future__ import annotations`` keeps as text: importing it, even under
+# TYPE_CHECKING, would close the circle rules -> state -> rules (issue 33: none).
 
 
 @dataclass(frozen=True, repr=False)

@@ -86,7 +86,7 @@ Model abstractions (see also chatd_db's docstring):
 Layout
 ------
 The package splits along the seams above; this module re-exports every public name, so
-``from model import chatd; chatd.replica_on_timer`` is the one way in, and the database
+``from toolcall_sim.model import chatd; chatd.replica_on_timer`` is the one way in, and the database
 names (model/chatd_db.py) are re-exported too (the world uses chatd as one module).
 
 - rules.py: ``ChatdRules`` and its planted-bug hooks, the variants, reference durations.

@@ -117,7 +117,7 @@ def publish_changes_nothing(rep: ReplicaState | None, db: Db, channel: str, chat
     the chat's snapshot no newer than the runner's: ``_observe``'s first answers), or an
     ownership change seen by a paused worker (``_acquire`` reads nothing then). Most
     publishes are one of these (a chat's update reaches every replica, and one runs it):
-    ``model.system.apply`` delivers them without the general step (the same step,
+    ``toolcall_sim.model.system.apply`` delivers them without the general step (the same step,
     tests/test_system_publish.py)."""
     if rep is None:
         return True

@@ -102,7 +102,7 @@ Model abstractions (recorded so a reader can check them against the Go code):
   retry" claims no outcome).
 
 Where each part lives (one module per seam; this ``__init__`` re-exports every public name,
-so ``from model import chattool; chattool.begin_call(...)`` is the one way in):
+so ``from toolcall_sim.model import chattool; chattool.begin_call(...)`` is the one way in):
 - constants.py: reference durations, tools and paths, ``ToolLayer``, dial error texts;
 - args.py: ``ToolCall``, ``Identity``, ``ToolCallAge`` and the execute arguments (Rule 1);
 - results.py: ``Result`` and the execute result JSON (Rule 8);

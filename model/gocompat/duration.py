@@ -4,7 +4,7 @@ Theory of operation
 -------------------
 Durations reach the model as Go text twice: an execute call's ``timeout`` argument
 (chattool parses it as chatd does) and the ``[world]`` keys and fault fields of a
-scenario file (sim/scenario.py), and the tool layer prints them back in its error texts
+scenario file (sim/world/scenario.py), and the tool layer prints them back in its error texts
 ("command timed out after 10s"). Both directions are here so that neither the loader nor
 the simulator has to import the tool layer to read a duration.
 

@@ -6,7 +6,7 @@ The package has one module per seam: ``evidence`` indexes the trace per tool cal
 known findings, ``classify`` recognises them (``CLASSIFIERS``), and ``monitor`` keeps
 the verdicts of a growing trace (the explorer's) and holds ``_check``, the evaluation
 every driver runs. This module only
-evaluates a run (``evaluate``) and re-exports the public names, so ``model.properties.X``
+evaluates a run (``evaluate``) and re-exports the public names, so ``toolcall_sim.model.properties.X``
 keeps working for every caller.
 
 Theory of operation

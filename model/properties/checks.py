@@ -3,13 +3,13 @@ the contract held, each returning the ``Violation``s that prove it did not.
 
 Theory of operation
 -------------------
-``PROPERTIES`` is the table every driver evaluates (``model.properties.evaluate``): each
+``PROPERTIES`` is the table every driver evaluates (``toolcall_sim.model.properties.evaluate``): each
 row names a property, its kind (``always``, ``eventually``, ``sometimes``: rule 1 of
-``model.properties``), the user story it comes from, a one-line statement and its check.
+``toolcall_sim.model.properties``), the user story it comes from, a one-line statement and its check.
 A check reads result kinds, exit codes and process IDs, never result texts (rule 2), and
 returns violations; a ``sometimes`` check returns one when the path was never reached.
 Whether a violation is new or a documented residual risk is not decided here
-(``model.properties.classify``).
+(``toolcall_sim.model.properties.classify``).
 """
 
 from __future__ import annotations
@@ -29,7 +29,7 @@ INTERRUPT_SLACK_MS = 30_000
 @dataclass(frozen=True)
 class Property:
     """One row of ``PROPERTIES``: a named check with its kind (rule 1 of
-    ``model.properties``) and the user story it states."""
+    ``toolcall_sim.model.properties``) and the user story it states."""
 
     name: str
     kind: str  # always | eventually | sometimes

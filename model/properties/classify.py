@@ -1,4 +1,4 @@
-"""Classification (rule 4 of ``model.properties``): which documented residual risk or
+"""Classification (rule 4 of ``toolcall_sim.model.properties``): which documented residual risk or
 known finding a violation is, if any, as a table of recognizers.
 
 Theory of operation
@@ -8,7 +8,7 @@ order; ``classify`` takes the first row whose property list holds the violation'
 property and whose recognizer accepts it, and no row means a new finding. Each
 recognizer reads only the records proving its class (an effect's incarnation, the age its
 request carried, the interrupt result's unknown reason, the agent's pending-run record),
-for every tool kind. The classes and their texts are ``model.properties.risks``.
+for every tool kind. The classes and their texts are ``toolcall_sim.model.properties.risks``.
 ``informational`` reports the one residual risk that is no violation at all (a false
 unknown after an agent start).
 """

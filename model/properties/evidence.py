@@ -9,7 +9,7 @@ request that caused it (``cause``, ``cause_chat``, ``cause_headers``). Belief: `
 records of kind ``result_committed``, what chatd told the model, with the result kind and
 the task and attempt that committed it. ``Evidence`` walks the trace once and files each
 record under the tool call it belongs to (by UUID when the agent knew it, otherwise by
-(chat, command) or (chat, path): rule 3 of ``model.properties``), next to the final
+(chat, command) or (chat, path): rule 3 of ``toolcall_sim.model.properties``), next to the final
 ``System``'s committed calls (``committed_calls``). A ``Violation`` names the property,
 the tool call, the simulated time and the indexes of the trace records that prove it.
 """

@@ -8,7 +8,7 @@ Each class is a name and the sentence a report prints for it, with its reference
 residual risk is the design's accepted cost; a known finding is a real violation (a
 scenario expects it under ``violations``) that is named so a swarm or a search reports it
 as known instead of as new (``is_known_finding``). How each class is recognised lives in
-``model.properties.classify``; this module is data only, so ``Violation`` can say whether
+``toolcall_sim.model.properties.classify``; this module is data only, so ``Violation`` can say whether
 it is a known finding without importing the recognizers.
 """
 

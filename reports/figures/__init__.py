@@ -19,13 +19,13 @@ pictures:
 Extra keyword arguments of the trace pictures: ``chat_names`` (chat UUID -> the
 scenario's name, for labels; a trace names chats by UUID only), ``time_unit_ms`` (the
 real ms one trace ms stands for: an explorer counterexample's time and node clocks count
-``model.explore.Bounds().scale``; both are scaled, so a lane header names only a real
+``toolcall_sim.model.explore.Bounds().scale``; both are scaled, so a lane header names only a real
 clock skew), and for ``sequence_svg`` ``gap_ms`` (idle gaps longer
 than this are folded, default 5 s).
 
 Every function draws inside ``_style.context()`` and saves through ``_style.to_svg``, so
 the same input gives the same bytes in any process under any ``PYTHONHASHSEED``
-(tests/test_figures.py). ``python -m reports.figures TRACE.jsonl OUT.svg [--timeline]``
+(tests/test_figures.py). ``python -m toolcall_sim.reports.figures TRACE.jsonl OUT.svg [--timeline]``
 draws one trace file for a person to look at.
 """
 

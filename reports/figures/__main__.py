@@ -1,4 +1,4 @@
-"""``python -m reports.figures TRACE.jsonl OUT.svg [--timeline] [--highlight I,J] [--title T]``:
+"""``python -m toolcall_sim.reports.figures TRACE.jsonl OUT.svg [--timeline] [--highlight I,J] [--title T]``:
 draw one recorded trace so a person can look at it.
 
 Theory of operation
@@ -36,7 +36,7 @@ class _Parser(argparse.ArgumentParser):
 
 
 def _parser() -> argparse.ArgumentParser:
-    p = _Parser(prog="python -m reports.figures", description="draw a recorded trace as SVG")
+    p = _Parser(prog="python -m toolcall_sim.reports.figures", description="draw a recorded trace as SVG")
     p.add_argument("trace", help="a trace file (JSON lines, as toolcall-sim run --trace writes)")
     p.add_argument("out", help="the SVG file to write (its folder must exist)")
     p.add_argument("--timeline", action="store_true", help="the per-tool-call timeline instead of the sequence diagram")
@@ -85,7 +85,7 @@ def main(argv: list[str] | None = None) -> int:
             raise _BadInput(f"{out}: folder {out.parent} does not exist")
         existed = out.exists()
         # Only a regular file or a new name (a symlink is followed to its file): a device
-        # node, a FIFO or a folder is refused, as sim/output.py Rule 4 refuses them.
+        # node, a FIFO or a folder is refused, as sim/io/output.py Rule 4 refuses them.
         if existed and not stat.S_ISREG(out.stat().st_mode):
             raise _BadInput(f"{out}: not a regular file; the picture is written only to a regular file or a new name")
         title = args.title if args.title is not None else Path(args.trace).name

@@ -4,7 +4,7 @@ and faults, each tied to the indexes of the records it comes from.
 Theory of operation
 -------------------
 A trace is the list of records ``toolcall-sim run --trace`` writes (and that
-``sim.counterexample.explore_trace`` and ``replay`` rebuild): ``send``/``reply`` put a
+``toolcall_sim.drivers.counterexample.explore_trace`` and ``replay`` rebuild): ``send``/``reply`` put a
 message in flight with a sequence number, ``deliver``/``lost`` end it; ``truth`` records
 are what really happened on the workspace and in the database; ``note`` records are the
 branches the rules took; ``fault`` records, ``agent_down``/``agent_up``, ``db_down``/

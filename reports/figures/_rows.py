@@ -9,7 +9,7 @@ small time, read as well as a 9-hour scenario. Time is written in the margin whe
 moves. A message is drawn from its send row to its deliver row, so a message overtaken by
 others is a slanted arrow across their rows. What gets no row: ``action`` records (their
 effects are drawn), timers (a loop's firing changes nothing a reader sees; the idle ones
-are not in a batched trace at all, see ``sim/world.py`` ``without_idle_steps``), and the
+are not in a batched trace at all, see ``sim/world/simulation.py`` ``without_idle_steps``), and the
 notes of ``NOTE_SKIPPED`` (bookkeeping). A record the caller highlights always gets a row.
 Database notifications delivered one after the other share one row.
 

@@ -92,7 +92,7 @@ def sequence_svg(trace: list[dict], *, title: str = "", highlight: Iterable[int]
     """The sequence diagram of ``trace`` as SVG text (see the module's theory).
     ``gap_ms``: idle gaps longer than this (real ms) are folded; ``chat_names``: chat
     UUID -> name, for labels; ``time_unit_ms``: the real ms one trace ms stands for (an
-    explorer counterexample's clock: ``model.explore.Bounds().scale``)."""
+    explorer counterexample's clock: ``toolcall_sim.model.explore.Bounds().scale``)."""
     with _style.context():
         highlight = sorted(set(highlight), key=repr)
         fig = sequence_figure(trace, title=title, highlight=highlight, gap_ms=gap_ms, chat_names=chat_names,

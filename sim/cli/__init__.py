@@ -1,0 +1,1 @@
+"""The command line: ``toolcall-sim`` and its subcommands (one module each in ``commands/``)."""

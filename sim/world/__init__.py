@@ -1,0 +1,1 @@
+"""One world: a scenario file loaded and checked, the simulation that runs it, its stories and traces."""

@@ -1,0 +1,435 @@
+"""Run a scenario in the simulated world and summarise it.
+
+``build(scenario, variant)`` turns a validated scenario into the pure model's
+``WorldConfig`` plus the world's options; ``run_scenario`` runs it in the simulated world, checks the
+properties and the scenario's expectations, and returns a ``RunResult`` that the command
+line prints as a story or as JSON.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import functools
+
+import hashlib
+import json
+import uuid
+from dataclasses import dataclass, replace
+
+from toolcall_sim.model import agent, chatd, chattool, planted_bugs
+from toolcall_sim.model import properties as props
+from toolcall_sim.model import system as msys
+from toolcall_sim.model import vocabulary
+from toolcall_sim.model.timing import DEFAULT_TIMING, Timing
+from toolcall_sim.model.core import EMPTY, FMap
+
+from toolcall_sim.world import latency
+from toolcall_sim.world.scenario import Scenario, ScenarioError, ToolCallSpec, check_until, format_duration
+from toolcall_sim.world.replay import trace_sha256
+from toolcall_sim.world.simulation import LinkSpec, Simulation, WorldOptions
+
+# Chat names in scenarios become stable UUIDs (the tool call UUID needs a real chat UUID).
+CHAT_NAMESPACE = uuid.UUID("6f1c2d3e-4b5a-5c6d-8e7f-101112131415")
+
+
+@functools.lru_cache(maxsize=4096)  # pure: a swarm names its chats "chat-1", "chat-2" in every seed
+def chat_uuid(name: str) -> str:
+    try:
+        return str(uuid.UUID(name))
+    except ValueError:
+        return str(uuid.uuid5(CHAT_NAMESPACE, name))
+
+
+def _tool_call(spec: ToolCallSpec) -> chattool.ToolCall:
+    return chattool.ToolCall(spec.provider, spec.tool, _args_json(spec))
+
+
+def _args_json(spec: ToolCallSpec) -> str:
+    """The call's arguments as the model wrote them: the text ``json.dumps(args,
+    sort_keys=True, separators=(",", ":"))`` gives for ``args`` = ``{"command", "timeout"
+    (chatd's duration words), "run_in_background"}`` of an execute, ``{"files": [{"path",
+    "edits": [{"search", "replace"}]}]}`` of an edit_files, ``{"path", "content"}`` of a
+    write_file. Written out with the keys in sorted order and each string quoted by the
+    quoting ``dumps`` itself uses (ensure_ascii): building the dict and running the
+    encoder over it was a third of ``build``'s cost (tests/test_setup_paths.py compares the
+    two texts for every scenario file and drawn world)."""
+    quote = _JSON_STRING
+    if spec.tool == "execute":
+        text = '{"command":' + quote(spec.command)
+        if spec.background:
+            text += ',"run_in_background":true'
+        if spec.timeout_ms is not None:
+            text += ',"timeout":' + quote(format_duration(spec.timeout_ms))
+        return text + "}"
+    if spec.tool == "edit_files":
+        edits = ",".join(['{"replace":' + quote(r) + ',"search":' + quote(s) + "}" for s, r in spec.edits])
+        return '{"files":[{"edits":[' + edits + '],"path":' + quote(spec.path) + "}]}"
+    return '{"content":' + quote(spec.content) + ',"path":' + quote(spec.path) + "}"
+
+
+# The string quoting ``json.dumps`` applies with ensure_ascii (its default): the C
+# function its encoder calls for every string.
+_JSON_STRING = json.encoder.encode_basestring_ascii
+
+
+def world_timing(scenario: Scenario) -> Timing:
+    """The one ``Timing`` every replica and its tool layer read (vocabulary Rule 3): the
+    reference values with the scenario's ``[world]`` timing keys on top, and the agent's
+    age margin mirrored so the checkers judge with the margin the agent used. A planted
+    bug's own timing knobs go on top of this (``planted_bugs.resolve``). Orderings the
+    reference relies on (``timing.ORDERINGS``) are not enforced: a world may break them
+    on purpose (a 5 min attempt timeout under today), and the run shows what follows."""
+    world = scenario.world_values()
+    changes = {field: world[key] for key, field in vocabulary.TIMING_KEYS.items() if world.get(key) is not None}
+    if world.get("age_margin") is not None:
+        changes["agent_age_margin_ms"] = world["age_margin"]
+    return replace(DEFAULT_TIMING, **changes) if changes else DEFAULT_TIMING
+
+
+def build(scenario: Scenario, variant: str) -> tuple[msys.WorldConfig, WorldOptions]:
+    world = scenario.world_values()
+    agent_name = world.get("agent", "rev-c")
+    base_agent = agent.AGENT_VARIANTS.get(agent_name)
+    if base_agent is None:
+        raise ScenarioError(f"{scenario.path}: world.agent: unknown agent {agent_name!r} (known: {', '.join(sorted(agent.AGENT_VARIANTS))})")
+    timing = world_timing(scenario)
+    if world.get("age_margin") is not None:
+        base_agent = replace(base_agent, age_margin_ms=world["age_margin"])
+    if world.get("handler_time") is not None:
+        base_agent = replace(base_agent, handler_ms=world["handler_time"])
+    try:
+        rules, agent_rules = _resolved(variant, base_agent, timing)
+    except planted_bugs.UnknownVariant as err:
+        raise ScenarioError(f"{scenario.path}: variant: {err}") from None
+    chats: dict[str, list] = {}
+    scripts = {}
+    for turn in scenario.turns:
+        chats.setdefault(turn.chat, []).append(tuple([_tool_call(tc) for tc in turn.tool_calls]))
+        for tc in turn.tool_calls:
+            if tc.tool == "execute":
+                scripts[chattool.strip_trailing_ampersand(tc.command)[0].strip()] = agent.Script(
+                    runs_for_ms=tc.runs_for_ms, exit_code=tc.exit_code, output_at_start=tc.output
+                )
+    gen_ms = world.get("generation_time", chatd.DEFAULT_GEN_TIME_MS)
+    start_ms = world.get("chat_start", 0)
+    chat_specs = tuple([
+        msys.ChatSpec(name, chat_uuid(name), tuple(turns), gen_ms, start_ms) for name, turns in chats.items()
+    ])
+    clocks = FMap(
+        (node, msys.ClockSpec(dict(v)["offset_ms"], dict(v)["drift_ppm"], dict(v)["steps"]))
+        for node, v in scenario.clocks
+    ) if scenario.clocks else EMPTY
+    replicas = _replica_names(world.get("replicas", 2))
+    replica_rules = {}
+    for name, replica_variant in world.get("replica_variants", ()):
+        if name not in replicas:
+            raise ScenarioError(f"{scenario.path}: world.replica_variants.{name}: no such replica (replicas: {', '.join(replicas)})")
+        try:
+            replica_rules[name] = _resolved(replica_variant, base_agent, timing)[0]
+        except planted_bugs.UnknownVariant as err:
+            raise ScenarioError(f"{scenario.path}: world.replica_variants.{name}: {err}") from None
+    files = world.get("files")
+    config = msys.WorldConfig(
+        replicas=replicas,
+        chatd_rules=rules,
+        agent_config=agent.AgentConfig(rules=agent_rules, scripts=FMap(scripts)),
+        chats=chat_specs,
+        clocks=clocks,
+        files=FMap(files) if files else EMPTY,
+        agent_boot_at_ms=world.get("agent_boot_at", 0),
+        message_ids_per_chat=world.get("message_ids_per_chat", False),
+        replica_rules=FMap(replica_rules) if replica_rules else EMPTY,
+        reference_timing=timing,  # the world's clock before the variant's planted bugs
+    )
+    shape = latency.shape_of(scenario.latency_shape)
+    links = {}
+    for name, values in scenario.links:
+        v = dict(values)
+        links[name] = LinkSpec(
+            v.get("latency_min_ms", scenario.latency_min_ms), v.get("latency_max_ms", scenario.latency_max_ms),
+            v.get("loss", scenario.loss),
+            shape=None if "latency_min_ms" in v else shape,  # a link's own range is uniform; else the network's shape
+        )
+    options = WorldOptions(scenario.latency_min_ms, scenario.latency_max_ms, scenario.loss, links, scenario.faults,
+                           latency_shape=shape, stalls=latency.stalls_of(scenario.stalls))
+    return config, options
+
+
+@functools.lru_cache(maxsize=64)  # pure: a swarm world has 1-3 replicas
+def _replica_names(count: int) -> tuple[str, ...]:
+    return tuple(f"replica-{i + 1}" for i in range(count))
+
+
+# Every swarm seed resolves the same variant over the same few agents (rev-c, with or
+# without a story's handler time) and the reference timing: the rule objects are frozen
+# and ``resolve`` is pure, so equal inputs share one answer (a sixth of ``build``'s cost).
+# An unknown variant raises each time (a raise is not remembered).
+@functools.lru_cache(maxsize=256)
+def _resolved(variant: str, base_agent: agent.AgentRules, timing: Timing):
+    return planted_bugs.resolve(variant, base_agent, timing=timing)
+
+
+# What a scenario holds that does not decide the run: where it was read from, its prose,
+# its expectations, and the defaults the header records as their effective values.
+_NOT_RUN = ("path", "summary", "expect", "variant", "seed", "until_ms")
+# Fields added after trace hashes were pinned: part of the digest only when set, so every
+# scenario that does not use them keeps its digest and its trace hash.
+_NEW_WHEN_SET = ("latency_shape", "stalls")
+
+
+def scenario_digest(scenario: Scenario) -> str:
+    """The scenario's identity by content: SHA-256 of the canonical JSON (sorted keys, no
+    spaces) of its validated values that decide the run. The same file read as
+    ``us02_x``, ``scenarios/us02_x.toml``, from another checkout or an installed package,
+    or a copy elsewhere, has one digest; so a run has one trace hash wherever it runs."""
+    values = {name: getattr(scenario, name) for name in _field_names(type(scenario))
+              if name not in _NOT_RUN and not (name in _NEW_WHEN_SET and not getattr(scenario, name))}
+    # The encoder walks the lists, tuples and dicts itself and asks ``_as_json`` only for
+    # what it cannot encode (each dataclass, as a dict of its fields): the JSON of
+    # ``dataclasses.asdict`` without its deep copies or a Python call per value.
+    canonical = json.dumps(values, sort_keys=True, separators=(",", ":"), default=_as_json)
+    return hashlib.sha256(canonical.encode()).hexdigest()
+
+
+def _as_json(value):
+    """``json.dumps``'s ``default`` for the digest: a dataclass as the dict of its fields
+    (the one value the encoder cannot take; lists, tuples and dicts it walks itself, a
+    tuple as a list), anything else ``_canonical``."""
+    kind = type(value)
+    if hasattr(kind, "__dataclass_fields__"):
+        fields_ = getattr(value, "__dict__", None)
+        if fields_ is not None and len(fields_) == len(_field_names(kind)):
+            # A frozen dataclass's instance dict holds exactly its fields (nothing else
+            # set on it): that dict is the one to encode, keys sorted by the encoder.
+            return fields_
+        return {name: getattr(value, name) for name in _field_names(kind)}
+    return _canonical(value)
+
+
+_FIELD_NAMES: dict[type, tuple[str, ...]] = {}
+
+
+def _field_names(cls: type) -> tuple[str, ...]:
+    """``dataclasses.fields`` of a class, by name, looked up once per class."""
+    names = _FIELD_NAMES.get(cls)
+    if names is None:
+        names = _FIELD_NAMES[cls] = tuple(f.name for f in dataclasses.fields(cls))
+    return names
+
+
+def _canonical(value):
+    """A JSON form for the few non-JSON values a scenario may hold, the same in every
+    process: a set in sorted order, an enum by value. Anything else has no canonical form
+    (a ``repr`` could hold a memory address), which is a harness error, not a hash."""
+    import enum
+
+    if isinstance(value, (set, frozenset)):
+        return sorted(value, key=lambda v: json.dumps(v, sort_keys=True, default=_canonical))
+    if isinstance(value, enum.Enum):
+        return value.value
+    raise TypeError(f"a scenario value of type {type(value).__name__} has no canonical form")
+
+
+@dataclass
+class RunResult:
+    scenario: Scenario
+    variant: str
+    seed: int
+    until_ms: int
+    world: Simulation
+    violations: list
+    report: props.Report | None = None
+
+    @property
+    def trace_bytes(self) -> bytes:
+        return ("\n".join(self.world.trace_lines()) + "\n").encode()
+
+    @property
+    def trace_sha256(self) -> str:
+        return trace_sha256(self.world.trace)
+
+    def tool_call_rows(self) -> list[dict]:
+        ev = props.Evidence(self.world.trace, self.world.system)
+        names = {c.chat_id: n for n, c in ((s.name, s) for s in self.world.system.config.chats)}
+        # The scenario's name of each call: its id, found by chat and provider ID.
+        ids = {(turn.chat, tc.provider): tc.id for turn in self.scenario.turns for tc in turn.tool_calls}
+        rows = []
+        for c in ev.calls:
+            results = [
+                {
+                    "kind": self.world.trace[i].get("result_kind"),
+                    "is_error": self.world.trace[i].get("is_error"),
+                    "committed_at_s": self.world.trace[i]["t_ms"] / 1000,
+                    **{k: self.world.trace[i].get(k) for k in _RESULT_FIELDS},
+                }
+                for i in ev.results[c.uuid]
+            ]
+            rows.append(
+                {
+                    "chat": names.get(c.chat_id, c.chat_id),
+                    "message_id": c.message_id,
+                    "id": ids.get((names.get(c.chat_id, c.chat_id), c.provider_id), c.provider_id),
+                    "provider_id": c.provider_id,
+                    "uuid": c.uuid,
+                    "tool": c.tool,
+                    "process_starts": len(ev.starts[c.uuid]),
+                    "edits_applied": len(ev.edits[c.uuid]),
+                    "processes_killed": len(ev.kills[c.uuid]),
+                    "processes_running_at_end": len(ev.starts[c.uuid]) - len(ev.exits[c.uuid]) - len(ev.kills[c.uuid]),
+                    "results": results,
+                }
+            )
+        return rows
+
+    def expectation_failures(self) -> list[str]:
+        exp = self.scenario.expectation(self.variant)
+        # A known finding is a real violation (expected under ``violations``), only named.
+        found = sorted({v.property for v in self.violations if v.residual_risk is None or props.is_known_finding(v)})
+        info = self.report.informational if self.report else []
+        risks = sorted({v.residual_risk for v in list(self.violations) + list(info)
+                        if v.residual_risk is not None and not props.is_known_finding(v)})
+        if exp is None:
+            return self._fault_failures(()) + ([f"violations: {', '.join(found)}"] if found else [])
+        failures = self._fault_failures(exp.faults_never_fired)
+        rows = {r["id"]: r for r in self.tool_call_rows()}
+        for call_id, wanted in exp.tool_calls:
+            row = rows.get(call_id)
+            for key, value in wanted:
+                if key == "result":
+                    if row is None:
+                        failures.append(f"{call_id}.result: the tool call was never committed")
+                    else:
+                        failures += _result_failures(call_id, dict(value), row["results"][0] if row["results"] else None)
+                    continue
+                if row is None:
+                    got = 0 if key != "results" else ()
+                elif key == "results":
+                    got = tuple(r["kind"] for r in row["results"])
+                else:
+                    got = row[key]
+                if got != value:
+                    failures.append(f"{call_id}.{key}: expected {value!r}, got {got!r}")
+        if exp.sometimes:
+            unreached = set(self.report.unreached) if self.report else set(exp.sometimes)
+            for name in exp.sometimes:
+                if name in unreached:
+                    failures.append(f"sometimes: {name} was never reached")
+        if exp.interrupt_finished_within_ms is not None:
+            failures += self._interrupt_failures(exp.interrupt_finished_within_ms)
+        for name, status in exp.requests:
+            answers = [r for r in self.world.trace if r.get("kind") == "probe_answer" and r.get("name") == name]
+            got = answers[0].get("status") if answers else None
+            if got != status:
+                failures.append(f"requests.{name}: expected status {status}, got {got if answers else 'no answer'}")
+        if exp.violations is not None and tuple(sorted(exp.violations)) != tuple(found):
+            failures.append(f"violations: expected {sorted(exp.violations)}, got {found}")
+        if exp.residual_risks is not None and tuple(sorted(exp.residual_risks)) != tuple(risks):
+            failures.append(f"residual_risks: expected {sorted(exp.residual_risks)}, got {risks}")
+        return failures
+
+    def _fault_failures(self, never: tuple[int, ...]) -> list[str]:
+        """A fault that did nothing, or never fired at all (its trigger's nth event or
+        message never came before the run ended: sim/world/simulation.py Rule 5), makes the scenario
+        say something that did not happen, unless the expectation says it never fires
+        (``faults_never_fired``: then firing is the failure)."""
+        out = [f"faults: {r['fault']} at {r['t_ms'] / 1000}s did nothing: {r['why']}"
+               for r in self.world.trace if r.get("kind") == "fault_skipped"]
+        fired = self.world.fired
+        for i, fault in enumerate(self.world.options.faults):
+            if i in never and i in fired:
+                out.append(f"faults_never_fired: faults[{i}] ({fault.kind} {_trigger_words(fault)}) fired")
+            elif i not in fired and i not in never:
+                out.append(f"faults: faults[{i}] ({fault.kind} {_trigger_words(fault)}) never fired: "
+                           f"its trigger did not come before the run ended at {format_duration(self.until_ms)}")
+        return out
+
+    def _interrupt_failures(self, within_ms: int) -> list[str]:
+        """Every interrupt the user asked for finished (``interruption_finished``) within
+        ``within_ms`` of true time."""
+        trace = self.world.trace
+        out = []
+        for i, rec in enumerate(trace):
+            if rec.get("kind") != "note" or rec.get("note") != "interrupt_requested":
+                continue
+            done = next((r for r in trace[i + 1:] if r.get("kind") == "note" and r.get("note") == "interruption_finished"
+                         and r.get("chat_id") == rec.get("chat_id")), None)
+            if done is None:
+                out.append(f"interrupt_finished_within: the interrupt at {rec['t_ms'] / 1000}s never finished")
+            elif done["t_ms"] - rec["t_ms"] > within_ms:
+                out.append(f"interrupt_finished_within: the interrupt at {rec['t_ms'] / 1000}s took "
+                           f"{format_duration(done['t_ms'] - rec['t_ms'])} (> {format_duration(within_ms)})")
+        return out
+
+
+def run_scenario(scenario: Scenario, variant: str | None = None, seed: int | None = None,
+                 until_ms: int | None = None, idle: str | None = None, verdicts_only: bool = False) -> RunResult:
+    """Run the scenario in the simulated world (sim/world/simulation.py). ``idle`` overrides how the replicas' periodic
+    loops run (``WorldOptions.idle``: "batched", the default, or "stepwise", which
+    records every firing). ``verdicts_only`` leaves the header record and the action
+    records out of the trace (``WorldOptions.action_records``), for a caller that reads
+    only the verdicts (the swarm's ``judge``): no property reads either, the header's
+    scenario digest is a sixth of a swarm seed's cost before the run and the action
+    records a third of its trace. Such a trace is not the run's trace (its hash differs):
+    it is never written or hashed; the verdicts are the same (tests/test_swarm.py)."""
+    variant = variant or scenario.variant
+    seed = scenario.seed if seed is None else seed
+    if until_ms is None:
+        until_ms = scenario.until_ms
+    else:
+        check_until(until_ms, "--until")
+        for i, fault in enumerate(scenario.faults):
+            t = fault.trigger
+            if t.at_ms is not None and t.at_ms + t.offset_ms >= until_ms:
+                raise ScenarioError(f"--until: {format_duration(until_ms)} ends the run before faults[{i}] "
+                                    f"({fault.kind} at {format_duration(t.at_ms + t.offset_ms)}) would fire")
+    config, options = build(scenario, variant)
+    if idle is not None:
+        options = dataclasses.replace(options, idle=idle)
+    if verdicts_only:
+        options.action_records = False  # (the options were just built for this run)
+    # The scenario by content, never by the path it was typed as (a path would give the
+    # same run another hash in another folder or checkout).
+    record = None
+    if not verdicts_only:
+        record = {"scenario": scenario.name, "scenario_sha256": scenario_digest(scenario), "variant": variant,
+                  "seed": seed, "until_ms": until_ms}
+    world = Simulation(config, seed, options, record)
+    world.run(until_ms)
+    report = props.evaluate(world.trace, world.system)
+    return RunResult(scenario, variant, seed, until_ms, world, report.violations, report=report)
+
+
+def _trigger_words(fault) -> str:
+    """What a fault waits for, in words: ``when process_started of toolu_01 (nth 2)``."""
+    t = fault.trigger
+    if t.at_ms is not None:
+        return f"at {format_duration(t.at_ms + t.offset_ms)}"
+    m = t.match if t.event is not None else fault.get("message")
+    what = t.event or f"{m.direction} on {m.route or 'any route'}"
+    words = f"when {what}" + (f" of {m.tool_call}" if m.tool_call else "") + f" (nth {m.nth})"
+    return words + (f" + {format_duration(t.offset_ms)}" if t.offset_ms else "")
+
+
+# Fields of a result_committed record that a row shows and ``result = {...}`` may check.
+_RESULT_FIELDS = ("reason", "process_id", "exit_code", "replica", "attempt", "generation_attempt", "task")
+
+
+def _result_failures(call_id: str, wanted: dict, first: dict | None) -> list[str]:
+    """``result = {...}``: the first committed result of the call has these fields;
+    ``committed_before`` / ``committed_after`` bound its commit time (true time)."""
+    if first is None:
+        return [f"{call_id}.result: no result was committed"]
+    out = []
+    at_ms = round(first["committed_at_s"] * 1000)
+    for key, value in sorted(wanted.items()):
+        if key == "committed_before":
+            if not at_ms < value:
+                out.append(f"{call_id}.result.committed_before: committed at {format_duration(at_ms)}, not before {format_duration(value)}")
+        elif key == "committed_after":
+            if not at_ms > value:
+                out.append(f"{call_id}.result.committed_after: committed at {format_duration(at_ms)}, not after {format_duration(value)}")
+        else:
+            got = first.get(key)
+            if got != value:
+                out.append(f"{call_id}.result.{key}: expected {value!r}, got {got!r}")
+    return out

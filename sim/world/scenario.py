@@ -1,0 +1,794 @@
+"""Scenario files: TOML that reads like a story, validated before anything runs.
+
+Theory of operation
+-------------------
+A scenario names a world (replicas, constants), a network, clocks, scripted assistant
+turns with their tool calls, a fault schedule, and expectations per variant. Loading
+either returns a ``Scenario`` or raises ``ScenarioError`` whose message is one line:
+``<file>: <field>: <reason>``. The command line prints that line and exits 2.
+
+Scenario files are read and written in one place: this module reads them, one small
+reader per section (``_read_head`` for the top-level keys, ``_read_world``,
+``_read_network``, ``_read_clocks``, ``_read_turns``, ``_read_faults``,
+``_read_expect``), called by ``from_dict`` in the file's order, each seeing what the
+sections before it defined (the world's replicas and nodes, then the tool calls and
+chats); sim/world/scenario_faults.py reads one fault, sim/world/scenario_spec.py holds the values
+read (and the duration words), sim/world/scenario_toml.py writes a scenario dict back out.
+
+Rule 1. Unknown keys are errors (a typo must not silently change a run).
+Rule 2. Durations are strings with units ("250ms", "2s", "15m", "9h", "1h30m") and are
+        never negative; they become integer milliseconds.
+Rule 3. Expectations may only name tool calls the scenario defines.
+Rule 4. Every word comes from model/vocabulary.py, and a value the run would not use is
+        an error too: a fault for a chat, replica or node the world does not have, a timed
+        fault after ``until`` (a clock step, or an event-triggered fault's offset, too), a
+        clock for a node that does not exist, an unknown result
+        kind, property or residual risk in an expectation, a zero execute timeout.
+Rule 5. Only a clock offset may be negative (``offset = "-2h"``): a node's clock may run
+        behind true time, nothing else runs backwards.
+Rule 6. Nothing unbounded (issue 32): ``load`` reads only a regular file, stat'ed before
+        it is opened (a FIFO, a device, a socket or a directory is refused, never read,
+        so nothing blocks), at most ``vocabulary.MAX_SCENARIO_BYTES``, whose brackets
+        nest at most ``MAX_NESTING`` deep (counted on the text before the TOML reader,
+        which recurses once a level, sees it); every list the run walks has its cap
+        (replicas, turns, tool calls, chats, faults, clock steps, any other list, a
+        string's length: model/vocabulary.py's sizes).
+Rule 7. Nothing accepted in silence: a name (scenario, chat, tool call, path, fault) is
+        never empty and no text holds a control character (names none, free text only
+        tab and newline), so nothing printed can drive the terminal, and every error line
+        writes a control character as its escape; a seed lies in ``SEED_MIN..SEED_MAX``,
+        a process's exit code in 0..255; a scenario has a tool call to judge; an
+        expectation no run could meet (a negative count, a kind the tool never gives, a
+        name twice, ``result`` bounds with no millisecond between) is refused.
+"""
+
+from __future__ import annotations
+
+import re
+import tomllib
+from pathlib import Path
+from typing import Any
+
+from toolcall_sim.model import vocabulary
+
+from toolcall_sim.io import input_file
+from toolcall_sim.world.scenario_check import _CONTROL, _Checker, _Context, _printable, _short  # noqa: F401 (re-exported)
+from toolcall_sim.world.scenario_faults import read_fault
+from toolcall_sim.world.scenario_spec import WRITTEN_MS
+from toolcall_sim.world.scenario_spec import (  # re-exported: the values read, for sim/ and tests
+    ROUTE_OF_TOOL,
+    Expectation,
+    FaultSpec,
+    MessageMatch,
+    Scenario,
+    ScenarioError,
+    ToolCallSpec,
+    Trigger,
+    Turn,
+    check_until,
+    format_duration,
+    parse_duration,
+    parse_signed_duration,
+)
+from toolcall_sim.world.scenario_toml import to_toml  # re-exported: the writer, beside the reader
+
+__all__ = [
+    "ROUTE_OF_TOOL", "Expectation", "FaultSpec", "MessageMatch", "Scenario", "ScenarioError", "ToolCallSpec",
+    "Trigger", "Turn", "check_until", "format_duration", "parse_duration", "parse_signed_duration", "to_toml",
+    "load", "from_dict",
+]
+
+# The vocabulary is declared once, in model/vocabulary.py (its Rule 1: a word is accepted
+# only if a run uses it); these names are views of it for this module's readers.
+TOOLS = vocabulary.TOOLS
+WORLD_KEYS = {k.name: {"integer": int, "string": str, "table": dict, "boolean": bool}.get(k.type, k.type)
+              for k in vocabulary.WORLD_KEYS.values()}
+EXPECT_COUNTS = vocabulary.EXPECT_COUNTS
+TOP_KEYS = {"name", "summary", "variant", "seed", "until", "world", "network", "clocks", "turns", "faults", "expect"}
+_TOOL_KEYS = {
+    "execute": ("command", "runs_for", "timeout", "background", "exit_code", "output"),
+    "edit_files": ("path", "edits"),
+    "write_file": ("path", "content"),
+}
+
+
+def load(path: str | Path, shown: str | None = None) -> Scenario:
+    """The scenario file at ``path``, checked; ``shown`` names it in error messages
+    (default: ``path`` as given; the pytest plugin shows it relative to the rootdir).
+    Rule 6: only a regular file of at most ``MAX_SCENARIO_BYTES`` is read, and its TOML
+    nests at most ``MAX_NESTING`` levels."""
+    path = Path(path)
+    shown = str(path) if shown is None else shown
+    raw = _read_capped(path, shown)
+    try:
+        text = raw.decode("utf-8")
+    except UnicodeDecodeError as err:
+        raise ScenarioError(f"{shown}: not UTF-8 text (byte {err.start}): a scenario file is UTF-8 TOML") from None
+    _check_nesting(text, shown)
+    try:
+        data = tomllib.loads(text)
+    except tomllib.TOMLDecodeError as err:
+        raise ScenarioError(_printable(f"{shown}: syntax: {err}")) from None
+    except RecursionError:  # (the scan above bounds brackets; this is its backstop)
+        raise ScenarioError(_printable(f"{shown}: nested deeper than {vocabulary.MAX_NESTING} levels")) from None
+    return from_dict(data, shown)
+
+
+def _read_capped(path: Path, shown: str) -> bytes:
+    """Rule 6: the bytes of the regular file at ``path``, at most ``MAX_SCENARIO_BYTES``
+    (sim/io/input_file.py: a FIFO, a device, a socket or a directory is refused unread)."""
+    try:
+        return input_file.read_capped(path, shown, vocabulary.MAX_SCENARIO_BYTES, "a scenario file")
+    except input_file.InputFileError as err:
+        raise ScenarioError(_printable(str(err))) from None
+
+
+# The pieces of TOML text that can hold a bracket that is not one: strings (the four
+# kinds) and comments; and the brackets themselves.
+_TOML_TOKENS = re.compile("|".join((
+    r'"""(?:[^"\\]|\\.|"(?!""))*"""',  # a multi-line basic string
+    r"'''(?:[^']|'(?!''))*'''",  # a multi-line literal string
+    r'"(?:[^"\\\n]|\\.)*"',  # a basic string
+    r"'[^'\n]*'",  # a literal string
+    r"#[^\n]*",  # a comment
+    r"[\[\]{}]",
+)))
+
+
+def _check_nesting(text: str, shown: str) -> None:
+    """Rule 6: arrays and inline tables nest at most ``MAX_NESTING`` deep, counted on the
+    text before the TOML reader (which recurses once a level) sees it; strings and
+    comments are skipped. Stops at the first level too deep."""
+    depth = 0
+    limit = vocabulary.MAX_NESTING
+    for m in _TOML_TOKENS.finditer(text):
+        token = m.group()
+        if token in "[{":
+            depth += 1
+            if depth > limit:
+                line = text.count("\n", 0, m.start()) + 1
+                raise ScenarioError(f"{shown}: line {line}: arrays and tables nest deeper than the cap of {limit} levels")
+        elif token in "]}":
+            depth = max(depth - 1, 0)
+
+
+def from_dict(data: dict, shown: str = "<scenario>") -> Scenario:
+    """The scenario in ``data`` (a parsed file, or a dict swarm drew), checked; ``shown``
+    names it in error messages. A dict nested too deep for Python's stack (dotted keys
+    nest without brackets: ``a.a.a... = 1``) is one line too (Rule 6)."""
+    try:
+        return _from_dict(data, shown)
+    except RecursionError:
+        raise ScenarioError(_printable(f"{shown}: nested deeper than {vocabulary.MAX_NESTING} levels")) from None
+
+
+def _from_dict(data: dict, shown: str) -> Scenario:
+    c = _Checker(shown)
+    name, summary, variant, seed, until_ms = _read_head(c, data)
+    world = _read_world(c, data.get("world", {}))
+    replicas = tuple(f"replica-{i + 1}" for i in range(dict(world).get("replicas", 2)))
+    nodes = ("agent", "db") + replicas
+    lat_min, lat_max, loss, links, latency_shape, stalls = _read_network(c, data.get("network", {}), nodes)
+    clocks = _read_clocks(c, data.get("clocks", {}), nodes, until_ms)
+    turns, ctx = _read_turns(c, data["turns"], replicas, nodes)
+    faults, request_names = _read_faults(c, data.get("faults", []), ctx, until_ms)
+    expect = _read_expect(c, data.get("expect", {}), ctx, request_names, len(faults))
+    return Scenario(
+        path=shown,
+        name=name,
+        summary=summary,
+        variant=variant,
+        seed=seed,
+        until_ms=until_ms,
+        world=world,
+        latency_min_ms=lat_min,
+        latency_max_ms=lat_max,
+        loss=loss,
+        links=links,
+        clocks=clocks,
+        turns=turns,
+        faults=faults,
+        expect=expect,
+        latency_shape=latency_shape,
+        stalls=stalls,
+    )
+
+
+# ---------------------------------------------------------------------------
+# A drawn scenario, converted without re-checking it
+# ---------------------------------------------------------------------------
+
+# What sim/world/stories.py ``draw_scenario`` writes, key by key: a dict with any other key, or
+# a fault of another kind, goes through ``from_dict`` (``from_drawn``'s fallback).
+_DRAWN_TOP = frozenset(("name", "summary", "seed", "until", "world", "network", "turns", "faults"))
+_DRAWN_WORLD = frozenset(("replicas", "generation_time", "handler_time", "files"))
+_DRAWN_TOOL_KEYS = frozenset(("id", "tool", "command", "runs_for", "timeout", "background", "exit_code", "output",
+                              "path", "content", "edits"))
+_DRAWN_FAULT_KINDS = frozenset(vocabulary.SWARM_FAULT_KINDS)
+_DRAWN_FAULT_KEYS = frozenset(("kind", "at", "when", "offset", "message", "by", "downtime", "replica", "chat",
+                               "between", "duration"))
+
+
+def from_drawn(data: dict, shown: str = "<scenario>") -> Scenario:
+    """``from_dict(data, shown)`` for a dict the swarm drew itself (sim/world/stories.py
+    ``draw_scenario``), without checking it again: a drawn world is valid by construction
+    (tests/test_swarm.py validates drawn worlds with ``from_dict`` and compares the two
+    conversions, ``Scenario`` for ``Scenario``, over hundreds of seeds and every story).
+    The checks were a twentieth of a swarm seed, paid for a dict no user wrote. Only the
+    keys and fault kinds the drawing writes are converted here; a dict with anything else
+    (a user's scenario, an edited draw) is read by ``from_dict``, whose checks and
+    one-line errors stay whole for every input a user gives."""
+    if not (data.keys() <= _DRAWN_TOP and data.get("world", {}).keys() <= _DRAWN_WORLD):
+        return from_dict(data, shown)
+    for turn in data["turns"]:
+        for tc in turn["tool_calls"]:
+            if not tc.keys() <= _DRAWN_TOOL_KEYS:
+                return from_dict(data, shown)
+    for f in data["faults"]:
+        if f["kind"] not in _DRAWN_FAULT_KINDS or not f.keys() <= _DRAWN_FAULT_KEYS:
+            return from_dict(data, shown)
+    ms = _drawn_ms
+    world_in = data.get("world", {})
+    world = []
+    for key, kind in WORLD_KEYS.items():  # (the reader's order: the vocabulary's)
+        if key in world_in:
+            value = world_in[key]
+            if kind == "duration":
+                value = ms(value)
+            elif key == "files":
+                value = tuple(sorted((str(k), v) for k, v in value.items()))
+            world.append((key, value))
+    latency = data["network"]["latency"]
+    turns = []
+    provider_of: dict[str, str] = {}  # a drawn call's provider ID is its ID (no ``provider_id``)
+    for turn in data["turns"]:
+        calls = []
+        for tc in turn["tool_calls"]:
+            calls.append(_frozen(ToolCallSpec, {
+                "id": tc["id"],
+                "tool": tc["tool"],
+                "command": tc.get("command", ""),
+                "runs_for_ms": ms(tc.get("runs_for", "0s")),
+                "timeout_ms": ms(tc["timeout"]) if "timeout" in tc else None,
+                "background": tc.get("background", False),
+                "exit_code": tc.get("exit_code", 0),
+                "output": tc.get("output", ""),
+                "path": tc.get("path", ""),
+                "content": tc.get("content", ""),
+                "edits": tuple([(e.get("search", ""), e.get("replace", "")) for e in tc.get("edits", ())]),
+                "provider_id": "",
+            }))
+            provider_of[tc["id"]] = tc["id"]
+        turns.append(_frozen(Turn, {"chat": turn["chat"], "tool_calls": tuple(calls)}))
+    faults = []
+    for f in data["faults"]:
+        kind = f["kind"]
+        spec = vocabulary.FAULTS[kind]
+        at_ms = event = match = None
+        offset_ms = 0
+        if spec.shape != "message":
+            offset_ms = ms(f.get("offset", "0s"))
+            if "at" in f:
+                at_ms = ms(f["at"])
+            else:
+                when = f["when"]
+                event = when["event"]
+                match = _drawn_match(when, vocabulary.TRIGGER_EVENTS[event].direction, provider_of)
+        params = []
+        for key in spec.fields:  # (``read_fault``'s order: the vocabulary's)
+            if key in f:
+                value = f[key]
+                what = vocabulary.FAULT_FIELD_TYPES[key]
+                if what == "duration":
+                    value = ms(value)
+                elif what == "nodes":
+                    value = tuple(value)
+                elif what == "message":
+                    value = _drawn_match(value, None, provider_of)
+                params.append((key, value))
+        trigger = _frozen(Trigger, {"at_ms": at_ms, "event": event, "match": match, "offset_ms": offset_ms})
+        faults.append(_frozen(FaultSpec, {"kind": kind, "trigger": trigger, "params": tuple(params)}))
+    return _frozen(Scenario, {
+        "path": shown,
+        "name": data["name"],
+        "summary": data.get("summary", ""),
+        "variant": "contract",  # (``from_dict``'s default: a drawn world names no variant)
+        "seed": data["seed"],
+        "until_ms": ms(data["until"]),
+        "world": tuple(world),
+        "latency_min_ms": ms(latency["min"]),
+        "latency_max_ms": ms(latency["max"]),
+        "loss": float(data["network"].get("loss", 0.0)),
+        "links": (),
+        "clocks": (),
+        "turns": tuple(turns),
+        "faults": tuple(faults),
+        "expect": (),
+        "latency_shape": (),
+        "stalls": (),
+    })
+
+
+def _frozen(cls, fields_: dict):
+    """An instance of the frozen dataclass ``cls`` whose fields are ``fields_`` (every
+    field, in declaration order), without its generated ``__init__``, which sets each
+    field through ``object.__setattr__`` (a drawn world builds some twenty of these; none
+    of these classes computes anything in ``__init__``). model/core.py ``replace`` copies
+    frozen states the same way."""
+    obj = object.__new__(cls)
+    object.__setattr__(obj, "__dict__", fields_)
+    return obj
+
+
+def _drawn_match(table: dict, event_direction: str | None, provider_of: dict) -> MessageMatch:
+    """``toolcall_sim.world.scenario_faults.read_match`` of a drawn message or event trigger, unchecked."""
+    tool_call = table.get("tool_call")
+    if event_direction == "none":
+        route, direction = None, "none"
+    else:
+        route = table.get("route", "start")
+        direction = event_direction or table.get("direction", "request")
+    return _frozen(MessageMatch, {"route": route, "tool_call": provider_of[tool_call] if tool_call is not None else None,
+                                  "direction": direction, "nth": table.get("nth", 1)})
+
+
+# ``format_duration``'s words ("1h30m5s20ms"): hours, minutes, seconds, milliseconds, each
+# optional and in that order. The drawing writes nothing else; anything else (and the
+# empty string) is read by ``parse_duration``.
+_DRAWN_DURATION = re.compile(r"(?:(\d+)h)?(?:(\d+)m)?(?:(\d+)s)?(?:(\d+)ms)?")
+
+
+def _drawn_ms(text: str) -> int:
+    ms = WRITTEN_MS.get(text)  # (written by this process's drawing: sim/world/scenario_spec.py)
+    if ms is not None:
+        return ms
+    m = _DRAWN_DURATION.fullmatch(text)
+    if m is None or not text:
+        return parse_duration(text, "duration")
+    h, mi, s, milli = m.groups()
+    return (int(h or 0) * 3_600_000 + int(mi or 0) * 60_000 + int(s or 0) * 1_000 + int(milli or 0))
+
+
+# ---------------------------------------------------------------------------
+# One reader per section
+# ---------------------------------------------------------------------------
+
+
+def _read_head(c: _Checker, data: Any) -> tuple[str, str, str, int, int]:
+    """The top level: known keys, ``name`` and ``turns`` present; name, summary, variant,
+    seed and until (Rule 2; a run lasts more than nothing and at most the cap)."""
+    if not isinstance(data, dict):
+        c.fail("scenario", f"expected a table, got {type(data).__name__}")
+    c.keys(data, TOP_KEYS, "")
+    for required in ("name", "turns"):
+        if required not in data:
+            c.fail(required, "missing")
+    name = c.name(data["name"], "name")
+    summary = c.text(data.get("summary", ""), "summary")
+    variant = c.name(data.get("variant", "contract"), "variant")
+    seed = c.bounded(data.get("seed", 1), vocabulary.SEED_MIN, vocabulary.SEED_MAX, "seed", " (2**63 - 1)")
+    until_ms = c.typed(data.get("until", "1h"), "duration", "until")
+    try:
+        check_until(until_ms, "until")
+    except ScenarioError as err:
+        c.fail("until", str(err).split(": ", 1)[1])
+    return name, summary, variant, seed, until_ms
+
+
+def _read_world(c: _Checker, value: Any) -> tuple[tuple[str, Any], ...]:
+    """``[world]``: the vocabulary's world keys, each of its declared type."""
+    world = c.table(value, "world")
+    c.keys(world, WORLD_KEYS, "world")
+    world_values = []
+    for key, kind in WORLD_KEYS.items():
+        if key in world:
+            value = c.typed(world[key], kind, f"world.{key}")
+            if key == "replicas":
+                c.bounded(value, 1, vocabulary.MAX_REPLICAS, "world.replicas")
+            if key == "agent":
+                c.name(value, "world.agent")
+            if key in ("files", "replica_variants"):
+                c.capped(value, vocabulary.MAX_ITEMS, f"world.{key}", "entries")
+                read = c.text if key == "files" else c.name
+                value = tuple(sorted((c.name(k, f"world.{key} key"), read(v, f"world.{key}.{k}")) for k, v in value.items()))
+            if key in vocabulary.TIMING_KEYS and value <= 0:
+                c.fail(f"world.{key}", "must be longer than 0s")
+            world_values.append((key, value))
+    return tuple(world_values)
+
+
+def _read_network(c: _Checker, value: Any, nodes: tuple[str, ...]) -> tuple[int, int, float, tuple, tuple, tuple]:
+    """``[network]``: the latency of every message (a ``min``..``max`` range, or a shape
+    with a tail: toolcall_sim.model.vocabulary.LATENCY_SHAPES), rare long ``stalls`` on top, the loss,
+    and per-link overrides (``[network.links."agent->replica-1"]``: a uniform range and a
+    loss) between nodes of this world."""
+    network = c.table(value, "network")
+    c.keys(network, {"latency", "loss", "links", "stalls"}, "network")
+    lat = c.table(network.get("latency", {"min": "2ms", "max": "40ms"}), "network.latency")
+    shape_name = lat.get("shape", "uniform")
+    if shape_name not in vocabulary.LATENCY_SHAPES:
+        c.fail("network.latency.shape", f"unknown shape {shape_name!r} (known: {', '.join(vocabulary.LATENCY_SHAPES)})")
+    shape = vocabulary.LATENCY_SHAPES[shape_name]
+    for key in lat:
+        if key != "shape" and key not in shape.fields:
+            c.fail(f"network.latency.{key}", f"not used by a {shape_name} latency (its fields: {', '.join(shape.fields)})")
+    latency_shape: tuple = ()
+    lat_min, lat_max = 2, 40  # the defaults, recorded for a shaped latency too (links inherit the shape, not these)
+    if shape_name == "uniform":
+        lat_min = c.typed(lat.get("min", "2ms"), "duration", "network.latency.min")
+        lat_max = c.typed(lat.get("max", "40ms"), "duration", "network.latency.max")
+        if lat_max < lat_min:
+            c.fail("network.latency", f"max {lat.get('max')} is below min {lat.get('min')}")
+    else:
+        for key in shape.fields:
+            if key not in lat:
+                c.fail(f"network.latency.{key}", f"required by a {shape_name} latency")
+        median = c.typed(lat["median"], "duration", "network.latency.median")
+        p99 = c.typed(lat["p99"], "duration", "network.latency.p99")
+        if median <= 0:
+            c.fail("network.latency.median", "must be longer than 0s")
+        if p99 < median:
+            c.fail("network.latency.p99", f"{lat['p99']} is below the median {lat['median']}")
+        latency_shape = (("shape", shape_name), ("median_ms", median), ("p99_ms", p99))
+    stalls = _read_stalls(c, network["stalls"]) if "stalls" in network else ()
+    loss = _loss(c, network.get("loss", 0.0), "network.loss")
+    links = []
+    for link, spec in sorted(c.table(network.get("links", {}), "network.links").items()):
+        where = f"network.links.{link}"
+        spec = c.table(spec, where)
+        c.keys(spec, {"latency", "loss"}, where)
+        src, sep, dst = link.partition("->")
+        for end in (src, dst):
+            if not sep or end not in nodes + ("probe",):
+                c.fail(where, f"name a link as \"<node>-><node>\" between nodes of this world ({', '.join(nodes + ('probe',))})")
+        values = []
+        if "latency" in spec:
+            ls = c.table(spec["latency"], f"{where}.latency")
+            c.keys(ls, {"min", "max"}, f"{where}.latency")
+            values.append(("latency_min_ms", c.typed(ls.get("min", "0ms"), "duration", f"{where}.latency.min")))
+            values.append(("latency_max_ms", c.typed(ls.get("max", "0ms"), "duration", f"{where}.latency.max")))
+            if values[-1][1] < values[-2][1]:
+                c.fail(f"{where}.latency", "max is below min")
+        if "loss" in spec:
+            values.append(("loss", _loss(c, spec["loss"], f"{where}.loss")))
+        links.append((link, tuple(values)))
+    return lat_min, lat_max, loss, tuple(links), latency_shape, stalls
+
+
+def _loss(c: _Checker, value: Any, where: str) -> float:
+    """A loss probability (the world's ``network.loss`` or one link's): 0 to 1."""
+    loss = float(c.typed(value, float, where))
+    if not 0.0 <= loss <= 1.0:
+        c.fail(where, f"must be between 0 and 1, got {loss}")
+    return loss
+
+
+def _read_stalls(c: _Checker, value: Any) -> tuple:
+    """``stalls = { probability, min, max }``: every message, with ``probability``, takes
+    an extra ``min``..``max``. A stall that never happens or takes no time is refused
+    (it would be accepted and ignored)."""
+    stalls = c.table(value, "network.stalls")
+    c.keys(stalls, set(vocabulary.STALL_FIELDS), "network.stalls")
+    for key in vocabulary.STALL_FIELDS:
+        if key not in stalls:
+            c.fail(f"network.stalls.{key}", "required (stalls = { probability, min, max })")
+    probability = float(c.typed(stalls["probability"], float, "network.stalls.probability"))
+    if not 0.0 < probability <= 1.0:
+        c.fail("network.stalls.probability", f"must be above 0 and at most 1, got {probability} (omit stalls for none)")
+    low = c.typed(stalls["min"], "duration", "network.stalls.min")
+    high = c.typed(stalls["max"], "duration", "network.stalls.max")
+    if high <= 0:
+        c.fail("network.stalls.max", "must be longer than 0s")
+    if high < low:
+        c.fail("network.stalls", f"max {stalls['max']} is below min {stalls['min']}")
+    return (("probability", probability), ("min_ms", low), ("max_ms", high))
+
+
+def _read_clocks(c: _Checker, value: Any, nodes: tuple[str, ...], until_ms: int) -> tuple:
+    """``[clocks.<node>]``: a node's offset (Rule 5: may be negative), drift and steps
+    (each before ``until``: Rule 4)."""
+    clocks = []
+    for node, spec in sorted(c.table(value, "clocks").items()):
+        where = f"clocks.{node}"
+        if node not in nodes:
+            c.fail(where, f"no such node (nodes: {', '.join(nodes)})")
+        spec = c.table(spec, where)
+        c.keys(spec, {"offset", "drift_ppm", "steps"}, where)
+        try:
+            offset_ms = parse_signed_duration(spec.get("offset", "0s"), f"{where}.offset")
+        except ScenarioError as err:
+            c.fail(f"{where}.offset", str(err).split(": ", 1)[1])
+        drift_ppm = int(c.typed(spec.get("drift_ppm", 0), int, f"{where}.drift_ppm"))
+        if not -1_000_000 < drift_ppm <= 1_000_000:
+            c.fail(f"{where}.drift_ppm", f"must be above -1000000 (a clock that stands still) and at most 1000000, got {drift_ppm}")
+        values = [("offset_ms", offset_ms), ("drift_ppm", drift_ppm)]
+        steps = []
+        listed = c.capped(c.typed(spec.get("steps", []), list, f"{where}.steps"), vocabulary.MAX_CLOCK_STEPS,
+                          f"{where}.steps", "steps")
+        for i, step in enumerate(listed):
+            sw = f"{where}.steps[{i}]"
+            step = c.table(step, sw)
+            c.keys(step, {"at", "by", "back"}, sw)
+            by = c.typed(step.get("by", "0s"), "duration", f"{sw}.by")
+            if by == 0:
+                c.fail(f"{sw}.by", "must be longer than 0s (a step of nothing)")
+            back = c.typed(step.get("back", False), bool, f"{sw}.back")
+            at_ms = c.typed(step.get("at", "0s"), "duration", f"{sw}.at")
+            if at_ms >= until_ms:  # (a timed fault after until is refused alike: scenario_faults.py)
+                c.fail(f"{sw}.at", f"{format_duration(at_ms)} is not before until ({format_duration(until_ms)}): "
+                                   "the clock would never step")
+            steps.append((at_ms, -by if back else by))
+        values.append(("steps", tuple(steps)))
+        clocks.append((node, tuple(values)))
+    return tuple(clocks)
+
+
+def _read_turns(c: _Checker, value: Any, replicas: tuple[str, ...], nodes: tuple[str, ...]) -> tuple[tuple, _Context]:
+    """``[[turns]]``: each assistant turn's chat and tool calls (IDs unique in the file,
+    provider IDs unique per chat), and the context the later sections check names
+    against."""
+    turns = []
+    seen_ids: set[str] = set()
+    tool_of: dict[str, str] = {}
+    chat_of: dict[str, str] = {}
+    provider_ids: dict[tuple[str, str], str] = {}  # (chat, provider ID) -> tool call id
+    chat_names: dict[str, None] = {}  # the chats so far, in order
+    for i, turn in enumerate(c.capped(c.typed(value, list, "turns"), vocabulary.MAX_TURNS, "turns", "turns")):
+        where = f"turns[{i}]"
+        turn = c.table(turn, where)
+        c.keys(turn, {"chat", "tool_calls"}, where)
+        chat = c.name(turn.get("chat", "chat-1"), f"{where}.chat")
+        chat_names.setdefault(chat)
+        c.capped(chat_names, vocabulary.MAX_CHATS, f"{where}.chat", "chats")
+        calls = []
+        listed = c.capped(c.typed(turn.get("tool_calls", []), list, f"{where}.tool_calls"),
+                          vocabulary.MAX_TOOL_CALLS_PER_TURN, f"{where}.tool_calls", "tool calls in one turn")
+        c.capped(range(len(seen_ids) + len(listed)), vocabulary.MAX_TOOL_CALLS, f"{where}.tool_calls",
+                 "tool calls in all")
+        for j, tc in enumerate(listed):
+            spec = _read_tool_call(c, tc, f"{where}.tool_calls[{j}]", chat, seen_ids, provider_ids)
+            calls.append(spec)
+            tool_of[spec.id] = spec.tool
+            chat_of[spec.id] = chat
+        turns.append(Turn(chat, tuple(calls)))
+    if not seen_ids:
+        c.fail("turns", "no tool call in any turn: the scenario has nothing to judge")
+    chats = tuple(dict.fromkeys(t.chat for t in turns))
+    provider_of = {tc_id: provider for (_, provider), tc_id in provider_ids.items()}
+    shared = {p for p in provider_of.values() if sum(1 for q in provider_of.values() if q == p) > 1}
+    return tuple(turns), _Context(seen_ids, tool_of, chat_of, chats, replicas, nodes, provider_of, shared)
+
+
+def _read_tool_call(c: _Checker, tc: Any, tw: str, chat: str, seen_ids: set[str],
+                    provider_ids: dict[tuple[str, str], str]) -> ToolCallSpec:
+    """One tool call of a turn: only the keys its tool uses. Records its ID in
+    ``seen_ids`` and its (chat, provider ID) in ``provider_ids``."""
+    tc = c.table(tc, tw)
+    c.keys(
+        tc,
+        {"id", "provider_id", "tool", "command", "runs_for", "timeout", "background", "exit_code", "output", "path",
+         "content", "edits"},
+        tw,
+    )
+    if "id" not in tc:
+        c.fail(f"{tw}.id", "missing")
+    tc_id = c.name(tc["id"], f"{tw}.id")
+    if tc_id in seen_ids:
+        c.fail(f"{tw}.id", f"duplicate tool call id {tc_id!r}")
+    seen_ids.add(tc_id)
+    tool = c.typed(tc.get("tool", "execute"), str, f"{tw}.tool")
+    if tool not in TOOLS:
+        c.fail(f"{tw}.tool", f"unknown tool {tool!r} (known: {', '.join(TOOLS)})")
+    for key in tc:
+        if key not in ("id", "tool", "provider_id") and key not in _TOOL_KEYS[tool]:
+            c.fail(f"{tw}.{key}", f"not used by a {tool} tool call (it uses: {', '.join(_TOOL_KEYS[tool])})")
+    edits = []
+    listed = c.capped(c.typed(tc.get("edits", []), list, f"{tw}.edits"), vocabulary.MAX_ITEMS, f"{tw}.edits", "edits")
+    for k, e in enumerate(listed):
+        e = c.table(e, f"{tw}.edits[{k}]")
+        c.keys(e, {"search", "replace"}, f"{tw}.edits[{k}]")
+        edits.append((c.text(e.get("search", ""), f"{tw}.edits[{k}].search"),
+                      c.text(e.get("replace", ""), f"{tw}.edits[{k}].replace")))
+    spec = ToolCallSpec(
+        id=tc_id,
+        tool=tool,
+        command=c.text(tc.get("command", ""), f"{tw}.command"),
+        runs_for_ms=c.typed(tc.get("runs_for", "0s"), "duration", f"{tw}.runs_for"),
+        timeout_ms=c.typed(tc["timeout"], "duration", f"{tw}.timeout") if "timeout" in tc else None,
+        background=c.typed(tc.get("background", False), bool, f"{tw}.background"),
+        # A process exits with 0..255 (model/vocabulary.py EXIT_CODE_MIN/MAX).
+        exit_code=c.bounded(tc.get("exit_code", 0), vocabulary.EXIT_CODE_MIN, vocabulary.EXIT_CODE_MAX,
+                            f"{tw}.exit_code", " (a process's exit status)"),
+        output=c.text(tc.get("output", ""), f"{tw}.output"),
+        path=c.name(tc.get("path", ""), f"{tw}.path", empty_ok=True),
+        content=c.text(tc.get("content", ""), f"{tw}.content"),
+        edits=tuple(edits),
+        provider_id=c.name(tc.get("provider_id", ""), f"{tw}.provider_id", empty_ok=True),
+    )
+    if "provider_id" in tc and not spec.provider_id:
+        c.fail(f"{tw}.provider_id", "must not be empty")
+    if (chat, spec.provider) in provider_ids:
+        c.fail(f"{tw}.provider_id", f"{spec.provider!r} is already a provider ID in {chat}")
+    provider_ids[(chat, spec.provider)] = tc_id
+    if spec.timeout_ms == 0:
+        c.fail(f"{tw}.timeout", "must be longer than 0s (omit it for chatd's 10s default)")
+    if tool == "execute" and not spec.command:
+        c.fail(f"{tw}.command", "an execute tool call needs a command")
+    if tool != "execute" and not spec.path:
+        c.fail(f"{tw}.path", f"{_a(tool)} tool call needs a path")
+    return spec
+
+
+def _read_faults(c: _Checker, value: Any, ctx: _Context, until_ms: int) -> tuple[tuple[FaultSpec, ...], list[str]]:
+    """``[[faults]]``: each read by sim/world/scenario_faults.py; request faults' names are
+    unique (expectations name them)."""
+    faults = []
+    request_names: list[str] = []
+    for i, f in enumerate(c.capped(c.typed(value, list, "faults"), vocabulary.MAX_FAULTS, "faults", "faults")):
+        fault = read_fault(c, c.table(f, f"faults[{i}]"), f"faults[{i}]", ctx, until_ms)
+        if fault.kind == "request":
+            if fault.get("name") in request_names:
+                c.fail(f"faults[{i}].name", f"two requests are named {fault.get('name')!r}")
+            request_names.append(fault.get("name"))
+        faults.append(fault)
+    return tuple(faults), request_names
+
+
+def _read_expect(c: _Checker, value: Any, ctx: _Context, request_names: list[str], faults: int) -> tuple:
+    """``[expect.<variant>]``: what a run under that variant must show, by variant name."""
+    expect = []
+    for var, spec in sorted(c.table(value, "expect").items()):
+        expect.append((var, _expectation(c, var, spec, ctx, request_names, faults)))
+    return tuple(expect)
+
+
+def _expectation(c: _Checker, var: str, spec: Any, ctx: _Context, request_names: list[str],
+                 faults: int) -> Expectation:
+    from toolcall_sim.model import planted_bugs
+    from toolcall_sim.model import properties as props
+
+    where = f"expect.{var}"
+    try:
+        planted_bugs.resolve(var)
+    except planted_bugs.UnknownVariant as err:
+        c.fail(where, str(err))
+    spec = c.table(spec, where)
+    kinds = {p.name: p.kind for p in props.PROPERTIES}
+
+    def names(key: str, known, what: str) -> tuple[str, ...]:
+        out = tuple(c.typed(v, str, f"{where}.{key}") for v in c.typed(spec[key], list, f"{where}.{key}"))
+        for n in out:
+            if n not in known:
+                c.fail(f"{where}.{key}", f"unknown {what} {n!r} (known: {', '.join(sorted(known))})")
+        if len(set(out)) != len(out):  # (the run's set of names could never equal a list with a repeat)
+            c.fail(f"{where}.{key}", f"names a {what} twice: it could never be met")
+        return out
+
+    calls = []
+    violations = residual = None
+    sometimes: tuple[str, ...] = ()
+    within = None
+    requests: tuple = ()
+    seeds = "any"
+    never: tuple[int, ...] = ()
+    for key, value in spec.items():
+        if key == "violations":
+            violations = names(key, [n for n, k in kinds.items() if k != "sometimes"], "property")
+        elif key == "residual_risks":
+            residual = names(key, props.RESIDUAL_RISKS, "residual risk")
+        elif key == "sometimes":
+            sometimes = names(key, [n for n, k in kinds.items() if k == "sometimes"], "sometimes-property")
+        elif key == "interrupt_finished_within":
+            within = c.typed(value, "duration", f"{where}.{key}")
+        elif key == "faults_never_fired":
+            never = tuple(c.bounded(i, 0, faults - 1, f"{where}.{key}", f" (indexes of the {faults} faults)")
+                          for i in c.typed(value, list, f"{where}.{key}")) if faults else ()
+            if value and not faults:
+                c.fail(f"{where}.{key}", "the scenario has no faults")
+            if len(set(never)) != len(never):
+                c.fail(f"{where}.{key}", "names a fault twice")
+        elif key == "requests":
+            table = c.table(value, f"{where}.requests")
+            for rname, status in table.items():
+                if rname not in request_names:
+                    c.fail(f"{where}.requests.{rname}", f"no request fault has that name (requests: {', '.join(request_names) or 'none'})")
+                c.bounded(status, vocabulary.HTTP_STATUS_MIN, vocabulary.HTTP_STATUS_MAX, f"{where}.requests.{rname}",
+                          " (an HTTP status)")
+            requests = tuple(sorted(table.items()))
+        elif key == "seeds":
+            seeds = c.typed(value, str, f"{where}.seeds")
+            if seeds not in vocabulary.EXPECT_SEEDS:
+                c.fail(f"{where}.seeds", f"expected one of {', '.join(vocabulary.EXPECT_SEEDS)}, got {seeds!r}")
+        elif key not in ctx.ids:
+            c.fail(f"{where}.{key}", f"names a tool call that does not exist (tool calls: {', '.join(sorted(ctx.ids)) or 'none'})")
+        else:
+            calls.append((key, _call_expectation(c, f"{where}.{key}", value, ctx.tool_of[key], ctx)))
+    return Expectation(tuple(calls), violations, residual, sometimes, within, requests, seeds, never)
+
+
+# The counts a tool call of each tool can show more than 0 of (``RunResult.tool_call_rows``):
+# an execute starts, kills and leaves running processes; a file tool applies edits.
+_COUNTS_OF_TOOL = {"execute": ("process_starts", "processes_killed", "processes_running_at_end"),
+                   "edit_files": ("edits_applied",), "write_file": ("edits_applied",)}
+
+
+def _call_expectation(c: _Checker, where: str, value: Any, tool: str, ctx: _Context) -> tuple:
+    """What one tool call must show; an expectation no run could meet is refused here
+    (Rule 4), not reported as "not met" after the run: a negative count, a count the
+    call's tool never makes, a result kind its tool never gives, a ``result`` that
+    contradicts ``results`` or whose bounds leave no time to commit in."""
+    value = c.table(value, where)
+    c.keys(value, set(vocabulary.EXPECT_CALL_KEYS), where)
+    items: list = []
+    own_kinds = vocabulary.EXECUTE_KINDS if tool == "execute" else vocabulary.FILE_KINDS
+    for k in EXPECT_COUNTS:
+        if k in value:
+            count = c.typed(value[k], int, f"{where}.{k}")
+            if count < 0:
+                c.fail(f"{where}.{k}", f"a count is never negative, got {count}")
+            if count and k not in _COUNTS_OF_TOOL[tool]:
+                c.fail(f"{where}.{k}", f"{_a(tool)} tool call always has 0 (it could never be {count})")
+            items.append((k, count))
+    kinds = None
+    if "results" in value:
+        listed = c.capped(c.typed(value["results"], list, f"{where}.results"), vocabulary.MAX_ITEMS,
+                          f"{where}.results", "results")
+        kinds = tuple(c.typed(v, str, f"{where}.results") for v in listed)
+        for kind in kinds:
+            if kind not in vocabulary.RESULT_KINDS:
+                c.fail(f"{where}.results", f"unknown result kind {kind!r} (known: {', '.join(vocabulary.RESULT_KINDS)})")
+            if kind not in own_kinds:
+                c.fail(f"{where}.results", f"{_a(tool)} tool call never gets a {kind!r} result "
+                                           f"(its kinds: {', '.join(own_kinds)})")
+        items.append(("results", kinds))
+    if "result" in value:
+        table = c.table(value["result"], f"{where}.result")
+        c.keys(table, set(vocabulary.EXPECT_RESULT_FIELDS), f"{where}.result")
+        fields = []
+        for k, v in table.items():
+            fw = f"{where}.result.{k}"
+            what = vocabulary.EXPECT_RESULT_FIELDS[k]
+            if what == "duration":
+                v = c.typed(v, "duration", fw)
+            elif k == "exit_code":  # a process's exit status, or -1: killed (model/vocabulary.py)
+                v = c.bounded(v, vocabulary.RESULT_EXIT_CODE_MIN, vocabulary.EXIT_CODE_MAX, fw,
+                              " (an exit status, or -1 for a killed process)")
+            elif what == "integer":
+                v = c.typed(v, int, fw)
+                if v < 0:
+                    c.fail(fw, f"is never negative, got {v}")
+            else:
+                v = c.typed(v, str, fw)
+                if what == "result kind" and v not in vocabulary.RESULT_KINDS:
+                    c.fail(fw, f"unknown result kind {v!r} (known: {', '.join(vocabulary.RESULT_KINDS)})")
+                if what == "result kind" and v not in own_kinds:
+                    c.fail(fw, f"{_a(tool)} tool call never gets a {v!r} result (its kinds: {', '.join(own_kinds)})")
+                if what == "replica" and v not in ctx.replicas:
+                    c.fail(fw, f"no such replica {v!r} (replicas: {', '.join(ctx.replicas)})")
+            fields.append((k, v))
+        _check_result_fields(c, f"{where}.result", dict(fields), kinds)
+        items.append(("result", tuple(sorted(fields))))
+    return tuple(items)
+
+
+def _a(tool: str) -> str:
+    """"an execute", "a write_file"."""
+    return ("an " if tool[0] in "aeiou" else "a ") + tool
+
+
+def _check_result_fields(c: _Checker, where: str, fields: dict, kinds: tuple | None) -> None:
+    """A ``result = {...}`` some run could show: the first result of ``results`` (when
+    given) is of its kind, and its commit time lies strictly between ``committed_after``
+    and ``committed_before`` (whole milliseconds; not checked against ``until``, which
+    ``run --until`` may lengthen)."""
+    if kinds is not None and not kinds:
+        c.fail(where, "results = [] expects no result, and result = {...} a first one: they could never both hold")
+    if kinds and "kind" in fields and fields["kind"] != kinds[0]:
+        c.fail(f"{where}.kind", f"{fields['kind']!r}, but results names {kinds[0]!r} first: "
+                                "they could never both hold")
+    after, before = fields.get("committed_after"), fields.get("committed_before")
+    if before is not None and before <= 0:
+        c.fail(f"{where}.committed_before", "0s: nothing commits before the run starts")
+    if after is not None and before is not None and before <= after + 1:
+        c.fail(f"{where}", f"committed_before ({format_duration(before)}) leaves no millisecond after "
+                           f"committed_after ({format_duration(after)})")
