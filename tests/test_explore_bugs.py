@@ -95,22 +95,23 @@ def test_explorer_finds_planted_bug(mutant, tmp_path):
 
 
 def test_interrupt_bound_follows_the_world_clock():
-    """interrupt_finishes allows dial + answer timeout + slack of the world's clock: 2 min
-    on the reference clock, 10 small ms on the explorer's; a planted bug that removes
+    """interrupt_finishes allows the interrupt task the rule's dial + answer timeout of the
+    world's clock, no slack (issue 34): 90 s on the reference clock, 7 small ms on the
+    explorer's; a planted bug that removes
     chatd's answer timeout does not move it, because the world keeps its clock from
     before the bug (``WorldConfig.reference_timing``) and the checker reads that."""
     from toolcall_sim.world.run import build
     from toolcall_sim.world.scenario import load
 
-    assert props.interrupt_bound_ms(Timing()) == 120_000
-    assert props.interrupt_bound_ms(Timing.explorer()) == 10
+    assert props.interrupt_bound_ms(Timing()) == 90_000
+    assert props.interrupt_bound_ms(Timing.explorer()) == 7
     scenario = load(Path(__file__).resolve().parent.parent / "scenarios" / "bug_lost_cancel.toml")
     real, _ = build(scenario, "contract+no-agent-answer-timeout")
     assert real.chatd_rules.timing.agent_answer_timeout_ms == 10**12
-    assert props.interrupt_bound_ms(real.timing_before_bugs()) == 120_000
+    assert props.interrupt_bound_ms(real.timing_before_bugs()) == 90_000
     small = worlds.build("default", "contract+no-agent-answer-timeout")
     assert small.chatd_rules.timing.agent_answer_timeout_ms == 10**12
-    assert props.interrupt_bound_ms(small.timing_before_bugs()) == 10
+    assert props.interrupt_bound_ms(small.timing_before_bugs()) == 7
 
 
 def test_counterexample_names_its_world(tmp_path, capsys):
@@ -127,3 +128,33 @@ def test_counterexample_names_its_world(tmp_path, capsys):
     assert cx.world_of({"kind": "explore", "variant": "contract"}) == worlds.default("contract")
     with pytest.raises(cx.BadInput):
         cx.world_of({"kind": "explore", "name": "three-chats"})
+
+
+def _interrupt_violations(answer_timeout_ms: int) -> list:
+    """bug_lost_cancel (the cancel is lost, so the interrupt ends at chatd's answer
+    timeout) on a chatd whose answer timeout is ``answer_timeout_ms`` while the world's
+    rule stays the reference 1 minute."""
+    import dataclasses
+
+    from toolcall_sim.world.run import build
+    from toolcall_sim.world.scenario import load
+    from toolcall_sim.world.simulation import Simulation
+
+    scenario = load(Path(__file__).resolve().parent.parent / "scenarios" / "bug_lost_cancel.toml")
+    config, options = build(scenario, "contract")
+    rule = config.chatd_rules.timing
+    slow = dataclasses.replace(rule, agent_answer_timeout_ms=answer_timeout_ms)
+    config = dataclasses.replace(config, chatd_rules=dataclasses.replace(config.chatd_rules, timing=slow),
+                                 reference_timing=rule)
+    world = Simulation(config, scenario.seed, options, None)
+    world.run(scenario.until_ms)
+    return [v for v in props.evaluate(world.trace, world.system).violations if v.property == "interrupt_finishes"]
+
+
+def test_an_interrupt_past_the_rules_own_bound_fails():
+    """Issue 34: an interrupt task that takes 100 s where the rule allows dial 30 s +
+    answer timeout 1 m = 90 s fails interrupt_finishes (the bound once had 30 s of slack
+    and let it pass); one that ends inside the bound (the answer timeout at 85 s) passes."""
+    (v,) = _interrupt_violations(100_000)
+    assert "took 100048 ms" in v.detail and "(bound: dial + agent answer timeout, 90000 ms)" in v.detail
+    assert _interrupt_violations(85_000) == []

@@ -42,7 +42,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from ..chatd_db import RUNNABLE
-from .checks import INTERRUPT_SLACK_MS, PROPERTIES, Property, interrupt_bound_ms
+from .checks import PROPERTIES, Property, interrupt_bound_ms
 from .classify import CANCEL_UNSURE_REASONS, CLASSIFIERS, classify, informational
 from .evidence import CallInfo, Evidence, Violation, agent_clock_at, committed_calls, record_tags, violation
 from .monitor import Monitor, _check
@@ -64,7 +64,6 @@ __all__ = [
     "CLASSIFIERS",
     "CallInfo",
     "Evidence",
-    "INTERRUPT_SLACK_MS",
     "KNOWN_FINDINGS",
     "Monitor",
     "PROPERTIES",
