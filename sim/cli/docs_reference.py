@@ -124,7 +124,15 @@ def exit_codes_page() -> str:
              "new name (a symlink's target is written; a device, FIFO, socket or folder is refused). A report folder "
              "(`check --out`, `--report DIR`) is replaced only when it is new, empty or an earlier report (it holds "
              "`.toolcall-sim-report`), never `.`, `/`, your home or a folder of your files. A full disk or an "
-             "unwritable path is one line and exit 2, checked before the run where possible (sim/io/output.py)."]
+             "unwritable path is one line and exit 2, checked before the run where possible (sim/io/output.py); "
+             "nothing earlier is lost, and a counterexample's `.toml` and `.json` are written together or not at all. "
+             "Where a command writes is named in its `--help` and in its first line.", "",
+             "## Interrupting a command", "",
+             "Ctrl-C and SIGTERM (`kill PID`) are one rule (sim/io/interrupt.py): the command prints its summary so "
+             "far, keeps every finished file and exits 130. A Ctrl-C while the command is still starting prints "
+             "`toolcall-sim: interrupted while starting`. With `--workers` or `--cluster local`, workers get a second "
+             "to finish their seed and are then ended, and a worker dies with its command even when that is killed "
+             "outright: no command leaves a process behind."]
     return _page("Exit codes and outputs", "Every command keeps one contract for its exit status "
                  "(the list is the docstring of sim/cli/main.py, which is also `toolcall-sim --help`).", body)
 
