@@ -1,5 +1,5 @@
 """Rows of the hostile-input table (tests/hostile.py) of issue 32's class "docs":
-documented commands do what README.md and ``--help`` say, exit code for exit code, and
+documented commands do what the docs (README.md, docs/pages/) and ``--help`` say, exit code for exit code, and
 the refusals the docs promise are one line, exit 2."""
 
 from pathlib import Path
@@ -20,7 +20,7 @@ def _has(*names: str):
 
 
 CASES = [
-    # README "Quick start" and "Stories": shipped scenarios by name, each exit 0.
+    # The docs' first race and reading a report: shipped scenarios by name, each exit 0.
     Case("docs: run a shipped story by name under today", ("run", "us10_interrupt_before_start_arrives",
                                                             "--variant", "today"), "docs", expect=0),
     Case("docs: run the known finding's scenario under the contract",
@@ -34,7 +34,7 @@ CASES = [
                                                                "--seed", "12"), "docs", expect=0),
     Case("docs: list prints the vocabulary", ("list",), "docs", expect=0),
     Case("docs: run --help", ("run", "--help"), "docs", expect=0),
-    # README "Exhaustive exploration" and "Swarm": the documented exit 1, files written.
+    # The docs' exploring tutorial: the documented exit 1, files written.
     Case("docs: explore today finds at_most_once", ("explore", "--world", "default", "--variant", "today",
                                                     "--property", "at_most_once", "--out", "{tmp}/out"),
          "docs", expect=1, writes=("out",), check=_has("out/today-at_most_once.json")),

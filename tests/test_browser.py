@@ -163,4 +163,5 @@ def test_ci_says_why_without_apt_get_and_still_runs_the_suite(tmp_path):
 def test_ci_runs_the_browser_step_before_the_suite():
     run = (ROOT / ".ci" / "run").read_text()
     assert run.index("bash .ci/browser") < run.index("python3 -m pytest")
+    # the README's test command: the project with its `ci` extra (the docs site's MkDocs, the wheel builder)
     assert 'pip install --quiet --disable-pip-version-check -e ".[ci]"' in run

@@ -18,8 +18,9 @@ byte-identical in any process, and the committed copy must be the current one.
 
 Every flag of every subcommand says what it does in ``--help`` (issue 32: ``run --help``
 had no text for ``--variant``, ``--seed``, ``--until``), and the ``python -m pytest
-scenarios/ ...`` commands README.md shows pass as shown, with the item count its comment
-gives.
+scenarios/ ...`` commands the docs show (docs/pages/how-to/pytest.md, "Races as pytest
+tests") pass as shown, with the item count its comment gives. Every other command the
+docs show is run by tests/test_docs_site.py.
 """
 
 from __future__ import annotations
@@ -233,7 +234,7 @@ def test_architecture_help_prints_usage_and_writes_nothing(capsys, tmp_path, mon
 
 
 # ---------------------------------------------------------------------------
-# The command line's help and the README's commands
+# The command line's help and the docs' pytest commands
 # ---------------------------------------------------------------------------
 
 
@@ -260,18 +261,20 @@ def test_every_flag_of_every_subcommand_has_help():
     assert len(list(_actions(parser()))) > 100  # (the walk reached the subcommands)
 
 
-# ``python -m pytest scenarios/ ...  # N items...`` lines of README.md's sh blocks.
-_README_PYTEST = re.compile(r"^python -m pytest (scenarios/[^#\n]*?)\s*(?:#\s*(.*))?$", re.M)
+# ``python -m pytest scenarios/ ...  # N items...`` lines of the sh blocks of the page on
+# races as pytest tests (tests/test_docs_site.py leaves them to the test below).
+PYTEST_PAGE = ROOT / "docs" / "pages" / "how-to" / "pytest.md"
+_DOCS_PYTEST = re.compile(r"^python -m pytest (scenarios/[^#\n]*?)\s*(?:#\s*(.*))?$", re.M)
 
 
-def _readme_pytest_commands() -> list[tuple[str, str]]:
-    return _README_PYTEST.findall((ROOT / "README.md").read_text(encoding="utf-8"))
+def _docs_pytest_commands() -> list[tuple[str, str]]:
+    return _DOCS_PYTEST.findall(PYTEST_PAGE.read_text(encoding="utf-8"))
 
 
 @pytest.mark.slow
-@pytest.mark.parametrize("args,comment", _readme_pytest_commands())
-def test_the_readmes_pytest_commands_pass_as_shown(args, comment):
-    """Each ``python -m pytest scenarios/ ...`` line README.md shows passes, run from the
+@pytest.mark.parametrize("args,comment", _docs_pytest_commands())
+def test_the_docs_pytest_commands_pass_as_shown(args, comment):
+    """Each ``python -m pytest scenarios/ ...`` line docs/pages/how-to/pytest.md shows passes, run from the
     checkout (in one process, ``-n 0``, beside the suite's own workers; no cache written),
     with the number of items its comment gives; the seed sweep is among them (issue 32:
     ``--toolcall-variant contract --toolcall-seeds 1-20`` failed 25 of 720 items)."""
@@ -283,11 +286,11 @@ def test_the_readmes_pytest_commands_pass_as_shown(args, comment):
     assert re.fullmatch(r"\d+ passed(, \d+ deselected)? in [\d.]+s", last), last  # (no failure, skip, error)
     items = re.match(r"(\d+) items?\b", comment)
     if items:
-        assert last.startswith(f"{items.group(1)} passed"), f"README says {comment!r}; the run says {last!r}"
+        assert last.startswith(f"{items.group(1)} passed"), f"the docs say {comment!r}; the run says {last!r}"
 
 
-def test_the_readme_shows_the_seed_sweep():
-    assert any("--toolcall-seeds" in args for args, _ in _readme_pytest_commands()), _readme_pytest_commands()
+def test_the_docs_show_the_seed_sweep():
+    assert any("--toolcall-seeds" in args for args, _ in _docs_pytest_commands()), _docs_pytest_commands()
 
 
 # ---------------------------------------------------------------------------

@@ -284,10 +284,15 @@ def test_shipped_age_margin_sweep_loads_and_is_a_million_tool_calls():
     assert spec.runs * 60 >= 1_000_000
 
 
-def test_readme_lists_every_sweep_parameter_as_the_code_declares_it():
-    """The README's parameter table is ``sweep.PARAMS``, row for row."""
+def test_the_docs_list_every_sweep_parameter_as_the_code_declares_it():
+    """The docs' parameter table (reference/sweep-parameters.md, generated when the site is
+    built) is ``sweep.PARAMS``, row for row, and the page that writes a sweep links it."""
     from pathlib import Path
 
-    readme = (Path(__file__).resolve().parent.parent / "README.md").read_text(encoding="utf-8")
-    for p in sweep.PARAMS.values():
-        assert f"| `{p.name}` | {p.type} | `{p.default}` | {p.meaning} |" in readme, p.name
+    from toolcall_sim.cli import docs_reference
+
+    page = docs_reference.pages()["reference/sweep-parameters.md"]
+    rows = [line for line in page.splitlines() if line.startswith("| `")]
+    assert rows == [f"| `{p.name}` | {p.type} | `{p.default}` | {p.meaning} |" for p in sweep.PARAMS.values()]
+    howto = (Path(__file__).resolve().parent.parent / "docs" / "pages" / "how-to" / "risk-sweeps.md")
+    assert "../reference/sweep-parameters.md" in howto.read_text(encoding="utf-8")

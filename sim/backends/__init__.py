@@ -515,8 +515,12 @@ class LocalDaskCluster:
         # 70). An interrupted gather made its scheduler log "Couldn't gather keys" and
         # "Closed comm" with tracebacks on about half the Ctrl-Cs (distributed 2026.8.0),
         # which broke the one-line rule of an interrupted command.
+        # Its dashboard listens on the loopback only, at a port of the system's choosing:
+        # ":0" listened on every interface, so anyone on the network could watch (and the
+        # dashboard has no login). Nobody is told its port; it is there for a deliberate
+        # look (docs/pages/how-to/dask-cluster.md).
         self.cluster = LocalCluster(n_workers=workers, threads_per_worker=1, processes=True,
-                                    dashboard_address=":0", silence_logs=logging.CRITICAL + 1)
+                                    dashboard_address="127.0.0.1:0", silence_logs=logging.CRITICAL + 1)
         self.client = Client(self.cluster, set_as_default=False)
 
     def close(self) -> None:
