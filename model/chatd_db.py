@@ -250,8 +250,11 @@ FENCES: dict[str, FenceRule] = {
     "finish_turn": FenceRule(True, True, True, True),
     "load_interrupt": FenceRule(True, True, True, False),
     "finish_interruption": FenceRule(True, True, True, False),
-    # Abandon is fenced by owner and status only (TestAbandonTask_*).
-    "abandon": FenceRule(True, True, False, False),
+    # Abandon is fenced by owner, status and the history version: Go's StartAbandon calls
+    # verifyTaskFence with requireHistory (coderd/x/chatd, taskStarter.StartAbandon),
+    # before and after the stack alike (issue 34; the reference once said owner and
+    # status only, after TestAbandonTask_*).
+    "abandon": FenceRule(True, True, True, False),
 }
 
 

@@ -18,12 +18,10 @@ model/system.py imports it (and it imports nothing of model/system.py).
 
 from __future__ import annotations
 
-import json
-from urllib.parse import urlencode
 
-from . import agent, builder, chatd, vocabulary
+from . import agent, builder, chatd, chattool, vocabulary
 from .actions import Fault
-from .core import FMap, Request, replace
+from .core import FMap, Request, Send, replace
 from .identity import CHAT_ID_HEADER, set_tool_call_headers, tool_call_uuid
 from .builder import AGENT, DB, PROBE, WORLD
 
@@ -139,7 +137,11 @@ def _probe_request(b: builder._Builder, f: Fault):
     """A crafted request from the probe node (US9, A5): built from the committed tool
     call it names, with the chat ID of ``as_chat`` (none when absent), the tool call
     headers of the target, then ``headers`` applied on top (an empty value removes a
-    header). Its answer comes back to the probe and is recorded as ``probe_answer``."""
+    header). A start, edit or write carries by default chatd's own request for that call
+    (path, query and body bytes, ``_chatd_request``), so a "same request" differs only in
+    what the scenario changes (issue 34: the body was the model's arguments, and a copy
+    of chatd's start always met 409 ``input_mismatch``); ``body`` replaces it. Its answer
+    comes back to the probe and is recorded as ``probe_answer``."""
     target = _committed_call(b.s, f.get("owner_chat"), f.get("tool_call")) if f.get("tool_call") else None
     if f.get("tool_call") and target is None:
         b.record(WORLD, "fault_skipped", fault=f.kind, why="the tool call's message is not committed yet")
@@ -155,12 +157,10 @@ def _probe_request(b: builder._Builder, f: Fault):
         if route == "cancel":
             path = f"/api/v0/tool-calls/{tool_call_uuid(f.get('owner_chat'), msg_id, call.provider_id)}/cancel"
             body = b'{"stop_if_run_age_below_ms":600000}'
-        elif route == "write":
-            args = json.loads(call.args_json)
-            query = urlencode({"path": str(args.get("path", ""))})
-            body = str(args.get("content", "")).encode()
         else:
-            body = call.args_json.encode()
+            sent = _chatd_request(b, f.get("owner_chat"), msg_id, call, route)
+            if sent is not None:
+                path, query, body = sent.path, sent.query, sent.body
     elif route == "cancel":
         path = "/api/v0/tool-calls/00000000-0000-0000-0000-000000000000/cancel"
         body = b'{"stop_if_run_age_below_ms":0}'
@@ -172,6 +172,22 @@ def _probe_request(b: builder._Builder, f: Fault):
         body = f.get("body").encode()
     req = Request(f"{PROBE}/{f.get('name')}", PROBE, "POST", path, query, headers, body)
     b.send(PROBE, AGENT, req)
+
+
+def _chatd_request(b: builder._Builder, chat_id: str, msg_id: int, call, route: str):
+    """The request chatd sends for ``call`` on ``route``: what the chat owner's tool layer
+    (the first replica's when the chat has no owner) builds when it begins the call, taken
+    from that step's ``Send``; None when the call sends nothing on that route (another
+    tool, or arguments chatd refuses before sending)."""
+    owner = builder.chat_owner(b.s, chat_id) or b.s.config.replicas[0]
+    rules = b.s.config.replica_rules.get(owner) or b.s.config.chatd_rules
+    ident = chattool.Identity(chat_id, msg_id, call.provider_id)
+    _, effects = chattool.begin_call(call, ident, PROBE, f"{PROBE}/chatd", chat_id, b.clock(owner), rules.send_identity,
+                                     timing=rules.timing, layer=rules.tool_layer)
+    for eff in effects:
+        if isinstance(eff, Send) and builder.route_of(eff.request) == route:
+            return eff.request
+    return None
 
 
 def _committed_call(s: builder.System, chat_id: str, provider_id: str):

@@ -1073,15 +1073,18 @@ def test_result_committed_truth_fields():
 
 
 def test_fence_table_checks():
-    """The fence table: abandon ignores history; commit_step checks the attempt; planted
-    fence switches turn a check off."""
+    """The fence table: abandon checks the history version as Go's StartAbandon does
+    (requireHistory); commit_step checks the attempt; planted fence switches turn a check
+    off."""
     chat = chatd.Chat(CHAT, chatd.RUNNING, "w", "r", 9, 4, 2)
     db = chatd.Db(chats=FMap({CHAT: chat}))
     fence = chatd.TaskFence("w", "r", chatd.RUNNING, 3)
     c = chatd.CONTRACT
     assert chatd.check_fence(db, CHAT, "commit_step", fence, c, 2)[0] == "fenced:history"
-    assert chatd.check_fence(db, CHAT, "abandon", fence, c)[0] == chatd.OK
+    assert chatd.check_fence(db, CHAT, "abandon", fence, c)[0] == "fenced:history"
+    assert chatd.check_fence(db, CHAT, "abandon", fence, chatd.TODAY)[0] == "fenced:history"
     ok_fence = replace(fence, history_version=4)
+    assert chatd.check_fence(db, CHAT, "abandon", ok_fence, c)[0] == chatd.OK
     assert chatd.check_fence(db, CHAT, "commit_step", ok_fence, c, 1)[0] == "fenced:attempt"
     assert chatd.check_fence(db, CHAT, "commit_step", ok_fence, c, 2)[0] == chatd.OK
     assert chatd.check_fence(db, CHAT, "load_generation", replace(ok_fence, runner_id="x"), c)[0] == "fenced:owner"

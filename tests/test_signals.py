@@ -217,7 +217,7 @@ def test_check_with_workers_prints_the_jobs_done_and_keeps_the_old_report(tmp_pa
     (old / ".toolcall-sim-report").write_text("written by toolcall-sim\n")  # an earlier report of ours
     cmd = Command(["check", "--quick", "--workers", "2", "--out", "report", "--baseline",
                    str(ROOT / "reports" / "baseline.json")], tmp_path)
-    code = interrupted(cmd, "/111 ", signum, group)
+    code = interrupted(cmd, " explore default (contract)", signum, group)  # the first job under way
     assert code == 130, cmd.err
     assert "INTERRUPTED (Ctrl-C): " in cmd.stdout and " jobs finished; " in cmd.stdout, cmd.stdout
     assert "report: not written" in cmd.stdout
