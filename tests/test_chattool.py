@@ -755,6 +755,18 @@ START_FAILED_JSON = b'{"message":"Failed to start process.","detail":"fork faile
      "failed", None, ["start process: Failed to start process.: fork failed"], {"error": "EXACT"}),
     ("BackgroundStartFailed", BACKGROUND, 0, dict(started=True, status_code=500, body=b"not json"),
      "failed", None, ["start background process: Internal Server Error"], {"error": "EXACT"}),
+    # Issue 34's untested rows. A start the agent recorded with a 400 answer: the command
+    # "&" is promoted to the background and sent empty after its "&" is stripped (Go
+    # checks for an empty command before the strip), the agent answers 400 "Command is
+    # required." and records it; the cancel reads it back as the recorded start's error
+    # (the ">= 400" row: with "> 400" it would be a started call without a process).
+    ("EmptyAfterAmpersandStartRecorded400", {"command": "&"}, 0,
+     dict(started=True, status_code=400, content_type="application/json", body=b'{"message":"Command is required."}'),
+     "failed", None, ["start background process: Command is required."], {"error": "EXACT"}),
+    # An exited process without an exit code: Go's completedResult reads a missing code as 0.
+    ("ForegroundExitedWithoutExitCode", FOREGROUND_2H, 2 * HOUR,
+     dict(started=True, status_code=200, process={"running": False, "output": "done", "run_age_ms": 3_000}),
+     "completed", None, [], {"success": True, "exit_code": 0, "output": "done", "wall_duration_ms": 3_000}),
     ("BackgroundStartedWithoutProcess", BACKGROUND, 0,
      dict(started=True, status_code=200, content_type="application/json", body=b'{"started":true}'),
      "background_started", None, [], {"background_process_id": "UUID"}),
