@@ -39,7 +39,8 @@ residual_risk = ["at_most_once", "retry_changes_nothing", "interrupt_stops_foreg
 
 [compare.expect.first-attempt-only]
 violated = ["unknown_only_when_unknowable"]
-residual_risk = ["at_most_once", "truthful_result", "retry_changes_nothing", "interrupt_stops_foreground",
+known_finding = ["truthful_result"]
+residual_risk = ["at_most_once", "retry_changes_nothing", "interrupt_stops_foreground",
                  "canceled_before_received_never_runs"]
 
 [detection]

@@ -206,8 +206,11 @@ def test_each_shipped_risk_loses_its_class_without_its_proof(scenario, prop, ris
     """The residual-risk scenarios: classified as their risk, and a new finding once the
     record that proves the risk is taken away."""
     result = run_scenario(load(ROOT / "scenarios" / f"{scenario}.toml"), "contract")
-    assert _classes(result.violations, prop) == {risk}
-    assert _classes(_reclassify(result, take_away), prop) == {None}
+    # rr_delayed_cancel_after_restart also holds chat-2's known finding
+    # read_failure_after_restart_is_failed, whose proof the take-away leaves alone.
+    other = {"read_failure_after_restart_is_failed"}
+    assert _classes(result.violations, prop) - other == {risk}
+    assert _classes(_reclassify(result, take_away), prop) - other == {None}
 
 
 # Swarm seeds whose worlds reach each class (found with the commands in the report; a

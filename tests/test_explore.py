@@ -56,14 +56,18 @@ def test_in_flight_within_the_margin_finds_only_the_cancel_gap(tmp_path):
     interrupt: nothing runs twice, but a cancel landing within the margin after the
     restart gets agent_started_after_tool_call, the interrupt reports unknown and the
     start behind it runs (US10's promise needs a recorded cancel). Reported as a residual
-    risk, and the counterexample replays."""
+    risk, and the counterexample replays. The restart also kills a command chatd waits on,
+    which it commits as failed: the known finding read_failure_after_restart_is_failed
+    (issue 34), whose counterexample replays too."""
     config = worlds.default("contract")
     r = ex.explore(config, bounds(agent_restarts=1, interrupts=1))
     assert r.exhausted
     assert sorted((v.property, v.residual_risk) for v in r.violations) == [
         ("canceled_before_received_never_runs", "unknown_cancel_work_later"),
+        ("truthful_result", "read_failure_after_restart_is_failed"),
         ("unknown_only_when_unknowable", "false_unknown_after_agent_start")]
     _assert_replays(next(v for v in r.violations if v.property == "canceled_before_received_never_runs"), tmp_path)
+    _assert_replays(next(v for v in r.violations if v.property == "truthful_result"), tmp_path)
 
 
 def _assert_replays(found, tmp_path):

@@ -126,6 +126,16 @@ def _truthful_result(ev: Evidence) -> list[Violation]:
                         ok = ok or (lived_ms - started_ms) >= call.timeout_ms
                 if not ok:
                     bad = f"timed_out but no process of it was running at its {call.timeout_ms} ms deadline", before
+            elif kind == "failed" and call.tool == "execute" and rec.get("exit_code") == -1:
+                # A failed execute result with no exit code of the process claims the
+                # command failed; a process that an agent shutdown or restart killed, and
+                # that never exited on its own, did not fail: its outcome is unknown
+                # (issue 34). Start errors run no process and are not judged here.
+                killed = [i for i in ev.kills[call.uuid] if i < ri and ev.trace[i].get("by") == "shutdown"]
+                exited = [i for i in ev.exits[call.uuid] if i < ri]
+                if killed and not exited:
+                    bad = "failed but its process was killed by an agent restart, not failed: the outcome is unknown", \
+                        killed
             elif kind == "applied" and not [i for i in ev.edits[call.uuid] if i < ri]:
                 bad = "applied but no edit was applied", ()
             elif kind == "background_started" and not before:

@@ -180,6 +180,21 @@ def _is_run_age_from_record(v: Violation, ev: Evidence) -> bool:
     return False
 
 
+def _is_read_failure_after_restart(v: Violation, ev: Evidence) -> bool:
+    """read_failure_after_restart_is_failed (a known finding): chatd committed ``failed``
+    with exit code -1 for a foreground command whose process an agent restart killed
+    while chatd waited for its output. Go's waitForProcess takes a failed blocking read
+    and a failed snapshot before the deadline for "get process output: ...; use
+    process_output with ID ... to retry" (coderd/x/chatd/chattool/execute.go), never for
+    an unknown outcome. Proven by the failed commit and the shutdown kill before it."""
+    if not v.uuid or not v.evidence:
+        return False
+    rec = ev.trace[v.evidence[-1]]
+    if rec.get("truth") != "result_committed" or rec.get("result_kind") != "failed" or rec.get("exit_code") != -1:
+        return False
+    return any(ev.trace[i].get("by") == "shutdown" for i in v.evidence[:-1])
+
+
 def _is_false_unknown_after_start(v: Violation, ev: Evidence) -> bool:
     """false_unknown_after_agent_start: the unknown is the agent's
     ``agent_started_after_tool_call`` (reason ``agent_restarted``) for a call no gone
@@ -201,6 +216,7 @@ CLASSIFIERS: tuple[tuple[str, tuple[str, ...], Callable[[Violation, Evidence], b
     ("mixed_coderd_versions", ("truthful_result", "canceled_before_received_never_runs",
                                "interrupt_stops_foreground"), _is_header_less_old_coderd),
     ("run_age_counts_from_record", ("truthful_result", "interrupt_stops_foreground"), _is_run_age_from_record),
+    ("read_failure_after_restart_is_failed", ("truthful_result",), _is_read_failure_after_restart),
     ("false_unknown_after_agent_start", ("unknown_only_when_unknowable",), _is_false_unknown_after_start),
 )
 

@@ -43,6 +43,13 @@ KNOWN_FINDINGS = {
         "process start (docs/contract.md A4.3), so with a start handler slower than the margin and a second "
         "start waiting on it, chatd commits timed_out for a command that has not run its timeout"
     ),
+    "read_failure_after_restart_is_failed": (
+        "scenarios/finding_restart_while_waiting.toml: the agent restarts while chatd waits for a foreground "
+        "command's output; the restart kills the process, the blocking read and the snapshot both fail before "
+        "the execute deadline, and chatd commits failed (exit -1, \"get process output: ...; use process_output "
+        "with ID ... to retry\"), as Go's waitForProcess does (coderd/x/chatd/chattool/execute.go), for a "
+        "command whose outcome is unknown"
+    ),
 }
 
 
