@@ -114,17 +114,6 @@ class Message(CachedRepr):
     provider_id: str = ""
     result: Any = None
 
-    def __init__(self, id, role, created_at_ms, text="", tool_calls=(), provider_id="", result=None):
-        # (as model/core.py ``SetTimer.__init__``: each field straight into the instance dict)
-        d = self.__dict__
-        d["id"] = id
-        d["role"] = role
-        d["created_at_ms"] = created_at_ms
-        d["text"] = text
-        d["tool_calls"] = tool_calls
-        d["provider_id"] = provider_id
-        d["result"] = result
-
 
 @dataclass(frozen=True, repr=False)
 class Chat(CachedRepr):
@@ -143,24 +132,6 @@ class Chat(CachedRepr):
     # unknown. It sets the per-result byte budget of every committed tool result
     # (chattool.tool_result_byte_budget, docs/contract.md C1.3 step 6).
     context_limit_tokens: int = 0
-
-    def __init__(self, chat_id, status, worker_id=None, runner_id=None, snapshot_version=0, history_version=0,
-                 generation_attempt=0, messages=(), queue=(), turns=(), gen_time_ms=DEFAULT_TIMING.default_gen_time_ms,
-                 context_limit_tokens=0):
-        # (as model/core.py ``SetTimer.__init__``: each field straight into the instance dict)
-        d = self.__dict__
-        d["chat_id"] = chat_id
-        d["status"] = status
-        d["worker_id"] = worker_id
-        d["runner_id"] = runner_id
-        d["snapshot_version"] = snapshot_version
-        d["history_version"] = history_version
-        d["generation_attempt"] = generation_attempt
-        d["messages"] = messages
-        d["queue"] = queue
-        d["turns"] = turns
-        d["gen_time_ms"] = gen_time_ms
-        d["context_limit_tokens"] = context_limit_tokens
 
     @property
     def owned(self) -> bool:
@@ -187,19 +158,6 @@ class Db(CachedRepr):
     # every boot, model/system.py Rule 4); only the incarnation-token design reads it.
     agent_incarnation: int = 0
 
-    def __init__(self, db_up=True, message_ids_per_chat=False, next_message_id=1, chats=EMPTY, heartbeats=EMPTY,
-                 heartbeat_stale_ms=DEFAULT_TIMING.heartbeat_stale_ms, execution_rows=EMPTY, agent_incarnation=0):
-        # (as model/core.py ``SetTimer.__init__``: each field straight into the instance dict)
-        d = self.__dict__
-        d["db_up"] = db_up
-        d["message_ids_per_chat"] = message_ids_per_chat
-        d["next_message_id"] = next_message_id
-        d["chats"] = chats
-        d["heartbeats"] = heartbeats
-        d["heartbeat_stale_ms"] = heartbeat_stale_ms
-        d["execution_rows"] = execution_rows
-        d["agent_incarnation"] = agent_incarnation
-
 
 def db_empty(heartbeat_stale_ms: int = DEFAULT_TIMING.heartbeat_stale_ms) -> Db:
     return Db(heartbeat_stale_ms=heartbeat_stale_ms)
@@ -223,14 +181,6 @@ class TaskFence(CachedRepr):
     runner_id: str
     status: str
     history_version: int
-
-    def __init__(self, worker_id, runner_id, status, history_version):
-        # (as model/core.py ``SetTimer.__init__``: each field straight into the instance dict)
-        d = self.__dict__
-        d["worker_id"] = worker_id
-        d["runner_id"] = runner_id
-        d["status"] = status
-        d["history_version"] = history_version
 
 
 @dataclass(frozen=True)

@@ -254,7 +254,13 @@ def header_value(headers: Headers, name: str) -> str | None:
 def with_header(headers: Headers, name: str, value: str) -> Headers:
     """Set a header, replacing every existing value of that name (Go's Header.Set)."""
     lname = name.lower()
-    return tuple((k, v) for k, v in headers if k.lower() != lname) + ((name, value),)
+    for k, _ in headers:
+        if k.lower() == lname:
+            return tuple((k, v) for k, v in headers if k.lower() != lname) + ((name, value),)
+    # No value to replace: appended, without rebuilding the pairs (a call's requests set
+    # their three tool call headers on headers that hold only the chat ID: chattool's
+    # ``_headers``, through identity.py's ``set_tool_call_headers``).
+    return headers + ((name, value),)
 
 
 @dataclass(frozen=True, repr=False)

@@ -99,6 +99,7 @@ def tool_call_uuid(chat_id: str, message_id: int, tool_call_id: str) -> str:
     return str(uuid.UUID(bytes=digest[:16], version=5))
 
 
+@lru_cache(maxsize=4096)  # a pure function of its argument; every request of a call escapes its ID again
 def path_escape(value: str) -> str:
     """Go's ``url.PathEscape``: keep letters, digits, ``-._~`` and ``$&+:=@``; escape the
     rest, '/', ';', ',' and '?' included (Go's shouldEscape for a path segment).

@@ -32,12 +32,6 @@ class Recorded(CachedRepr):
     content_type: str
     body: bytes
 
-    def __init__(self, status, content_type, body):  # (as model/core.py ``SetTimer.__init__``)
-        d = self.__dict__
-        d["status"] = status
-        d["content_type"] = content_type
-        d["body"] = body
-
 
 @dataclass(frozen=True, repr=False)
 class Record(CachedRepr):
@@ -46,15 +40,6 @@ class Record(CachedRepr):
     created_at_ms: int
     run_id: str  # the pending or finished run that owns this record; "" for markers
     recorded: Recorded | None  # None while the run is pending
-
-    def __init__(self, input_hash, canceled, created_at_ms, run_id, recorded):
-        # (as model/core.py ``SetTimer.__init__``: each field straight into the instance dict)
-        d = self.__dict__
-        d["input_hash"] = input_hash
-        d["canceled"] = canceled
-        d["created_at_ms"] = created_at_ms
-        d["run_id"] = run_id
-        d["recorded"] = recorded
 
 
 @dataclass(frozen=True, repr=False)
@@ -72,13 +57,6 @@ class Run(CachedRepr):
     request: Request
     created_at_ms: int  # the request's arrival: the record's instant, and the process's start
 
-    def __init__(self, key, kind, request, created_at_ms):  # (as model/core.py ``SetTimer.__init__``)
-        d = self.__dict__
-        d["key"] = key
-        d["kind"] = kind
-        d["request"] = request
-        d["created_at_ms"] = created_at_ms
-
 
 @dataclass(frozen=True, repr=False)
 class Waiter(CachedRepr):
@@ -90,15 +68,6 @@ class Waiter(CachedRepr):
     target: str  # run ID for replay/cancel, process ID for output
     key: Key | None = None
     threshold_ms: int = 0  # cancel only
-
-    def __init__(self, request, kind, target, key=None, threshold_ms=0):
-        # (as model/core.py ``SetTimer.__init__``: each field straight into the instance dict)
-        d = self.__dict__
-        d["request"] = request
-        d["kind"] = kind
-        d["target"] = target
-        d["key"] = key
-        d["threshold_ms"] = threshold_ms
 
 
 @dataclass(frozen=True, repr=False)
@@ -115,22 +84,6 @@ class Process(CachedRepr):
     exited_at_ms: int | None = None
     canceled: bool = False
 
-    def __init__(self, pid, chat_id, key, command, background, started_at_ms, output, running=True, exit_code=None,
-                 exited_at_ms=None, canceled=False):
-        # (as model/core.py ``SetTimer.__init__``: each field straight into the instance dict)
-        d = self.__dict__
-        d["pid"] = pid
-        d["chat_id"] = chat_id
-        d["key"] = key
-        d["command"] = command
-        d["background"] = background
-        d["started_at_ms"] = started_at_ms
-        d["output"] = output
-        d["running"] = running
-        d["exit_code"] = exit_code
-        d["exited_at_ms"] = exited_at_ms
-        d["canceled"] = canceled
-
 
 @dataclass(frozen=True, repr=False)
 class AgentState(CachedRepr):
@@ -143,20 +96,6 @@ class AgentState(CachedRepr):
     processes: FMap = EMPTY  # pid -> Process
     files: FMap = EMPTY  # path -> content (the workspace disk; survives restarts)
     pid_counter: int = 0
-
-    def __init__(self, config, incarnation, started_at_ms, chats=EMPTY, runs=EMPTY, waiters=EMPTY, processes=EMPTY, files=EMPTY,
-                 pid_counter=0):
-        # (as model/core.py ``SetTimer.__init__``: each field straight into the instance dict)
-        d = self.__dict__
-        d["config"] = config
-        d["incarnation"] = incarnation
-        d["started_at_ms"] = started_at_ms
-        d["chats"] = chats
-        d["runs"] = runs
-        d["waiters"] = waiters
-        d["processes"] = processes
-        d["files"] = files
-        d["pid_counter"] = pid_counter
 
 
 Effects = list

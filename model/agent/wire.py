@@ -19,6 +19,7 @@ import binascii
 import json
 import re
 import uuid
+from functools import lru_cache
 from typing import Any
 from urllib.parse import unquote_plus
 
@@ -151,22 +152,15 @@ def chat_of(req: Request) -> str | None:
     value = header_value(req.headers, CHAT_ID_HEADER)
     if not value:
         return None
-    chat_id = _CHAT_IDS.get(value, _UNSEEN)
-    if chat_id is _UNSEEN:
-        try:
-            chat_id = str(uuid.UUID(value))
-        except ValueError:
-            chat_id = None
-        if len(_CHAT_IDS) >= 1024:
-            _CHAT_IDS.clear()
-        _CHAT_IDS[value] = chat_id
-    return chat_id
+    return _parse_chat_id(value)
 
 
-# Header value -> its chat UUID or None (``chat_of``): a world has a few chats and asks for
-# them on every request; parsing is pure, so each value is parsed once (at most 1,024 kept).
-_CHAT_IDS: dict[str, str | None] = {}
-_UNSEEN = object()
+@lru_cache(maxsize=1024)  # a pure function of the header's value; a world asks it of a few chats on every request
+def _parse_chat_id(value: str) -> str | None:
+    try:
+        return str(uuid.UUID(value))
+    except ValueError:
+        return None
 
 
 def _rec(status: int, value: Any) -> Recorded:

@@ -125,7 +125,7 @@ def _call_progress(rep, db, runner, task, i, cs, eff, now_ms, db_now_ms) -> Out:
     states = att.states[:i] + (cs,) + att.states[i + 1 :]
     results = att.results[:i] + (cs.result,) + att.results[i + 1 :]
     att = replace(att, states=states, results=results)
-    if cs.result is not None and att.action != "interrupt" and _has_none(states):
+    if cs.result is not None and att.action != "interrupt" and any(s is None for s in states):
         att, more = _begin_next_serial(rep, task, att, now_ms)
         effects += more
     task = replace(task, attempt=att)
@@ -135,22 +135,13 @@ def _call_progress(rep, db, runner, task, i, cs, eff, now_ms, db_now_ms) -> Out:
 def _maybe_commit(rep, db, runner, task, effects, db_now_ms) -> Out:
     """Wait for ALL results of the batch, then one fenced commit (1.3 step 4-5)."""
     att = task.attempt
-    if _has_none(att.results):
+    if any(r is None for r in att.results):
         return _end_task(rep, db, runner, task, PENDING, effects)
     if att.action == "interrupt":
         db, outcome, eff = _interrupt_commit(rep, db, task, att, db_now_ms)
     else:
         db, outcome, eff = _execute_commit(rep, db, task, att, db_now_ms)
     return _end_task(rep, db, runner, task, outcome, effects + eff)
-
-
-def _has_none(values: tuple) -> bool:
-    """``any(v is None for v in values)`` as a loop: a call step asks it of its batch, and
-    the compiled generator expression allocates a generator each time."""
-    for v in values:
-        if v is None:
-            return True
-    return False
 
 
 def _commit_assistant(rep, db, runner, task, db_now_ms) -> Out:

@@ -57,23 +57,6 @@ class Attempt(CachedRepr):
     turn: tuple = ()  # generate_assistant: the scripted calls to commit
     plans: tuple = ()  # the bookkeeping's Plan per target (designs.py); () before the dial
 
-    def __init__(self, key, number, action, step, generation_attempt=0, message_id=0, targets=(), states=(), results=(),
-                 age=None, turn=(), plans=()):
-        # (as model/core.py ``SetTimer.__init__``: each field straight into the instance dict)
-        d = self.__dict__
-        d["key"] = key
-        d["number"] = number
-        d["action"] = action
-        d["step"] = step
-        d["generation_attempt"] = generation_attempt
-        d["message_id"] = message_id
-        d["targets"] = targets
-        d["states"] = states
-        d["results"] = results
-        d["age"] = age
-        d["turn"] = turn
-        d["plans"] = plans
-
 
 @dataclass(frozen=True, repr=False)
 class Task(CachedRepr):
@@ -86,19 +69,6 @@ class Task(CachedRepr):
     attempt: Attempt | None = None  # None while backing off
     zombie: Attempt | None = None  # a timed-out attempt still running (planted bug only)
 
-    def __init__(self, task_id, kind, chat_id, fence, attempts=0, backoff_ms=TASK_RETRY_INITIAL_BACKOFF_MS, attempt=None,
-                 zombie=None):
-        # (as model/core.py ``SetTimer.__init__``: each field straight into the instance dict)
-        d = self.__dict__
-        d["task_id"] = task_id
-        d["kind"] = kind
-        d["chat_id"] = chat_id
-        d["fence"] = fence
-        d["attempts"] = attempts
-        d["backoff_ms"] = backoff_ms
-        d["attempt"] = attempt
-        d["zombie"] = zombie
-
 
 @dataclass(frozen=True, repr=False)
 class Runner(CachedRepr):
@@ -109,16 +79,6 @@ class Runner(CachedRepr):
     seen_status: str = ""
     task: Task | None = None
 
-    def __init__(self, chat_id, runner_id, seen_snapshot=-1, seen_history=-1, seen_status="", task=None):
-        # (as model/core.py ``SetTimer.__init__``: each field straight into the instance dict)
-        d = self.__dict__
-        d["chat_id"] = chat_id
-        d["runner_id"] = runner_id
-        d["seen_snapshot"] = seen_snapshot
-        d["seen_history"] = seen_history
-        d["seen_status"] = seen_status
-        d["task"] = task
-
 
 @dataclass(frozen=True, repr=False)
 class ReplicaState(CachedRepr):
@@ -128,16 +88,6 @@ class ReplicaState(CachedRepr):
     next_seq: int = 1  # source of runner and task IDs (deterministic "random" IDs)
     runners: FMap = EMPTY  # chat_id -> Runner
     heartbeats_paused: bool = False
-
-    def __init__(self, name, worker_id, rules=CONTRACT, next_seq=1, runners=EMPTY, heartbeats_paused=False):
-        # (as model/core.py ``SetTimer.__init__``: each field straight into the instance dict)
-        d = self.__dict__
-        d["name"] = name
-        d["worker_id"] = worker_id
-        d["rules"] = rules
-        d["next_seq"] = next_seq
-        d["runners"] = runners
-        d["heartbeats_paused"] = heartbeats_paused
 
 
 Out = tuple[ReplicaState, Db, list]
@@ -189,7 +139,7 @@ def _find_task(rep: ReplicaState, name: str):
         return None
     parts = name[len(rep.worker_id) + 1 :].split("/")
     task_id = f"{rep.worker_id}/{parts[0]}"
-    for _, runner in rep.runners.items():  # (the map's pairs as they are: ``values()`` builds a tuple)
+    for runner in rep.runners.values():
         if runner.task is not None and runner.task.task_id == task_id:
             return runner, runner.task, parts[1:]
     return None

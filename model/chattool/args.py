@@ -16,6 +16,7 @@ from __future__ import annotations
 
 import json
 from dataclasses import dataclass
+from functools import lru_cache
 from typing import Any
 
 from .. import identity as ident
@@ -37,11 +38,6 @@ class ToolCallAge:
 
     at_read_ms: int = 0
     read_at_ms: int | None = None
-
-    def __init__(self, at_read_ms=0, read_at_ms=None):  # (as model/core.py ``SetTimer.__init__``)
-        d = self.__dict__
-        d["at_read_ms"] = at_read_ms
-        d["read_at_ms"] = read_at_ms
 
     @classmethod
     def from_db(cls, db_now_ms: int, committed_at_ms: int, read_at_ms: int) -> "ToolCallAge":
@@ -66,15 +62,6 @@ class Identity:
     # for this call before its first request, sent on every request. None: not sent.
     incarnation: int | None = None
 
-    def __init__(self, chat_id, message_id, tool_call_id, age=ToolCallAge(), incarnation=None):
-        # (as model/core.py ``SetTimer.__init__``: each field straight into the instance dict)
-        d = self.__dict__
-        d["chat_id"] = chat_id
-        d["message_id"] = message_id
-        d["tool_call_id"] = tool_call_id
-        d["age"] = age
-        d["incarnation"] = incarnation
-
     @property
     def uuid(self) -> str:
         return ident.tool_call_uuid(self.chat_id, self.message_id, self.tool_call_id)
@@ -88,12 +75,6 @@ class ToolCall(CachedRepr):
     provider_id: str
     tool: str
     args_json: str
-
-    def __init__(self, provider_id, tool, args_json):  # (as model/core.py ``SetTimer.__init__``)
-        d = self.__dict__
-        d["provider_id"] = provider_id
-        d["tool"] = tool
-        d["args_json"] = args_json
 
 
 # ---------------------------------------------------------------------------
@@ -128,26 +109,8 @@ _EXECUTE_ARG_TYPES: dict[str, tuple[type, str]] = {
 }
 
 
-# A pure function of one string, asked several times per call in a run (when chatd begins
-# it, on every retry, and when the checkers read the committed calls): the answers are
-# kept, per string. An error is not kept: it is raised afresh every time.
-_EXECUTE_ARGS: dict[str, ExecuteArgs] = {}
-_EXECUTE_ARGS_MAX = 4096  # distinct argument strings kept before the memo starts over
-
-
+@lru_cache(maxsize=4096)  # pure, and asked of the same arguments on every retry and by the checkers
 def parse_execute_args(args_json: str) -> ExecuteArgs:
-    if type(args_json) is str:
-        args = _EXECUTE_ARGS.get(args_json)
-        if args is None:
-            args = _parse_execute_args(args_json)  # (raises before anything is kept)
-            if len(_EXECUTE_ARGS) >= _EXECUTE_ARGS_MAX:
-                _EXECUTE_ARGS.clear()
-            _EXECUTE_ARGS[args_json] = args
-        return args
-    return _parse_execute_args(args_json)
-
-
-def _parse_execute_args(args_json: str) -> ExecuteArgs:
     try:
         value = loads_go(args_json)
     except ValueError as err:

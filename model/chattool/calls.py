@@ -28,7 +28,7 @@ from .execute import (
 from .files import _begin_file, _file_failed, _on_file_answer
 from .lookup import lookup_failed, on_lookup_answer
 from .results import Result
-from .state import CallState, CallStep, Phase, _BLANK, _finish
+from .state import CallState, CallStep, Phase, _finish
 
 
 # --- generation: begin ------------------------------------------------------
@@ -72,8 +72,8 @@ def new_call_state(
 ) -> CallState:
     """The state of a call before its first step (``begin_call``, or a design variant's
     ``begin_attach`` / ``begin_lookup``)."""
-    return replace(_BLANK, call=call, src=src, req_prefix=req_prefix, chat_id=chat_id, identity=identity,
-                   send_identity=send_identity, timing=timing, layer=layer, started_at_ms=now_ms)
+    return CallState(call=call, src=src, req_prefix=req_prefix, chat_id=chat_id, identity=identity,
+                     send_identity=send_identity, timing=timing, layer=layer, started_at_ms=now_ms)
 
 
 # --- events ------------------------------------------------------------------

@@ -33,7 +33,7 @@ from .files import _edit_success, _write_success
 from .interrupt import InterruptPlan
 from .results import Result, _background_started, _text_error, execute_result_json, generic_result
 from .state import (
-    CallState, CallStep, Phase, _BLANK, _UndecodableError, _arm_into, _decode, _disarm_into, _finish, _headers,
+    CallState, CallStep, Phase, _UndecodableError, _arm_into, _decode, _disarm_into, _finish, _headers,
     _send_into,
 )
 
@@ -56,9 +56,9 @@ def begin_cancel(
     the timing's answer timeout (1 min) for the answer, never resent. ``plan`` comes from
     ``select_cancels`` with the same timing."""
     timeout_ms = plan.stop_run_age_ms if plan.tool == EXECUTE and not plan.background else 0
-    cs = replace(_BLANK, call=call, src=src, req_prefix=req_prefix, chat_id=chat_id, identity=identity,
-                 timing=timing, plan=plan, background=plan.background, timeout_ms=timeout_ms,
-                 started_at_ms=now_ms, process_id=identity.uuid)
+    cs = CallState(call=call, src=src, req_prefix=req_prefix, chat_id=chat_id, identity=identity,
+                   timing=timing, plan=plan, background=plan.background, timeout_ms=timeout_ms,
+                   started_at_ms=now_ms, process_id=identity.uuid)
     path = f"/api/v0/tool-calls/{identity.uuid}/cancel"
     body = json_body({"stop_if_run_age_below_ms": plan.stop_run_age_ms})
     changes: dict = {}  # the step's edits of the state, copied into it once (state.py's docstring)

@@ -43,17 +43,6 @@ class Result:
     reason: str | None = None
     wall_duration_ms: int | None = None
 
-    def __init__(self, kind, is_error, content, exit_code=None, process_id=None, reason=None, wall_duration_ms=None):
-        # (as model/core.py ``SetTimer.__init__``: each field straight into the instance dict)
-        d = self.__dict__
-        d["kind"] = kind
-        d["is_error"] = is_error
-        d["content"] = content
-        d["exit_code"] = exit_code
-        d["process_id"] = process_id
-        d["reason"] = reason
-        d["wall_duration_ms"] = wall_duration_ms
-
 
 def truncate_output(output: str) -> str:
     """``truncateOutput``: at most 32 KB, cut on a UTF-8 boundary."""

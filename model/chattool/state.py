@@ -83,58 +83,13 @@ class CallState(CachedRepr):
     read_error: str = ""
     result: Result | None = None
 
-    def __init__(self, call, src, req_prefix, chat_id, identity, send_identity=True, timing=DEFAULT_TIMING, layer=DESIGN_B,
-                 phase=Phase.START, background=False, command="", timeout_ms=0, plan=None, seq=0, pending_req_id=None,
-                 pending_op="", pending_method="", pending_url="", answer_timer=None, deadline_timer=None,
-                 snapshot_timer=None, started_at_ms=0, deadline_at_ms=None, process_id="", run_age_ms=0,
-                 wait_started_at_ms=0, legacy=False, timed_out=False, read_error="", result=None):
-        # (as model/core.py ``SetTimer.__init__``: each field straight into the instance dict)
-        d = self.__dict__
-        d["call"] = call
-        d["src"] = src
-        d["req_prefix"] = req_prefix
-        d["chat_id"] = chat_id
-        d["identity"] = identity
-        d["send_identity"] = send_identity
-        d["timing"] = timing
-        d["layer"] = layer
-        d["phase"] = phase
-        d["background"] = background
-        d["command"] = command
-        d["timeout_ms"] = timeout_ms
-        d["plan"] = plan
-        d["seq"] = seq
-        d["pending_req_id"] = pending_req_id
-        d["pending_op"] = pending_op
-        d["pending_method"] = pending_method
-        d["pending_url"] = pending_url
-        d["answer_timer"] = answer_timer
-        d["deadline_timer"] = deadline_timer
-        d["snapshot_timer"] = snapshot_timer
-        d["started_at_ms"] = started_at_ms
-        d["deadline_at_ms"] = deadline_at_ms
-        d["process_id"] = process_id
-        d["run_age_ms"] = run_age_ms
-        d["wait_started_at_ms"] = wait_started_at_ms
-        d["legacy"] = legacy
-        d["timed_out"] = timed_out
-        d["read_error"] = read_error
-        d["result"] = result
-
     @property
     def done(self) -> bool:
         return self.result is not None
 
     def armed_timers(self) -> tuple[str, ...]:
-        # (a list first: the compiled generator expression allocates a generator per call)
-        return tuple([t for t in (self.answer_timer, self.deadline_timer, self.snapshot_timer) if t is not None])
+        return tuple(t for t in (self.answer_timer, self.deadline_timer, self.snapshot_timer) if t is not None)
 
-
-# A call's first state is this blank one copied with the call's own fields (``calls.py``
-# ``new_call_state``, ``cancel.py`` ``begin_cancel``): copying its 30-entry dict costs a
-# quarter less than the constructor's keyword arguments and thirty stores (by callgrind).
-# The copy drops any cached repr, as every ``replace`` does.
-_BLANK = CallState(call=None, src="", req_prefix="", chat_id="", identity=None)
 
 # What every step of a call returns: its new state and the effects to perform. Named
 # CallStep, not Step: model/system.py's Step is one step of the whole world.
@@ -152,25 +107,10 @@ def _headers(cs: CallState, now_ms: int, tool_call: bool) -> Headers:
     headers: Headers = ((ident.CHAT_ID_HEADER, cs.chat_id),)
     if tool_call and cs.identity is not None and cs.send_identity:
         id_ = cs.identity
-        # ``ident.set_tool_call_headers(headers, ...)`` on headers that hold only the chat
-        # ID: each of its three Sets finds no value to replace and appends, so the three
-        # pairs are appended here directly (the ID escaped once per distinct ID: pure).
-        escaped = _ESCAPED.get(id_.tool_call_id)
-        if escaped is None:
-            if len(_ESCAPED) >= _ESCAPED_MAX:
-                _ESCAPED.clear()  # bounded: a long swarm meets IDs without end
-            escaped = _ESCAPED[id_.tool_call_id] = ident.path_escape(id_.tool_call_id)
-        headers = (headers[0], (ident.MESSAGE_ID_HEADER, str(id_.message_id)), (ident.TOOL_CALL_ID_HEADER, escaped),
-                   (ident.AGE_MS_HEADER, ident.encode_ms(id_.age.now(now_ms))))
+        headers = ident.set_tool_call_headers(headers, id_.message_id, id_.tool_call_id, id_.age.now(now_ms))
         if id_.incarnation is not None:
             headers = headers + ((ident.AGENT_INCARNATION_HEADER, str(id_.incarnation)),)
     return headers
-
-
-# Tool call ID -> ``ident.path_escape`` of it (a pure function of the string; a swarm
-# seed escapes the same few IDs for every request of their calls).
-_ESCAPED: dict[str, str] = {}
-_ESCAPED_MAX = 4096
 
 
 def _send(cs: CallState, op: str, method: str, path: str, query: str, headers: Headers,
@@ -208,7 +148,7 @@ def _arm(cs: CallState, slot: str, after_ms: int) -> tuple[CallState, list[Effec
 def _arm_into(changes: dict, cs: CallState, slot: str, after_ms: int, effects: list) -> None:
     """``_arm`` into a step's collected edits ``changes`` of ``cs``, its effects appended
     to ``effects``."""
-    old = changes[slot] if slot in changes else cs.__dict__[slot]
+    old = changes[slot] if slot in changes else getattr(cs, slot)
     if old is not None:
         effects.append(CancelTimer(old))
     seq = changes.get("seq", cs.seq) + 1
@@ -228,7 +168,7 @@ def _disarm(cs: CallState, slot: str) -> tuple[CallState, list[Effect]]:
 def _disarm_into(changes: dict, cs: CallState, slot: str, effects: list) -> None:
     """``_disarm`` into a step's collected edits ``changes`` of ``cs``, its effect appended
     to ``effects``."""
-    old = changes[slot] if slot in changes else cs.__dict__[slot]
+    old = changes[slot] if slot in changes else getattr(cs, slot)
     if old is not None:
         changes[slot] = None
         effects.append(CancelTimer(old))
@@ -238,8 +178,7 @@ def _finish(cs: CallState, result: Result, effects: Sequence[Effect] = (), chang
     """``changes``: the step's collected edits of ``cs`` (the module's docstring), copied
     in with the finish's own; the timers still armed are read through them."""
     if changes:
-        d = cs.__dict__
-        armed = [t for t in (changes.get(slot, d[slot]) for slot in _TIMER_SLOTS) if t is not None]
+        armed = [t for t in (changes.get(slot, getattr(cs, slot)) for slot in _TIMER_SLOTS) if t is not None]
     else:
         armed = cs.armed_timers()
     out = list(effects) + [CancelTimer(t) for t in armed]

@@ -23,14 +23,7 @@ from ..identity import tool_call_uuid
 from .risks import KNOWN_FINDINGS
 
 
-# Both records are frozen dataclasses with their ``__init__`` written out: the generated one
-# sets each field through ``object.__setattr__`` (past the frozen guard), which made a
-# ``CallInfo`` cost some 10,000 instructions, as much as indexing 20 trace records.
-# Filling the new instance's dict is the same (as model/core.py ``SetTimer.__init__``) for
-# under 4,000; equality, hashing, ``repr`` and ``dataclasses.replace`` are the dataclass's.
-
-
-@dataclass(frozen=True, init=False)
+@dataclass(frozen=True)
 class CallInfo:
     chat_id: str
     message_id: int
@@ -42,22 +35,8 @@ class CallInfo:
     background: bool = False
     timeout_ms: int = 10_000
 
-    def __init__(self, chat_id: str, message_id: int, provider_id: str, uuid: str, tool: str, command: str = "",
-                 path: str = "", background: bool = False, timeout_ms: int = 10_000):
-        # (as model/core.py ``SetTimer.__init__``: each field straight into the instance dict)
-        d = self.__dict__
-        d["chat_id"] = chat_id
-        d["message_id"] = message_id
-        d["provider_id"] = provider_id
-        d["uuid"] = uuid
-        d["tool"] = tool
-        d["command"] = command
-        d["path"] = path
-        d["background"] = background
-        d["timeout_ms"] = timeout_ms
 
-
-@dataclass(frozen=True, init=False)
+@dataclass(frozen=True)
 class Violation:
     property: str
     uuid: str | None
@@ -68,18 +47,6 @@ class Violation:
     # Its class when it is not new: a residual risk of the design (``RESIDUAL_RISKS``) or
     # a known finding (``KNOWN_FINDINGS``, still a violation: ``is_known_finding``).
     residual_risk: str | None = None
-
-    def __init__(self, property: str, uuid: str | None, provider_id: str | None, at_ms: int, detail: str,
-                 evidence: tuple[int, ...] = (), residual_risk: str | None = None):
-        # (as ``CallInfo.__init__``)
-        d = self.__dict__
-        d["property"] = property
-        d["uuid"] = uuid
-        d["provider_id"] = provider_id
-        d["at_ms"] = at_ms
-        d["detail"] = detail
-        d["evidence"] = evidence
-        d["residual_risk"] = residual_risk
 
     def to_json(self) -> dict:
         return {
@@ -180,8 +147,7 @@ class Evidence:
         # for notes and truths ask about, a tenth of a trace.
         self.marks = marks = []
         # The notes by name and the records with a ``truth`` field by it, each in trace
-        # order: ``marks_by`` is made of them after the walk, so a note (a third of a
-        # trace's records) costs no key of its own, and the notes indexed on their own
+        # order: ``marks_by`` is made of them after the walk, and the notes indexed on their own
         # (cancels never received, interrupts) are read from their lists.
         notes: dict = {}
         truths: dict = {}
@@ -189,29 +155,15 @@ class Evidence:
         by_command = {(c.chat_id, c.command): c for c in calls if c.tool == "execute"}
         by_path = {(c.chat_id, c.path): c for c in calls if c.tool != "execute"}
         pid_owner, pid_start, sends = self.pid_owner, self.pid_start, self.sends
-        indexed = _INDEXED_KINDS
         for i, rec in enumerate(trace):
-            # ``rec.get("kind")`` and ``rec.get("note")`` as lookups (a method call costs
-            # twice a subscript, and every record has its kind, every note its name).
-            try:
-                kind = rec["kind"]
-            except KeyError:
-                kind = None
+            kind = rec.get("kind")
             if kind == "note":
                 marks.append(i)
-                try:
-                    name = rec["note"]
-                except KeyError:
-                    name = None
-                by = notes.get(name)
-                if by is None:
-                    notes[name] = [i]
-                else:
-                    by.append(i)
+                notes.setdefault(rec.get("note"), []).append(i)
                 if "truth" in rec:
                     truths.setdefault(rec["truth"], []).append(i)
                 continue
-            if kind not in indexed and "truth" not in rec:
+            if kind not in _INDEXED_KINDS and "truth" not in rec:
                 continue  # most records (deliveries, replies, timers): nothing to index
             what = None
             if "truth" in rec:
@@ -304,12 +256,8 @@ class Evidence:
 
 
 def call_of(ev: Evidence, uuid: str | None) -> CallInfo | None:
-    """The first committed call with this UUID, if any (a loop: a generator expression
-    costs more than the five calls of a run it reads)."""
-    for c in ev.calls:
-        if c.uuid == uuid:
-            return c
-    return None
+    """The first committed call with this UUID, if any."""
+    return next((c for c in ev.calls if c.uuid == uuid), None)
 
 
 def violation(name, call: CallInfo | None, at_ms, detail, evidence=()) -> Violation:
