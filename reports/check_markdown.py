@@ -89,7 +89,11 @@ def table(report: dict) -> list[str]:
 
 
 def status_label(report: dict, f: dict) -> str:
-    """A finding's status in words; one run has no baseline, so nothing is "new" there."""
+    """A finding's status in words; one run has no baseline, so nothing is "new" there. A
+    known finding about the contract has the residual risks' status (never fails) and
+    its own name."""
+    if f["status"] == "residual_risk" and f.get("class") == "known_finding":
+        return "known finding"
     return "FOUND" if f["status"] == "new" and "one_run" in report else STATUS[f["status"]]
 
 
@@ -171,8 +175,10 @@ def summary(report: dict) -> str:
         out += [""] + detection_lines(report["detection"])
     risks = sorted({x["residual_risk"] for x in report["findings"] if x["status"] == "residual_risk"})
     if risks:
-        out += ["", "## Residual risks seen (never fail the run)", ""]
-        out += [f"- `{r}`: {report['residual_risks'][r]}" for r in risks]
+        known = report.get("known_findings", {})
+        out += ["", "## Residual risks and known findings seen (never fail the run)", ""]
+        out += [f"- `{r}`: {report['residual_risks'][r]}" if r in report["residual_risks"]
+                else f"- `{r}` (known finding): {known[r]}" for r in risks]
     out += ["", "Commands run from the report folder; `report.json` holds all of it as data."]
     return "\n".join(out) + "\n"
 

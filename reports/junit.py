@@ -54,7 +54,8 @@ def _finding_text(f: dict) -> str:
 
 def _note(f: dict) -> str:
     what = {"accepted": "accepted in the baseline", "expected": "expected by the scenario",
-            "residual_risk": f"residual risk {f['residual_risk']}"}[f["status"]]
+            "residual_risk": ("known finding" if f.get("class") == "known_finding" else "residual risk")
+            + f" {f['residual_risk']}"}[f["status"]]
     return f"{f['property']}: {what}: {f['detail']}"
 
 
