@@ -84,10 +84,11 @@ FAULTS: dict[str, FaultKind] = {f.name: f for f in (
     FaultKind("request", ("name", "route"), ("tool_call", "as_chat", "headers", "body"), "scheduled",
               "the probe node sends a crafted request to the agent and records the answer "
               "(`[expect.<variant>.requests]` checks its status): `route` is start, edit, write or "
-              "cancel; `tool_call` names the target (its UUID in a cancel path, its tool call headers, "
-              "its command or path); `as_chat` the chat whose ID goes in `Coder-Chat-Id` (omitted: no "
-              "such header); `headers` adds or replaces headers (an empty value removes one); `body` "
-              "replaces the body",
+              "cancel; `tool_call` names the target (its UUID in a cancel path, its tool call headers; "
+              "a start, edit or write carries chatd's own request for it: path, query and body "
+              "bytes); `as_chat` the chat whose ID goes in `Coder-Chat-Id` (omitted: no such header); "
+              "`headers` adds or replaces headers (an empty value removes one); `body` replaces the "
+              "body",
               (("name", "forged"), ("route", "cancel"), ("tool_call", "toolu_01"), ("as_chat", "chat-2"))),
     FaultKind("lose", ("message",), (), "message",
               "that one request or response is lost (no `at`/`when`)",
