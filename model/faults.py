@@ -137,7 +137,9 @@ def _probe_request(b: builder._Builder, f: Fault):
     """A crafted request from the probe node (US9, A5): built from the committed tool
     call it names, with the chat ID of ``as_chat`` (none when absent), the tool call
     headers of the target, then ``headers`` applied on top (an empty value removes a
-    header). A start, edit or write carries by default chatd's own request for that call
+    header). An output or signal request is the model's process tool on the process
+    whose ID is the call's UUID (``_process_request``). A start, edit or write carries by
+    default chatd's own request for that call
     (path, query and body bytes, ``_chatd_request``), so a "same request" differs only in
     what the scenario changes (issue 34: the body was the model's arguments, and a copy
     of chatd's start always met 409 ``input_mismatch``); ``body`` replaces it. Its answer
@@ -154,9 +156,12 @@ def _probe_request(b: builder._Builder, f: Fault):
     if target is not None:
         msg_id, call = target
         headers = set_tool_call_headers(headers, msg_id, call.provider_id, 0)
+        uuid = tool_call_uuid(f.get('owner_chat'), msg_id, call.provider_id)
         if route == "cancel":
-            path = f"/api/v0/tool-calls/{tool_call_uuid(f.get('owner_chat'), msg_id, call.provider_id)}/cancel"
+            path = f"/api/v0/tool-calls/{uuid}/cancel"
             body = b'{"stop_if_run_age_below_ms":600000}'
+        elif route in ("output", "signal"):
+            path, body = _process_request(route, uuid)
         else:
             sent = _chatd_request(b, f.get("owner_chat"), msg_id, call, route)
             if sent is not None:
@@ -164,14 +169,26 @@ def _probe_request(b: builder._Builder, f: Fault):
     elif route == "cancel":
         path = "/api/v0/tool-calls/00000000-0000-0000-0000-000000000000/cancel"
         body = b'{"stop_if_run_age_below_ms":0}'
+    elif route in ("output", "signal"):
+        path, body = _process_request(route, "00000000-0000-0000-0000-000000000000")  # no such process
     for name, value in f.get("headers", ()):
         headers = tuple((k, v) for k, v in headers if k.lower() != name.lower())
         if value != "":
             headers += ((name, value),)
     if f.get("body") is not None:
         body = f.get("body").encode()
-    req = Request(f"{PROBE}/{f.get('name')}", PROBE, "POST", path, query, headers, body)
+    method = "GET" if route == "output" else "POST"
+    req = Request(f"{PROBE}/{f.get('name')}", PROBE, method, path, query, headers, body)
     b.send(PROBE, AGENT, req)
+
+
+def _process_request(route: str, process_id: str) -> tuple[str, bytes]:
+    """The model's process tools on a process ID (US6, US9): ``process_output`` reads the
+    output route without waiting, ``process_signal`` sends ``kill`` (the request's
+    ``body`` replaces it, e.g. ``{"signal":"terminate"}``)."""
+    if route == "output":
+        return f"/api/v0/processes/{process_id}/output", b""
+    return f"/api/v0/processes/{process_id}/signal", b'{"signal":"kill"}'
 
 
 def _chatd_request(b: builder._Builder, chat_id: str, msg_id: int, call, route: str):

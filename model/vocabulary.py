@@ -83,8 +83,10 @@ FAULTS: dict[str, FaultKind] = {f.name: f for f in (
               (("duration", "1m"),)),
     FaultKind("request", ("name", "route"), ("tool_call", "as_chat", "headers", "body"), "scheduled",
               "the probe node sends a crafted request to the agent and records the answer "
-              "(`[expect.<variant>.requests]` checks its status): `route` is start, edit, write or "
-              "cancel; `tool_call` names the target (its UUID in a cancel path, its tool call headers; "
+              "(`[expect.<variant>.requests]` checks its status): `route` is start, edit, write, "
+              "cancel, output or signal (the process output route, and process_signal with "
+              "`{\"signal\":\"kill\"}`, both on the process whose ID is the tool call's UUID: the "
+              "contract's process ID; an `execute` call's only); `tool_call` names the target (its UUID in a cancel path, its tool call headers; "
               "a start, edit or write carries chatd's own request for it: path, query and body "
               "bytes); `as_chat` the chat whose ID goes in `Coder-Chat-Id` (omitted: no such header); "
               "`headers` adds or replaces headers (an empty value removes one); `body` replaces the "
@@ -148,7 +150,7 @@ TRIGGER_EVENTS: dict[str, TriggerEvent] = {e.name: e for e in (
 # Routes a message fault or a trigger may name: chatd's requests to the agent.
 ROUTES = ("start", "edit", "write", "cancel", "output", "dial")
 # Routes a crafted request may use.
-REQUEST_ROUTES = ("start", "edit", "write", "cancel")
+REQUEST_ROUTES = ("start", "edit", "write", "cancel", "output", "signal")
 TOOLS = ("execute", "edit_files", "write_file")
 RESULT_KINDS = tuple(dict.fromkeys(EXECUTE_KINDS + FILE_KINDS))
 # UNKNOWN_REASONS (imported above): the reasons an unknown result may carry (``result.reason``

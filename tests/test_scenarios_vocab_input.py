@@ -56,6 +56,8 @@ BAD = [
      "expect.contract.requests.forged: no request fault has that name"),
     ("request route of another tool", GOOD + '[[faults]]\nat = "1s"\nkind = "request"\nname = "x"\nroute = "write"\ntool_call = "toolu_02"\n',
      "faults[0].route: toolu_02 is a edit_files call"),
+    ("process signal of a file call", GOOD + '[[faults]]\nat = "1s"\nkind = "request"\nname = "x"\nroute = "signal"\ntool_call = "toolu_02"\n',
+     "faults[0].route: toolu_02 is a edit_files call: only an execute call has a process to read or signal"),
     ("message fault with a time", GOOD + '[[faults]]\nat = "1s"\nkind = "lose"\nmessage = { route = "start" }\n',
      "faults[0].at: unknown key"),
     ("takeover in a one-replica world", GOOD + '[world]\nreplicas = 1\n[[faults]]\nat = "1s"\nkind = "takeover"\nto = "replica-1"\n',
