@@ -710,3 +710,19 @@ def test_the_test_caches_hand_back_what_the_real_calls_give(monkeypatch):
     job = [(check_jobs.job_detection, ("swarm", "interrupt-without-cancel", 2))]
     first, again = check.run_jobs(job, 1), check.run_jobs(job, 1)
     assert first == again == check_jobs.run_jobs(job, 1) and first[0] is not again[0] and len(jobs) == 1
+
+
+def test_a_known_finding_is_named_as_one_in_every_renderer():
+    """check gives a known finding the residual risks' status (it never fails a run, as in
+    the swarm) and names it a known finding in summary.md's and index.html's label and in
+    JUnit's note; a residual risk keeps its own words."""
+    from toolcall_sim.reports import check_markdown, junit
+
+    known = {"status": "residual_risk", "class": "known_finding", "property": "truthful_result",
+             "residual_risk": "read_failure_after_restart_is_failed", "detail": "toolu_01: failed"}
+    risk = {**known, "class": "residual_risk", "residual_risk": "age_check_best_effort"}
+    assert check_markdown.status_label({}, known) == "known finding"
+    assert check_markdown.status_label({}, risk) == "residual risk"
+    assert junit._note(known) == ("truthful_result: known finding read_failure_after_restart_is_failed: "
+                                  "toolu_01: failed")
+    assert junit._note(risk).startswith("truthful_result: residual risk age_check_best_effort: ")

@@ -158,3 +158,23 @@ def test_an_interrupt_past_the_rules_own_bound_fails():
     (v,) = _interrupt_violations(100_000)
     assert "took 100048 ms" in v.detail and "(bound: dial + agent answer timeout, 90000 ms)" in v.detail
     assert _interrupt_violations(85_000) == []
+
+
+def test_an_interrupt_noticed_later_than_the_sync_interval_fails():
+    """The notice bound of interrupt_finishes fires: with the rule's sync interval at 5 ms
+    (the run itself keeps 15 s), the runner's notice through pubsub, some 11 ms after the
+    request, is past it, and that is the one violation (the task's own bound holds)."""
+    import dataclasses
+
+    from toolcall_sim.world.run import build
+    from toolcall_sim.world.scenario import load
+    from toolcall_sim.world.simulation import Simulation
+
+    scenario = load(Path(__file__).resolve().parent.parent / "scenarios" / "bug_lost_cancel.toml")
+    config, options = build(scenario, "contract")
+    rule = dataclasses.replace(config.chatd_rules.timing, runner_sync_interval_ms=5)
+    world = Simulation(dataclasses.replace(config, reference_timing=rule), scenario.seed, options, None)
+    world.run(scenario.until_ms)
+    found = [v for v in props.evaluate(world.trace, world.system).violations if v.property == "interrupt_finishes"]
+    (v,) = found
+    assert " was noticed " in v.detail and "(bound: the runner's sync interval, 5 ms)" in v.detail, v.detail

@@ -13,7 +13,8 @@ import pytest
 
 from toolcall_sim.world import run as R
 from toolcall_sim.world import scenario_spec, stories
-from toolcall_sim.world.scenario import ToolCallSpec, format_duration, from_drawn, load, parse_duration
+from toolcall_sim.world.scenario import ToolCallSpec, format_duration, load, parse_duration
+from toolcall_sim.world.scenario_drawn import from_drawn
 
 SCENARIOS = sorted((pathlib.Path(__file__).resolve().parent.parent / "scenarios").rglob("*.toml"))
 

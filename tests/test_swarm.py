@@ -36,7 +36,8 @@ from toolcall_sim.cli import main as cli
 from toolcall_sim.drivers import swarm
 from toolcall_sim.drivers import counterexample as cx
 from toolcall_sim.world.run import run_scenario
-from toolcall_sim.world.scenario import ScenarioError, from_dict, from_drawn
+from toolcall_sim.world.scenario import ScenarioError, from_dict
+from toolcall_sim.world.scenario_drawn import from_drawn
 
 ROOT = pathlib.Path(__file__).resolve().parent.parent
 

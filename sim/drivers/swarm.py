@@ -15,7 +15,7 @@ One swarm seed S is one run. The parts live beside this module:
    the race stories it tells, a fault mix, how long to run) from the seed's own
    generator, validated by ``toolcall_sim.world.scenario.from_dict``, so a swarm world *is* a scenario
    file: ``toolcall_sim.world.scenario_toml.to_toml`` writes it out and ``toolcall-sim run`` runs it.
-2. ``run_seed`` (here) reads it with ``toolcall_sim.world.scenario.from_drawn`` (the ``Scenario``
+2. ``run_seed`` (here) reads it with ``toolcall_sim.world.scenario_drawn.from_drawn`` (the ``Scenario``
    ``from_dict`` gives, without checking again what the drawing made valid) and runs it
    with ``toolcall_sim.world.run.run_scenario`` under the variant. A
    violation with ``residual_risk`` None is a new finding (a *failure*); documented
@@ -60,7 +60,8 @@ from toolcall_sim.reports.swarm import describe_fault, format_report
 from toolcall_sim.backends import LOCAL, MAX_CHUNK_SEEDS, _pool_context, check_address, check_cluster_flags, chunks, connect, map_seeds, run_range  # noqa: F401 (re-exported)
 from toolcall_sim.drivers.minimize import minimize_scenario, size
 from toolcall_sim.io.output import default_out_dir
-from toolcall_sim.world.scenario import ScenarioError, from_dict, from_drawn
+from toolcall_sim.world.scenario import ScenarioError, from_dict
+from toolcall_sim.world.scenario_drawn import from_drawn
 from toolcall_sim.world.scenario_toml import exact_toml, to_toml
 from toolcall_sim.world.stories import FAULT_KINDS, MAX_FAULTS, STORIES, draw_scenario
 

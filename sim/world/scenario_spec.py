@@ -73,7 +73,7 @@ def format_duration(ms: int) -> str:
 
 
 # The durations ``format_duration`` has written, both ways: a swarm seed writes some
-# twenty (sim/world/stories.py) and ``toolcall_sim.world.scenario.from_drawn`` reads them straight back, so
+# twenty (sim/world/stories.py) and ``toolcall_sim.world.scenario_drawn.from_drawn`` reads them straight back, so
 # the reader looks a text up in ``WRITTEN_MS`` before parsing it, and the writer answers a
 # repeated value (the timeouts, latencies and run lengths the drawing picks from short
 # lists) from ``_TEXT_OF_MS``. Only whole non-negative milliseconds, whose text parses
