@@ -104,7 +104,7 @@ def _end_task(rep: ReplicaState, db: Db, runner: Runner, task: Task, outcome: st
         task = replace(task, zombie=left_running)
     elif att is not None:
         effects += _end_attempt(att)
-    if outcome.startswith(RETRY):
+    if go_retries(outcome):
         effects += [
             SetTimer(f"{task.task_id}/backoff", task.backoff_ms),
             note("task_retry", task=task.task_id, chat_id=task.chat_id, why=outcome[len(RETRY) + 1 :],
@@ -121,6 +121,40 @@ def _end_task(rep: ReplicaState, db: Db, runner: Runner, task: Task, outcome: st
         rep, eff = _drop_runner(rep, task.chat_id, "abandoned" if outcome == DONE else "owner_changed")
         effects += eff
     return rep, db, effects
+
+
+# What each outcome stands for in Go's ``runTaskWithRetry`` (tasks.go): the error ``fn``
+# returned as three facts. ``RETRY:...`` is an error that is not an expected exit (a
+# database that is down, a retryable error); ``TIMED_OUT`` is the attempt whose timer
+# canceled its context (``context.Cause`` is ``errTaskTimeout``): whatever ``fn`` was
+# waiting on (the dial, the agent's answers, the model) returns the context's error, which
+# Go's normalizers join to the expected exit (``normalizeTaskInfrastructureError``,
+# ``interruptToolCalls``: ``errors.Join(errTaskExpectedExit, ..., ctx.Err())``); ``EXIT:...``
+# is a pure expected exit (``verifyTaskFence``, ``loadChatForTask``: a fence mismatch).
+_ERROR_OF = {RETRY: (False, False, False), EXIT: (False, True, False)}  # (timed out, expected exit, context error)
+_TIMED_OUT_ERROR = (True, True, True)
+
+
+def go_retries(outcome: str) -> bool:
+    """Whether the retry wrapper runs another attempt after ``outcome`` (rule 4, Go's
+    ``runTaskWithRetry``). Go's rule, as written: a timed-out attempt whose error is not an
+    expected exit, or carries ``context.Canceled``, ``DeadlineExceeded`` or
+    ``errTaskTimeout``, becomes retryable; a pure expected exit is never retried, timed out
+    or not; any other error is retried. In the model a step is atomic, so a fence mismatch
+    and the timer never meet in one attempt: a fence read that finished before the timer
+    ends the attempt in its own step (no retry), and one after it runs on a canceled context,
+    whose error Go retries (``TestRetryWrapper_TaskTimeoutDBQueryCancellationRetries``); the
+    retried attempt's first fenced load then exits for good."""
+    if outcome == DONE or outcome == PENDING:
+        return False
+    return go_retry_rule(*(_TIMED_OUT_ERROR if outcome == TIMED_OUT else _ERROR_OF[outcome.partition(":")[0]]))
+
+
+def go_retry_rule(timed_out: bool, expected_exit: bool, context_error: bool) -> bool:
+    """``runTaskWithRetry`` on an attempt's error: retried or not."""
+    if timed_out and (not expected_exit or context_error):
+        return True  # taskRetryableError{errors.Join(errTaskTimeout, err)}
+    return not expected_exit
 
 
 def _put_task(rep: ReplicaState, runner: Runner, task: Task | None, edits: tuple[dict, dict] | None) -> ReplicaState:
