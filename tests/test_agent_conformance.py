@@ -860,16 +860,17 @@ def test_close_kills_tool_call_process():
 def test_repeated_start_notifies_once():
     """Mirrors TestRepeatedStartNotifiesGitOnce (agentproc/toolcall_test.go, item 80): only
     the real run has side effects (its start, then its exit, which is when Go notifies the
-    git path store); the replayed start's step has no ground-truth effect at all."""
+    git path store; before them the arrival of the request whose handler runs); the replayed
+    start's step has no ground-truth effect at all."""
     h = AgentHarness()
     h.start(command="true")
     h.advance(10)
-    assert [t.kind for t in h.truths] == ["process_started", "process_exited"]
+    assert [t.kind for t in h.truths] == ["request_received", "process_started", "process_exited"]
     replay = h.start(command="true")
     assert h.status(replay) == 200
     assert not [e for e in h.steps[replay] if isinstance(e, Truth)]
     h.advance(10)
-    assert [t.kind for t in h.truths] == ["process_started", "process_exited"]
+    assert [t.kind for t in h.truths] == ["request_received", "process_started", "process_exited"]
 
 
 # ---------------------------------------------------------------------------

@@ -135,6 +135,7 @@ _ATTRIBUTE_TAGS = {
     "pid_owner": {("truth", "process_started")},
     "pid_start": {("truth", "process_started")},
     "sends": {("kind", "send")},
+    "received": {("truth", "request_received")},
     "agent_downs": {("kind", "agent_down")},
     "interrupts": {("note", "interrupt_requested")},
     "interruption_done": {("note", "interruption_finished")},

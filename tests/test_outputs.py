@@ -24,8 +24,9 @@ ROOT = Path(__file__).resolve().parent.parent
 US02 = "us02_interrupt_stops_foreground"
 # The trace hash of us02 under its default variant and seed; the header names the
 # scenario by content, so every way of reaching the file gives this one. (Re-pinned when
-# idle loop firings were batched; the stepwise world still gives a3203ec1...)
-US02_SHA256 = "50e1d930d635015147f250efa9fbbf62de108155a4d904c8c2e2776aedfa5517"
+# idle loop firings were batched, and when the agent began recording each request's
+# arrival as ground truth, issue 34.)
+US02_SHA256 = "226cef8b41c235740228bb6c9673306c94829f84c5d18fd07a3e0fa273705121"
 BUGGY = "contract+records-lost-on-new-message"  # a planted bug swarm seed 7 finds at once
 
 

@@ -85,14 +85,14 @@ def test_a_failure_tells_the_story(pytester):
                  "expectations not met:",
                  "  toolu_01.process_starts: expected 1, got 2",
                  "  at_most_once at 902.21 s (new finding): 2 process starts for toolu_01",
-                 "    evidence #45 at 2.121 s agent: truth process_started",
+                 "    evidence #46 at 2.121 s agent: truth process_started",
                  "reproduce: toolcall-sim run scenarios/lost_start_answer.toml --variant today --seed 41",
                  "sequence diagram: reports/out/pytest/lost_start_answer-today.svg"):
         assert line in out, line
     assert "Traceback" not in out and "def runtest" not in out
     # The diagram is the run's, with the records the violation cites highlighted.
     svg = (pytester.path / "reports/out/pytest/lost_start_answer-today.svg").read_text()
-    assert svg.startswith("<?xml") and 'id="evidence-45"' in svg and "lost-start-answer under today" in svg
+    assert svg.startswith("<?xml") and 'id="evidence-46"' in svg and "lost-start-answer under today" in svg
 
 
 def test_x_stops_at_the_first_failing_race_and_junitxml_reports_each(pytester):

@@ -20,7 +20,7 @@ where the Go-shaped tests install their counting handler.
 
 from __future__ import annotations
 
-from ..core import REMOVED, Reply, Request, Response, SetTimer, note, replace
+from ..core import REMOVED, Reply, Request, Response, SetTimer, note, replace, truth
 from ..identity import INPUT_MISMATCH, TOOL_CALL_CANCELED, HeaderError, Key, parse_tool_call_headers
 from .cancel import _answer_cancel
 from .files import _edit_files, _write_file
@@ -86,7 +86,11 @@ def _begin_run(state: AgentState, req: Request, kind: str, key: Key | None, now_
         runs=state.runs.set(run_id, Run(key, kind, req, now_ms)),
         waiters=state.waiters.set(req.req_id, Waiter(req, "replay", run_id, key)),
     )
-    return state, [SetTimer(f"handler:{run_id}", state.config.rules.handler_ms)]
+    # Ground truth: the request reached the agent and its handler will run. The design
+    # judges a cancel against this instant, not the handler's effect (US10's proof: "a
+    # request that arrives after the interrupt gets tool_call_canceled"), so the checkers
+    # read it (canceled_before_received_never_runs), and ``agent_step`` adds its cause.
+    return state, [SetTimer(f"handler:{run_id}", state.config.rules.handler_ms), truth("request_received", route=kind)]
 
 
 def _recovered_reply(req: Request) -> Reply:

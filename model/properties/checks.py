@@ -238,7 +238,9 @@ def _chat_isolation(ev: Evidence) -> list[Violation]:
 
 def _canceled_before_received(ev: Evidence) -> list[Violation]:
     """US10: once a cancel answered that the agent never received a call, or an interrupt
-    committed the call's result, that call never runs (in any agent lifetime)."""
+    committed the call's result, no request for that call that reaches the agent after it
+    runs (in any agent lifetime). A request that arrived before and whose handler applied
+    it after is not one: the design's proof is about arrival."""
     out = []
     for call in ev.calls:
         marks = ev.never_received[call.uuid] + _interrupt_results(ev, call)
@@ -248,10 +250,15 @@ def _canceled_before_received(ev: Evidence) -> list[Violation]:
         why = "a cancel recorded it as never received" if first in ev.never_received[call.uuid] else \
             "the interrupt committed its result"
         effects = ev.starts[call.uuid] if call.tool == "execute" else ev.edits[call.uuid]
-        late = [i for i in effects if i > first]
+        # Judged by the request's arrival at the agent, not by the effect: an edit that
+        # arrived before the interrupt and was applied after it was received first.
+        received = ev.received
+        late = [i for i in effects if received.get(ev.trace[i].get("cause"), i) > first]
         if late:
+            arrived = received.get(ev.trace[late[0]].get("cause"), late[0])
             out.append(violation("canceled_before_received_never_runs", call, ev.trace[late[0]]["t_ms"],
-                          f"{call.provider_id} ran after {why}", (first, *late)))
+                          f"{call.provider_id} ran after {why}",
+                          (first, arrived, *late) if arrived != late[0] else (first, *late)))
     return out
 
 
@@ -545,7 +552,8 @@ PROPERTIES: tuple[Property, ...] = (
              reads=_truths("process_started", "process_killed")),
     Property("canceled_before_received_never_runs", "always", "US10",
              "A tool call the agent recorded as canceled before receiving it never runs.", _canceled_before_received,
-             reads=_RESULTS | _EFFECTS | {("note", "cancel_never_received")}, changed_by=_EFFECTS),
+             reads=_RESULTS | _EFFECTS | _truths("request_received") | {("note", "cancel_never_received")},
+             changed_by=_EFFECTS),
     Property("unknown_only_when_unknowable", "always", "US5, issue 16",
              "An unknown result only when the agent was unreachable or a request for the call may have reached a gone agent incarnation.",
              _unknown_only_when_unknowable, reads=_RESULTS | _EFFECTS | {("kind", "agent_down")},

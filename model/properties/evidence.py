@@ -139,6 +139,9 @@ class Evidence:
         self.pid_owner: dict[str, str] = {}  # "<incarnation>/<pid>" -> call uuid
         self.pid_start: dict[str, int] = {}  # "<incarnation>/<pid>" -> index of its start
         self.sends: dict[str, int] = {}  # request id -> index of its send record
+        # request id -> index of its arrival at the agent (the ``request_received`` truth of
+        # a start, edit or write whose handler runs): what a side effect is judged by
+        self.received: dict[str, int] = {}
         self.agent_downs: list[int] = []
         self.agent_ups: list[int] = []  # the agent's starts (classify.py ``_agent_boot_before``)
         self.faults: list[int] = []
@@ -207,6 +210,8 @@ class Evidence:
                             break
                 if call is not None:
                     edits[call.uuid].append(i)
+            elif what == "request_received":
+                self.received.setdefault(rec.get("cause"), i)
             elif what == "result_committed":
                 uuid = rec.get("uuid")
                 if uuid in results:
