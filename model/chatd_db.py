@@ -38,6 +38,18 @@ Rule 8. Every committed tool result emits ``Truth("result_committed")`` with cha
         ``chattool.Result``), replica, attempt (the retry wrapper's 1-based attempt
         number), generation_attempt (0 for interrupt commits), task (generation or
         interrupt), result_message_id and at_db_ms (the database clock).
+Rule 9 (C3.6). ``EditMessage`` (the user edits the current turn's user message; chatstate
+        ``Tx.EditMessage``, coder/coder ``coderd/x/chatd/chatstate/transitions.go``) is
+        allowed from every status but archived (``transitionMatrix``: W, E, R, I, A ->
+        R0). In one transaction it soft-deletes the edited message and every message
+        after it (``SoftDeleteChatMessageByID``, ``SoftDeleteChatMessagesAfterID``: the
+        rows stay, in ``Chat.deleted_messages``, out of the active history), inserts the
+        replacement user message (a new ID: history_version moves and
+        generation_attempt resets, rule 2), clears the queue and sets ``running`` with
+        the owner kept. Nothing answers the discarded calls and nothing is sent to the
+        agent: their branch is gone (design Q4, "canceling on message edit is out of
+        scope"). The note ``message_edited`` names the edited and the replacement
+        message IDs; every message of the chat between them was discarded by it.
 
 The module is longer than the project's ~500 lines on purpose: every transaction goes
 through the same private row helpers (``_lock``, ``_insert_messages``, ``_publishes``),
@@ -49,12 +61,20 @@ Model abstractions:
   ``requires_action`` and ``error`` are never entered by the modelled transitions.
 - The model is scripted (``Chat.turns``): the k-th assistant message after the latest user
   message holds ``turns[k]``; once the script is used up the next generation finishes the
-  turn. A turn with no calls is a text answer, after which the turn finishes too.
+  turn. A turn with no calls is a text answer, after which the turn finishes too. After
+  an edit the model answers the replacement message with the script's next unused answer
+  (``Chat.script_skip``: the discarded answers are used up), as a real model answers an
+  edited prompt with a new answer; the new branch's calls are other entries of the script,
+  with their own IDs and commands.
 - No message part buffer and no billing: partial messages of an interrupt are empty
   (as after an ownership change, docs/contract.md C3.2 step 2).
 - Inserting a user message never has open calls to answer here: a user message is
   inserted from ``waiting`` (every call resolved by FinishTurn / FinishInterruption) or by
-  promoting the queue inside those transitions (docs/contract.md C8.9 is thus moot).
+  promoting the queue inside those transitions (docs/contract.md C8.9 is thus moot). The
+  same holds for an edit: Go's ``EditMessage`` answers the open calls of the last assistant
+  message left after the soft delete with synthetic cancellations
+  (``synthesizePendingToolCancellations``), but the model only edits the current turn's
+  user message, and every turn before it ended with every call resolved.
 - ``RecordGenerationAttempt`` publishes no ``chat:update``: it changes neither history nor
   status, so every runner ignores it (runner rule 3) and the publish would only add world
   events. Its ownership hint (rule 5) is published: it wakes the other workers' acquisition.
@@ -132,6 +152,12 @@ class Chat(CachedRepr):
     # unknown. It sets the per-result byte budget of every committed tool result
     # (chattool.tool_result_byte_budget, docs/contract.md C1.3 step 6).
     context_limit_tokens: int = 0
+    # Rows a message edit soft-deleted (rule 9): kept, as Go keeps them with deleted set,
+    # but out of the active history every transaction and task reads (``messages``).
+    deleted_messages: tuple[Message, ...] = ()
+    # Answers of the script that edits of the current user turn discarded: the model's
+    # next answer is ``turns[script_skip + k]`` (``turn_index``); a new user turn resets it.
+    script_skip: int = 0
 
     @property
     def owned(self) -> bool:
@@ -261,7 +287,9 @@ def _lock(chat: Chat, **changes) -> Chat:
 
 def _insert_messages(db: Db, chat: Chat, messages: list[Message]) -> tuple[Db, Chat, tuple[int, ...]]:
     """Rule 2: assign IDs from the one sequence, move history, reset the attempt."""
-    next_id = 1 + max((m.id for m in chat.messages), default=0) if db.message_ids_per_chat else db.next_message_id
+    # (per chat, the soft-deleted rows count too: an ID is never handed out twice)
+    next_id = 1 + max((m.id for m in chat.messages + chat.deleted_messages), default=0) \
+        if db.message_ids_per_chat else db.next_message_id
     stored = []
     for m in messages:
         stored.append(replace(m, id=next_id))
@@ -310,9 +338,18 @@ def unresolved_calls(chat: Chat) -> tuple[Message | None, tuple]:
     return msg, calls
 
 
+def find_message(chat: Chat, message_id: int) -> Message | None:
+    """The row with this ID, in the active history or among the soft-deleted rows."""
+    for m in chat.messages + chat.deleted_messages:
+        if m.id == message_id:
+            return m
+    return None
+
+
 def turn_index(chat: Chat) -> int:
-    """How many assistant messages the current user turn already has (the script cursor)."""
-    k = 0
+    """The script cursor: how many answers of the script the current user turn has used
+    (its assistant messages, after the answers an edit discarded: ``script_skip``)."""
+    k = chat.script_skip
     for m in reversed(chat.messages):
         if m.role == "user":
             break
@@ -395,7 +432,7 @@ def tx_commit_results(
 
     ``message_id`` is the tool call message the batch answered (passed in, not re-derived,
     so a planted missing history fence still records what the stale task meant)."""
-    call_msg = next(m for m in chat.messages if m.id == message_id)
+    call_msg = find_message(chat, message_id)  # (a planted missing fence may commit a discarded one)
     chat = _lock(chat)
     db, chat, ids = _insert_messages(
         db, chat, [Message(0, "tool", db_now_ms, provider_id=p, result=r) for p, r in results]
@@ -412,7 +449,7 @@ def _finish(db: Db, chat: Chat, db_now_ms: int) -> tuple[Db, Chat]:
     """The end of a turn: ``waiting``, or promote the queue head into history (running)."""
     if chat.queue:
         head, rest = chat.queue[0], chat.queue[1:]
-        chat = replace(chat, queue=rest, status=RUNNING)
+        chat = replace(chat, queue=rest, status=RUNNING, script_skip=0)
         db, chat, _ = _insert_messages(db, chat, [Message(0, "user", db_now_ms, text=head)])
         return db, chat
     return db, replace(chat, status=WAITING)
@@ -529,7 +566,7 @@ def db_send_user_message(
         return _refused(db, "send_message", chat_id, "no_chat")
     chat = _lock(chat)
     if chat.status in (WAITING, ERROR):
-        chat = replace(chat, status=RUNNING)
+        chat = replace(chat, status=RUNNING, script_skip=0)
         db, chat, _ = _insert_messages(db, chat, [Message(0, "user", db_now_ms, text=text)])
     else:
         chat = replace(chat, queue=chat.queue + (text,))
@@ -561,3 +598,36 @@ def db_archive(db: Db, chat_id: str, db_now_ms: int) -> tuple[Db, list]:
     chat = _lock(chat, status=ARCHIVED)
     db = _put(db, chat)
     return db, [note("archived", chat_id=chat_id)] + _publishes(db, chat, db_now_ms)
+
+
+def db_edit_message(db: Db, chat_id: str, db_now_ms: int) -> tuple[Db, list]:
+    """``EditMessage`` of the current turn's user message (rule 9): soft-delete it and
+    everything after it, insert the replacement, clear the queue, -> running with the owner
+    kept. Nothing answers the discarded calls and nothing reaches the agent (design Q4);
+    the runner sees the new history, cancels its task without waiting and starts a
+    generation from the replacement (runner rule 2). Refused on an archived chat
+    (``ErrChatArchived``) and on one with no user message yet (``ErrMessageNotFound``)."""
+    if not db.db_up:
+        return _refused(db, "edit_message", chat_id, DB_DOWN)
+    chat = db.chats.get(chat_id)
+    if chat is None or chat.status == ARCHIVED:
+        return _refused(db, "edit_message", chat_id, "no_chat")
+    at = next((i for i in range(len(chat.messages) - 1, -1, -1) if chat.messages[i].role == "user"), None)
+    if at is None:
+        return _refused(db, "edit_message", chat_id, "no_message")
+    edited, discarded = chat.messages[at], chat.messages[at:]
+    chat = _lock(
+        chat,
+        messages=chat.messages[:at],
+        deleted_messages=chat.deleted_messages + discarded,
+        queue=(),
+        status=RUNNING,
+        script_skip=turn_index(chat),
+    )
+    db, chat, ids = _insert_messages(db, chat, [Message(0, "user", db_now_ms, text=edited.text)])
+    db = _put(db, chat)
+    calls = sum(len(m.tool_calls) for m in discarded if m.role == "assistant")
+    return db, [
+        note("message_edited", chat_id=chat_id, edited_message_id=edited.id, replacement_message_id=ids[0],
+             discarded_messages=len(discarded), discarded_calls=calls)
+    ] + _publishes(db, chat, db_now_ms)

@@ -3,7 +3,7 @@
 Theory of operation
 -------------------
 A ``Fault`` action is something the world does to the system: an agent restart, a replica
-crash, an ownership change or takeover, an interrupt or a user message, a partition and
+crash, an ownership change or takeover, an interrupt, a user message or a message edit, a partition and
 its healing, a database outage, a handler panic, or a crafted request from the probe node.
 ``toolcall_sim.model.system.apply`` records the fault and calls its handler here; each handler edits the
 system through the same ``_Builder`` as every other step (model/system.py), so faults obey
@@ -98,6 +98,12 @@ def _interrupt(b: builder._Builder, f: Fault):
 
 def _user_message(b: builder._Builder, f: Fault):
     b.db_step(chatd.db_send_user_message, f.get("chat") or builder._first_chat(b.s), "more")
+
+
+def _message_edit(b: builder._Builder, f: Fault):
+    """The user edits the chat's current user message (chatd_db rule 9): the branch after
+    it is discarded, nothing is canceled on the agent (design Q4)."""
+    b.db_step(chatd.db_edit_message, f.get("chat") or builder._first_chat(b.s))
 
 
 def _partition(b: builder._Builder, f: Fault):
@@ -225,6 +231,7 @@ FAULT_HANDLERS = {
     "takeover": _takeover,
     "interrupt": _interrupt,
     "user_message": _user_message,
+    "message_edit": _message_edit,
     "partition": _partition,
     "heal": _heal,
     "db_outage": _db_outage,

@@ -73,6 +73,12 @@ FAULTS: dict[str, FaultKind] = {f.name: f for f in (
               (("chat", "chat-1"),)),
     FaultKind("user_message", (), ("chat",), "scheduled", "the user sends another message",
               (("chat", "chat-1"),)),
+    FaultKind("message_edit", (), ("chat",), "scheduled",
+              "the user edits the chat's current user message (chatstate EditMessage): it and every message "
+              "after it are discarded, the queue is cleared and the chat runs again from the replacement, "
+              "whose answer is the script's next unused turn; the discarded calls get no result and no "
+              "cancel (design Q4), so a request of theirs still in flight can act",
+              (("chat", "chat-1"),)),
     FaultKind("partition", ("between",), ("duration",), "scheduled",
               "messages between the two nodes are lost until healed (or for `duration`)",
               (("between", ["agent", "replica-1"]), ("duration", "2m"))),
@@ -116,7 +122,7 @@ FAULT_FIELD_TYPES = {
 
 # The kinds swarm toggles per seed (sim/drivers/swarm.py): agent_shutdown ends every later story,
 # user_message, heal and handler_panic need pairing with a fault swarm does not draw,
-# takeover and request are for hand-written races.
+# takeover, request and message_edit are for hand-written races.
 SWARM_FAULT_KINDS = (
     "agent_restart", "replica_crash", "ownership_change", "interrupt",
     "partition", "db_outage", "lose", "delay",

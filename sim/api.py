@@ -68,7 +68,7 @@ from toolcall_sim.world.scenario_toml import exact_toml
 __all__ = [
     "Scenario", "Fault", "Result", "Call", "Told", "run", "on", "FAULT_MAKERS",
     "agent_restart", "agent_shutdown", "replica_crash", "ownership_change", "takeover", "interrupt",
-    "user_message", "partition", "heal", "db_outage", "request", "lose", "delay", "handler_panic",
+    "user_message", "message_edit", "partition", "heal", "db_outage", "request", "lose", "delay", "handler_panic",
     "ScenarioError",
 ]
 
@@ -145,6 +145,11 @@ def user_message(chat: str | None = None, *, at: str | None = None, when: dict |
     return _scheduled("user_message", at, when, offset, chat=chat)
 
 
+def message_edit(chat: str | None = None, *, at: str | None = None, when: dict | None = None,
+                 offset: str | None = None) -> Fault:
+    return _scheduled("message_edit", at, when, offset, chat=chat)
+
+
 def partition(between: list[str], duration: str | None = None, *, at: str | None = None,
               when: dict | None = None, offset: str | None = None) -> Fault:
     return _scheduled("partition", at, when, offset, between=list(between), duration=duration)
@@ -187,7 +192,7 @@ def handler_panic(route: str | None = None, tool_call: str | None = None, direct
 FAULT_MAKERS = {
     "agent_restart": agent_restart, "agent_shutdown": agent_shutdown, "replica_crash": replica_crash,
     "ownership_change": ownership_change, "takeover": takeover, "interrupt": interrupt,
-    "user_message": user_message, "partition": partition, "heal": heal, "db_outage": db_outage,
+    "user_message": user_message, "message_edit": message_edit, "partition": partition, "heal": heal, "db_outage": db_outage,
     "request": request, "lose": lose, "delay": delay, "handler_panic": handler_panic,
 }
 

@@ -140,6 +140,8 @@ _ATTRIBUTE_TAGS = {
     "interrupts": {("note", "interrupt_requested")},
     "interruption_done": {("note", "interruption_finished")},
     "faults": {("kind", "fault")},
+    "discarded": {("note", "message_edited")},
+    "edits_of_chat": {("note", "message_edited")},
     "marks": {EVERY},
 }
 _NOT_RECORDS = {"trace", "marks_by", "calls", "final", "ended", "running_at", "agent_age_ms", "attempt_of", "end_ms"}

@@ -71,6 +71,7 @@ def test_sometimes_properties_are_reached_somewhere():
         ("rr_false_unknown_after_restart", "false_unknown_after_agent_start"),
         ("rr_cancel_within_margin_after_restart", "unknown_cancel_work_later"),
         ("rr_delayed_cancel_after_restart", "age_check_best_effort"),
+        ("rr_stale_request_after_edit", "stale_request_after_edit"),
     ],
 )
 def test_residual_risk_reported_by_name(scenario, risk):

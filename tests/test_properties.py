@@ -71,6 +71,11 @@ def down(t_ms, inc=1):
     return r(t_ms, "agent", "agent_down", why="restart", incarnation=inc)
 
 
+def edited(t_ms, chat=CHAT):
+    """A message edit that discarded the branch holding message ``MSG`` (chatd_db rule 9)."""
+    return note(t_ms, "db", "message_edited", chat_id=chat, edited_message_id=MSG - 1, replacement_message_id=MSG + 1)
+
+
 def resolved():
     """Both calls of the message have one committed result (the liveness properties)."""
     return [result(9_000, "background_started", uuid=UB, provider="toolu_02")]
@@ -110,9 +115,11 @@ CASES = {
         [[start(0), killed(1_000, chat=OTHER)]],
     ),
     "canceled_before_received_never_runs": (
-        [start(0), note(1_000, "agent", "cancel_never_received", uuid=U)],
+        # (a process the call started before an edit discarded it runs on: Q4)
+        [start(0), note(1_000, "agent", "cancel_never_received", uuid=U), edited(1_500)],
         [[note(1_000, "agent", "cancel_never_received", uuid=U), start(2_000)],
-         [result(1_000, "not_run", task="interrupt"), start(2_000)]],
+         [result(1_000, "not_run", task="interrupt"), start(2_000)],
+         [edited(1_000), start(2_000)]],  # a message edit discarded its branch, then it ran
     ),
     "unknown_only_when_unknowable": (
         # a start sent before the agent went down may have run there; an unreachable agent
@@ -192,6 +199,23 @@ def test_eventually_waits_for_quiescence():
     assert "one_result_eventually" not in {v.property for v in report.violations}
     report = props.evaluate(resolved(), final())
     assert "one_result_eventually" in {v.property for v in report.violations}
+
+
+def test_a_call_an_edit_discarded_is_owed_no_result():
+    """one_result_eventually holds for calls whose branch a message edit discarded (Q4:
+    nothing answers them); another chat's edit discards nothing here."""
+    check = next(p for p in props.PROPERTIES if p.name == "one_result_eventually").check
+    assert check(props.Evidence([edited(500)], final())) == []
+    assert len(check(props.Evidence([edited(500, chat=OTHER)], final()))) == 2
+
+
+def test_an_edit_ends_an_interruption():
+    """interrupt_finishes: an edit while interrupting is the interrupt's end (I -> R0)."""
+    check = next(p for p in props.PROPERTIES if p.name == "interrupt_finishes").check
+    asked = note(0, "db", "interrupt_requested", chat_id=CHAT)
+    task = note(10, "replica-1", "task_started", chat_id=CHAT, task="x", result_kind="interrupt")
+    assert check(props.Evidence([asked, task, edited(5_000), r(200_000, "world", "tick")], final())) == []
+    assert check(props.Evidence([asked, task, edited(5_000, chat=OTHER), r(200_000, "world", "tick")], final()))
 
 
 def test_fenced_commits_names_the_replaced_attempt():

@@ -64,6 +64,13 @@ Rule 9 (serial tools, 1.3 step 3). In an execute batch, calls of tools the build
         serial (``rules.serial_tools``, Go's ``SerialToolCalls()``) run one at a time in
         call order: a serial call begins when the serial call before it has its result.
         Every other call begins at once. Interrupt cancels are all sent in parallel.
+Rule 10 (message edit, C3.6; chatd_db rule 9). An edit is a user action on the
+        database, not a task: the runner sees the new history (and ``running``) like any
+        other change, cancels its task WITHOUT waiting (a generation batch's requests
+        already on the wire still arrive; rule 3 sends nothing after them) and starts a
+        generation from the replacement message. No cancel is sent to the agent for the discarded calls and
+        nothing commits a result for them (Go ``Server.EditMessage`` only runs the
+        ``chatstate`` transition, publishes and schedules debug cleanup; design Q4).
 
 Where docs/contract.md (code facts) and the design differ, we follow docs/contract.md:
 - the interrupt bounds each cancel by the 1-minute agent answer timeout plus the dial's own
@@ -121,6 +128,7 @@ from ..chatd_db import (  # noqa: F401  (re-exported: the world uses chatd as on
     check_fence,
     cleanup_heartbeats,
     db_archive,
+    db_edit_message,
     db_empty,
     db_interrupt,
     db_new_chat,
@@ -128,6 +136,7 @@ from ..chatd_db import (  # noqa: F401  (re-exported: the world uses chatd as on
     db_set_up,
     decide_generation_action,
     fenced_note,
+    find_message,
     heartbeat_stale,
     turn_index,
     tx_abandon,

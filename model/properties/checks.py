@@ -240,15 +240,23 @@ def _canceled_before_received(ev: Evidence) -> list[Violation]:
     """US10: once a cancel answered that the agent never received a call, or an interrupt
     committed the call's result, no request for that call that reaches the agent after it
     runs (in any agent lifetime). A request that arrived before and whose handler applied
-    it after is not one: the design's proof is about arrival."""
+    it after is not one: the design's proof is about arrival. A message edit that
+    discarded the call's branch resolved it too, without a cancel (design section 7: "a
+    tool call resolved without a cancel"): a side effect of a request arriving after the
+    edit is a violation, which the stale request the design accepts
+    (``stale_request_after_edit``, model/properties/classify.py) explains when it was sent
+    before the edit and arrived before the chat's next message."""
     out = []
     for call in ev.calls:
         marks = ev.never_received[call.uuid] + _interrupt_results(ev, call)
+        edit = ev.discarded.get(call.uuid)
+        if edit is not None:
+            marks = marks + [edit]
         if not marks:
             continue
         first = min(marks)
         why = "a cancel recorded it as never received" if first in ev.never_received[call.uuid] else \
-            "the interrupt committed its result"
+            "a message edit discarded its branch" if first == edit else "the interrupt committed its result"
         effects = ev.starts[call.uuid] if call.tool == "execute" else ev.edits[call.uuid]
         # Judged by the request's arrival at the agent, not by the effect: an edit that
         # arrived before the interrupt and was applied after it was received first.
@@ -392,10 +400,14 @@ def _fenced_commits(ev: Evidence) -> list[Violation]:
 
 
 def _one_result_eventually(ev: Evidence) -> list[Violation]:
+    """Every committed call has a result once the run has quiesced, except a call a
+    message edit discarded: its message is soft-deleted and nothing answers it, by design
+    (Q4: canceling on message edit is out of scope; Go's ``Tx.EditMessage`` synthesizes
+    results only for open calls that stay in the active history)."""
     return [
         violation("one_result_eventually", c, ev.end_ms(), f"no committed result for {c.provider_id} after the run quiesced")
         for c in ev.calls
-        if not ev.results[c.uuid]
+        if not ev.results[c.uuid] and c.uuid not in ev.discarded
     ]
 
 
@@ -436,6 +448,9 @@ def _interrupt_finishes(ev: Evidence) -> list[Violation]:
 
     A fault that strikes chatd itself in the window (crash, ownership change, database
     outage) only delays an interrupt, so those interrupts are checked for finishing at all.
+    A message edit while the chat is interrupting ends the interruption (chatstate's
+    transition matrix: I0/I1 -> R0 on EditMessage; the interrupt task is canceled and
+    its commit fenced out): the edit is that interrupt's end.
     """
     out = []
     if not ev.interrupts:
@@ -448,7 +463,8 @@ def _interrupt_finishes(ev: Evidence) -> list[Violation]:
     for ii in ev.interrupts:
         rec = ev.trace[ii]
         chat_id = rec.get("chat_id")
-        done = next((d for d in ev.interruption_done if d > ii and ev.trace[d].get("chat_id") == chat_id), None)
+        ends = ev.interruption_done + ev.edits_of_chat.get(chat_id, [])
+        done = min((d for d in ends if d > ii and ev.trace[d].get("chat_id") == chat_id), default=None)
         t0 = rec["t_ms"]
         t_end = ev.trace[done]["t_ms"] if done is not None else ev.end_ms()
         if any(ev.trace[f].get("fault") in _SLOW_FAULTS and t0 - whole_ms <= ev.trace[f]["t_ms"] <= t_end
@@ -550,9 +566,11 @@ PROPERTIES: tuple[Property, ...] = (
     Property("chat_isolation", "always", "US9, A5",
              "A request carrying one chat's ID never kills another chat's process.", _chat_isolation,
              reads=_truths("process_started", "process_killed")),
-    Property("canceled_before_received_never_runs", "always", "US10",
-             "A tool call the agent recorded as canceled before receiving it never runs.", _canceled_before_received,
-             reads=_RESULTS | _EFFECTS | _truths("request_received") | {("note", "cancel_never_received")},
+    Property("canceled_before_received_never_runs", "always", "US10, section 7",
+             "A tool call the agent recorded as canceled before receiving it, or that an interrupt or a message edit "
+             "resolved, never runs from a request that arrives afterwards.", _canceled_before_received,
+             reads=_RESULTS | _EFFECTS | _truths("request_received")
+             | {("note", "cancel_never_received"), ("note", "message_edited")},
              changed_by=_EFFECTS),
     Property("unknown_only_when_unknowable", "always", "US5, issue 16",
              "An unknown result only when the agent was unreachable or a request for the call may have reached a gone agent incarnation.",

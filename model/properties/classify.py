@@ -7,8 +7,8 @@ Theory of operation
 order; ``classify`` takes the first row whose property list holds the violation's
 property and whose recognizer accepts it, and no row means a new finding. Each
 recognizer reads only the records proving its class (an effect's incarnation, the age its
-request carried, the interrupt result's unknown reason, the agent's pending-run record),
-for every tool kind. The classes and their texts are ``toolcall_sim.model.properties.risks``.
+request carried, the interrupt result's unknown reason, the agent's pending-run record, the
+edit that discarded a call and when its stale request was sent), for every tool kind. The classes and their texts are ``toolcall_sim.model.properties.risks``.
 ``informational`` reports the one residual risk that is no violation at all (a false
 unknown after an agent start).
 """
@@ -195,6 +195,53 @@ def _is_read_failure_after_restart(v: Violation, ev: Evidence) -> bool:
     return any(ev.trace[i].get("by") == "shutdown" for i in v.evidence[:-1])
 
 
+def _next_message_reached_agent(ev: Evidence, call, before_idx: int) -> bool:
+    """Whether, before trace record ``before_idx``, the agent had a request for a call of a
+    later message of ``call``'s chat: an agent record naming such a call's UUID (its
+    pending run, a refusal, a replay, a side effect), or a side effect attributed to such a
+    call (under ``today`` the agent knows no UUIDs: rule 3 of the properties). From then
+    on the contract's agent answers ``call``'s requests ``stale_tool_call`` (its latest
+    message ID for the chat is higher, docs/contract.md A2.2)."""
+    later = {c.uuid for c in ev.calls if c.chat_id == call.chat_id and c.message_id > call.message_id}
+    if not later:
+        return False
+    trace = ev.trace
+    for i in ev.marks:  # the notes and truths, in trace order
+        if i >= before_idx:
+            break
+        rec = trace[i]
+        if rec.get("node") == "agent" and rec.get("uuid") in later:
+            return True
+    return any(i < before_idx for u in later for i in ev.starts[u] + ev.edits[u])
+
+
+def _is_stale_request_after_edit(v: Violation, ev: Evidence) -> bool:
+    """stale_request_after_edit (design section 7, Q4): a message edit discarded the
+    call's branch with no cancel, and a request for it that chatd sent BEFORE the edit
+    (still in flight, or still being handled) acted after it, before the chat's next
+    message reached the agent. Proven by the edit's ``message_edited`` note being the
+    violation's first mark (not an interrupt's result or a cancel's mark), each late side
+    effect's cause being a chatd send before that note, and no request of a later message
+    of the chat having reached the agent before the effect. A request sent after the edit
+    (a chatd that still runs the discarded call) or a stale one that acted after the
+    chat's next message reached the agent (the contract refuses it ``stale_tool_call``;
+    only today's agent lets it act) is not this risk."""
+    edit = ev.discarded.get(v.uuid) if v.uuid else None
+    if edit is None or not v.evidence or v.evidence[0] != edit:
+        return False
+    call = call_of(ev, v.uuid)
+    late = _effects_in(v, ev)
+    if call is None or not late:
+        return False
+    for i in late:
+        sent = ev.sends.get(ev.trace[i].get("cause"))
+        if sent is None or sent > edit or ev.trace[sent].get("node") == "probe":
+            return False
+        if _next_message_reached_agent(ev, call, i):
+            return False
+    return True
+
+
 def _is_false_unknown_after_start(v: Violation, ev: Evidence) -> bool:
     """false_unknown_after_agent_start: the unknown is the agent's
     ``agent_started_after_tool_call`` (reason ``agent_restarted``) for a call no gone
@@ -213,6 +260,7 @@ CLASSIFIERS: tuple[tuple[str, tuple[str, ...], Callable[[Violation, Evidence], b
     ("age_check_best_effort", ("truthful_result", "canceled_before_received_never_runs",
                                "interrupt_stops_foreground"), _is_delayed_effect_after_restart),
     ("unknown_cancel_work_later", ("canceled_before_received_never_runs",), _is_unknown_cancel),
+    ("stale_request_after_edit", ("canceled_before_received_never_runs",), _is_stale_request_after_edit),
     ("mixed_coderd_versions", ("truthful_result", "canceled_before_received_never_runs",
                                "interrupt_stops_foreground"), _is_header_less_old_coderd),
     ("run_age_counts_from_record", ("truthful_result", "interrupt_stops_foreground"), _is_run_age_from_record),

@@ -69,11 +69,14 @@ class Violation:
 
 def committed_calls(final) -> list[CallInfo]:
     """Every tool call of every committed assistant message, in message order, read with
-    chatd's own argument rules (background, effective timeout, target)."""
+    chatd's own argument rules (background, effective timeout, target). The messages a
+    message edit soft-deleted count (their calls were committed; ``Evidence.discarded``
+    says when the edit discarded them)."""
     timing = final.config.chatd_rules.timing
     out = []
     for chat_id, chat in final.db.chats.items():
-        for msg in chat.messages:
+        deleted = getattr(chat, "deleted_messages", ())
+        for msg in sorted(chat.messages + deleted, key=lambda m: m.id) if deleted else chat.messages:
             if msg.role != "assistant":
                 continue
             for tc in msg.tool_calls:
@@ -216,6 +219,18 @@ class Evidence:
                 uuid = rec.get("uuid")
                 if uuid in results:
                     results[uuid].append(i)
+        # The calls a message edit discarded (chatd_db rule 9): uuid -> index of the
+        # ``message_edited`` note. Its chat's messages between the edited and the
+        # replacement message IDs are the discarded branch.
+        self.discarded: dict[str, int] = {}
+        self.edits_of_chat: dict[str, list[int]] = {}
+        for i in notes.get("message_edited", ()):
+            rec = trace[i]
+            self.edits_of_chat.setdefault(rec.get("chat_id"), []).append(i)
+            low, high = rec.get("edited_message_id"), rec.get("replacement_message_id")
+            for c in calls:
+                if c.chat_id == rec.get("chat_id") and low < c.message_id < high and c.uuid not in self.discarded:
+                    self.discarded[c.uuid] = i
         self.interrupts: list[int] = list(notes.get("interrupt_requested", ()))
         self.interruption_done: list[int] = list(notes.get("interruption_finished", ()))
         for i in notes.get("cancel_never_received", ()):

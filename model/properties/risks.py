@@ -28,6 +28,11 @@ RESIDUAL_RISKS = {
         "landing within the margin right after an agent start) turns into unknown, and the work may still happen "
         "later; US10's never-runs promise comes only with a recorded cancel"
     ),
+    "stale_request_after_edit": (
+        "docs/contract.md D7: a stale request for a tool call resolved without a cancel (a message edit "
+        "that discards the branch, Q4) can still act if it arrives before the chat's next message; same as "
+        "today, a Q4 follow-up"
+    ),
     "false_unknown_after_agent_start": (
         "docs/contract.md D7: false unknown; a tool call committed shortly before the agent started "
         "gets agent_started_after_tool_call although no earlier agent received it"
