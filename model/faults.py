@@ -139,12 +139,19 @@ def _handler_panic(b: builder._Builder, f: Fault):
         )
 
 
+# The paths of the routes a crafted request takes without a tool call's own path (the
+# list names no process; start, edit and write default to chatd's request for the call).
+_ROUTE_PATHS = {"start": agent.START_PATH, "edit": agent.EDIT_PATH, "write": agent.WRITE_PATH, "list": agent.LIST_PATH}
+
+
 def _probe_request(b: builder._Builder, f: Fault):
     """A crafted request from the probe node (US9, A5): built from the committed tool
     call it names, with the chat ID of ``as_chat`` (none when absent), the tool call
     headers of the target, then ``headers`` applied on top (an empty value removes a
     header). An output or signal request is the model's process tool on the process
-    whose ID is the call's UUID (``_process_request``). A start, edit or write carries by
+    whose ID is the call's UUID (``_process_request``); a list names no call and is the
+    agent's process list (``GET /api/v0/processes/list``: with ``as_chat`` that chat's
+    processes, without it every process, docs/contract.md A4.9). A start, edit or write carries by
     default chatd's own request for that call
     (path, query and body bytes, ``_chatd_request``), so a "same request" differs only in
     what the scenario changes (issue 34: the body was the model's arguments, and a copy
@@ -158,7 +165,7 @@ def _probe_request(b: builder._Builder, f: Fault):
     headers: tuple = ()
     if f.get("as_chat"):
         headers = ((CHAT_ID_HEADER, f.get("as_chat")),)
-    path, query, body = {"start": agent.START_PATH, "edit": agent.EDIT_PATH, "write": agent.WRITE_PATH}.get(route, ""), "", b""
+    path, query, body = _ROUTE_PATHS.get(route, ""), "", b""
     if target is not None:
         msg_id, call = target
         headers = set_tool_call_headers(headers, msg_id, call.provider_id, 0)
@@ -183,7 +190,7 @@ def _probe_request(b: builder._Builder, f: Fault):
             headers += ((name, value),)
     if f.get("body") is not None:
         body = f.get("body").encode()
-    method = "GET" if route == "output" else "POST"
+    method = "GET" if route in ("output", "list") else "POST"
     req = Request(f"{PROBE}/{f.get('name')}", PROBE, method, path, query, headers, body)
     b.send(PROBE, AGENT, req)
 

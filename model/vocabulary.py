@@ -89,10 +89,12 @@ FAULTS: dict[str, FaultKind] = {f.name: f for f in (
               (("duration", "1m"),)),
     FaultKind("request", ("name", "route"), ("tool_call", "as_chat", "headers", "body"), "scheduled",
               "the probe node sends a crafted request to the agent and records the answer "
-              "(`[expect.<variant>.requests]` checks its status): `route` is start, edit, write, "
-              "cancel, output or signal (the process output route, and process_signal with "
+              "(`[expect.<variant>.requests]` checks its status and what a user reads in it): `route` is start, "
+              "edit, write, cancel, output, signal or list (the process output route, and process_signal with "
               "`{\"signal\":\"kill\"}`, both on the process whose ID is the tool call's UUID: the "
-              "contract's process ID; an `execute` call's only); `tool_call` names the target (its UUID in a cancel path, its tool call headers; "
+              "contract's process ID; an `execute` call's only; list is the agent's process list and names "
+              "no tool call: with `as_chat` that chat's processes, without it every process); `tool_call` "
+              "names the target (its UUID in a cancel path, its tool call headers; "
               "a start, edit or write carries chatd's own request for it: path, query and body "
               "bytes); `as_chat` the chat whose ID goes in `Coder-Chat-Id` (omitted: no such header); "
               "`headers` adds or replaces headers (an empty value removes one); `body` replaces the "
@@ -155,8 +157,9 @@ TRIGGER_EVENTS: dict[str, TriggerEvent] = {e.name: e for e in (
 
 # Routes a message fault or a trigger may name: chatd's requests to the agent.
 ROUTES = ("start", "edit", "write", "cancel", "output", "dial")
-# Routes a crafted request may use.
-REQUEST_ROUTES = ("start", "edit", "write", "cancel", "output", "signal")
+# Routes a crafted request may use ("list": the agent's process list, which names no
+# tool call).
+REQUEST_ROUTES = ("start", "edit", "write", "cancel", "output", "signal", "list")
 TOOLS = ("execute", "edit_files", "write_file")
 RESULT_KINDS = tuple(dict.fromkeys(EXECUTE_KINDS + FILE_KINDS))
 # UNKNOWN_REASONS (imported above): the reasons an unknown result may carry (``result.reason``
@@ -248,7 +251,42 @@ EXPECT_RESULT_FIELDS = {
     "committed_before": "duration", "committed_after": "duration",
 }
 EXPECT_TOP_KEYS = ("violations", "residual_risks", "sometimes", "interrupt_finished_within", "requests", "seeds",
-                   "faults_never_fired")
+                   "faults_never_fired", "records_at_end")
+# ``records_at_end = { chat-1 = 1 }``: how many tool call records the agent holds for each
+# named chat when the run ends (its latest message's records; 0 when it holds none or is
+# down), as ``run --json``'s ``agent.chats`` counts them.
+
+
+@dataclass(frozen=True)
+class AnswerField:
+    """A field of ``[expect.<variant>.requests] name = { ... }``: what a user reads in a
+    crafted request's answer. ``routes``: the request routes whose answer has it (the
+    loader refuses it on another route's request)."""
+
+    name: str
+    type: str
+    routes: tuple[str, ...]
+    meaning: str
+
+
+# What a probe's answer may be checked for, beyond its status: the smallest set with which
+# a story says what a user would see of the agent's processes (which are listed, which
+# run, how one ended, what it printed). A process is named by the execute tool call that
+# started it (its scenario ``id``), whatever ID the agent gave it.
+EXPECT_ANSWER_FIELDS: dict[str, AnswerField] = {f.name: f for f in (
+    AnswerField("status", "HTTP status", REQUEST_ROUTES,
+                "the answer's HTTP status (100 to 599); `name = 404` is short for `name = { status = 404 }`"),
+    AnswerField("processes", "tool calls", ("list",),
+                "the processes the list names, exactly, each by its execute tool call (in any order; a list "
+                "names at most 10)"),
+    AnswerField("exited", "tool call = exit code", ("list",),
+                "the listed processes that have exited, exactly, each with its exit code (-1: killed); the "
+                "other listed processes run"),
+    AnswerField("running", "boolean", ("output",), "whether the output answer says the process runs"),
+    AnswerField("exit_code", "integer", ("output",),
+                "the output answer's exit code (-1 to 255; a running process has none, so it fails)"),
+    AnswerField("output", "text", ("output",), "a text the output answer's `output` contains"),
+)}
 # ``seeds`` of an ``[expect.<variant>]``: at which seeds its expectations hold. "any" (the
 # default): at every seed, so ``pytest --toolcall-seeds 1-20`` runs them at each. "pinned":
 # only at the file's own ``seed`` (a race its seed's latencies decide, e.g. a swarm find),

@@ -37,9 +37,11 @@ def listing(scenarios: list[tuple[str, str | None, str | None]]) -> str:
     lines.append("routes: " + ", ".join(vocabulary.ROUTES))
     lines.append("tools: " + ", ".join(vocabulary.TOOLS))
     lines.append("result kinds: " + ", ".join(vocabulary.RESULT_KINDS))
+    lines.append("routes a crafted request may use: " + ", ".join(vocabulary.REQUEST_ROUTES))
     lines.append("expectations: per tool call " + ", ".join(vocabulary.EXPECT_CALL_KEYS)
                  + " (result = { " + ", ".join(vocabulary.EXPECT_RESULT_FIELDS) + " }); per variant "
-                 + ", ".join(vocabulary.EXPECT_TOP_KEYS))
+                 + ", ".join(vocabulary.EXPECT_TOP_KEYS)
+                 + " (requests.<name> = { " + ", ".join(vocabulary.EXPECT_ANSWER_FIELDS) + " })")
     lines.append("properties:")
     lines.extend(f"  {p.name:36} {p.kind:10} {p.story:14} {p.statement}" for p in props.PROPERTIES)
     lines.append("planted bugs (use as --variant contract+<bug>):")

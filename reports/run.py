@@ -9,7 +9,9 @@ is one header line, one line per tool call (what it did to the workspace, which 
 were committed when), the answers of crafted requests, the verdict of every property
 (a known finding, a residual risk and a new violation each named as such), then whether
 the scenario's expectations were met, and the trace hash that identifies the run. The
-JSON shape carries the same facts for machines. Neither decides anything: the exit code
+JSON shape carries the same facts for machines, and the agent's end state as a user of its
+API would read it (``agent``: the tool call records it holds per chat, by route and by
+state, and its processes, running or exited, held or reaped). Neither decides anything: the exit code
 comes from ``RunResult.expectation_failures`` in the command.
 """
 
@@ -82,6 +84,9 @@ def run_json(result, deterministic: bool = False) -> dict:
         "unknown_results": report.unknown_results if report else 0,
         "unreached": list(report.unreached) if report else [],
         "expect_met": not result.expectation_failures(),
+        # The agent at the end as a user of its API reads it: records held per chat and
+        # the processes of its boot, held or reaped (``RunResult.agent_end_state``).
+        "agent": result.agent_end_state(),
     }
     if deterministic:
         doc["deterministic"] = True

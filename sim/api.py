@@ -361,7 +361,7 @@ class Scenario:
         """``[expect.<variant>]``: per tool call (``toolu_01={"process_starts": 1}``, or a
         dict of them for IDs that are no Python names) and per variant (``violations``,
         ``residual_risks``, ``sometimes``, ``interrupt_finished_within``, ``requests``, ``seeds``,
-        ``faults_never_fired``)."""
+        ``faults_never_fired``, ``records_at_end``)."""
         table = {**copy.deepcopy(calls or {}), **copy.deepcopy(keys)}
         return self._with(lambda d: d.setdefault("expect", {}).setdefault(variant, {}).update(table))
 
@@ -570,10 +570,10 @@ class Result:
     """A run: the fields of ``toolcall-sim run --json`` as attributes (``scenario``,
     ``variant``, ``seed``, ``trace_sha256``, ``events``, ``sim_time_s``, ``tool_calls``,
     ``violations``, ``residual_risks``, ``unknown_results``, ``unreached``,
-    ``expect_met``), ``json()`` for the doc itself, ``call(id)``, and assertions."""
+    ``expect_met``, ``agent``), ``json()`` for the doc itself, ``call(id)``, and assertions."""
 
     FIELDS = ("scenario", "variant", "seed", "trace_sha256", "events", "sim_time_s", "tool_calls", "violations",
-              "residual_risks", "unknown_results", "unreached", "expect_met")
+              "residual_risks", "unknown_results", "unreached", "expect_met", "agent")
 
     def __init__(self, run_result: RunResult, file: str | None = None):
         self.run_result = run_result

@@ -110,7 +110,7 @@ def test_forged_cross_chat_cancel_is_refused_with_400():
     answers = {r["name"]: r["status"] for r in run.world.trace if r.get("kind") == "probe_answer"}
     assert answers == {"cross_chat_cancel": 400, "start_without_chat_id": 400, "own_chat_cancel": 200}
     assert run.expectation_failures() == []
-    assert _with_expectation(run, requests=(("cross_chat_cancel", 200),)) == [
+    assert _with_expectation(run, requests=(("cross_chat_cancel", (("status", 200),)),)) == [
         "requests.cross_chat_cancel: expected status 200, got 400"]
 
 

@@ -158,8 +158,8 @@ def test_list_prints_every_word():
         line = next(l for l in text.splitlines() if l.split() and l.split()[0] == f.name)
         for field in f.fields:
             assert field in line
-    for word in (*voc.TRIGGER_EVENTS, *voc.WORLD_KEYS, *voc.ROUTES, *voc.TOOLS, *voc.RESULT_KINDS,
-                 *voc.EXPECT_CALL_KEYS, *voc.EXPECT_RESULT_FIELDS, *voc.EXPECT_TOP_KEYS):
+    for word in (*voc.TRIGGER_EVENTS, *voc.WORLD_KEYS, *voc.ROUTES, *voc.REQUEST_ROUTES, *voc.TOOLS, *voc.RESULT_KINDS,
+                 *voc.EXPECT_CALL_KEYS, *voc.EXPECT_RESULT_FIELDS, *voc.EXPECT_TOP_KEYS, *voc.EXPECT_ANSWER_FIELDS):
         assert re.search(rf"\b{word}\b", text), word
 
 
@@ -178,6 +178,7 @@ def test_readme_documents_exactly_the_vocabulary():
     assert _readme_table("## `[world]`", "| key |") == set(voc.WORLD_KEYS)
     assert _readme_table("## `[[faults]]`", "| kind |") == set(voc.FAULTS)
     assert _readme_table("## `[[faults]]`", "| event |") == set(voc.TRIGGER_EVENTS)
+    assert _readme_table("## `[expect.<variant>]`", "| field | route |") == set(voc.EXPECT_ANSWER_FIELDS)
     text = (ROOT / "scenarios" / "README.md").read_text()
     for word in (*voc.TRIGGER_EVENTS, *voc.ROUTES, *voc.RESULT_KINDS, *voc.EXPECT_RESULT_FIELDS,
                  *voc.EXPECT_TOP_KEYS, *voc.EXPECT_CALL_KEYS):

@@ -48,8 +48,12 @@ Rule 7 (A2, A7). Work outlives its request: a caller that goes away stops nothin
         creating request's handler runs even if its client left; a waiter whose client
         left is answered with nothing. Shutdown kills every process (not a cancel) and
         loses every record; restart is shutdown plus a fresh boot with a new uptime.
-Rule 8 (section 4.4). Reaping is lazy (on list): an exited process is removed 5 minutes
-        after exit unless its tool call record is current (latest message of its chat).
+Rule 8 (section 4.4, A4.9). Reaping is lazy (on list, before the chat filter): an exited
+        process is removed once more than 5 minutes have passed since its exit second
+        (Go keeps exit instants in whole Unix seconds) unless its tool call record is
+        current (latest message of its chat; ``AgentRules.kept_when_exited``); each
+        removal is a ``process_reaped`` note. A list answers ``ProcessInfo`` rows
+        (no output), running first, then the newest start, at most 10.
 Rule 9 (agentproc api.go). Output and signal refuse (404, ``%q``-quoted ID) only when the
         request has a chat and the process a different, non-empty one; list with a chat
         shows that chat's processes, without one every process. Signal checks in Go's
@@ -130,6 +134,7 @@ from .processes import (
     LINE_TRUNCATION_SUFFIX,
     MAX_HEAD_BYTES,
     MAX_LINE_LENGTH,
+    MAX_LIST_PROCESSES,
     MAX_TAIL_BYTES,
     _go_text,
     _kill,
@@ -147,8 +152,11 @@ from .processes import (
     _wake_output_waiters,
     head_tail_output,
     parse_script,
+    process_info,
     reap,
+    reaped_now,
     stop_tool_call_process,
+    unix_s,
 )
 from .routes import on_client_gone, on_request, on_timer
 from .rules import AGENT_VARIANTS, OLD_AGENT, AgentConfig, AgentRules, Script
@@ -223,7 +231,9 @@ __all__ = [
     "on_request",
     "on_timer",
     "parse_script",
+    "process_info",
     "reap",
+    "reaped_now",
     "restart",
     "shutdown",
     "stop_tool_call_process",

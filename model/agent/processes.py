@@ -13,7 +13,13 @@ stopper (``stop_tool_call_process``) applies the stop rule: kill only a running 
 whose run age, counted from the request's arrival, is below a non-zero threshold.
 Output, signal and list are not wrapped by the tool call middleware; output and signal
 refuse another chat's process (rule 9, ``AgentRules.process_visible``). Exited
-processes are reaped lazily, on list (rule 8).
+processes are reaped lazily, on list (rule 8): ``manager.list`` compares the exit instant
+in whole Unix seconds (Go keeps ``exitedAt`` as ``time.Now().Unix()``), and Rev C keeps
+an exited process whose tool call record is current (``AgentRules.kept_when_exited``).
+Each reaped process leaves a ``process_reaped`` note, so a run can tell a user which
+processes a list dropped. The list answer is agentproc's ``ListProcessesResponse``:
+``ProcessInfo`` rows (no output), running first, then the newest start, at most 10
+(``handleListProcesses``; docs/contract.md A4.9).
 """
 
 from __future__ import annotations
@@ -25,7 +31,6 @@ from ..gocompat.decode import GoJSONError, go_quote
 from ..identity import Key
 from .rules import Script
 from .state import AgentState, Effects, Process, Waiter
-from .store import current
 from .wire import (
     KILL_ERROR,
     MSG_BAD_JSON,
@@ -47,6 +52,9 @@ MAX_HEAD_BYTES = 16 << 10
 MAX_TAIL_BYTES = 16 << 10
 MAX_LINE_LENGTH = 2048
 LINE_TRUNCATION_SUFFIX = " ... [truncated]"
+# handleListProcesses' maxListProcesses: a list answer names at most this many processes
+# (the cap keeps a model's context small; api.go).
+MAX_LIST_PROCESSES = 10
 
 
 def parse_script(command: str) -> Script:
@@ -95,7 +103,10 @@ def _start_process(state: AgentState, req: Request, key: Key | None, started_at_
         pid = f"proc-{state.incarnation}-{state.pid_counter}"
     script = state.config.scripts.get(command) or parse_script(command)
     chat_id = chat_of(req) or ""
-    proc = Process(pid, chat_id, key, command, body["background"], started_at_ms, script.output_at_start)
+    # manager.resolveWorkDir: the request's directory, else the agent's configured one
+    # (the model's first existing directory); ``ProcessInfo.WorkDir`` reports it.
+    proc = Process(pid, chat_id, key, command, body["background"], started_at_ms, script.output_at_start,
+                   workdir=workdir or state.config.dirs[0])
     state = replace(state, processes=state.processes.set(pid, proc))
     effects: Effects = [
         truth(
@@ -248,30 +259,73 @@ def _signal(state: AgentState, req: Request, pid: str, now_ms: int) -> tuple[Age
     return state, effects + [_message(req, 200, f"Signal {go_quote(sig)} sent to process {go_quote(pid)}.")]
 
 
-def reap(state: AgentState, now_ms: int) -> AgentState:
-    """Rule 8: drop exited processes 5 minutes after exit unless their record is current."""
-    keep = []
+def unix_s(clock_ms: int) -> int:
+    """``time.Time.Unix()`` of an agent clock reading: whole seconds, floored (also before
+    the epoch, as Go's). The model's agent clock reads 0 at a whole second."""
+    return clock_ms // 1000
+
+
+def reaped_now(state: AgentState, proc: Process, now_ms: int) -> bool:
+    """Rule 8, ``manager.list``'s test for one process: it exited, more than
+    ``exitedProcessReapAge`` has passed since its exit second (Go keeps the exit instant
+    in whole Unix seconds, so a process that exited at 12.9 s goes 0.9 s earlier than its
+    exact instant would say), and the rules do not keep it (Rev C: its tool call record
+    is current; docs/contract.md A4.4)."""
+    if proc.running or proc.exited_at_ms is None:
+        return False
+    reap_after_ms = state.config.rules.exited_reap_after_ms  # a timing constant, not a version difference
+    if now_ms - unix_s(proc.exited_at_ms) * 1000 <= reap_after_ms:
+        return False
+    return not state.config.rules.kept_when_exited(state, proc)
+
+
+def reap(state: AgentState, now_ms: int) -> tuple[AgentState, Effects]:
+    """Rule 8: drop every exited process ``reaped_now`` names, of every chat (Go reaps
+    before it filters by chat), each with a ``process_reaped`` note."""
+    keep, effects = [], []
     for pid, proc in state.processes.items():
-        old = (not proc.running) and proc.exited_at_ms is not None and (
-            now_ms - proc.exited_at_ms > state.config.rules.exited_reap_after_ms
-        )
-        if old and not (proc.key is not None and current(state, proc.key)):
+        if reaped_now(state, proc, now_ms):
+            effects.append(note("process_reaped", pid=pid, chat_id=proc.chat_id, exit_code=proc.exit_code,
+                                incarnation=state.incarnation))
             continue
         keep.append((pid, proc))
-    return replace(state, processes=FMap(keep))
+    if not effects:
+        return state, effects
+    return replace(state, processes=FMap(keep)), effects
+
+
+def process_info(proc: Process) -> dict:
+    """``workspacesdk.ProcessInfo`` with Go's JSON tags: ``workdir``, ``exit_code`` and
+    ``exited_at_unix`` omitted when empty (``omitempty``), the instants in Unix seconds,
+    no output (a list never carries output; the output route does). The model's JSON
+    sorts keys where Go writes them in field order (the package docstring's abstraction)."""
+    info: dict[str, Any] = {"id": proc.pid, "command": proc.command}
+    if proc.workdir:
+        info["workdir"] = proc.workdir
+    info["background"] = proc.background
+    info["running"] = proc.running
+    if proc.exit_code is not None:
+        info["exit_code"] = proc.exit_code
+    info["started_at_unix"] = unix_s(proc.started_at_ms)
+    if proc.exited_at_ms is not None:
+        info["exited_at_unix"] = unix_s(proc.exited_at_ms)
+    return info
 
 
 def _list(state: AgentState, req: Request, now_ms: int) -> tuple[AgentState, Effects]:
-    state = reap(state, now_ms)
-    # manager.list: a request with a chat sees that chat's processes only (not those started
-    # without a chat, unlike output and signal); a request without a chat sees every one.
+    """agentproc ``handleListProcesses`` over ``manager.list`` (docs/contract.md A4.9):
+    reap first, across all chats; a request with a chat sees that chat's processes only
+    (not those started without a chat, unlike output and signal), one without a chat every
+    process; running first, then the latest start second first; at most
+    ``MAX_LIST_PROCESSES``. Go sorts with ``sort.Slice`` over map order, so processes that
+    tie (same running state, same start second) come in no fixed order; the model breaks
+    the tie by the exact start instant, then the ID, so a run is reproducible."""
+    state, effects = reap(state, now_ms)
     chat_id = chat_of(req) or ""
-    procs = [
-        {"id": pid, "command": p.command, **_output_value(p)}
-        for pid, p in state.processes.items()
-        if not chat_id or p.chat_id == chat_id
-    ]
-    return state, [_json_response(req, 200, {"processes": procs})]
+    procs = [p for p in state.processes.values() if not chat_id or p.chat_id == chat_id]
+    procs.sort(key=lambda p: (not p.running, -unix_s(p.started_at_ms), -p.started_at_ms, p.pid))
+    infos = [process_info(p) for p in procs[:MAX_LIST_PROCESSES]]
+    return state, effects + [_json_response(req, 200, {"processes": infos})]
 
 
 def stop_tool_call_process(

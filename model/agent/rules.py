@@ -9,7 +9,8 @@ difference (``understands_tool_calls``: Rev C or an old agent, US8) and duration
 or the explorer's timing may change. Methods are hooks: each one is a rule of the
 contract that Rev C follows and that the handlers call where the rule applies (the
 record goes in before the run, which records a new record keeps, the cancel marker, a
-tool call's process ID, chat isolation, the stop rule). The handlers read straight as
+tool call's process ID, chat isolation, the stop rule, which exited processes a
+list keeps). The handlers read straight as
 Rev C; a planted bug is a subclass that overrides one hook (planted.py), never a branch
 in a handler. The only branch on these rules that remains in the agent is the real
 version difference: an old agent has no tool call middleware and no cancel route.
@@ -21,8 +22,8 @@ from dataclasses import dataclass
 
 from ..core import EMPTY, CachedRepr, FMap, Request, note
 from ..identity import Key
-from .state import AgentState, ChatRecords, Effects, Record, Recorded
-from .store import _insert, _set_record, uptime_ms
+from .state import AgentState, ChatRecords, Effects, Process, Record, Recorded
+from .store import _insert, _set_record, current, uptime_ms
 
 
 @dataclass(frozen=True, repr=False)
@@ -91,6 +92,14 @@ class AgentRules(CachedRepr):
     def stop_below(self, run_age_ms: int, threshold_ms: int) -> bool:
         """The stop rule's comparison (section 4.2): kill while run age < threshold."""
         return run_age_ms < threshold_ms
+
+    def kept_when_exited(self, state: AgentState, proc: Process) -> bool:
+        """Rule 8's exception (docs/contract.md A4.4, Rev C ``WithToolCallStore``): an
+        exited process of a tool call is not reaped while its record is current (the
+        latest message of its chat). A process started without tool call headers has no
+        key: today's chatd and an old agent keep nothing, as agentproc did before the
+        contract (``manager.list`` reaped every exited process after 5 minutes)."""
+        return proc.key is not None and current(state, proc.key)
 
 
 OLD_AGENT = AgentRules(name="old-agent", understands_tool_calls=False)

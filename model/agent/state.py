@@ -83,6 +83,7 @@ class Process(CachedRepr):
     exit_code: int | None = None
     exited_at_ms: int | None = None
     canceled: bool = False
+    workdir: str = ""  # the directory it runs in (manager.resolveWorkDir), as a list reports it
 
 
 @dataclass(frozen=True, repr=False)

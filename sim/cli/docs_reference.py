@@ -171,6 +171,7 @@ def vocabulary_page() -> str:
         ("per tool call", ", ".join(map(_code, v.EXPECT_CALL_KEYS))),
         ("`result = { ... }`", ", ".join(map(_code, v.EXPECT_RESULT_FIELDS))),
         ("per variant", ", ".join(map(_code, v.EXPECT_TOP_KEYS))),
+        ("`requests.<name> = { ... }`", ", ".join(map(_code, v.EXPECT_ANSWER_FIELDS))),
         ("`seeds`", ", ".join(map(_code, v.EXPECT_SEEDS))),
     ])
     caps = [(name, getattr(v, name)) for name in sorted(vars(v)) if name.startswith("MAX_")]

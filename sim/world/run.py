@@ -24,6 +24,7 @@ from toolcall_sim.model.timing import DEFAULT_TIMING, Timing
 from toolcall_sim.model.core import EMPTY, FMap
 
 from toolcall_sim.world import latency
+from toolcall_sim.world.answers import answer_failures
 from toolcall_sim.world.scenario import Scenario, ScenarioError, ToolCallSpec, check_until, format_duration
 from toolcall_sim.world.replay import trace_sha256
 from toolcall_sim.world.simulation import LinkSpec, Simulation, WorldOptions
@@ -281,6 +282,77 @@ class RunResult:
             )
         return rows
 
+    def process_names(self) -> dict[str, str]:
+        """Each process ID the agent gave in this run -> the scenario ``id`` of the execute
+        call that started it (the tool call UUID under the contract, ``proc-<boot>-<n>``
+        without tool call headers: the attribution of model/properties/evidence.py)."""
+        ev = props.Evidence(self.world.trace, self.world.system)
+        ids = {row["uuid"]: row["id"] for row in self.tool_call_rows()}
+        return {key.partition("/")[2]: ids[uuid] for key, uuid in ev.pid_owner.items() if uuid in ids}
+
+    def agent_end_state(self) -> dict:
+        """The agent when the run ends, as a user of its API would read it (``run --json``'s
+        ``agent``): whether it is up and which boot; per chat the tool call records it holds
+        (the latest message's: their count, by route and by state, and each one); and the
+        processes of this boot, each held (running or exited, its exit code, and whether
+        the next list would reap it: model/agent/processes.py ``reaped_now``) or reaped by a
+        list (``process_reaped``). Records and processes of an earlier boot are gone."""
+        system = self.world.system
+        state = system.agent
+        if state is None:
+            return {"up": False, "incarnation": None, "chats": [], "processes": []}
+        ev = props.Evidence(self.world.trace, system)
+        chat_names = {c.chat_id: c.name for c in system.config.chats}
+        rows = self.tool_call_rows()
+        by_key = {(r["chat"], r["message_id"], r["provider_id"]): r for r in rows}
+        chats = []
+        # Every chat of the world, in the scenario's order (one the agent holds nothing
+        # for shows 0), then any other chat ID a crafted header made the agent hold.
+        chat_ids = [c.chat_id for c in system.config.chats]
+        chat_ids += [chat_id for chat_id in state.chats if chat_id not in chat_names]
+        for chat_id in chat_ids:
+            name = chat_names.get(chat_id, chat_id)
+            held = state.chats.get(chat_id)
+            if held is None:
+                chats.append({"chat": name, "latest_message_id": None, "records": 0, "by_route": {}, "by_state": {},
+                              "held": []})
+                continue
+            records = []
+            for provider_id, rec in held.records.items():
+                row = by_key.get((name, held.latest_message_id, provider_id))
+                records.append({
+                    "tool_call": row["id"] if row else provider_id,
+                    "message_id": held.latest_message_id,
+                    "route": _ROUTE_OF_TOOL.get(row["tool"]) if row else None,
+                    "state": "canceled" if rec.canceled else "pending" if rec.recorded is None else "recorded",
+                    "status": rec.recorded.status if rec.recorded is not None and not rec.canceled else None,
+                })
+            chats.append({
+                "chat": name, "latest_message_id": held.latest_message_id, "records": len(records),
+                "by_route": _counts(r["route"] or "unknown" for r in records),
+                "by_state": _counts(r["state"] for r in records),
+                "held": records,
+            })
+        names = self.process_names()
+        clock_ms = system.config.clock(msys.AGENT).read(self.until_ms)
+        procs = []
+        for pid, proc in state.processes.items():
+            procs.append((ev.pid_start.get(f"{state.incarnation}/{pid}", -1), {
+                "id": pid, "tool_call": names.get(pid), "chat": chat_names.get(proc.chat_id, proc.chat_id),
+                "running": proc.running, "exit_code": proc.exit_code, "reaped": False, "reaped_at_s": None,
+                "reaped_at_next_list": agent.reaped_now(state, proc, clock_ms),
+            }))
+        for rec in self.world.trace:
+            if rec.get("note") == "process_reaped" and rec.get("incarnation") == state.incarnation:
+                pid = rec["pid"]
+                procs.append((ev.pid_start.get(f"{state.incarnation}/{pid}", -1), {
+                    "id": pid, "tool_call": names.get(pid), "chat": chat_names.get(rec.get("chat_id"), rec.get("chat_id")),
+                    "running": False, "exit_code": rec.get("exit_code"), "reaped": True, "reaped_at_s": rec["t_ms"] / 1000,
+                    "reaped_at_next_list": False,
+                }))
+        procs.sort(key=lambda p: p[0])
+        return {"up": True, "incarnation": state.incarnation, "chats": chats, "processes": [p for _, p in procs]}
+
     def expectation_failures(self) -> list[str]:
         exp = self.scenario.expectation(self.variant)
         # A known finding is a real violation (expected under ``violations``), only named.
@@ -316,11 +388,17 @@ class RunResult:
                     failures.append(f"sometimes: {name} was never reached")
         if exp.interrupt_finished_within_ms is not None:
             failures += self._interrupt_failures(exp.interrupt_finished_within_ms)
-        for name, status in exp.requests:
-            answers = [r for r in self.world.trace if r.get("kind") == "probe_answer" and r.get("name") == name]
-            got = answers[0].get("status") if answers else None
-            if got != status:
-                failures.append(f"requests.{name}: expected status {status}, got {got if answers else 'no answer'}")
+        if exp.requests:
+            process_names = self.process_names()
+            for name, wanted in exp.requests:
+                answer = next((r for r in self.world.trace if r.get("kind") == "probe_answer" and r.get("name") == name),
+                              None)
+                failures += answer_failures(name, wanted, answer, process_names)
+        if exp.records_at_end:
+            held = {row["chat"]: row["records"] for row in self.agent_end_state()["chats"]}
+            for chat, count in exp.records_at_end:
+                if held.get(chat, 0) != count:
+                    failures.append(f"records_at_end.{chat}: expected {count}, got {held.get(chat, 0)}")
         if exp.violations is not None and tuple(sorted(exp.violations)) != tuple(found):
             failures.append(f"violations: expected {sorted(exp.violations)}, got {found}")
         if exp.residual_risks is not None and tuple(sorted(exp.residual_risks)) != tuple(risks):
@@ -408,6 +486,17 @@ def _trigger_words(fault) -> str:
     what = t.event or f"{m.direction} on {m.route or 'any route'}"
     words = f"when {what}" + (f" of {m.tool_call}" if m.tool_call else "") + f" (nth {m.nth})"
     return words + (f" + {format_duration(t.offset_ms)}" if t.offset_ms else "")
+
+
+# The agent route a tool's request goes to (its records are that route's).
+_ROUTE_OF_TOOL = {"execute": "start", "edit_files": "edit", "write_file": "write"}
+
+
+def _counts(words) -> dict[str, int]:
+    out: dict[str, int] = {}
+    for word in words:
+        out[word] = out.get(word, 0) + 1
+    return dict(sorted(out.items()))
 
 
 # Fields of a result_committed record that a row shows and ``result = {...}`` may check.

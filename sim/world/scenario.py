@@ -54,7 +54,8 @@ from toolcall_sim.model import vocabulary
 
 from toolcall_sim.io import input_file
 from toolcall_sim.world.scenario_check import _CONTROL, _Checker, _Context, _printable, _short  # noqa: F401 (re-exported)
-from toolcall_sim.world.scenario_faults import read_fault
+from toolcall_sim.world.answers import read_answer_expectation
+from toolcall_sim.world.scenario_faults import _one_of, read_fault
 from toolcall_sim.world.scenario_spec import (  # re-exported: the values read, for sim/ and tests
     ROUTE_OF_TOOL,
     Expectation,
@@ -464,22 +465,22 @@ def _read_tool_call(c: _Checker, tc: Any, tw: str, chat: str, seen_ids: set[str]
     return spec
 
 
-def _read_faults(c: _Checker, value: Any, ctx: _Context, until_ms: int) -> tuple[tuple[FaultSpec, ...], list[str]]:
+def _read_faults(c: _Checker, value: Any, ctx: _Context, until_ms: int) -> tuple[tuple[FaultSpec, ...], dict[str, str]]:
     """``[[faults]]``: each read by sim/world/scenario_faults.py; request faults' names are
-    unique (expectations name them)."""
+    unique (expectations name them), and each name's route says what its answer can show."""
     faults = []
-    request_names: list[str] = []
+    request_names: dict[str, str] = {}  # request name -> route
     for i, f in enumerate(c.capped(c.typed(value, list, "faults"), vocabulary.MAX_FAULTS, "faults", "faults")):
         fault = read_fault(c, c.table(f, f"faults[{i}]"), f"faults[{i}]", ctx, until_ms)
         if fault.kind == "request":
             if fault.get("name") in request_names:
                 c.fail(f"faults[{i}].name", f"two requests are named {fault.get('name')!r}")
-            request_names.append(fault.get("name"))
+            request_names[fault.get("name")] = fault.get("route")
         faults.append(fault)
     return tuple(faults), request_names
 
 
-def _read_expect(c: _Checker, value: Any, ctx: _Context, request_names: list[str], faults: int) -> tuple:
+def _read_expect(c: _Checker, value: Any, ctx: _Context, request_names: dict[str, str], faults: int) -> tuple:
     """``[expect.<variant>]``: what a run under that variant must show, by variant name."""
     expect = []
     for var, spec in sorted(c.table(value, "expect").items()):
@@ -487,7 +488,7 @@ def _read_expect(c: _Checker, value: Any, ctx: _Context, request_names: list[str
     return tuple(expect)
 
 
-def _expectation(c: _Checker, var: str, spec: Any, ctx: _Context, request_names: list[str],
+def _expectation(c: _Checker, var: str, spec: Any, ctx: _Context, request_names: dict[str, str],
                  faults: int) -> Expectation:
     from toolcall_sim.model import planted_bugs
     from toolcall_sim.model import properties as props
@@ -514,6 +515,7 @@ def _expectation(c: _Checker, var: str, spec: Any, ctx: _Context, request_names:
     sometimes: tuple[str, ...] = ()
     within = None
     requests: tuple = ()
+    records_at_end: tuple = ()
     seeds = "any"
     never: tuple[int, ...] = ()
     for key, value in spec.items():
@@ -534,12 +536,19 @@ def _expectation(c: _Checker, var: str, spec: Any, ctx: _Context, request_names:
                 c.fail(f"{where}.{key}", "names a fault twice")
         elif key == "requests":
             table = c.table(value, f"{where}.requests")
-            for rname, status in table.items():
+            answers = []
+            for rname, wanted in table.items():
                 if rname not in request_names:
                     c.fail(f"{where}.requests.{rname}", f"no request fault has that name (requests: {', '.join(request_names) or 'none'})")
-                c.bounded(status, vocabulary.HTTP_STATUS_MIN, vocabulary.HTTP_STATUS_MAX, f"{where}.requests.{rname}",
-                          " (an HTTP status)")
-            requests = tuple(sorted(table.items()))
+                answers.append((rname, read_answer_expectation(c, f"{where}.requests.{rname}", wanted,
+                                                               request_names[rname], ctx)))
+            requests = tuple(sorted(answers))
+        elif key == "records_at_end":
+            table = c.capped(c.table(value, f"{where}.{key}"), vocabulary.MAX_CHATS, f"{where}.{key}", "chats")
+            records_at_end = tuple(sorted(
+                (_one_of(c, chat, f"{where}.{key}.{chat}", "chat", ctx.chats),
+                 c.bounded(count, 0, vocabulary.MAX_TOOL_CALLS, f"{where}.{key}.{chat}", " (records held)"))
+                for chat, count in table.items()))
         elif key == "seeds":
             seeds = c.typed(value, str, f"{where}.seeds")
             if seeds not in vocabulary.EXPECT_SEEDS:
@@ -548,7 +557,7 @@ def _expectation(c: _Checker, var: str, spec: Any, ctx: _Context, request_names:
             c.fail(f"{where}.{key}", f"names a tool call that does not exist (tool calls: {', '.join(sorted(ctx.ids)) or 'none'})")
         else:
             calls.append((key, _call_expectation(c, f"{where}.{key}", value, ctx.tool_of[key], ctx)))
-    return Expectation(tuple(calls), violations, residual, sometimes, within, requests, seeds, never)
+    return Expectation(tuple(calls), violations, residual, sometimes, within, requests, seeds, never, records_at_end)
 
 
 # The counts a tool call of each tool can show more than 0 of (``RunResult.tool_call_rows``):

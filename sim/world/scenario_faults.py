@@ -79,6 +79,9 @@ def read_fault(c: _Checker, f: dict, where: str, ctx: _Context, until_ms: int) -
         route = values["route"]
         if "tool_call" in values:
             tool_route = ROUTE_OF_TOOL[ctx.tool_of[values["tool_call"]]]
+            if route == "list":
+                c.fail(f"{where}.tool_call", "a list names no tool call: it lists the agent's processes "
+                                             "(with as_chat, that chat's only)")
             if route in ("output", "signal") and tool_route != "start":
                 c.fail(f"{where}.route", f"{values['tool_call']} is a {ctx.tool_of[values['tool_call']]} call: "
                                          f"only an execute call has a process to read or signal")
@@ -87,7 +90,7 @@ def read_fault(c: _Checker, f: dict, where: str, ctx: _Context, until_ms: int) -
                                          f"its request goes to {tool_route} (or cancel)")
             params.append(("owner_chat", ctx.chat_of[values["tool_call"]]))
             params = [(k, ctx.provider_of[v] if k == "tool_call" else v) for k, v in params]
-        elif route not in ("start", "output", "signal"):
+        elif route not in ("start", "output", "signal", "list"):
             c.fail(f"{where}.tool_call", f"missing (a {route} request names its tool call)")
     if kind == "handler_panic":
         m = values["message"]

@@ -145,9 +145,12 @@ class Expectation:
     residual_risks: tuple[str, ...] | None = None  # documented residual risks reported
     sometimes: tuple[str, ...] = ()  # sometimes-properties the run must reach
     interrupt_finished_within_ms: int | None = None  # every interrupt finishes within this
-    requests: tuple[tuple[str, int], ...] = ()  # crafted request name -> expected answer status
+    # crafted request name -> what its answer shows: sorted (field, value) pairs of
+    # model/vocabulary.py EXPECT_ANSWER_FIELDS (sim/world/answers.py)
+    requests: tuple[tuple[str, tuple[tuple[str, Any], ...]], ...] = ()
     seeds: str = "any"  # model/vocabulary.py EXPECT_SEEDS: "pinned" holds at the file's own seed only
     faults_never_fired: tuple[int, ...] = ()  # indexes of the faults that never fire under this variant
+    records_at_end: tuple[tuple[str, int], ...] = ()  # chat name -> tool call records the agent holds at the end
 
 
 @dataclass(frozen=True)
