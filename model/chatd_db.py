@@ -400,7 +400,18 @@ def _result_truths(
     generation_attempt: int, task: str, db_now_ms: int,
 ) -> list:
     out = []
+    # A provider ID that several calls of the message share (one UUID) gets one result per
+    # copy, in call order (docs/contract.md C3.7); each record says its copy, so a checker and a report tell the
+    # copies' results apart (model/properties/evidence.py ``results_of``). Only then: every
+    # other record is as it was.
+    counts: dict[str, int] = {}
+    for c in call_msg.tool_calls:
+        counts[c.provider_id] = counts.get(c.provider_id, 0) + 1
+    copies: dict[str, int] = {}
     for result_id, provider_id, result in committed:
+        extra = {}
+        if counts.get(provider_id, 0) > 1:
+            extra["copy"] = copies[provider_id] = copies.get(provider_id, -1) + 1
         out.append(
             truth(
                 "result_committed",
@@ -419,6 +430,7 @@ def _result_truths(
                 task=task,
                 result_message_id=result_id,
                 at_db_ms=db_now_ms,
+                **extra,
             )
         )
     return out

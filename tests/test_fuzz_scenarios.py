@@ -62,7 +62,10 @@ def tool_call(draw, call_id: str) -> dict:
     tool = "execute" if call_id == "toolu_01" else draw(st.sampled_from(voc.TOOLS))
     call = {"id": call_id, "tool": tool}
     if tool == "execute":
-        call["command"] = draw(st.sampled_from(("make", "go test ./...", "sleep 5", "true &")))
+        # Each call its own command (as the swarm draws them): the world runs one script
+        # per command, so two calls of one command with other scripts are refused.
+        base, amp = draw(st.sampled_from((("make", ""), ("go test ./...", ""), ("sleep 5", ""), ("true", " &"))))
+        call["command"] = f"{base} --id={call_id}{amp}"
         call["runs_for"] = draw(durations)
         if draw(st.booleans()):
             call["timeout"] = draw(st.sampled_from(("10s", "1m", "2h")))

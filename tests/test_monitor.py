@@ -129,6 +129,7 @@ _ATTRIBUTE_TAGS = {
     "starts": {("truth", "process_started")},
     "edits": {("truth", "edit_applied")},
     "results": {("truth", "result_committed")},
+    "results_of": {("truth", "result_committed")},
     "exits": {("truth", "process_exited")},
     "kills": {("truth", "process_killed")},
     "never_received": {("note", "cancel_never_received")},
@@ -144,7 +145,9 @@ _ATTRIBUTE_TAGS = {
     "edits_of_chat": {("note", "message_edited")},
     "marks": {EVERY},
 }
-_NOT_RECORDS = {"trace", "marks_by", "calls", "final", "ended", "running_at", "agent_age_ms", "attempt_of", "end_ms"}
+# (``firsts`` and ``copied``: the committed calls, by UUID)
+_NOT_RECORDS = {"trace", "marks_by", "calls", "firsts", "copied", "final", "ended", "running_at", "agent_age_ms",
+                "attempt_of", "end_ms"}
 
 
 class _Log(list):

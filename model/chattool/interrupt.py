@@ -70,7 +70,8 @@ class CancelPick:
 
 
 def select_cancels(calls: Sequence[ToolCall], timing: Timing = DEFAULT_TIMING) -> tuple[CancelPick, ...]:
-    """The cancels of one interrupt, in order of first appearance. A provider ID gets one
+    """The cancels of one interrupt, in order of first appearance (Go's
+    ``interruptedToolCalls``, docs/contract.md C3.7). A provider ID gets one
     cancel only when every call with that ID has a plan and all plans ``same_cancel``;
     every call whose ID is not picked keeps the generic result. An empty answer means
     nothing to cancel: the task skips the dial too."""

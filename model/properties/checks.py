@@ -66,8 +66,11 @@ _RESULTS = _truths("result_committed")
 
 
 def _at_most_once(ev: Evidence) -> list[Violation]:
+    """US1: one process, or one applied edit, per tool call UUID. Calls of one message
+    that share a provider ID share the UUID: they are one tool call here, as the agent's
+    record store makes them (docs/contract.md C1.3)."""
     out = []
-    for call in ev.calls:
+    for call in ev.firsts:
         for what, idx in (("process starts", ev.starts[call.uuid]), ("edits applied", ev.edits[call.uuid])):
             if len(idx) > 1:
                 out.append(violation("at_most_once", call, ev.trace[idx[1]]["t_ms"],
@@ -76,9 +79,11 @@ def _at_most_once(ev: Evidence) -> list[Violation]:
 
 
 def _one_result(ev: Evidence) -> list[Violation]:
+    """Each call of a message has one committed result; copies sharing a provider ID have
+    one each (Go commits a result per call: docs/contract.md C1.3 step 5, C3.2 step 4)."""
     out = []
     for call in ev.calls:
-        idx = ev.results[call.uuid]
+        idx = ev.results_of(call)
         if len(idx) > 1:
             kinds = ", ".join(str(ev.trace[i].get("result_kind")) for i in idx)
             out.append(violation("one_result", call, ev.trace[idx[1]]["t_ms"],
@@ -91,7 +96,7 @@ def _truthful_result(ev: Evidence) -> list[Violation]:
     out = []
     for call in ev.calls:
         effects = ev.starts[call.uuid] if call.tool == "execute" else ev.edits[call.uuid]
-        for ri in ev.results[call.uuid]:
+        for ri in ev.results_of(call):
             rec = ev.trace[ri]
             kind = rec.get("result_kind")
             t = rec["t_ms"]
@@ -152,7 +157,7 @@ def _retry_changes_nothing(ev: Evidence) -> list[Violation]:
     """A side effect is caused only by the first task attempt that caused one for its
     call (US4): a retry or a new owner gets the recorded answer instead."""
     out = []
-    for call in ev.calls:
+    for call in ev.firsts:
         for idx in (ev.starts[call.uuid], ev.edits[call.uuid]):
             if len(idx) < 2:
                 continue
@@ -169,7 +174,7 @@ def _retry_changes_nothing(ev: Evidence) -> list[Violation]:
 
 
 def _interrupt_results(ev: Evidence, call: CallInfo) -> list[int]:
-    return [i for i in ev.results[call.uuid] if ev.trace[i].get("task") == "interrupt"]
+    return [i for i in ev.results_of(call) if ev.trace[i].get("task") == "interrupt"]
 
 
 def _interrupt_stops_foreground(ev: Evidence) -> list[Violation]:
@@ -197,9 +202,10 @@ def _interrupt_stops_foreground(ev: Evidence) -> list[Violation]:
 
 def _background_survives(ev: Evidence) -> list[Violation]:
     """US6: a background process, or a foreground one past its timeout, is never killed
-    by a cancel."""
+    by a cancel. Judged per UUID, by its first call: chatd cancels the copies sharing one
+    only when every copy gets the same cancel (model/chattool/interrupt.py)."""
     out = []
-    for call in ev.calls:
+    for call in ev.firsts:
         if call.tool != "execute":
             continue
         for ki in ev.kills[call.uuid]:
@@ -245,9 +251,11 @@ def _canceled_before_received(ev: Evidence) -> list[Violation]:
     tool call resolved without a cancel"): a side effect of a request arriving after the
     edit is a violation, which the stale request the design accepts
     (``stale_request_after_edit``, model/properties/classify.py) explains when it was sent
-    before the edit and arrived before the chat's next message."""
+    before the edit and arrived before the chat's next message. Judged per UUID: copies
+    sharing one are resolved by one commit, the first copy's result first; their effects
+    are the UUID's starts and edits both (copies of different tools)."""
     out = []
-    for call in ev.calls:
+    for call in ev.firsts:
         marks = ev.never_received[call.uuid] + _interrupt_results(ev, call)
         edit = ev.discarded.get(call.uuid)
         if edit is not None:
@@ -257,7 +265,10 @@ def _canceled_before_received(ev: Evidence) -> list[Violation]:
         first = min(marks)
         why = "a cancel recorded it as never received" if first in ev.never_received[call.uuid] else \
             "a message edit discarded its branch" if first == edit else "the interrupt committed its result"
-        effects = ev.starts[call.uuid] if call.tool == "execute" else ev.edits[call.uuid]
+        if call.uuid in ev.copied:
+            effects = sorted(ev.starts[call.uuid] + ev.edits[call.uuid])
+        else:
+            effects = ev.starts[call.uuid] if call.tool == "execute" else ev.edits[call.uuid]
         # Judged by the request's arrival at the agent, not by the effect: an edit that
         # arrived before the interrupt and was applied after it was received first.
         received = ev.received
@@ -309,7 +320,7 @@ def _unknown_only_when_unknowable(ev: Evidence) -> list[Violation]:
     residual risk (model/properties/classify.py)."""
     out = []
     for call in ev.calls:
-        for ri in ev.results[call.uuid]:
+        for ri in ev.results_of(call):
             rec = ev.trace[ri]
             if rec.get("result_kind") != "unknown" or rec.get("reason") in UNREACHABLE_REASONS:
                 continue
@@ -407,7 +418,7 @@ def _one_result_eventually(ev: Evidence) -> list[Violation]:
     return [
         violation("one_result_eventually", c, ev.end_ms(), f"no committed result for {c.provider_id} after the run quiesced")
         for c in ev.calls
-        if not ev.results[c.uuid] and c.uuid not in ev.discarded
+        if not ev.results_of(c) and c.uuid not in ev.discarded
     ]
 
 

@@ -19,6 +19,7 @@ from bisect import bisect_right
 from dataclasses import replace
 from typing import Callable
 
+from .. import chattool
 from .checks import reached_gone_incarnation
 from .evidence import Evidence, Violation, agent_clock_at, call_of, violation
 
@@ -250,6 +251,24 @@ def _is_false_unknown_after_start(v: Violation, ev: Evidence) -> bool:
     return bool(v.evidence) and ev.trace[v.evidence[-1]].get("reason") == "agent_restarted"
 
 
+def _is_duplicate_without_cancel(v: Violation, ev: Evidence) -> bool:
+    """duplicate_ids_without_cancel: the call's UUID is shared by calls of its message
+    (one provider ID) that would not all get the same cancel, so the interrupt sends none
+    for any of them (chattool's ``select_cancels``, Go's ``interruptedToolCalls``) and
+    each keeps the generic result while its process, or a start still on its way, goes
+    on. Proven by the committed message itself: its copies of the provider ID and the
+    contract's own selection over them, with the world's timing."""
+    call = call_of(ev, v.uuid) if v.uuid else None
+    if call is None or call.uuid not in ev.copied:
+        return False
+    chat = ev.final.db.chats.get(call.chat_id)
+    msg = next((m for m in chat.messages if m.id == call.message_id), None) if chat is not None else None
+    if msg is None:
+        return False
+    copies = [tc for tc in msg.tool_calls if tc.provider_id == call.provider_id]
+    return not chattool.select_cancels(copies, ev.final.config.chatd_rules.timing)
+
+
 # Rule 4, as a table: (class, properties it may explain, recognizer), tried in order. A
 # class is a documented residual risk (``RESIDUAL_RISKS``) or a known finding
 # (``KNOWN_FINDINGS``); each recognizer reads only the records that prove it.
@@ -266,6 +285,8 @@ CLASSIFIERS: tuple[tuple[str, tuple[str, ...], Callable[[Violation, Evidence], b
     ("run_age_counts_from_record", ("truthful_result", "interrupt_stops_foreground"), _is_run_age_from_record),
     ("read_failure_after_restart_is_failed", ("truthful_result",), _is_read_failure_after_restart),
     ("false_unknown_after_agent_start", ("unknown_only_when_unknowable",), _is_false_unknown_after_start),
+    ("duplicate_ids_without_cancel", ("interrupt_stops_foreground", "canceled_before_received_never_runs"),
+     _is_duplicate_without_cancel),
 )
 
 
@@ -285,9 +306,9 @@ def informational(ev: Evidence) -> list[Violation]:
     false unknowns that property reports (no such request) are its classified
     violations, not repeated here."""
     out = []
-    trace, results = ev.trace, ev.results
+    trace = ev.trace
     for call in ev.calls:
-        for ri in results[call.uuid]:
+        for ri in ev.results_of(call):
             rec = trace[ri]
             if rec.get("result_kind") == "unknown" and rec.get("reason") == "agent_restarted" \
                     and not (ev.starts if call.tool == "execute" else ev.edits)[call.uuid] \

@@ -34,6 +34,10 @@ class CallInfo:
     path: str = ""
     background: bool = False
     timeout_ms: int = 10_000
+    # Its place among the calls of its message that share its provider ID (0: the
+    # first, or the only one). Copies share the UUID, so its process starts, edits,
+    # exits and kills; each copy has its own committed results (``Evidence.results_of``).
+    copy: int = 0
 
 
 @dataclass(frozen=True)
@@ -79,7 +83,9 @@ def committed_calls(final) -> list[CallInfo]:
         for msg in sorted(chat.messages + deleted, key=lambda m: m.id) if deleted else chat.messages:
             if msg.role != "assistant":
                 continue
+            seen: dict[str, int] = {}  # provider ID -> calls with it so far in the message
             for tc in msg.tool_calls:
+                copy = seen[tc.provider_id] = seen.get(tc.provider_id, -1) + 1
                 background, timeout_ms = False, timing.execute_default_timeout_ms
                 if tc.tool == chattool.EXECUTE:
                     try:
@@ -100,6 +106,7 @@ def committed_calls(final) -> list[CallInfo]:
                         target if tc.tool != chattool.EXECUTE else "",
                         background,
                         timeout_ms,
+                        copy,
                     )
                 )
     return out
@@ -132,6 +139,11 @@ class Evidence:
         self.trace = trace
         self.final = final
         self.calls = calls = committed_calls(final) if calls is None else calls
+        # One call per UUID (the first copy): the calls a property judges per tool call
+        # UUID (its process starts and edits), once however many copies share it.
+        self.firsts = [c for c in calls if c.copy == 0]
+        # The UUIDs that copies share, whose results ``results_of`` sorts by copy.
+        self.copied = frozenset(c.uuid for c in calls if c.copy)
         uuids = [c.uuid for c in calls]
         self.starts = starts = {u: [] for u in uuids}
         self.edits = edits = {u: [] for u in uuids}
@@ -245,6 +257,17 @@ class Evidence:
             self.marks_by["truth", what] = idx
 
     # -- helpers ---------------------------------------------------------------
+    def results_of(self, call: CallInfo) -> list[int]:
+        """The committed results of ``call`` itself: its UUID's results, and of a UUID
+        that copies share, those whose ``copy`` is the call's. chatd writes a result for
+        every copy in the one commit that resolves them (docs/contract.md C3.7), and the
+        commit marks each with its copy (model/chatd_db.py)."""
+        idx = self.results[call.uuid]
+        if call.uuid not in self.copied:
+            return idx
+        trace = self.trace
+        return [i for i in idx if trace[i].get("copy", 0) == call.copy]
+
     def end_ms(self) -> int:
         return self.trace[-1]["t_ms"] if self.trace else 0
 

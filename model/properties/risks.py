@@ -37,6 +37,11 @@ RESIDUAL_RISKS = {
         "docs/contract.md D7: false unknown; a tool call committed shortly before the agent started "
         "gets agent_started_after_tool_call although no earlier agent received it"
     ),
+    "duplicate_ids_without_cancel": (
+        "docs/contract.md C3.2: calls of one message sharing a provider ID share one UUID and get a cancel "
+        "only when every copy gets the same one (Go's interruptedToolCalls); otherwise none is sent, each copy "
+        "keeps the generic result and its foreground process runs on"
+    ),
 }
 
 # Findings about the contract itself that stand after the fixes: real violations, so a

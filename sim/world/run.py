@@ -252,8 +252,15 @@ class RunResult:
     def tool_call_rows(self) -> list[dict]:
         ev = props.Evidence(self.world.trace, self.world.system)
         names = {c.chat_id: n for n, c in ((s.name, s) for s in self.world.system.config.chats)}
-        # The scenario's name of each call: its id, found by chat and provider ID.
-        ids = {(turn.chat, tc.provider): tc.id for turn in self.scenario.turns for tc in turn.tool_calls}
+        # The scenario's name of each call: its id, found by chat, provider ID and its
+        # place among the calls of its turn with that provider ID (copies share one only
+        # within a turn: sim/world/scenario.py).
+        ids = {}
+        for turn in self.scenario.turns:
+            seen: dict[str, int] = {}
+            for tc in turn.tool_calls:
+                copy = seen[tc.provider] = seen.get(tc.provider, -1) + 1
+                ids[turn.chat, tc.provider, copy] = tc.id
         rows = []
         for c in ev.calls:
             results = [
@@ -263,13 +270,13 @@ class RunResult:
                     "committed_at_s": self.world.trace[i]["t_ms"] / 1000,
                     **{k: self.world.trace[i].get(k) for k in _RESULT_FIELDS},
                 }
-                for i in ev.results[c.uuid]
+                for i in ev.results_of(c)
             ]
             rows.append(
                 {
                     "chat": names.get(c.chat_id, c.chat_id),
                     "message_id": c.message_id,
-                    "id": ids.get((names.get(c.chat_id, c.chat_id), c.provider_id), c.provider_id),
+                    "id": ids.get((names.get(c.chat_id, c.chat_id), c.provider_id, c.copy), c.provider_id),
                     "provider_id": c.provider_id,
                     "uuid": c.uuid,
                     "tool": c.tool,

@@ -50,7 +50,7 @@ import tomllib
 from pathlib import Path
 from typing import Any
 
-from toolcall_sim.model import vocabulary
+from toolcall_sim.model import chattool, vocabulary
 
 from toolcall_sim.io import input_file
 from toolcall_sim.world.scenario_check import _CONTROL, _Checker, _Context, _printable, _short  # noqa: F401 (re-exported)
@@ -371,13 +371,15 @@ def _read_clocks(c: _Checker, value: Any, nodes: tuple[str, ...], until_ms: int)
 
 def _read_turns(c: _Checker, value: Any, replicas: tuple[str, ...], nodes: tuple[str, ...]) -> tuple[tuple, _Context]:
     """``[[turns]]``: each assistant turn's chat and tool calls (IDs unique in the file,
-    provider IDs unique per chat), and the context the later sections check names
-    against."""
+    a provider ID used by one turn of a chat only, where several calls may share it:
+    ``_read_tool_call``), and the context the later sections check names against."""
     turns = []
     seen_ids: set[str] = set()
     tool_of: dict[str, str] = {}
     chat_of: dict[str, str] = {}
-    provider_ids: dict[tuple[str, str], str] = {}  # (chat, provider ID) -> tool call id
+    # (chat, provider ID) -> (turn index, the tool call ids with it, in call order)
+    provider_ids: dict[tuple[str, str], tuple[int, list[str]]] = {}
+    scripts: dict[str, ToolCallSpec] = {}  # the command the agent runs -> the first call with it
     chat_names: dict[str, None] = {}  # the chats so far, in order
     for i, turn in enumerate(c.capped(c.typed(value, list, "turns"), vocabulary.MAX_TURNS, "turns", "turns")):
         where = f"turns[{i}]"
@@ -392,7 +394,9 @@ def _read_turns(c: _Checker, value: Any, replicas: tuple[str, ...], nodes: tuple
         c.capped(range(len(seen_ids) + len(listed)), vocabulary.MAX_TOOL_CALLS, f"{where}.tool_calls",
                  "tool calls in all")
         for j, tc in enumerate(listed):
-            spec = _read_tool_call(c, tc, f"{where}.tool_calls[{j}]", chat, seen_ids, provider_ids)
+            spec = _read_tool_call(c, tc, f"{where}.tool_calls[{j}]", chat, i, seen_ids, provider_ids)
+            if spec.tool == "execute":
+                _one_script(c, spec, f"{where}.tool_calls[{j}]", scripts)
             calls.append(spec)
             tool_of[spec.id] = spec.tool
             chat_of[spec.id] = chat
@@ -400,15 +404,41 @@ def _read_turns(c: _Checker, value: Any, replicas: tuple[str, ...], nodes: tuple
     if not seen_ids:
         c.fail("turns", "no tool call in any turn: the scenario has nothing to judge")
     chats = tuple(dict.fromkeys(t.chat for t in turns))
-    provider_of = {tc_id: provider for (_, provider), tc_id in provider_ids.items()}
-    shared = {p for p in provider_of.values() if sum(1 for q in provider_of.values() if q == p) > 1}
-    return tuple(turns), _Context(seen_ids, tool_of, chat_of, chats, replicas, nodes, provider_of, shared)
+    provider_of = {tc_id: provider for (_, provider), (_, ids) in provider_ids.items() for tc_id in ids}
+    chats_of_provider: dict[str, set[str]] = {}
+    for chat, provider in provider_ids:
+        chats_of_provider.setdefault(provider, set()).add(chat)
+    shared = {p for p, in_chats in chats_of_provider.items() if len(in_chats) > 1}
+    copies = {tc_id: tuple(ids) for _, ids in provider_ids.values() if len(ids) > 1 for tc_id in ids}
+    by_id = {tc.id: tc for turn in turns for tc in turn.tool_calls}
+    return tuple(turns), _Context(seen_ids, tool_of, chat_of, chats, replicas, nodes, provider_of, shared,
+                                  {tc_id: tuple(by_id[i] for i in ids) for tc_id, ids in copies.items()})
 
 
-def _read_tool_call(c: _Checker, tc: Any, tw: str, chat: str, seen_ids: set[str],
-                    provider_ids: dict[tuple[str, str], str]) -> ToolCallSpec:
+def _one_script(c: _Checker, spec: ToolCallSpec, tw: str, scripts: dict[str, ToolCallSpec]) -> None:
+    """The world runs one script per command (what the process does on the agent:
+    sim/world/run.py ``build``), so two execute calls with one command (copies sharing a
+    provider ID often have one) must say the same ``runs_for``, ``exit_code`` and
+    ``output``: a second script would be dropped in silence."""
+    command = chattool.strip_trailing_ampersand(spec.command)[0].strip()
+    first = scripts.setdefault(command, spec)
+    for key, mine, theirs in (("runs_for", spec.runs_for_ms, first.runs_for_ms),
+                              ("exit_code", spec.exit_code, first.exit_code), ("output", spec.output, first.output)):
+        if mine != theirs:
+            c.fail(f"{tw}.{key}", f"{first.id} runs the same command {command!r} with another {key}: the agent "
+                                  "runs one script per command")
+
+
+def _read_tool_call(c: _Checker, tc: Any, tw: str, chat: str, turn: int, seen_ids: set[str],
+                    provider_ids: dict[tuple[str, str], tuple[int, list[str]]]) -> ToolCallSpec:
     """One tool call of a turn: only the keys its tool uses. Records its ID in
-    ``seen_ids`` and its (chat, provider ID) in ``provider_ids``."""
+    ``seen_ids`` and itself under its (chat, provider ID) in ``provider_ids``.
+
+    Calls of one turn (one assistant message) may share a provider ID, as a model can
+    send them: chatd runs each copy with the same tool call identity, so they share one
+    UUID, and commits a result for each (docs/contract.md C3.7). A provider ID of
+    an earlier turn of the chat is refused: Go would give it another UUID, but a scenario
+    names a chat's committed calls by provider ID across its messages."""
     tc = c.table(tc, tw)
     c.keys(
         tc,
@@ -453,9 +483,11 @@ def _read_tool_call(c: _Checker, tc: Any, tw: str, chat: str, seen_ids: set[str]
     )
     if "provider_id" in tc and not spec.provider_id:
         c.fail(f"{tw}.provider_id", "must not be empty")
-    if (chat, spec.provider) in provider_ids:
-        c.fail(f"{tw}.provider_id", f"{spec.provider!r} is already a provider ID in {chat}")
-    provider_ids[(chat, spec.provider)] = tc_id
+    earlier = provider_ids.setdefault((chat, spec.provider), (turn, []))
+    if earlier[0] != turn:
+        c.fail(f"{tw}.provider_id", f"{spec.provider!r} is already a provider ID of an earlier assistant message in "
+                                    f"{chat} (calls share one only within a turn)")
+    earlier[1].append(tc_id)
     if spec.timeout_ms == 0:
         c.fail(f"{tw}.timeout", "must be longer than 0s (omit it for chatd's 10s default)")
     if tool == "execute" and not spec.command:

@@ -128,12 +128,21 @@ class _Context:
     nodes: tuple
     provider_of: dict  # tool call id -> provider ID (what the world's records name)
     shared: set  # provider IDs used in more than one chat
+    # tool call id -> every ToolCallSpec of its turn with its provider ID, in call order,
+    # for a call whose provider ID another call of its assistant message has too
+    copies: dict
 
     def provider(self, c: "_Checker", tool_call: str, where: str) -> str:
         """What the world names a tool call by (its provider ID), refused when another
-        chat's call has the same one (a trigger could not tell them apart)."""
+        chat's call, or another call of its own assistant message, has the same one: the
+        copies of a message carry the same tool call headers, so a trigger could not tell
+        them apart."""
         provider = self.provider_of[tool_call]
         if provider in self.shared:
             c.fail(where, f"{tool_call}'s provider ID {provider!r} is shared by calls of several chats: "
                           "a message or event cannot tell them apart")
+        if tool_call in self.copies:
+            others = ", ".join(s.id for s in self.copies[tool_call] if s.id != tool_call)
+            c.fail(where, f"{tool_call}'s provider ID {provider!r} is shared by {others} in the same assistant "
+                          "message: a message or event cannot tell them apart (match by route and nth alone)")
         return provider

@@ -88,6 +88,12 @@ def read_fault(c: _Checker, f: dict, where: str, ctx: _Context, until_ms: int) -
             elif route not in ("cancel", "output", "signal") and route != tool_route:
                 c.fail(f"{where}.route", f"{values['tool_call']} is a {ctx.tool_of[values['tool_call']]} call: "
                                          f"its request goes to {tool_route} (or cancel)")
+            copies = ctx.copies.get(values["tool_call"], ())
+            if route in ("start", "edit", "write") and len({_request_args(s) for s in copies}) > 1:
+                c.fail(f"{where}.tool_call", f"{values['tool_call']} shares its provider ID with "
+                                             f"{', '.join(s.id for s in copies if s.id != values['tool_call'])} "
+                                             "in its assistant message, with other arguments: chatd's request "
+                                             "for it is ambiguous")
             params.append(("owner_chat", ctx.chat_of[values["tool_call"]]))
             params = [(k, ctx.provider_of[v] if k == "tool_call" else v) for k, v in params]
         elif route not in ("start", "output", "signal", "list"):
@@ -97,6 +103,12 @@ def read_fault(c: _Checker, f: dict, where: str, ctx: _Context, until_ms: int) -
         if m.direction != "request" or m.route not in ("start", "edit", "write"):
             c.fail(f"{where}.message", "a handler panic names a start, edit or write request")
     return FaultSpec(kind, Trigger(at_ms, event, trigger_match, offset_ms), tuple(params))
+
+
+def _request_args(spec) -> tuple:
+    """What chatd's own request for a tool call is built from (its tool and arguments),
+    to tell whether copies sharing a provider ID send the same request."""
+    return (spec.tool, spec.command, spec.background, spec.timeout_ms, spec.path, spec.content, spec.edits)
 
 
 def _fault_field(c: _Checker, key: str, value: Any, where: str, ctx: _Context, kind: str) -> Any:
