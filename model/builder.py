@@ -22,7 +22,7 @@ from urllib.parse import unquote_plus
 from dataclasses import dataclass, field
 from typing import Any
 
-from . import agent, chatd, chattool
+from . import agent, chatd, chattool, vocabulary
 from .actions import Action
 from .core import (
     EMPTY,
@@ -112,6 +112,11 @@ class System:
     dials_waiting: tuple[Envelope, ...] = ()
     open_requests: FMap = EMPTY  # req_id -> (route, tool_call) for labelling answers
     seq: int = 0
+    # The chat's workspace as chatd's database sees it (``WORKSPACE_DIAL_STATUS``): only
+    # a running workspace has an agent. Set by ``[world] workspace`` and the ``workspace``
+    # fault (``set_workspace``); the explorer never changes it (its actions are restarts,
+    # interrupts and takeovers), so its state keys need not carry it.
+    workspace: str = "running"
 
 
 @dataclass(frozen=True)
@@ -465,11 +470,15 @@ def _safe_fields(pairs) -> dict:
 
 def initial(config: WorldConfig) -> Step:
     """The world at true time 0: agent and replicas booted, chats created, each chat's
-    first user message scheduled (a ``world`` timer) at its start time."""
+    first user message scheduled (a ``world`` timer) at its start time. A workspace that
+    is not running (``WorldConfig.workspace``) has no agent to boot, and its state opens
+    the trace as a ``workspace`` record."""
     db = chatd.db_empty(config.chatd_rules.timing.heartbeat_stale_ms)  # the ownership hint's stale window
-    b = _Builder(System(config=config, db=db, agent_files=config.files), None)
+    b = _Builder(System(config=config, db=db, agent_files=config.files, workspace=config.workspace), None)
     b.record(WORLD, "world_start", replicas=list(config.replicas), chatd=config.chatd_rules.name,
              agent=config.agent_config.rules.name)
+    if config.workspace != RUNNING:
+        b.record(WORLD, "workspace", state=config.workspace, was=None)
     if config.message_ids_per_chat:
         b.set(db=replace(b.s.db, message_ids_per_chat=True))
     if config.agent_boot_at_ms == 0:
@@ -491,6 +500,8 @@ def _agent_api(s: System):
 
 
 def _boot_agent(b: _Builder):
+    if b.s.workspace != RUNNING:
+        return  # a workspace that is not running boots no agent (its boot timer finds none)
     inc = b.s.agent_incarnation + 1
     state = _agent_api(b.s).boot(b.s.config.agent_config, b.clock(AGENT), b.s.agent_files, inc)
     b.set(agent=state, agent_incarnation=inc, db=replace(b.s.db, agent_incarnation=inc))
@@ -509,6 +520,56 @@ def _agent_down(b: _Builder, why: str):
     b.cancel_node_timers(AGENT)
     b.absorb(AGENT, effects)
     b.record(AGENT, "agent_down", why=why, incarnation=b.s.agent_incarnation)
+
+
+# ---------------------------------------------------------------------------
+# The workspace (model/system.py Rule 4)
+# ---------------------------------------------------------------------------
+
+RUNNING, NO_WORKSPACE, STOPPED, DELETED = "running", "none", "stopped", "deleted"
+# How the world answers a dial when the workspace is not running: the dial errors chatd
+# gets from its database before it dials (coder/coder coderd/x/chatd/chatd.go
+# ``turnWorkspaceContext.getWorkspaceConn`` -> ``loadWorkspaceAgentLocked``: a chat whose
+# workspace ID is unset has no workspace; a latest build without agents has no running
+# agent), as the statuses model/chatd/batch.py ``DIAL_FAILURE_FOR_STATUS`` maps to
+# chattool's dial error kinds.
+WORKSPACE_DIAL_STATUS = {NO_WORKSPACE: 424, DELETED: 410, STOPPED: 404}
+# The states a workspace can move to while a world runs, from which states: a running
+# workspace stops or is deleted, a stopped one starts again (``start_workspace``: a new
+# agent on the kept disk) or is deleted. A deleted workspace stays deleted, and a chat
+# keeps its binding (one without a workspace gets one only from create_workspace, which
+# the scripted model never calls).
+WORKSPACE_MOVES = {STOPPED: (RUNNING,), DELETED: (RUNNING, STOPPED), RUNNING: (STOPPED,)}
+# (one vocabulary: the states a scenario may name are these, checked at import)
+assert {RUNNING, *WORKSPACE_DIAL_STATUS} == set(vocabulary.WORKSPACE_STATES)
+assert set(WORKSPACE_MOVES) == set(vocabulary.WORKSPACE_FAULT_STATES)
+
+
+def set_workspace(b: _Builder, state: str, why: str) -> str | None:
+    """Move the workspace to ``state``; returns why it cannot (nothing changes), else None.
+
+    A stopped workspace has no agent: its processes die and its records are lost, as in
+    an agent shutdown, but its disk stays (a stop build keeps the volume). A deleted
+    workspace loses the disk too. Starting a stopped workspace boots a new agent on the
+    kept disk. Dials that waited for the agent get the new state's answer at once."""
+    was = b.s.workspace
+    if was == state:
+        return f"the workspace is already {state}"
+    if was not in WORKSPACE_MOVES.get(state, ()):
+        return f"a {'chat without a workspace' if was == NO_WORKSPACE else was + ' workspace'} cannot become {state}"
+    b.set(workspace=state)
+    b.record(WORLD, "workspace", state=state, was=was)
+    if state == RUNNING:
+        _boot_agent(b)
+        return None
+    _agent_down(b, why)
+    if state == DELETED:
+        b.set(agent_files=EMPTY)
+    waiting = b.s.dials_waiting
+    b.set(dials_waiting=())
+    for env in waiting:
+        b.reply(AGENT, env.src, Response(env.payload.req_id, WORKSPACE_DIAL_STATUS[state]))
+    return None
 
 
 # A replica's boot is pure, and every world boots its replicas alike: the same names, at

@@ -2,9 +2,10 @@
 
 Theory of operation
 -------------------
-A ``Fault`` action is something the world does to the system: an agent restart, a replica
-crash, an ownership change or takeover, an interrupt, a user message or a message edit, a partition and
-its healing, a database outage, a handler panic, or a crafted request from the probe node.
+A ``Fault`` action is something the world does to the system: an agent restart, a
+workspace that stops, is deleted or starts again, a replica crash, an ownership change or
+takeover, an interrupt, a user message or a message edit, a partition and its healing, a
+database outage, a handler panic, or a crafted request from the probe node.
 ``toolcall_sim.model.system.apply`` records the fault and calls its handler here; each handler edits the
 system through the same ``_Builder`` as every other step (model/system.py), so faults obey
 that module's rules: a fault with a duration arms a ``world`` timer that ends it (Rule 3),
@@ -38,6 +39,16 @@ def _agent_restart(b: builder._Builder, f: Fault):
 
 def _agent_shutdown(b: builder._Builder, f: Fault):
     builder._agent_down(b, f.kind)
+
+
+def _workspace(b: builder._Builder, f: Fault):
+    """The workspace stops, is deleted or starts again (model/system.py Rule 4;
+    ``builder.set_workspace``); a move it cannot make (start a deleted workspace, stop a
+    stopped one) is skipped with the reason."""
+    state = f.get("state")
+    why = builder.set_workspace(b, state, f"workspace_{state}")
+    if why is not None:
+        b.record(WORLD, "fault_skipped", fault=f.kind, why=why)
 
 
 def _replica_crash(b: builder._Builder, f: Fault):
@@ -233,6 +244,7 @@ def _committed_call(s: builder.System, chat_id: str, provider_id: str):
 FAULT_HANDLERS = {
     "agent_restart": _agent_restart,
     "agent_shutdown": _agent_shutdown,
+    "workspace": _workspace,
     "replica_crash": _replica_crash,
     "ownership_change": _ownership_change,
     "takeover": _takeover,

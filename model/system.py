@@ -21,12 +21,17 @@ Rule 2. Actions are labelled, not positional: a delivery names the message's seq
 Rule 3. Faults are actions too. Faults with a duration (agent downtime, replica downtime,
         a partition, a database outage) arm a timer on the node ``world`` that ends them,
         so every driver ends them the same way.
-Rule 4. The world, not the agent, answers a dial: 200 once the agent is up, nothing while
-        it is down (the dialer's own timer ends the wait). A booting agent reports its
-        incarnation to the database (``Db.agent_incarnation``, as the real agent reports
-        its start to coderd), which only the incarnation-token design reads. A request
-        that reaches a down agent is refused (a transport error); a message across a
-        partition is lost.
+Rule 4. The world, not the agent, answers a dial, by the workspace's state
+        (``System.workspace``; model/builder.py ``WORKSPACE_DIAL_STATUS``). A running
+        workspace's dial gets 200 once the agent is up and nothing while it is down (the
+        dialer's own timer ends the wait); a chat without a workspace, a deleted
+        workspace and a stopped one (no running agent) get at once the dial error chatd
+        reads from its database before it dials. Only a running workspace has an agent:
+        stopping or deleting it takes the agent down (a deleted one loses its disk too),
+        starting it again boots a new agent. A booting agent reports its incarnation to
+        the database (``Db.agent_incarnation``, as the real agent reports its start to
+        coderd), which only the incarnation-token design reads. A request that reaches a
+        down agent is refused (a transport error); a message across a partition is lost.
 Rule 5. Ground truth (``truth(...)`` effects) becomes ``truth`` records, kept apart from what
         chatd believes and commits, which is what the checkers compare.
 Rule 6. Fault kinds are the vocabulary's (model/vocabulary.py): one handler per kind in
@@ -83,6 +88,8 @@ from .builder import (  # noqa: F401
     DB,
     PERFECT_CLOCK,
     PROBE,
+    RUNNING,
+    WORKSPACE_DIAL_STATUS,
     WORLD,
     ChatSpec,
     ClockSpec,
@@ -107,6 +114,7 @@ from .builder import (  # noqa: F401
     chat_owner,
     initial,
     route_of,
+    set_workspace,
     tool_call_of,
 )
 from .core import Publish, Response, TransportError
@@ -214,6 +222,9 @@ def _deliver(b: _Builder, env: Envelope):
                       "kind": "deliver", "seq": env.seq, "what": env.what, "route": env.route,
                       "tool_call": env.tool_call})
     if dst == AGENT:
+        if env.route == "dial" and fields_["workspace"] != RUNNING:  # (most worlds' workspace runs)
+            b.reply(AGENT, env.src, Response(payload.req_id, WORKSPACE_DIAL_STATUS[fields_["workspace"]]))
+            return
         if fields_["agent"] is None:
             if env.route == "dial":
                 b.set(dials_waiting=b.s.dials_waiting + (env,))

@@ -57,6 +57,12 @@ FAULTS: dict[str, FaultKind] = {f.name: f for f in (
               "the agent shuts down (kills processes, loses records) and boots again after `downtime`",
               (("downtime", "5s"),)),
     FaultKind("agent_shutdown", (), (), "scheduled", "the agent goes away for good", ()),
+    FaultKind("workspace", ("state",), (), "scheduled",
+              "the workspace moves to `state`: `stopped` (no running agent: its processes die and its records "
+              "are lost as in an agent shutdown, the disk stays), `deleted` (the disk goes too) or `running` "
+              "(a stopped workspace starts again: a new agent on the kept disk); chatd's dial then fails at once "
+              "with that state's error (docs/contract.md C5.6)",
+              (("state", "stopped"),)),
     FaultKind("replica_crash", ("replica",), ("downtime",), "scheduled",
               "the replica loses all state; it boots again after `downtime` with a new worker ID",
               (("replica", "replica-1"), ("downtime", "1s"))),
@@ -119,6 +125,7 @@ FAULT_FIELD_TYPES = {
     "downtime": "duration", "duration": "duration", "by": "duration",
     "replica": "replica", "to": "replica", "chat": "chat", "as_chat": "chat",
     "between": "nodes", "message": "message", "immediate": "bool", "after_spawn": "bool",
+    "state": "workspace_state",
     "name": "str", "route": "request_route", "tool_call": "tool_call", "headers": "headers", "body": "str",
 }
 
@@ -181,6 +188,10 @@ WORLD_KEYS: dict[str, WorldKey] = {k.name: k for k in (
     WorldKey("replicas", "integer", "2", "coderd replicas, named `replica-1`, `replica-2`, ...", 3),
     WorldKey("agent", "string", '"rev-c"',
              "`rev-c` (the contract's agent) or `old` (ignores tool call headers, has no cancel route: US8)", "old"),
+    WorldKey("workspace", "string", '"running"',
+             "the chat's workspace at the start: `running`, `none` (the chat has no workspace), `stopped` (no "
+             "running agent, the disk kept) or `deleted`; only a running workspace boots its agent, and chatd's "
+             "dial of any other fails at once with that state's error (docs/contract.md C5.6)", "stopped"),
     WorldKey("generation_time", "duration", '"2s"', "how long the scripted model takes per assistant message", "5s"),
     WorldKey("agent_boot_at", "duration", '"0s"', "when the agent first starts", "40s"),
     WorldKey("chat_start", "duration", '"0s"',
@@ -213,6 +224,13 @@ WORLD_KEYS: dict[str, WorldKey] = {k.name: k for k in (
     WorldKey("acquisition_interval", "duration", '"30s"', "how often a worker polls for chats to acquire", "5s",
              "acquisition_interval_ms"),
 )}
+
+# ``[world] workspace`` and the ``workspace`` fault's ``state`` (model/builder.py
+# ``WORKSPACE_DIAL_STATUS``, ``WORKSPACE_MOVES``): a chat never loses its workspace
+# binding while a world runs, so ``none`` is a starting state only.
+WORKSPACE_STATES = ("running", "none", "stopped", "deleted")
+WORKSPACE_FAULT_STATES = ("running", "stopped", "deleted")
+
 
 @dataclass(frozen=True)
 class LatencyShape:

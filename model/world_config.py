@@ -4,9 +4,10 @@ Theory of operation
 -------------------
 A ``WorldConfig`` is everything about a world that never changes while it runs: the
 replicas and their chatd rules (one rule set for all, or one per replica in a rollout),
-the agent's configuration, the chats with their turns, each node's clock (``ClockSpec``:
-offset, drift and jumps in integer milliseconds) and the timing the world was built with,
-before any planted bug changed it. ``model/system.py`` reads it at every step and
+the agent's configuration, the workspace's state at the start, the chats with their
+turns, each node's clock (``ClockSpec``: offset, drift and jumps in integer
+milliseconds) and the timing the world was built with, before any planted bug changed
+it. ``model/system.py`` reads it at every step and
 re-exports these names (every driver says ``msys.WorldConfig``); it lives here so the
 state machine's module holds the state machine.
 """
@@ -90,10 +91,14 @@ class WorldConfig:
     # the agent package's signatures); None is model/agent/. Only tests plug in a stub agent,
     # so that every chatd test runs through this module's one interpreter of effects.
     agent_impl: Any = None
+    # The chat's workspace at the start (model/builder.py ``WORKSPACE_DIAL_STATUS``):
+    # "running" (its agent boots), "none" (the chat has no workspace), "stopped" (no
+    # running agent, the disk kept) or "deleted".
+    workspace: str = "running"
 
     def __init__(self, replicas=("replica-1", "replica-2"), chatd_rules=chatd.CONTRACT, agent_config=_REFERENCE_AGENT,
                  chats=(), clocks=EMPTY, files=EMPTY, agent_boot_at_ms=0, replica_rules=EMPTY, pubsub_immediate=False,
-                 message_ids_per_chat=False, reference_timing=None, agent_impl=None):
+                 message_ids_per_chat=False, reference_timing=None, agent_impl=None, workspace="running"):
         # (as ``ChatSpec.__init__``)
         d = self.__dict__
         d["replicas"] = replicas
@@ -108,6 +113,7 @@ class WorldConfig:
         d["message_ids_per_chat"] = message_ids_per_chat
         d["reference_timing"] = reference_timing
         d["agent_impl"] = agent_impl
+        d["workspace"] = workspace
 
     def clock(self, node: str) -> ClockSpec:
         return self.clocks._index.get(node) or PERFECT_CLOCK  # (the map's dict: asked several times a step)

@@ -143,11 +143,12 @@ _ATTRIBUTE_TAGS = {
     "faults": {("kind", "fault")},
     "discarded": {("note", "message_edited")},
     "edits_of_chat": {("note", "message_edited")},
+    "workspace_moves": {("kind", "workspace")},
     "marks": {EVERY},
 }
 # (``firsts`` and ``copied``: the committed calls, by UUID)
 _NOT_RECORDS = {"trace", "marks_by", "calls", "firsts", "copied", "final", "ended", "running_at", "agent_age_ms",
-                "attempt_of", "end_ms"}
+                "attempt_of", "end_ms", "disk_at"}
 
 
 class _Log(list):
@@ -230,6 +231,7 @@ def test_each_incremental_property_reads_what_it_declares(checked_searches):
     one that names a record the check never reads is a mistake too)."""
     _, histories = checked_searches
     samples = [(trace, tp.final()) for _, trace in _traces()] + histories
+    samples += [(trace, tp.write_final()) for trace, _ in tp.FAILED_WRITE_CASES]  # a file call's result
     assert len(samples) > 500
     seen = {p.name: set() for p in monitor.INCREMENTAL}
     for trace, final in samples:

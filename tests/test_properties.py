@@ -283,3 +283,47 @@ def test_the_evidence_records_init_is_the_dataclass_one(cls):
     assert dataclasses.replace(record, uuid="other").uuid == "other"
     with pytest.raises(dataclasses.FrozenInstanceError):
         record.uuid = "other"
+
+
+WR = chattool.ToolCall("toolu_03", "write_file", '{"path":"/notes.txt","content":"hi"}')
+UW = tool_call_uuid(CHAT, MSG, "toolu_03")
+
+
+def write_final():
+    msg = SimpleNamespace(role="assistant", id=MSG, tool_calls=(WR,))
+    chat = SimpleNamespace(status="waiting", messages=(msg,))
+    return SimpleNamespace(config=system.WorldConfig(chatd_rules=chatd.CONTRACT), db=SimpleNamespace(chats={CHAT: chat}))
+
+
+def _workspace(t_ms, state, was="running"):
+    return r(t_ms, "world", "workspace", state=state, was=was)
+
+
+def _failed_write(*moves, applied=True):
+    """A write applied at 0.1 s (or not), the workspace's moves, and a failed result at 1 s."""
+    edit = [r(100, "agent", "truth", truth="edit_applied", uuid=UW, path="/notes.txt", tool="write_file",
+              cause_chat=CHAT)] if applied else []
+    return sorted([*edit, *moves, result(1_000, "failed", uuid=UW, provider="toolu_03")], key=lambda x: x["t_ms"])
+
+
+# (trace, whether truthful_result flags it), for a chat whose message holds one write
+# (``write_final``); tests/test_monitor.py samples them too.
+FAILED_WRITE_CASES = [
+    (_failed_write(), True),  # the write is on the running workspace's disk
+    (_failed_write(_workspace(500, "stopped")), True),  # a stopped workspace keeps its disk (C5.6)
+    (_failed_write(_workspace(500, "deleted")), False),  # a deleted one does not: the plain error is true
+    (_failed_write(_workspace(500, "stopped"), _workspace(600, "deleted", "stopped")), False),
+    (_failed_write(_workspace(2_000, "deleted")), True),  # deleted only after the commit
+    (_failed_write(_workspace(500, "stopped"), applied=False), False),  # nothing changed: true on any disk
+]
+
+
+@pytest.mark.parametrize("trace,flagged", FAILED_WRITE_CASES)
+def test_truthful_result_flags_a_failed_file_result_whose_change_is_on_the_disk(trace, flagged):
+    """Issue 34 (US3, docs/contract.md C5.6): a ``failed`` edit or write result whose
+    change was applied and is still on the workspace's disk says the change did not
+    happen; today commits it when a retry meets a stopped workspace. After the workspace
+    (and its disk) was deleted, the plain error is true."""
+    truthful = next(p for p in props.PROPERTIES if p.name == "truthful_result").check
+    found = truthful(props.Evidence(trace, write_final()))
+    assert bool(found) == flagged, found

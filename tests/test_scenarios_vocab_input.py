@@ -72,6 +72,14 @@ BAD = [
     ("clock step of nothing", GOOD + '[clocks.agent]\nsteps = [ { at = "1m", by = "0s" } ]\n', "clocks.agent.steps[0].by: must be longer than 0s"),
     ("link loss above 1", GOOD + '[network.links."agent->replica-1"]\nloss = 1.5\n', "network.links.agent->replica-1.loss: must be between 0 and 1"),
     ("world loss below 0", GOOD + '[network]\nloss = -0.1\n', "network.loss: must be between 0 and 1"),
+    ("unknown workspace state", GOOD + '[world]\nworkspace = "hibernating"\n',
+     "world.workspace: unknown state 'hibernating' (known: running, none, stopped, deleted)"),
+    ("a chat that loses its workspace mid-run", GOOD + '[[faults]]\nat = "1s"\nkind = "workspace"\nstate = "none"\n',
+     "faults[0].state: a chat keeps its workspace while a world runs"),
+    ("unknown workspace fault state", GOOD + '[[faults]]\nat = "1s"\nkind = "workspace"\nstate = "paused"\n',
+     "faults[0].state: unknown state 'paused' (known: running, stopped, deleted)"),
+    ("workspace fault without a state", GOOD + '[[faults]]\nat = "1s"\nkind = "workspace"\n',
+     "faults[0].state: missing (a workspace fault needs it)"),
 ]
 
 

@@ -70,16 +70,25 @@ SERIAL_TOOLS: tuple[str, ...] = ("box_attach_file", "box_read_file", "box_run", 
 DESIGN_B = ToolLayer("design-b", agent_answer_timeout=True, snapshot_failure_unknown=True)
 BEFORE_STACK = ToolLayer("before-stack", agent_answer_timeout=False, snapshot_failure_unknown=False)
 
-# Dial failures the task layer reports to ``unreachable_result`` / ``dial_failed_result``.
+# Dial failures the task layer reports to ``unreachable_result`` / ``dial_failed_result``:
+# Go's three workspace connection errors, which mean that no workspace agent exists to
+# run a tool call (docs/contract.md C5.6).
 DIAL_NO_WORKSPACE = "no_workspace"
 DIAL_DELETED = "deleted"
 DIAL_NO_AGENT = "no_agent"
-# The texts of chatd's dial errors. No agent mentions start_workspace (5.4: a stopped
-# workspace keeps its disk, so the model is told how to bring it back).
+# The texts of chatd's dial errors: Go's sentinels ``ErrChatHasNoWorkspace``,
+# ``ErrWorkspaceDeleted`` and ``ErrWorkspaceHasNoAgent`` (coder/coder
+# coderd/x/chatd/chattool/toolcall.go; their messages are shown to the model), wrapped as
+# the Go tests wrap them ("get workspace connection: %w"). No agent mentions
+# start_workspace (5.4: a stopped workspace keeps its disk, so the model is told how to
+# bring it back).
 DIAL_ERROR_TEXTS = {
-    DIAL_NO_WORKSPACE: "get workspace connection: chat has no workspace",
-    DIAL_DELETED: "get workspace connection: workspace was deleted",
-    DIAL_NO_AGENT: "get workspace connection: workspace has no running agent; start it with start_workspace",
+    DIAL_NO_WORKSPACE: "get workspace connection: this tool requires a workspace and this chat does not have one. "
+                       "Use the create_workspace tool to create one",
+    DIAL_DELETED: "get workspace connection: the chat's workspace was deleted (for example by dormancy cleanup) and "
+                  "cannot execute tools. Use the create_workspace tool to create a new one",
+    DIAL_NO_AGENT: "get workspace connection: workspace has no running agent: the workspace is likely stopped. "
+                   "Use the start_workspace tool to start it",
     "timeout": "dial workspace agent: context deadline exceeded",
     "refused": "dial workspace agent: connection refused",
 }

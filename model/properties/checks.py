@@ -141,6 +141,13 @@ def _truthful_result(ev: Evidence) -> list[Violation]:
                 if killed and not exited:
                     bad = "failed but its process was killed by an agent restart, not failed: the outcome is unknown", \
                         killed
+            elif kind == "failed" and call.tool != "execute" and before and ev.disk_at(ri):
+                # A failed file result says the change did not happen; an edit of this
+                # call that was applied and is still on the workspace's disk makes it a
+                # lie (US3; issue 34: a retry that meets a stopped workspace, whose disk
+                # keeps an earlier attempt's change, docs/contract.md C5.4 and C5.6). A
+                # deleted workspace, or none, keeps no change: its plain error is true.
+                bad = f"failed but {len(before)} edit(s) of it were applied and the workspace keeps its disk", before
             elif kind == "applied" and not [i for i in ev.edits[call.uuid] if i < ri]:
                 bad = "applied but no edit was applied", ()
             elif kind == "background_started" and not before:
@@ -564,7 +571,7 @@ PROPERTIES: tuple[Property, ...] = (
              reads=_RESULTS),
     Property("truthful_result", "always", "US5",
              "The committed result kind matches what really happened (unknown is always allowed).", _truthful_result,
-             reads=_RESULTS | _EFFECTS | _PROCESS_LIFE),
+             reads=_RESULTS | _EFFECTS | _PROCESS_LIFE | {("kind", "workspace")}),
     Property("retry_changes_nothing", "always", "US4",
              "A task retry or ownership change causes no new side effect: only the first attempt acts.",
              _retry_changes_nothing, reads=_EFFECTS),

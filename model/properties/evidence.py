@@ -129,7 +129,10 @@ def record_tags(rec: dict) -> tuple:
 
 
 # The record kinds ``Evidence`` indexes (besides any record with a ``truth`` field).
-_INDEXED_KINDS = frozenset(("note", "truth", "send", "agent_down", "agent_up", "fault"))
+_INDEXED_KINDS = frozenset(("note", "truth", "send", "agent_down", "agent_up", "fault", "workspace"))
+# A workspace in these states has no disk: no file change of a tool call survives
+# (docs/contract.md C5.6; model/builder.py ``set_workspace``).
+_NO_DISK = ("none", "deleted")
 
 
 class Evidence:
@@ -160,6 +163,7 @@ class Evidence:
         self.agent_downs: list[int] = []
         self.agent_ups: list[int] = []  # the agent's starts (classify.py ``_agent_boot_before``)
         self.faults: list[int] = []
+        self.workspace_moves: list[int] = []  # the ``workspace`` records: its state at the start, its moves
         # Indices of the notes, the truths and any other record with a ``truth`` field:
         # all that the reachability properties (checks.py ``_reached_mark``) and the scans
         # for notes and truths ask about, a tenth of a trace.
@@ -201,6 +205,9 @@ class Evidence:
                 continue
             if kind == "fault":
                 self.faults.append(i)
+                continue
+            if kind == "workspace":
+                self.workspace_moves.append(i)
                 continue
             if kind != "truth":
                 continue
@@ -288,6 +295,16 @@ class Evidence:
     def agent_age_ms(self, start_idx: int, at_idx: int) -> int:
         """Run age on the agent's own clock between two agent records."""
         return self.trace[at_idx]["clock_ms"] - self.trace[start_idx]["clock_ms"]
+
+    def disk_at(self, idx: int) -> bool:
+        """Whether the workspace had its disk at trace record ``idx``: it was running or
+        stopped (a stop keeps the volume), not deleted and not missing."""
+        state = "running"
+        for i in self.workspace_moves:
+            if i > idx:
+                break
+            state = self.trace[i].get("state")
+        return state not in _NO_DISK
 
     def attempt_of(self, req_id: str | None) -> str:
         """The task attempt a request belongs to: '<worker>/t<n>/a<m>' from its ID."""

@@ -139,6 +139,7 @@ def build(scenario: Scenario, variant: str) -> tuple[msys.WorldConfig, WorldOpti
         files=FMap(files) if files else EMPTY,
         agent_boot_at_ms=world.get("agent_boot_at", 0),
         message_ids_per_chat=world.get("message_ids_per_chat", False),
+        workspace=world.get("workspace", "running"),
         replica_rules=FMap(replica_rules) if replica_rules else EMPTY,
         reference_timing=timing,  # the world's clock before the variant's planted bugs
     )

@@ -233,6 +233,8 @@ def _read_world(c: _Checker, value: Any) -> tuple[tuple[str, Any], ...]:
                 c.bounded(value, 1, vocabulary.MAX_REPLICAS, "world.replicas")
             if key == "agent":
                 c.name(value, "world.agent")
+            if key == "workspace" and value not in vocabulary.WORKSPACE_STATES:
+                c.fail("world.workspace", f"unknown state {value!r} (known: {', '.join(vocabulary.WORKSPACE_STATES)})")
             if key in ("files", "replica_variants"):
                 c.capped(value, vocabulary.MAX_ITEMS, f"world.{key}", "entries")
                 read = c.text if key == "files" else c.name

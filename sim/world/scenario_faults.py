@@ -135,6 +135,14 @@ def _fault_field(c: _Checker, key: str, value: Any, where: str, ctx: _Context, k
         return tuple(pair)
     if what == "message":
         return read_match(c, c.table(value, where), where, ctx, None, None)
+    if what == "workspace_state":
+        state = c.typed(value, str, where)
+        if state == "none":
+            c.fail(where, "a chat keeps its workspace while a world runs: start without one with "
+                          "[world] workspace = \"none\"")
+        if state not in vocabulary.WORKSPACE_FAULT_STATES:
+            c.fail(where, f"unknown state {state!r} (known: {', '.join(vocabulary.WORKSPACE_FAULT_STATES)})")
+        return state
     if what == "request_route":
         route = c.typed(value, str, where)
         if route not in vocabulary.REQUEST_ROUTES:
