@@ -68,7 +68,8 @@ from toolcall_sim.world.scenario_toml import exact_toml
 __all__ = [
     "Scenario", "Fault", "Result", "Call", "Told", "run", "on", "FAULT_MAKERS",
     "agent_restart", "agent_shutdown", "replica_crash", "ownership_change", "takeover", "interrupt",
-    "user_message", "message_edit", "partition", "heal", "db_outage", "request", "lose", "delay", "handler_panic",
+    "user_message", "message_edit", "workspace", "partition", "heal", "db_outage", "request", "lose", "delay",
+    "handler_panic",
     "ScenarioError",
 ]
 
@@ -118,6 +119,10 @@ def agent_restart(downtime: str | None = None, *, at: str | None = None, when: d
 
 def agent_shutdown(*, at: str | None = None, when: dict | None = None, offset: str | None = None) -> Fault:
     return _scheduled("agent_shutdown", at, when, offset)
+
+
+def workspace(state: str, *, at: str | None = None, when: dict | None = None, offset: str | None = None) -> Fault:
+    return _scheduled("workspace", at, when, offset, state=state)
 
 
 def replica_crash(replica: str, downtime: str | None = None, *, at: str | None = None, when: dict | None = None,
@@ -192,7 +197,8 @@ def handler_panic(route: str | None = None, tool_call: str | None = None, direct
 FAULT_MAKERS = {
     "agent_restart": agent_restart, "agent_shutdown": agent_shutdown, "replica_crash": replica_crash,
     "ownership_change": ownership_change, "takeover": takeover, "interrupt": interrupt,
-    "user_message": user_message, "message_edit": message_edit, "partition": partition, "heal": heal, "db_outage": db_outage,
+    "user_message": user_message, "message_edit": message_edit, "workspace": workspace, "partition": partition,
+    "heal": heal, "db_outage": db_outage,
     "request": request, "lose": lose, "delay": delay, "handler_panic": handler_panic,
 }
 

@@ -133,25 +133,25 @@ def test_tour_goes_few_faults_first_and_small_stages_first():
 
 
 # bug -> programs hypothesis needed to its first new finding from the search's defaults
-# (seed 0, a fresh example database, 500 programs: hypothesis plans its phases on the
+# (seed 0, a fresh example database, 1,000 programs: hypothesis plans its phases on the
 # number of programs and on whether it has a database, so the pins hold for exactly
 # that), measured; pinned with some room.
 SEARCH_PROGRAMS = {
-    "no-age-margin": 200,  # 148
-    "run-before-record": 30,  # 18
-    "cancel-without-marker": 15,  # 7
-    "cancel-without-marker-truth": 15,  # 7
-    "stop-rule-inclusive": 60,  # 40
-    "records-lost-on-new-message": 10,  # 3
-    "pid-from-command": 15,  # 7
+    "no-age-margin": 100,  # 63
+    "run-before-record": 200,  # 124
+    "cancel-without-marker": 30,  # 19
+    "cancel-without-marker-truth": 30,  # 19
+    "stop-rule-inclusive": 200,  # 115
+    "records-lost-on-new-message": 10,  # 5
+    "pid-from-command": 60,  # 34
     "interrupt-without-cancel": 10,  # 5
-    "commit-without-owner-fence": 60,  # 40
-    "commit-without-attempt-fence": 50,  # 32
-    "commit-without-fences": 60,  # 40
-    "interrupt-answers-resolved-calls": 80,  # 54
-    "interrupt-drops-not-run": 15,  # 7
-    "background-stopped-on-interrupt": 30,  # 18
-    "no-agent-answer-timeout": 80,  # 56
+    "commit-without-owner-fence": 500,  # 321
+    "commit-without-attempt-fence": 40,  # 26
+    "commit-without-fences": 500,  # 321
+    "interrupt-answers-resolved-calls": 15,  # 7
+    "interrupt-drops-not-run": 30,  # 19
+    "background-stopped-on-interrupt": 30,  # 19
+    "no-agent-answer-timeout": 90,  # 54
 }
 QUICK = ("interrupt-without-cancel", "records-lost-on-new-message")  # the ones not marked slow
 
@@ -195,11 +195,12 @@ def test_search_finds_planted_bug_within_its_programs(bug, no_shrinking):
 
 @pytest.mark.slow
 def test_contract_search_has_no_new_finding():
-    """The control: as many programs as every bug above but the costliest (no-age-margin,
-    148) needed, without a new finding. The detection table's control row in CI
-    (`toolcall-sim check`) runs the contract through the search's 500."""
-    d = bugs.detect_search(bugs.CONTROL, 80)
-    assert not d.found and d.used == 80
+    """The control: as many programs as every bug above but the costliest (the commit
+    fences, 321) needed (run-before-record's 124), without a new finding. The detection
+    table's control row in CI (`toolcall-sim check`) runs the contract through the
+    search's 1,000."""
+    d = bugs.detect_search(bugs.CONTROL, 130)
+    assert not d.found and d.used == 130
 
 
 def test_drawn_random_shrinks_every_option_off():
@@ -248,21 +249,21 @@ def test_targets_rise_near_the_races(scenario, label, low, high):
 # bug -> the most seeds any first seed (1, 1001, 2001) needed to its first failure,
 # measured; pinned with some room.
 SWARM_SEEDS = {
-    "no-age-margin": 50,  # 1, 26, 34
-    "run-before-record": 12,  # 4, 7, 2
-    "cancel-without-marker": 10,  # 1, 6, 1
-    "cancel-without-marker-truth": 10,  # 1, 6, 1
-    "stop-rule-inclusive": 50,  # 12, 3, 38
+    "no-age-margin": 150,  # 47, 6, 71
+    "run-before-record": 15,  # 2, 10, 2
+    "cancel-without-marker": 5,  # 1, 2, 2
+    "cancel-without-marker-truth": 5,  # 1, 2, 2
+    "stop-rule-inclusive": 30,  # 13, 3, 17
     "records-lost-on-new-message": 5,  # 1, 2, 1
-    "pid-from-command": 12,  # 3, 7, 1
+    "pid-from-command": 10,  # 5, 2, 1
     "interrupt-without-cancel": 5,  # 1, 1, 1
-    "commit-without-owner-fence": 35,  # 1, 11, 24
-    "commit-without-attempt-fence": 40,  # 1, 26, 12
-    "commit-without-fences": 35,  # 1, 11, 24
-    "interrupt-answers-resolved-calls": 20,  # 2, 11, 6
-    "interrupt-drops-not-run": 5,  # 1, 2, 1
-    "background-stopped-on-interrupt": 10,  # 5, 3, 3
-    "no-agent-answer-timeout": 60,  # 28, 45, 7
+    "commit-without-owner-fence": 40,  # 1, 20, 24
+    "commit-without-attempt-fence": 80,  # 47, 6, 12
+    "commit-without-fences": 40,  # 1, 20, 24
+    "interrupt-answers-resolved-calls": 15,  # 2, 7, 6
+    "interrupt-drops-not-run": 5,  # 3, 2, 1
+    "background-stopped-on-interrupt": 5,  # 1, 3, 1
+    "no-agent-answer-timeout": 15,  # 8, 2, 6
 }
 
 

@@ -178,3 +178,39 @@ def test_an_interrupt_noticed_later_than_the_sync_interval_fails():
     found = [v for v in props.evaluate(world.trace, world.system).violations if v.property == "interrupt_finishes"]
     (v,) = found
     assert " was noticed " in v.detail and "(bound: the runner's sync interval, 5 ms)" in v.detail, v.detail
+
+
+def _unowned_interrupt(acquisition_bound_ms: int | None) -> list:
+    """Swarm seed 60489 (issue 34): the chat's chat:ownership publish is lost, so no
+    runner holds it when the user interrupts at 6.9 s; the replica acquires it at its
+    30 s poll and notices the interrupt then, 23 s after the request. ``acquisition_bound_ms``
+    replaces the rule's poll interval in the checker's reference timing (None: as run)."""
+    import dataclasses
+
+    from toolcall_sim.world.run import build
+    from toolcall_sim.world.scenario import from_dict
+    from toolcall_sim.world.simulation import Simulation
+
+    scenario = from_dict({
+        "name": "unowned-interrupt", "seed": 60489, "until": "8m37s500ms", "world": {"replicas": 1},
+        "network": {"latency": {"min": "19ms", "max": "19ms"}, "loss": 0.0229},
+        "turns": [{"chat": "chat-1", "tool_calls": [
+            {"id": "toolu_05", "tool": "write_file", "path": "/home/coder/notes/note5.md", "content": "x\n"}]}],
+        "faults": [{"kind": "interrupt", "chat": "chat-1", "at": "6s916ms"}],
+    })
+    config, options = build(scenario, "contract")
+    if acquisition_bound_ms is not None:
+        rule = dataclasses.replace(config.chatd_rules.timing, acquisition_interval_ms=acquisition_bound_ms)
+        config = dataclasses.replace(config, reference_timing=rule)
+    world = Simulation(config, scenario.seed, options, None)
+    world.run(scenario.until_ms)
+    assert [r["t_ms"] for r in world.trace if r.get("note") == "acquired"][0] == 30_000  # (the race happened)
+    return [v for v in props.evaluate(world.trace, world.system).violations if v.property == "interrupt_finishes"]
+
+
+def test_an_interrupt_of_an_unowned_chat_is_bound_by_the_acquisition_poll():
+    """A chat no runner holds is noticed at the acquisition poll (30 s), not the runner's
+    15 s sync: the 23 s notice passes; with the rule's poll at 20 s it fails, naming it."""
+    assert _unowned_interrupt(None) == []
+    (v,) = _unowned_interrupt(20_000)
+    assert "(bound: the acquisition poll, 20000 ms)" in v.detail, v.detail

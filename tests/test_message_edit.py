@@ -172,9 +172,11 @@ def test_a_stale_request_after_the_chats_next_message_is_a_new_finding():
                  if c.provider_id == "toolu_02")
 
     def next_message_first(trace):
-        start = next(i for i, r in enumerate(trace) if r.get("truth") == "process_started")
+        # (before the stale start's ARRIVAL: the risk is a request that arrives first)
+        cause = next(r for r in trace if r.get("truth") == "process_started")["cause"]
+        arrived = next(i for i, r in enumerate(trace) if r.get("truth") == "request_received" and r.get("cause") == cause)
         pending = dict(next(r for r in trace if r.get("note") == "run_pending" and r.get("uuid") == later))
-        trace.insert(start, pending)
+        trace.insert(arrived, pending)
     assert _classes(_reclassify(result, next_message_first)) == {None}
 
 
@@ -249,3 +251,27 @@ def test_an_edit_ends_an_interruption():
     without_edit = [r for r in trace if r.get("note") != "message_edited"]
     found = props.evaluate(without_edit, result.world.system).violations
     assert "interrupt_finishes" in {v.property for v in found}
+
+
+def test_a_stale_request_that_arrived_first_is_the_risk_however_slow_its_handler():
+    """Swarm seed 1324 (issue 34): the stale start arrives 10 ms after the edit, before the
+    new branch's message, and a 90 s handler starts its process long after that message
+    reached the agent. The design's window is about arrival ("if it arrives before the
+    chat's next message"), which the contract's agent judges when it records the request:
+    the risk, not a new finding."""
+    scenario = from_dict({
+        "name": "slow-handler-stale-start", "seed": 1324, "until": "5m30s",
+        "world": {"replicas": 1, "handler_time": "1m29s835ms", "files": {"/src/a.go": "var v1 = 74\n"}},
+        "network": {"latency": {"min": "13ms", "max": "13ms"}},
+        "turns": [
+            {"chat": "chat-1", "tool_calls": [{"id": "toolu_08", "tool": "execute", "command": "cargo check",
+                                               "runs_for": "1m", "timeout": "5m"}]},
+            {"chat": "chat-1", "tool_calls": [{"id": "toolu_05", "tool": "edit_files", "path": "/src/a.go",
+                                               "edits": [{"search": "var v1 = 74", "replace": "var v1 = 75"}]}]},
+        ],
+        "faults": [{"kind": "message_edit", "chat": "chat-1", "offset": "3ms",
+                    "when": {"event": "request_sent", "route": "start", "tool_call": "toolu_08"}}],
+    })
+    result = run_scenario(scenario, "contract")
+    assert [(v.property, v.residual_risk) for v in result.violations] == [
+        ("canceled_before_received_never_runs", "stale_request_after_edit")]

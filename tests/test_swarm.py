@@ -37,40 +37,36 @@ from toolcall_sim.drivers import swarm
 from toolcall_sim.drivers import counterexample as cx
 from toolcall_sim.world.run import run_scenario
 from toolcall_sim.world.scenario import ScenarioError, from_dict
+from toolcall_sim.world import stories
 from toolcall_sim.world.scenario_drawn import from_drawn
 
 ROOT = pathlib.Path(__file__).resolve().parent.parent
 
 # The seed window in which swarm finds each planted bug: bug -> (first seed, seeds).
 # Re-pin a window with the two commands in the module docstring.
-# Pinned from a sweep of seeds 1..500 per bug (each seed drawn and judged under
-# contract+<bug>, unminimized; a seed counts when the bug's caught_by property is among
-# its new findings). Found in, of 500 seeds: no-age-margin 21, run-before-record 53,
-# cancel-without-marker 98, cancel-without-marker-truth 74, stop-rule-inclusive 34,
-# records-lost-on-new-message 121, pid-from-command 87, interrupt-without-cancel 285,
-# commit-without-owner-fence 33, commit-without-fences 33,
-# interrupt-answers-resolved-calls 57, interrupt-drops-not-run 115,
-# background-stopped-on-interrupt 139, no-agent-answer-timeout 72; the plain contract
-# in none (and in none of seeds 1..3000). Each window is the first run of 10 seeds that
-# starts at a finding and holds at least two, so the test stops at its first seed and
-# one seed that changes with the model does not lose the bug.
+# Re-pinned for issue 34 (the swarm's thirteen stories) from sweeps of seeds 1..120 per
+# bug, 1..500 where 120 held no window (no-age-margin, the three commit fences); each
+# seed drawn and judged under contract+<bug>, unminimized; a seed counts when the bug's
+# caught_by property is among its new findings. The plain contract fails in none of seeds
+# 1..100,000. Each window is the first run of 10 seeds that starts at a finding and
+# holds at least two, so the test stops at its first seed and one seed that changes with
+# the model does not lose the bug.
 WINDOWS = {
-    "no-age-margin": (42, 10),  # found at 42, 47, 48
-    "run-before-record": (32, 10),  # 32, 36, 41
-    "cancel-without-marker": (1, 10),  # 1, 3, 5
-    "cancel-without-marker-truth": (1, 10),  # 1, 3, 5
-    "stop-rule-inclusive": (12, 10),  # 12, 13
-    "records-lost-on-new-message": (7, 10),  # 7, 8, 13, 14
-    "pid-from-command": (6, 10),  # 6, 14, 15
-    "interrupt-without-cancel": (1, 10),  # 1, 3, 5, 6, 7, 10
-    "commit-without-owner-fence": (70, 10),  # 70, 76
-    "commit-without-fences": (70, 10),  # 70, 76
-    # swept over seeds 1..120 only: found at 1, 34, 42, 47, 48, 53, 104, 105, 110
-    "commit-without-attempt-fence": (34, 10),  # 34, 42
-    "interrupt-answers-resolved-calls": (24, 10),  # 24, 33
-    "interrupt-drops-not-run": (1, 10),  # 1, 3, 5
-    "background-stopped-on-interrupt": (5, 10),  # 5, 6, 7, 10, 11, 13, 14
-    "no-agent-answer-timeout": (40, 10),  # 40, 41, 45
+    "no-age-margin": (159, 10),  # 159, 160
+    "run-before-record": (2, 10),  # 2, 5, 9, 10
+    "cancel-without-marker": (1, 10),  # 1, 5
+    "cancel-without-marker-truth": (55, 10),  # 55, 59, 60
+    "stop-rule-inclusive": (83, 10),  # 83, 84, 85, 87
+    "records-lost-on-new-message": (1, 10),  # 1, 2, 7
+    "pid-from-command": (5, 10),  # 5, 14
+    "interrupt-without-cancel": (1, 10),  # 1, 5, 7, 8, 10
+    "commit-without-owner-fence": (173, 10),  # 173, 175
+    "commit-without-fences": (173, 10),  # 173, 175
+    "commit-without-attempt-fence": (187, 10),  # 187, 191
+    "interrupt-answers-resolved-calls": (33, 10),  # 33, 39
+    "interrupt-drops-not-run": (3, 10),  # 3, 5
+    "background-stopped-on-interrupt": (1, 10),  # 1, 3, 5, 7, 10
+    "no-agent-answer-timeout": (8, 10),  # 8, 17
 }
 # The plain contract's budget: every story is told in some of these seeds.
 CONTRACT_SEEDS = 50
@@ -129,13 +125,23 @@ def test_same_seed_same_scenario_across_hash_seeds():
     assert out.stdout.decode().strip() == here
 
 
-def test_fault_mixes_vary_between_seeds():
-    """Swarm, not uniform: some seeds draw no fault, some several, and kinds come and go."""
+def test_fault_mixes_vary_between_seeds(monkeypatch):
+    """Swarm, not uniform: some seeds draw no random fault, some several, and kinds come
+    and go (the random mix alone: no story told); the stories add kinds of their own (a
+    crafted request, a message edit, a workspace's state), which the random mix never draws."""
+    told = [swarm.draw_scenario(s) for s in range(1, 100)]
+    story_kinds = {f["kind"] for d in told for f in d["faults"]} - set(swarm.FAULT_KINDS)
+    assert story_kinds == STORY_ONLY_FAULT_KINDS
+    monkeypatch.setattr(stories, "STORIES", ())
     mixes = [tuple(f["kind"] for f in swarm.draw_scenario(s)["faults"]) for s in range(1, 100)]
     assert () in mixes and max(len(m) for m in mixes) >= swarm.MAX_FAULTS
     seen = {kind for m in mixes for kind in m}
     assert seen == set(swarm.FAULT_KINDS)
     assert any(set(m) < seen and len(m) >= 2 for m in mixes)
+
+
+# The fault kinds only a story draws (sim/world/stories.py): hand-written races' words.
+STORY_ONLY_FAULT_KINDS = {"request", "message_edit", "workspace"}
 
 
 def _stories(data: dict) -> list[str]:

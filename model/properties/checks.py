@@ -462,7 +462,11 @@ def _interrupt_finishes(ev: Evidence) -> list[Violation]:
     - the interrupt task, from its start to its commit: dial timeout + agent answer
       timeout (``interrupt_bound_ms``);
     - the notice, from the user's request to the task's start: the runner's sync interval
-      (a lost ``chat:update`` is made up for by the runner's periodic re-read of its chat).
+      (a lost ``chat:update`` is made up for by the runner's periodic re-read of its chat),
+      or, for a chat no runner held at the request (its ``chat:ownership`` was lost, so the
+      replica that starts the task acquires the chat after the request), the worker's
+      acquisition poll: the rule that brings an unowned chat to a runner (swarm seed
+      60489, issue 34).
 
     A fault that strikes chatd itself in the window (crash, ownership change, database
     outage) only delays an interrupt, so those interrupts are checked for finishing at all.
@@ -475,8 +479,8 @@ def _interrupt_finishes(ev: Evidence) -> list[Violation]:
         return out
     timing = ev.final.config.timing_before_bugs()
     task_bound_ms = interrupt_bound_ms(timing)
-    notice_bound_ms = timing.runner_sync_interval_ms
-    whole_ms = task_bound_ms + notice_bound_ms
+    sync_bound_ms, acquire_bound_ms = timing.runner_sync_interval_ms, timing.acquisition_interval_ms
+    whole_ms = task_bound_ms + max(sync_bound_ms, acquire_bound_ms)
     config = ev.final.config
     for ii in ev.interrupts:
         rec = ev.trace[ii]
@@ -499,10 +503,16 @@ def _interrupt_finishes(ev: Evidence) -> list[Violation]:
         node, started = ev.trace[start]["node"], ev.trace[start]
         clock = config.clock(node)
         noticed_ms = started["clock_ms"] - clock.read(t0)
+        acquired = max((i for i in ev.marks_by.get(("note", "acquired"), ())
+                        if i < start and ev.trace[i].get("chat_id") == chat_id and ev.trace[i].get("node") == node),
+                       default=None)
+        unowned = acquired is not None and acquired > ii  # its runner came after the request
+        notice_bound_ms = acquire_bound_ms if unowned else sync_bound_ms
         if noticed_ms > notice_bound_ms:
+            rule = "the acquisition poll" if unowned else "the runner's sync interval"
             out.append(violation("interrupt_finishes", None, started["t_ms"],
                                  f"the interrupt of chat {chat_id} was noticed {noticed_ms} ms after the request "
-                                 f"on {node}'s clock (bound: the runner's sync interval, {notice_bound_ms} ms)",
+                                 f"on {node}'s clock (bound: {rule}, {notice_bound_ms} ms)",
                                  (ii, start)))
         if done is None:
             took_ms = clock.read(t_end) - started["clock_ms"]

@@ -219,11 +219,11 @@ def _next_message_reached_agent(ev: Evidence, call, before_idx: int) -> bool:
 def _is_stale_request_after_edit(v: Violation, ev: Evidence) -> bool:
     """stale_request_after_edit (design section 7, Q4): a message edit discarded the
     call's branch with no cancel, and a request for it that chatd sent BEFORE the edit
-    (still in flight, or still being handled) acted after it, before the chat's next
-    message reached the agent. Proven by the edit's ``message_edited`` note being the
+    (still in flight, or still being handled) acted after it, having arrived before the
+    chat's next message reached the agent. Proven by the edit's ``message_edited`` note being the
     violation's first mark (not an interrupt's result or a cancel's mark), each late side
     effect's cause being a chatd send before that note, and no request of a later message
-    of the chat having reached the agent before the effect. A request sent after the edit
+    of the chat having reached the agent before that cause arrived. A request sent after the edit
     (a chatd that still runs the discarded call) or a stale one that acted after the
     chat's next message reached the agent (the contract refuses it ``stale_tool_call``;
     only today's agent lets it act) is not this risk."""
@@ -235,10 +235,13 @@ def _is_stale_request_after_edit(v: Violation, ev: Evidence) -> bool:
     if call is None or not late:
         return False
     for i in late:
-        sent = ev.sends.get(ev.trace[i].get("cause"))
+        cause = ev.trace[i].get("cause")
+        sent = ev.sends.get(cause)
         if sent is None or sent > edit or ev.trace[sent].get("node") == "probe":
             return False
-        if _next_message_reached_agent(ev, call, i):
+        # "if it ARRIVES before the chat's next message": the agent admits a request when
+        # it arrives (its record), so a slow handler acting later is still this risk.
+        if _next_message_reached_agent(ev, call, ev.received.get(cause, i)):
             return False
     return True
 

@@ -42,7 +42,7 @@ def add_arguments(parser) -> None:
 
     parser.add_argument("--variant", default="contract", help="variant, e.g. today or contract+no-age-margin")
     parser.add_argument("--examples", type=int, default=None,
-                        help=f"programs hypothesis tries (1..{MAX_EXAMPLES}; default 500 drawn stories, the budget "
+                        help=f"programs hypothesis tries (1..{MAX_EXAMPLES}; default 1000 drawn stories, the budget "
                              "of toolcall-sim bugs; 200 with --world)")
     parser.add_argument("--world", choices=small_worlds.names(), default=None,
                         help="search this small world of the explorer step by step (the rule-based state "
