@@ -30,6 +30,7 @@ from .core import (
     replace,
     CancelTimer,
     FMap,
+    Probe,
     Publish,
     Reply,
     Request,
@@ -127,10 +128,13 @@ class Step:
     # again before it ended: the simulated world schedules those still armed (``Timer``
     # identity in ``system.timers``) without scanning every armed timer after every step.
     armed: tuple = ()
+    # The probe IDs (model/probes.py) the step's handlers took, in order: rule coverage
+    # counts them; no record, so no trace, hash or explored state depends on them.
+    probes: tuple = ()
 
-    def __init__(self, system, records=(), armed=()):  # (as ``Envelope.__init__``)
+    def __init__(self, system, records=(), armed=(), probes=()):  # (as ``Envelope.__init__``)
         d = self.__dict__
-        d["system"], d["records"], d["armed"] = system, records, armed
+        d["system"], d["records"], d["armed"], d["probes"] = system, records, armed, probes
 
 
 # ---------------------------------------------------------------------------
@@ -211,7 +215,7 @@ class _Builder:
 
     # (A builder per step, its attributes read many times in it: slots are cheaper.)
     __slots__ = ("s", "fields", "perfect_clocks", "records", "armed", "action", "pending_publishes", "log", "asked",
-                 "timer_edits")
+                 "timer_edits", "probes")
 
     def __init__(self, system: System, action: Action | None, log: list | None = None, asked: tuple | None = None):
         # A private shallow copy that this step alone mutates (``set``): cheaper than a
@@ -231,6 +235,7 @@ class _Builder:
         self.perfect_clocks = not system.config.clocks._index  # (the map's dict: no ``__len__`` call)
         self.records: list[dict] = []
         self.armed: list = []  # every Timer ``set_timer`` made, in arming order (``Step.armed``)
+        self.probes: list = []  # the ``Probe`` effects' rule IDs, in order (``Step.probes``)
         # The step's edits of the timer table not yet in ``s.timers``: (node, name) -> the
         # Timer armed, or ``REMOVED``; None while there are none. A step edits the table a
         # few times (a fired timer is canceled and its handler re-arms it; a dial's answer
@@ -332,6 +337,8 @@ class _Builder:
                     continue
                 for name in self.s.config.replicas:
                     self.put_in_flight(DB, name, eff, "publish", None, f"{eff.channel} {eff.chat_id} db -> {name}")
+            elif kind is Probe:
+                self.probes.append(eff.rule)  # (counted beside the step: no record)
 
     def put_in_flight(self, src, dst, payload, route, tool_call, what):
         fields_ = self.fields
@@ -402,7 +409,7 @@ class _Builder:
         (``settle_timers``), its records and armed timers. Every builder ends with it (a
         builder's ``s.timers`` lacks the step's timer edits until then)."""
         self.settle_timers()
-        return Step(self.s, tuple(self.records), tuple(self.armed))
+        return Step(self.s, tuple(self.records), tuple(self.armed), tuple(self.probes))
 
     def settle_timers(self):
         """Put the step's pending timer edits into ``s.timers`` (one new table): before

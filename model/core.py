@@ -12,7 +12,7 @@ decides when and whether it happens.
 Rule 1. States are frozen dataclasses. Containers inside them are tuples or ``FMap``, so
         a state can be shared between explored branches and fingerprinted canonically.
 Rule 2. Effects are a small closed set of frozen dataclasses (``Send``, ``Reply``,
-        ``SetTimer``, ``CancelTimer``, ``TraceRecord``, ``Publish``). Drivers interpret
+        ``SetTimer``, ``CancelTimer``, ``TraceRecord``, ``Publish``, ``Probe``). Drivers interpret
         them; the model never does.
 Rule 3. Ground truth (a process really started, an edit really applied) is a
         ``TraceRecord`` on the ``truth`` channel (``truth(...)``), kept apart from what any
@@ -496,4 +496,23 @@ class Publish:
         d["chat_id"] = chat_id
 
 
-Effect = Send | Reply | SetTimer | CancelTimer | TraceRecord | Publish
+@dataclass(frozen=True)
+class Probe:
+    """A rule's branch was taken (issue 35's rule coverage): ``rule`` is a probe ID
+    declared in model/probes.py ``PROBES``. A probe is no record: the interpreter counts
+    it beside the step (``Step.probes``) and the trace, hence every pinned hash and every
+    explored state, is what it was without it. Build one with ``probe(...)``."""
+
+    rule: str
+
+    def __init__(self, rule):  # (as ``SetTimer.__init__``)
+        self.__dict__["rule"] = rule
+
+
+def probe(rule: str) -> Probe:
+    """The probe effect of one declared branch (tests/test_probes.py checks that every
+    call site's ID is declared in model/probes.py and every declared ID has a call site)."""
+    return Probe(rule)
+
+
+Effect = Send | Reply | SetTimer | CancelTimer | TraceRecord | Publish | Probe

@@ -174,7 +174,7 @@ def apply(system: System, action: Action, log: list | None = None, asked: tuple 
         b.flush_publishes()
     if b.timer_edits is not None:  # (``finish``, inline: every step ends here)
         b.settle_timers()
-    return Step(b.s, tuple(b.records), tuple(b.armed))
+    return Step(b.s, tuple(b.records), tuple(b.armed), tuple(b.probes) if b.probes else ())
 
 
 def _quiet_publish(system: System, action: Deliver, env: Envelope, rest: tuple) -> Step:

@@ -20,7 +20,7 @@ from __future__ import annotations
 import base64
 from typing import Any
 
-from ..core import Request, note, replace
+from ..core import Request, note, probe, replace
 from ..gocompat.decode import GoJSONError
 from ..identity import HeaderError, Key, clamp_ms, parse_tool_call_headers
 from . import processes  # the seam: tests replace processes.stop_tool_call_process
@@ -46,36 +46,36 @@ def _cancel(state: AgentState, req: Request, path_id: str, now_ms: int) -> tuple
     try:
         headers = parse_tool_call_headers(req.headers)
     except HeaderError as err:
-        return state, [_message(req, 400, MSG_INVALID_HEADERS, str(err))]
+        return state, [probe("A3.bad-headers"), _message(req, 400, MSG_INVALID_HEADERS, str(err))]
     if headers is None:
-        return state, [_message(req, 400, MSG_CANCEL_NEEDS_HEADERS)]
+        return state, [probe("A3.no-headers"), _message(req, 400, MSG_CANCEL_NEEDS_HEADERS)]
     chat_id = chat_of(req)
     if chat_id is None:
-        return state, [_message(req, 400, MSG_NO_CHAT)]
+        return state, [probe("A3.no-chat"), _message(req, 400, MSG_NO_CHAT)]
     key = Key(chat_id, headers.message_id, headers.tool_call_id)
     if key.uuid != path_id:
-        return state, [_message(req, 400, MSG_CANCEL_WRONG_ID)]
+        return state, [probe("A3.wrong-id"), _message(req, 400, MSG_CANCEL_WRONG_ID)]
     try:
         # httpapi.Read: one json.Decoder.Decode into CancelToolCallRequest (model/gocompat/decode.py), so
         # `null` is threshold 0, keys match case-insensitively, trailing bytes are ignored
         # and a value past int64 is a 400.
         raw = decode_cancel(req.body)["stop_if_run_age_below_ms"]
     except GoJSONError as err:
-        return state, [_message(req, 400, MSG_BAD_JSON, str(err))]
+        return state, [probe("A3.bad-json"), _message(req, 400, MSG_BAD_JSON, str(err))]
     threshold_ms = clamp_ms(raw)
     verdict, record = lookup(state, key, headers.age_ms, now_ms, req)
     if verdict in REFUSAL_FOR_VERDICT:
-        return state, _refused(req, REFUSAL_FOR_VERDICT[verdict], key)
+        return state, [probe("A3.refused"), *_refused(req, REFUSAL_FOR_VERDICT[verdict], key)]
     if verdict == "new":
         state, marked = state.config.rules.mark_canceled(state, key, now_ms)
-        effects: Effects = [note("cancel_never_received", uuid=key.uuid), *marked]
+        effects: Effects = [probe("A3.never-received"), note("cancel_never_received", uuid=key.uuid), *marked]
         return state, effects + [_json_response(req, 200, {"started": False})]
     assert record is not None
     if record.canceled:
-        return state, [_json_response(req, 200, {"started": False})]
+        return state, [probe("A3.already-canceled"), _json_response(req, 200, {"started": False})]
     if record.recorded is None:
         waiter = Waiter(req, "cancel", record.run_id, key, threshold_ms)
-        return replace(state, waiters=state.waiters.set(req.req_id, waiter)), [note("cancel_waiting", uuid=key.uuid)]
+        return replace(state, waiters=state.waiters.set(req.req_id, waiter)), [probe("A3.waits-pending"), note("cancel_waiting", uuid=key.uuid)]
     return _answer_cancel(state, req, key, record, threshold_ms, now_ms)
 
 
@@ -100,8 +100,8 @@ def _answer_cancel(
     pid = state.config.rules.pid_to_stop(key, record.recorded)
     state, process, effects, error = processes.stop_tool_call_process(state, pid, threshold_ms, now_ms)
     if error:
-        return state, effects + [_message(req, 500, MSG_STOP_FAILED, error)]
+        return state, effects + [probe("A3.stop-failed"), _message(req, 500, MSG_STOP_FAILED, error)]
     if process is not None:
         out["process"] = process
     reply = _json_response(req, 200, out, _run_age_header(now_ms, record.created_at_ms))
-    return state, effects + [reply]
+    return state, effects + [probe("A3.answered-recorded"), reply]

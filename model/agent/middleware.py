@@ -20,7 +20,7 @@ where the Go-shaped tests install their counting handler.
 
 from __future__ import annotations
 
-from ..core import REMOVED, Reply, Request, Response, SetTimer, note, replace, truth
+from ..core import REMOVED, Reply, Request, Response, SetTimer, note, probe, replace, truth
 from ..identity import INPUT_MISMATCH, TOOL_CALL_CANCELED, HeaderError, Key, parse_tool_call_headers
 from .cancel import _answer_cancel
 from .files import _edit_files, _write_file
@@ -44,36 +44,39 @@ def _middleware(state: AgentState, req: Request, kind: str, now_ms: int) -> tupl
     try:
         headers = parse_tool_call_headers(req.headers)
     except HeaderError as err:
-        return state, [_message(req, 400, MSG_INVALID_HEADERS, str(err))]
+        return state, [probe("A2.4.bad-headers"), _message(req, 400, MSG_INVALID_HEADERS, str(err))]
     if headers is None:
         # Not a tool call request: the handler runs as today, every time, no record.
-        return _begin_run(state, req, kind, None, now_ms)
+        state, effects = _begin_run(state, req, kind, None, now_ms)
+        return state, [probe("A2.4.no-headers"), *effects]
     chat_id = chat_of(req)
     if chat_id is None:
-        return state, [_message(req, 400, MSG_NO_CHAT)]
+        return state, [probe("A2.4.no-chat"), _message(req, 400, MSG_NO_CHAT)]
     key = Key(chat_id, headers.message_id, headers.tool_call_id)
     digest = input_hash(req)
     verdict, record = lookup(state, key, headers.age_ms, now_ms, req)
     if verdict in REFUSAL_FOR_VERDICT:
-        return state, _refused(req, REFUSAL_FOR_VERDICT[verdict], key)
+        seen = probe("A2.2.stale") if verdict == "stale" else probe("A2.3.not-provable")
+        return state, [seen, *_refused(req, REFUSAL_FOR_VERDICT[verdict], key)]
     if verdict == "found":
         assert record is not None
         if record.canceled:
-            return state, _refused(req, TOOL_CALL_CANCELED, key)
+            return state, [probe("A2.4.found-canceled"), *_refused(req, TOOL_CALL_CANCELED, key)]
         if record.input_hash != digest:
-            return state, _refused(req, INPUT_MISMATCH, key)
+            return state, [probe("A2.4.input-mismatch"), *_refused(req, INPUT_MISMATCH, key)]
         if record.recorded is not None:
             return state, [
+                probe("A2.4.replay-recorded"),
                 _recorded_reply(req, record.recorded, now_ms, record.created_at_ms),
                 note("replayed", uuid=key.uuid),
             ]
         waiter = Waiter(req, "replay", record.run_id, key)
-        return replace(state, waiters=state.waiters.set(req.req_id, waiter)), [note("waiting", uuid=key.uuid)]
+        return replace(state, waiters=state.waiters.set(req.req_id, waiter)), [probe("A2.4.wait-pending"), note("waiting", uuid=key.uuid)]
     # Proven new: record first (A1), then run the handler as its own step.
     record = Record(digest, False, now_ms, req.req_id, None)
     state = state.config.rules.record_when_proven_new(state, key, record)
     state, effects = _begin_run(state, req, kind, key, now_ms)
-    return state, effects + [note("run_pending", uuid=key.uuid, route=kind)]
+    return state, effects + [probe("A2.3.proven-new"), note("run_pending", uuid=key.uuid, route=kind)]
 
 
 def _begin_run(state: AgentState, req: Request, kind: str, key: Key | None, now_ms: int) -> tuple[AgentState, Effects]:

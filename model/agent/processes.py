@@ -26,7 +26,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from ..core import CancelTimer, FMap, Reply, Request, SetTimer, note, replace, truth
+from ..core import CancelTimer, FMap, Reply, Request, SetTimer, note, probe, replace, truth
 from ..gocompat.decode import GoJSONError, go_quote
 from ..identity import Key
 from .rules import Script
@@ -344,17 +344,21 @@ def stop_tool_call_process(
     ``truncated`` and ``exit_code`` (nil while running) only when set."""
     proc = state.processes.get(pid)
     if proc is None:
-        return state, None, [], ""
+        return state, None, [probe("A4.2.no-process")], ""
     effects: Effects = []
     run_age_ms = now_ms - proc.started_at_ms
     stops = proc.running and threshold_ms > 0 and state.config.rules.stop_below(run_age_ms, threshold_ms)
     if stops:
         if _script_of(state, proc).kill_fails:
-            return state, None, [note("stop_failed", pid=pid)], f"kill process group: {KILL_ERROR}"
+            return state, None, [probe("A4.2.kill-fails"), note("stop_failed", pid=pid)], f"kill process group: {KILL_ERROR}"
         state, effects = _kill(state, pid, "cancel", now_ms)
+        effects = [probe("A4.2.kill-young"), *effects]
         proc = state.processes[pid]
     elif proc.running:
+        effects.append(probe("A4.2.leave-running"))
         effects.append(note("left_running", pid=pid, run_age_ms=run_age_ms, threshold_ms=threshold_ms))
+    else:
+        effects.append(probe("A4.2.already-exited"))
     output, truncated = head_tail_output(proc.output)
     value: dict[str, Any] = {"running": proc.running, "canceled": proc.canceled, "run_age_ms": run_age_ms}
     if output:

@@ -19,7 +19,7 @@ from __future__ import annotations
 
 from .. import chattool
 from ..chatd_db import Db
-from ..core import CancelTimer, SetTimer, note, replace
+from ..core import CancelTimer, SetTimer, note, probe, replace
 from .interrupt import _interrupt_start
 from .state import (
     DONE,
@@ -106,6 +106,7 @@ def _end_task(rep: ReplicaState, db: Db, runner: Runner, task: Task, outcome: st
         effects += _end_attempt(att)
     if go_retries(outcome):
         effects += [
+            probe("C1.4.retry-timed-out") if outcome == TIMED_OUT else probe("C1.4.retry-error"),
             SetTimer(f"{task.task_id}/backoff", task.backoff_ms),
             note("task_retry", task=task.task_id, chat_id=task.chat_id, why=outcome[len(RETRY) + 1 :],
                  attempt=task.attempts, backoff_ms=task.backoff_ms),
@@ -113,6 +114,7 @@ def _end_task(rep: ReplicaState, db: Db, runner: Runner, task: Task, outcome: st
         max_backoff_ms = rep.rules.timing.task_retry_max_backoff_ms
         task = replace(task, attempt=None, backoff_ms=min(task.backoff_ms * 2, max_backoff_ms))
         return _put_task(rep, runner, task, edits), db, effects
+    effects.append(probe("C1.4.done") if outcome == DONE else probe("C1.4.exit-no-retry"))
     effects.append(note("task_" + ("done" if outcome == DONE else "exit"), task=task.task_id,
                         chat_id=task.chat_id, kind=task.kind, why=outcome))
     rep = _put_task(rep, runner, None, edits)

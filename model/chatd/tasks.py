@@ -19,6 +19,10 @@ from typing import Any
 from .. import chattool
 from ..chatd_db import (
     DB_DOWN,
+    FENCED_ATTEMPT,
+    FENCED_HISTORY,
+    FENCED_OWNER,
+    FENCED_STATUS,
     OK,
     Chat,
     Db,
@@ -32,7 +36,7 @@ from ..chatd_db import (
     tx_finish_turn,
     unresolved_calls,
 )
-from ..core import Request, Send, SetTimer, note
+from ..core import Request, Send, SetTimer, note, probe
 from .rules import ChatdRules
 from .state import AGENT, DONE, EXIT, PENDING, RETRY, Attempt, ReplicaState, Task
 
@@ -47,11 +51,22 @@ def _fenced(db: Db, task: Task, op: str, rules: ChatdRules, attempt: int | None 
     return chat, outcome, eff
 
 
+# Rule coverage (model/probes.py): which part of a fence (C2.4) turned a write away.
+_FENCE_PROBES = {
+    FENCED_OWNER: probe("C2.4.fenced-owner"),
+    FENCED_STATUS: probe("C2.4.fenced-status"),
+    FENCED_HISTORY: probe("C2.4.fenced-history"),
+    FENCED_ATTEMPT: probe("C2.4.fenced-attempt"),
+}
+_NO_CHAT_PROBE = probe("C2.4.fenced-no-chat")
+
+
 def _failed(outcome: str, op: str, task: Task, chat: Chat | None) -> tuple[str, list]:
     """A transaction that did not go through: DB errors retry, fences exit (2.4)."""
     if outcome == DB_DOWN:
-        return f"{RETRY}:db_down", [note("db_down", op=op, task=task.task_id)]
-    return f"{EXIT}:{outcome}", [fenced_note(op, outcome, task.chat_id, task.fence, chat)]
+        return f"{RETRY}:db_down", [probe("C2.4.db-down"), note("db_down", op=op, task=task.task_id)]
+    return f"{EXIT}:{outcome}", [_FENCE_PROBES.get(outcome, _NO_CHAT_PROBE),
+                                 fenced_note(op, outcome, task.chat_id, task.fence, chat)]
 
 
 def _dial(rep: ReplicaState, key: str) -> list:

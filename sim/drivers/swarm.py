@@ -94,6 +94,8 @@ class Verdict:
     unknown_results: int
     results: int
     sim_ms: int
+    # Rule coverage (model/probes.py): (probe ID, hits) of the run, sorted by ID.
+    probes: tuple[tuple[str, int], ...] = ()
 
     @property
     def properties(self) -> frozenset[str]:
@@ -121,7 +123,8 @@ def judge(data: dict, variant: str, scenario=None) -> Verdict:
     findings = sorted((v.at_ms, v.property, v.detail) for v in result.violations if v.residual_risk is None)
     risks = sorted(v.residual_risk for v in list(result.violations) + list(report.informational)
                    if v.residual_risk is not None)
-    return Verdict(tuple(findings), tuple(risks), report.unknown_results, report.results, result.until_ms)
+    return Verdict(tuple(findings), tuple(risks), report.unknown_results, report.results, result.until_ms,
+                   tuple(sorted(result.world.probes.items())))
 
 
 def minimize(data: dict, still_fails: Callable[[dict], bool], max_runs: int = MAX_MINIMIZE_RUNS) -> tuple[dict, int]:
@@ -152,6 +155,9 @@ def run_seed(seed: int, variant: str, minimize_failures: bool = True) -> dict:
         "unknown_results": verdict.unknown_results,
         "residual_risks": list(verdict.residual_risks),
         "failure": None,
+        # The probes the seed's run took (``toolcall-sim coverage``): plain pairs, so a
+        # worker process or a Dask worker sends them back as it sends the rest.
+        "probes": [list(p) for p in verdict.probes],
     }
     first = verdict.first()
     if first is None:

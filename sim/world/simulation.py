@@ -193,6 +193,8 @@ class Simulation:
         # Loop verdicts and the heap carried between batches (model/idle.py advance); the
         # loop timers the steps arm are noted in it (``idle.ARMED``, ``_schedule_new``).
         self._idle_memo: dict = {idle.ARMED: []}
+        # Rule coverage (issue 35): probe ID (model/probes.py) -> the times a step took it.
+        self.probes: dict[str, int] = {}
         step = msys.initial(config)
         self.system = step.system
         if header is not None:
@@ -216,6 +218,10 @@ class Simulation:
         step = msys.apply(self.system, action, None, asked)
         s = self.system = step.system
         self.actions.append(action)
+        if step.probes:  # (rule coverage: counted beside the trace, never in it)
+            probes = self.probes
+            for rule in step.probes:
+                probes[rule] = probes.get(rule, 0) + 1
         if self._action_records:
             self._record_step(action, step)
         else:
