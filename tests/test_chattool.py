@@ -1276,3 +1276,71 @@ def test_file_dump_note():
     run.answer(start_answer(run.last, identity.uuid, 0))
     run.answer(output_answer(run.last, False, 0, "x"))
     assert content(run.result)["note"].startswith("Consider using read_file")
+
+
+# ---------------------------------------------------------------------------
+# Issue 35: what the mutation run (python -m toolcall_sim.ci.mutation) found unpinned in
+# model/chattool/cancel.py. Each asserts the contract (docs/contract.md C5.3, C5.4) or the
+# Go fact it cites.
+# ---------------------------------------------------------------------------
+
+# Go's net/http StatusText for the statuses an agent answers with.
+GO_STATUS_TEXT = [
+    (400, "Bad Request"), (401, "Unauthorized"), (403, "Forbidden"), (404, "Not Found"),
+    (405, "Method Not Allowed"), (408, "Request Timeout"), (409, "Conflict"), (410, "Gone"),
+    (413, "Request Entity Too Large"), (422, "Unprocessable Entity"), (424, "Failed Dependency"),
+    (429, "Too Many Requests"), (500, "Internal Server Error"), (501, "Not Implemented"),
+    (502, "Bad Gateway"), (503, "Service Unavailable"), (504, "Gateway Timeout"),
+]
+
+
+@pytest.mark.parametrize("status, text", GO_STATUS_TEXT)
+def test_recorded_start_error_without_json_is_gos_status_text(status, text):
+    """C5.3, "Started, Process nil, recorded StatusCode >= 400": a recorded start failure
+    whose body is no JSON object reads as http.StatusText of its status."""
+    run = cancel(execute(FOREGROUND_2H), make_identity())
+    run.answer(cancel_answer(run.last, True, status, "text/plain", b"boom"))
+    assert run.result.kind == "failed"
+    assert content(run.result)["error"].startswith(f"start process: {text}")
+
+
+def test_recorded_start_error_reads_json_only_with_a_json_content_type():
+    """codersdk.ReadBodyAsError decodes the body as the SDK error only for
+    application/json; a JSON-looking body of another type gives the status text."""
+    for content_type in ("text/plain; charset=utf-8", "application/xml"):
+        run = cancel(execute(FOREGROUND_2H), make_identity())
+        run.answer(cancel_answer(run.last, True, 500, content_type, START_FAILED_JSON))
+        assert content(run.result)["error"].startswith("start process: Internal Server Error"), content_type
+
+
+@pytest.mark.parametrize("answer", [
+    dict(started=False),
+    dict(started=True, status_code=200, process={"running": True, "output": "", "run_age_ms": 3 * HOUR}),
+    dict(started=True, status_code=200, process={"running": False, "canceled": True, "run_age_ms": 5}),
+    dict(started=True, status_code=200, process={"running": False, "exit_code": 3, "run_age_ms": 5}),
+])
+def test_interrupt_result_exit_code_is_the_contents(answer):
+    """The committed result's exit code (read by the checkers, model/properties/checks.py)
+    is the one its content reports: 0 for "not run", -1 left running or canceled without a
+    code, the process's own once it exited."""
+    run = cancel(execute(FOREGROUND_2H), make_identity())
+    run.answer(cancel_answer(run.last, **answer))
+    assert run.result.exit_code == content(run.result)["exit_code"]
+
+
+def test_exited_process_without_run_age_has_zero_wall_duration():
+    """A cancel answer's process without run_age_ms: Go's RunAgeMs is the zero value, so
+    the result's wall duration is 0."""
+    run = cancel(execute(FOREGROUND_2H), make_identity())
+    run.answer(cancel_answer(run.last, True, 200, process={"running": False, "exit_code": 0}))
+    assert content(run.result)["wall_duration_ms"] == 0 and run.result.wall_duration_ms == 0
+
+
+def test_execute_cancel_failed_after_agent_restart_is_no_error_result():
+    """C5.3: an execute interrupt's result is a non-error result, also when the cancel
+    itself is refused because the agent restarted; the outcome is unknown and names no
+    process (the restarted agent has none under the UUID)."""
+    run = cancel(execute(FOREGROUND_2H), make_identity())
+    run.answer(refusal(run.last, AGENT_STARTED_AFTER_TOOL_CALL))
+    r = run.result
+    assert (r.reason, r.is_error, r.process_id) == ("agent_restarted", False, None)
