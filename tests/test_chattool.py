@@ -1344,3 +1344,75 @@ def test_execute_cancel_failed_after_agent_restart_is_no_error_result():
     run.answer(refusal(run.last, AGENT_STARTED_AFTER_TOOL_CALL))
     r = run.result
     assert (r.reason, r.is_error, r.process_id) == ("agent_restarted", False, None)
+
+
+def test_recorded_start_error_with_a_broken_json_body_is_the_status_text():
+    """codersdk.ReadBodyAsError: a JSON content type whose body does not decode falls back
+    to the status text, like a body of another type."""
+    run = cancel(execute(FOREGROUND_2H), make_identity())
+    run.answer(cancel_answer(run.last, True, 503, "application/json", b'{"message": '))
+    assert content(run.result)["error"].startswith("start process: Service Unavailable")
+
+
+@pytest.mark.parametrize("code", [-1, 1, 137])
+def test_exited_process_with_a_nonzero_code_is_no_success(code):
+    """C5.3, exited before the cancel: success is exit code == 0 (a negative code, as a
+    signal leaves, is a failure too)."""
+    run = cancel(execute(FOREGROUND_2H), make_identity())
+    run.answer(cancel_answer(run.last, True, 200, process={"running": False, "exit_code": code, "run_age_ms": 1}))
+    assert content(run.result)["success"] is False and run.result.exit_code == code
+
+
+def test_tool_names_read_at_run_time_map_like_literals():
+    """The tool name of a call comes from the chat's messages (a scenario's TOML in the
+    simulation), not from a literal in the code: the cancel answer and a failed cancel map
+    the same for a name built at run time."""
+    tool = "".join(["exe", "cute"])
+    call = ct.ToolCall("call_1", tool, json.dumps(FOREGROUND_2H))
+    run = cancel(call, make_identity())
+    run.answer(cancel_answer(run.last, True, 200, process={"running": False, "exit_code": 0, "run_age_ms": 1}))
+    assert run.result.kind == "completed"
+    restarted = cancel(ct.ToolCall("call_1", tool, json.dumps(FOREGROUND_2H)), make_identity())
+    restarted.answer(refusal(restarted.last, AGENT_STARTED_AFTER_TOOL_CALL))
+    assert (restarted.result.reason, restarted.result.is_error) == ("agent_restarted", False)
+    left = cancel(ct.ToolCall("call_1", tool, json.dumps(FOREGROUND_2H)), make_identity())
+    left.answer(cancel_answer(left.last, True, 200, process={"running": True, "run_age_ms": 3 * HOUR}))
+    assert content(left.result)["error"] == "command timed out after 2h0m0s"
+    wtool = "".join(["write", "_file"])
+    w = cancel(ct.ToolCall("call_w", wtool, json.dumps({"path": "/a.txt", "content": "x"})), make_identity("call_w"))
+    w.answer(cancel_answer(w.last, True, 200, "application/json", b'{"ok":true}'))
+    assert w.result == ct.Result("applied", False, '{"ok":true}')
+
+
+def test_recorded_start_error_json_content_type_with_parameters():
+    """codersdk.ReadBodyAsError reads the media type before its parameters:
+    application/json; charset=utf-8 is JSON."""
+    run = cancel(execute(FOREGROUND_2H), make_identity())
+    run.answer(cancel_answer(run.last, True, 500, "application/json; charset=utf-8", START_FAILED_JSON))
+    assert content(run.result)["error"].startswith("start process: Failed to start process.: fork failed")
+
+
+def test_recorded_status_below_400_is_no_start_failure():
+    """C5.3: the recorded start failed only when StatusCode >= 400; 399 with no process is
+    a started call without a process (foreground: unknown)."""
+    run = cancel(execute(FOREGROUND_2H), make_identity())
+    run.answer(cancel_answer(run.last, True, 399, "text/plain", b"x"))
+    assert (run.result.kind, run.result.reason) == ("unknown", "no_process")
+
+
+def test_execute_cancel_refused_for_another_input_names_the_process():
+    """An execute cancel refused with input mismatch is a failed result that still names
+    the UUID as the process ID (only after an agent restart is there no process under it)."""
+    identity = make_identity()
+    run = cancel(execute(FOREGROUND_2H), identity)
+    run.answer(refusal(run.last, INPUT_MISMATCH))
+    assert (run.result.kind, run.result.process_id) == ("failed", identity.uuid)
+
+
+def test_file_cancel_answer_without_status_code_reads_status_zero():
+    """CancelToolCallResponse omits a zero status_code (omitempty, docs/contract.md D9):
+    decoded, it is Go's zero value 0, not a 2xx, so the file tool's result is the SDK error
+    for status 0."""
+    w = cancel(write(), make_identity("call_w"))
+    w.answer(Response(w.last.req_id, 200, "application/json", json_body({"started": True})))
+    assert w.result.kind == "failed" and w.result.content.startswith("unexpected status code 0:")
