@@ -1306,8 +1306,8 @@ def test_recorded_start_error_without_json_is_gos_status_text(status, text):
 
 def test_recorded_start_error_reads_json_only_with_a_json_content_type():
     """codersdk.ReadBodyAsError decodes the body as the SDK error only for
-    application/json; a JSON-looking body of another type gives the status text."""
-    for content_type in ("text/plain; charset=utf-8", "application/xml"):
+    application/json; a JSON-looking body of another type, or of none, gives the status text."""
+    for content_type in ("text/plain; charset=utf-8", "application/xml", ""):
         run = cancel(execute(FOREGROUND_2H), make_identity())
         run.answer(cancel_answer(run.last, True, 500, content_type, START_FAILED_JSON))
         assert content(run.result)["error"].startswith("start process: Internal Server Error"), content_type

@@ -126,8 +126,13 @@ def _own(out: Path) -> None:
     (out / MARKER).write_text("made by python -m toolcall_sim.ci.mutation\n")
 
 
+def _matches(spec, e: Equivalent) -> bool:
+    return spec.operator_name == e.operator and spec.occurrence == e.occurrence and spec.start_pos[0] == e.line
+
+
 def _mark_equivalents(db_path: Path, module: str, equivalents: list[Equivalent]) -> list[Equivalent]:
-    """Mark the listed equivalent mutants skipped; return the entries that matched no mutant."""
+    """Mark the listed equivalent mutants skipped (on every run, so an entry added since
+    the session began applies on resume); return the entries that matched no mutant."""
     from cosmic_ray.work_db import WorkDB, use_db
     from cosmic_ray.work_item import WorkerOutcome, WorkResult
 
@@ -137,8 +142,7 @@ def _mark_equivalents(db_path: Path, module: str, equivalents: list[Equivalent])
         for item in db.work_items:
             for spec in item.mutations:
                 for e in mine:
-                    if (spec.operator_name == e.operator and spec.occurrence == e.occurrence
-                            and spec.start_pos[0] == e.line):
+                    if _matches(spec, e):
                         db.set_result(item.job_id, WorkResult(worker_outcome=WorkerOutcome.SKIPPED,
                                                               output=f"equivalent: {e.why}"))
                         if e in unmatched:
@@ -161,7 +165,9 @@ class Row:
         return "-" if judged <= 0 else f"{100.0 * self.killed / judged:.1f}%"
 
 
-def tally(db_path: Path, module: str, survivors: list[str]) -> Row:
+def tally(db_path: Path, module: str, survivors: list[str], equivalents: list[Equivalent]) -> Row:
+    """Count the session's results. A mutant skipped as equivalent whose entry has since
+    left the list counts as pending: ``--fresh`` runs it."""
     from cosmic_ray.work_db import WorkDB, use_db
     from cosmic_ray.work_item import TestOutcome, WorkerOutcome
 
@@ -172,7 +178,10 @@ def tally(db_path: Path, module: str, survivors: list[str]) -> Row:
         for item, result in db.completed_work_items:
             done += 1
             if result.worker_outcome == WorkerOutcome.SKIPPED:
-                row.equivalent += 1
+                if any(_matches(item.mutations[0], e) for e in equivalents if e.module == module):
+                    row.equivalent += 1
+                else:
+                    done -= 1
             elif result.worker_outcome == WorkerOutcome.NORMAL and result.test_outcome == TestOutcome.SURVIVED:
                 row.survived += 1
                 spec = item.mutations[0]
@@ -239,14 +248,14 @@ def main(argv: list[str] | None = None) -> int:
             if args.fresh or not db.exists():
                 db.unlink(missing_ok=True)
                 subprocess.run([str(crbin / "cosmic-ray"), "init", str(cfg), str(db)], check=True)
-                stale += _mark_equivalents(db, m, equivalents)
+            stale += _mark_equivalents(db, m, equivalents)
             print(f"mutating {m} ...", file=sys.stderr, flush=True)
             try:
                 subprocess.run([str(crbin / "cosmic-ray"), "exec", str(cfg), str(db)], check=True)
             finally:
                 purge_bytecode(m)  # no mutant's bytecode outlives the run
         if db.exists():
-            rows.append(tally(db, m, survivors))
+            rows.append(tally(db, m, survivors, equivalents))
     text = table(rows)
     (out / "table.md").write_text(text)
     (out / "survivors.txt").write_text("\n".join(survivors))
