@@ -1416,3 +1416,32 @@ def test_file_cancel_answer_without_status_code_reads_status_zero():
     w = cancel(write(), make_identity("call_w"))
     w.answer(Response(w.last.req_id, 200, "application/json", json_body({"started": True})))
     assert w.result.kind == "failed" and w.result.content.startswith("unexpected status code 0:")
+
+
+def test_interrupted_call_of_another_tool_is_none_whatever_its_name():
+    """NewInterruptedCall: only execute and the file tools get a cancel; another tool
+    (here one that sorts before "execute") keeps the generic result, even with arguments
+    that would parse as an execute's."""
+    assert ct.interrupted_call(ct.ToolCall("c", "create_workspace", json.dumps({"command": "make"}))) is None
+
+
+def test_select_cancels_copies_of_different_tools_get_no_cancel():
+    """C3.7 (interruptedToolCalls): copies sharing a provider ID get one cancel only when
+    every copy maps to the same cancel; an edit and a write under one ID differ."""
+    assert ct.select_cancels([edit("dup"), write("dup")]) == ()
+    assert ct.select_cancels([write("dup"), edit("dup")]) == ()
+
+
+def test_select_cancels_copies_with_tool_names_read_at_run_time():
+    """Copies whose tool names come from the chat's messages (equal strings, not one
+    object) share their one cancel."""
+    calls = [ct.ToolCall("dup", "".join(["write", "_file"]), json.dumps({"path": "/a", "content": "x"}))
+             for _ in range(2)]
+    assert [p.provider_id for p in ct.select_cancels(calls)] == ["dup"]
+
+
+def test_select_cancels_goes_on_past_a_call_without_a_cancel():
+    """A provider ID without a plan keeps the generic result; the IDs after it still get
+    their cancels, in order of first appearance."""
+    calls = [ct.ToolCall("r", "read_file", '{"path":"/a"}'), execute({"command": "make"}, "x"), write("w")]
+    assert [p.provider_id for p in ct.select_cancels(calls)] == ["x", "w"]

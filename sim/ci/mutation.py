@@ -127,6 +127,11 @@ def _own(out: Path) -> None:
 
 
 def _matches(spec, e: Equivalent) -> bool:
+    """An entry names one mutant; ``operator = "core/X_*"`` with ``occurrence = -1`` names
+    every operator of that family on the line (e.g. each replacement of ``|`` in a type
+    annotation), argued once."""
+    if e.operator.endswith("*") and e.occurrence == -1:
+        return spec.start_pos[0] == e.line and spec.operator_name.startswith(e.operator[:-1])
     return spec.operator_name == e.operator and spec.occurrence == e.occurrence and spec.start_pos[0] == e.line
 
 
