@@ -1445,3 +1445,10 @@ def test_select_cancels_goes_on_past_a_call_without_a_cancel():
     their cancels, in order of first appearance."""
     calls = [ct.ToolCall("r", "read_file", '{"path":"/a"}'), execute({"command": "make"}, "x"), write("w")]
     assert [p.provider_id for p in ct.select_cancels(calls)] == ["x", "w"]
+
+
+def test_select_cancels_background_and_foreground_copies_get_no_cancel():
+    """C3.7: a background copy and a foreground copy whose timeout is 0s (stop age 0 too)
+    map to different cancels, so their provider ID gets none, in either order."""
+    bg, fg = execute(BACKGROUND, "dup"), execute({"command": "make", "timeout": "0s"}, "dup")
+    assert ct.select_cancels([bg, fg]) == () and ct.select_cancels([fg, bg]) == ()
