@@ -1276,3 +1276,179 @@ def test_file_dump_note():
     run.answer(start_answer(run.last, identity.uuid, 0))
     run.answer(output_answer(run.last, False, 0, "x"))
     assert content(run.result)["note"].startswith("Consider using read_file")
+
+
+# ---------------------------------------------------------------------------
+# Issue 35: what the mutation run (python -m toolcall_sim.ci.mutation) found unpinned in
+# model/chattool/cancel.py. Each asserts the contract (docs/contract.md C5.3, C5.4) or the
+# Go fact it cites.
+# ---------------------------------------------------------------------------
+
+# Go's net/http StatusText for the statuses an agent answers with.
+GO_STATUS_TEXT = [
+    (400, "Bad Request"), (401, "Unauthorized"), (403, "Forbidden"), (404, "Not Found"),
+    (405, "Method Not Allowed"), (408, "Request Timeout"), (409, "Conflict"), (410, "Gone"),
+    (413, "Request Entity Too Large"), (422, "Unprocessable Entity"), (424, "Failed Dependency"),
+    (429, "Too Many Requests"), (500, "Internal Server Error"), (501, "Not Implemented"),
+    (502, "Bad Gateway"), (503, "Service Unavailable"), (504, "Gateway Timeout"),
+]
+
+
+@pytest.mark.parametrize("status, text", GO_STATUS_TEXT)
+def test_recorded_start_error_without_json_is_gos_status_text(status, text):
+    """C5.3, "Started, Process nil, recorded StatusCode >= 400": a recorded start failure
+    whose body is no JSON object reads as http.StatusText of its status."""
+    run = cancel(execute(FOREGROUND_2H), make_identity())
+    run.answer(cancel_answer(run.last, True, status, "text/plain", b"boom"))
+    assert run.result.kind == "failed"
+    assert content(run.result)["error"].startswith(f"start process: {text}")
+
+
+def test_recorded_start_error_reads_json_only_with_a_json_content_type():
+    """codersdk.ReadBodyAsError decodes the body as the SDK error only for
+    application/json; a JSON-looking body of another type, or of none, gives the status text."""
+    for content_type in ("text/plain; charset=utf-8", "application/xml", ""):
+        run = cancel(execute(FOREGROUND_2H), make_identity())
+        run.answer(cancel_answer(run.last, True, 500, content_type, START_FAILED_JSON))
+        assert content(run.result)["error"].startswith("start process: Internal Server Error"), content_type
+
+
+@pytest.mark.parametrize("answer", [
+    dict(started=False),
+    dict(started=True, status_code=200, process={"running": True, "output": "", "run_age_ms": 3 * HOUR}),
+    dict(started=True, status_code=200, process={"running": False, "canceled": True, "run_age_ms": 5}),
+    dict(started=True, status_code=200, process={"running": False, "exit_code": 3, "run_age_ms": 5}),
+])
+def test_interrupt_result_exit_code_is_the_contents(answer):
+    """The committed result's exit code (read by the checkers, model/properties/checks.py)
+    is the one its content reports: 0 for "not run", -1 left running or canceled without a
+    code, the process's own once it exited."""
+    run = cancel(execute(FOREGROUND_2H), make_identity())
+    run.answer(cancel_answer(run.last, **answer))
+    assert run.result.exit_code == content(run.result)["exit_code"]
+
+
+def test_exited_process_without_run_age_has_zero_wall_duration():
+    """A cancel answer's process without run_age_ms: Go's RunAgeMs is the zero value, so
+    the result's wall duration is 0."""
+    run = cancel(execute(FOREGROUND_2H), make_identity())
+    run.answer(cancel_answer(run.last, True, 200, process={"running": False, "exit_code": 0}))
+    assert content(run.result)["wall_duration_ms"] == 0 and run.result.wall_duration_ms == 0
+
+
+def test_execute_cancel_failed_after_agent_restart_is_no_error_result():
+    """C5.3: an execute interrupt's result is a non-error result, also when the cancel
+    itself is refused because the agent restarted; the outcome is unknown and names no
+    process (the restarted agent has none under the UUID)."""
+    run = cancel(execute(FOREGROUND_2H), make_identity())
+    run.answer(refusal(run.last, AGENT_STARTED_AFTER_TOOL_CALL))
+    r = run.result
+    assert (r.reason, r.is_error, r.process_id) == ("agent_restarted", False, None)
+
+
+def test_recorded_start_error_with_a_broken_json_body_is_the_status_text():
+    """codersdk.ReadBodyAsError: a JSON content type whose body does not decode falls back
+    to the status text, like a body of another type."""
+    run = cancel(execute(FOREGROUND_2H), make_identity())
+    run.answer(cancel_answer(run.last, True, 503, "application/json", b'{"message": '))
+    assert content(run.result)["error"].startswith("start process: Service Unavailable")
+
+
+@pytest.mark.parametrize("code", [-1, 1, 137])
+def test_exited_process_with_a_nonzero_code_is_no_success(code):
+    """C5.3, exited before the cancel: success is exit code == 0 (a negative code, as a
+    signal leaves, is a failure too)."""
+    run = cancel(execute(FOREGROUND_2H), make_identity())
+    run.answer(cancel_answer(run.last, True, 200, process={"running": False, "exit_code": code, "run_age_ms": 1}))
+    assert content(run.result)["success"] is False and run.result.exit_code == code
+
+
+def test_tool_names_read_at_run_time_map_like_literals():
+    """The tool name of a call comes from the chat's messages (a scenario's TOML in the
+    simulation), not from a literal in the code: the cancel answer and a failed cancel map
+    the same for a name built at run time."""
+    tool = "".join(["exe", "cute"])
+    call = ct.ToolCall("call_1", tool, json.dumps(FOREGROUND_2H))
+    run = cancel(call, make_identity())
+    run.answer(cancel_answer(run.last, True, 200, process={"running": False, "exit_code": 0, "run_age_ms": 1}))
+    assert run.result.kind == "completed"
+    restarted = cancel(ct.ToolCall("call_1", tool, json.dumps(FOREGROUND_2H)), make_identity())
+    restarted.answer(refusal(restarted.last, AGENT_STARTED_AFTER_TOOL_CALL))
+    assert (restarted.result.reason, restarted.result.is_error) == ("agent_restarted", False)
+    left = cancel(ct.ToolCall("call_1", tool, json.dumps(FOREGROUND_2H)), make_identity())
+    left.answer(cancel_answer(left.last, True, 200, process={"running": True, "run_age_ms": 3 * HOUR}))
+    assert content(left.result)["error"] == "command timed out after 2h0m0s"
+    wtool = "".join(["write", "_file"])
+    w = cancel(ct.ToolCall("call_w", wtool, json.dumps({"path": "/a.txt", "content": "x"})), make_identity("call_w"))
+    w.answer(cancel_answer(w.last, True, 200, "application/json", b'{"ok":true}'))
+    assert w.result == ct.Result("applied", False, '{"ok":true}')
+
+
+def test_recorded_start_error_json_content_type_with_parameters():
+    """codersdk.ReadBodyAsError reads the media type before its parameters:
+    application/json; charset=utf-8 is JSON."""
+    run = cancel(execute(FOREGROUND_2H), make_identity())
+    run.answer(cancel_answer(run.last, True, 500, "application/json; charset=utf-8", START_FAILED_JSON))
+    assert content(run.result)["error"].startswith("start process: Failed to start process.: fork failed")
+
+
+def test_recorded_status_below_400_is_no_start_failure():
+    """C5.3: the recorded start failed only when StatusCode >= 400; 399 with no process is
+    a started call without a process (foreground: unknown)."""
+    run = cancel(execute(FOREGROUND_2H), make_identity())
+    run.answer(cancel_answer(run.last, True, 399, "text/plain", b"x"))
+    assert (run.result.kind, run.result.reason) == ("unknown", "no_process")
+
+
+def test_execute_cancel_refused_for_another_input_names_the_process():
+    """An execute cancel refused with input mismatch is a failed result that still names
+    the UUID as the process ID (only after an agent restart is there no process under it)."""
+    identity = make_identity()
+    run = cancel(execute(FOREGROUND_2H), identity)
+    run.answer(refusal(run.last, INPUT_MISMATCH))
+    assert (run.result.kind, run.result.process_id) == ("failed", identity.uuid)
+
+
+def test_file_cancel_answer_without_status_code_reads_status_zero():
+    """CancelToolCallResponse omits a zero status_code (omitempty, docs/contract.md D9):
+    decoded, it is Go's zero value 0, not a 2xx, so the file tool's result is the SDK error
+    for status 0."""
+    w = cancel(write(), make_identity("call_w"))
+    w.answer(Response(w.last.req_id, 200, "application/json", json_body({"started": True})))
+    assert w.result.kind == "failed" and w.result.content.startswith("unexpected status code 0:")
+
+
+def test_interrupted_call_of_another_tool_is_none_whatever_its_name():
+    """NewInterruptedCall: only execute and the file tools get a cancel; another tool
+    (here one that sorts before "execute") keeps the generic result, even with arguments
+    that would parse as an execute's."""
+    assert ct.interrupted_call(ct.ToolCall("c", "create_workspace", json.dumps({"command": "make"}))) is None
+
+
+def test_select_cancels_copies_of_different_tools_get_no_cancel():
+    """C3.7 (interruptedToolCalls): copies sharing a provider ID get one cancel only when
+    every copy maps to the same cancel; an edit and a write under one ID differ."""
+    assert ct.select_cancels([edit("dup"), write("dup")]) == ()
+    assert ct.select_cancels([write("dup"), edit("dup")]) == ()
+
+
+def test_select_cancels_copies_with_tool_names_read_at_run_time():
+    """Copies whose tool names come from the chat's messages (equal strings, not one
+    object) share their one cancel."""
+    calls = [ct.ToolCall("dup", "".join(["write", "_file"]), json.dumps({"path": "/a", "content": "x"}))
+             for _ in range(2)]
+    assert [p.provider_id for p in ct.select_cancels(calls)] == ["dup"]
+
+
+def test_select_cancels_goes_on_past_a_call_without_a_cancel():
+    """A provider ID without a plan keeps the generic result; the IDs after it still get
+    their cancels, in order of first appearance."""
+    calls = [ct.ToolCall("r", "read_file", '{"path":"/a"}'), execute({"command": "make"}, "x"), write("w")]
+    assert [p.provider_id for p in ct.select_cancels(calls)] == ["x", "w"]
+
+
+def test_select_cancels_background_and_foreground_copies_get_no_cancel():
+    """C3.7: a background copy and a foreground copy whose timeout is 0s (stop age 0 too)
+    map to different cancels, so their provider ID gets none, in either order."""
+    bg, fg = execute(BACKGROUND, "dup"), execute({"command": "make", "timeout": "0s"}, "dup")
+    assert ct.select_cancels([bg, fg]) == () and ct.select_cancels([fg, bg]) == ()

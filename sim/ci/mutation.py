@@ -1,0 +1,275 @@
+"""Mutation score of the decision code and the checkers (issue 35), with cosmic-ray.
+
+Theory of operation
+-------------------
+For each target module (``MODULE_TESTS``: model/agent/, model/chatd/, model/chattool/,
+model/chatd_db.py, model/identity.py, model/properties/) cosmic-ray lists every mutant of
+the file (``cosmic-ray init``: one job per operator x occurrence), and ``cosmic-ray exec``
+writes each mutant into the file, runs the module's own fast tests (``-x``, one process,
+stopped at the first failure) and puts the file back. A mutant is *killed* when a test
+fails, *survived* when all pass. The module's tests are chosen by hand, so one module's
+run takes minutes, not the suite's time, and the whole set fits in about an hour on two
+cores.
+
+Before running, the jobs named in docs/mutation_equivalents.toml are marked skipped:
+each entry names a mutant (module, line, operator, occurrence) and argues in one line
+why no behaviour can tell it from the original. An entry that matches no mutant (the
+code moved) is reported and fails the run, so the list cannot silently hide survivors.
+
+Why cosmic-ray, not mutmut 3: mutmut 3 runs the tests against a copy of the sources in
+``mutants/``, which this checkout's package-dir mapping (toolcall_sim.model -> model/)
+does not import; cosmic-ray mutates the file in place and runs any test command per
+module, and its session database resumes an interrupted run where it stopped.
+
+Results go to ``--out`` (default ``.mutation/``, a folder this command owns: it refuses a
+folder it did not create), one ``<module>.sqlite`` session and ``<module>.toml`` config per
+module, ``survivors.txt`` (each survivor's diff) and ``table.md``.
+
+    python -m toolcall_sim.ci.mutation                       # every module
+    python -m toolcall_sim.ci.mutation model/chattool/cancel.py model/agent/cancel.py
+    python -m toolcall_sim.ci.mutation --fresh --list        # the modules and their tests
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+import shlex
+import subprocess
+import sys
+import tomllib
+from dataclasses import dataclass
+from pathlib import Path
+
+MARKER = ".toolcall-sim-mutation"
+EQUIVALENTS = Path("docs/mutation_equivalents.toml")
+TIMEOUT_S = 120.0  # per mutant: a mutant that loops forever is killed by the timeout
+
+_AGENT = ["tests/test_agent_rules.py", "tests/test_agent_conformance.py", "tests/test_agent_sdk.py"]
+_CHATTOOL = ["tests/test_chattool.py", "tests/test_chatd_rules.py", "tests/test_chatd_groups.py"]
+_CHATD = ["tests/test_chatd.py", "tests/test_chatd_rules.py", "tests/test_chatd_today.py"]
+_PROPS = ["tests/test_properties.py", "tests/test_classify.py", "tests/test_monitor.py"]
+
+# module -> the fast tests that exercise it (the bound of the run: per mutant, only these)
+MODULE_TESTS: dict[str, list[str]] = {
+    "model/chattool/cancel.py": _CHATTOOL,
+    "model/agent/cancel.py": _AGENT,
+    **{f"model/agent/{m}.py": _AGENT for m in
+       ("files", "middleware", "processes", "routes", "rules", "state", "store", "wire")},
+    **{f"model/chattool/{m}.py": _CHATTOOL for m in
+       ("args", "budget", "calls", "classifier", "dial", "execute", "files", "interrupt",
+        "lookup", "results", "state")},
+    **{f"model/chatd/{m}.py": _CHATD for m in
+       ("batch", "interrupt", "replica", "retry", "rules", "runner", "state", "tasks")},
+    "model/chatd_db.py": _CHATD,
+    "model/identity.py": ["tests/test_identity.py"],
+    **{f"model/properties/{m}.py": _PROPS for m in ("checks", "classify", "evidence", "monitor", "risks")},
+}
+
+
+@dataclass(frozen=True)
+class Equivalent:
+    module: str
+    line: int
+    operator: str
+    occurrence: int
+    why: str
+
+
+def load_equivalents(path: Path = EQUIVALENTS) -> list[Equivalent]:
+    if not path.exists():
+        return []
+    rows = tomllib.loads(path.read_text()).get("equivalent", [])
+    out = []
+    for row in rows:
+        if not str(row.get("why", "")).strip():
+            raise SystemExit(f"{path}: equivalent at {row.get('module')}:{row.get('line')} has no argument (why)")
+        out.append(Equivalent(row["module"], int(row["line"]), row["operator"], int(row["occurrence"]), row["why"]))
+    return out
+
+
+def purge_bytecode(module: str) -> None:
+    """Delete the module's cached bytecode. A mutant often has the original's size (``==``
+    to ``<=``, ``1`` to ``2``), and a test that starts a subprocess writes its bytecode;
+    a pyc records the source's size and mtime in whole seconds, so the next mutant written
+    within that second would run the previous one's code (its survivors were not real)."""
+    path = Path(module)
+    for pyc in (path.parent / "__pycache__").glob(f"{path.stem}.*.pyc"):
+        pyc.unlink(missing_ok=True)
+
+
+def run_tests(module: str) -> int:
+    """The test command of one mutant: fresh bytecode, then the module's tests (stopped at
+    the first failure, one process, no bytecode written)."""
+    purge_bytecode(module)
+    env = dict(os.environ, PYTHONDONTWRITEBYTECODE="1")
+    cmd = [sys.executable, "-B", "-m", "pytest", "-x", "-q", "-n0", "-p", "no:cacheprovider", *MODULE_TESTS[module]]
+    return subprocess.call(cmd, env=env)
+
+
+def _config(module: str, python: str) -> str:
+    cmd = f"{shlex.quote(python)} -m toolcall_sim.ci.mutation --run-tests {module}"
+    return (
+        "[cosmic-ray]\n"
+        f'module-path = "{module}"\n'
+        f"timeout = {TIMEOUT_S}\n"
+        "excluded-modules = []\n"
+        f"test-command = {cmd!r}\n".replace("'", '"') +
+        "\n[cosmic-ray.distributor]\nname = \"local\"\n"
+    )
+
+
+def _own(out: Path) -> None:
+    if out.exists() and not (out / MARKER).exists():
+        raise SystemExit(f"{out} exists and is not a mutation folder of this command; name another with --out")
+    out.mkdir(parents=True, exist_ok=True)
+    (out / MARKER).write_text("made by python -m toolcall_sim.ci.mutation\n")
+
+
+def _matches(spec, e: Equivalent) -> bool:
+    """An entry names one mutant; ``operator = "core/X_*"`` with ``occurrence = -1`` names
+    every operator of that family on the line (e.g. each replacement of ``|`` in a type
+    annotation), argued once."""
+    if e.operator.endswith("*") and e.occurrence == -1:
+        return spec.start_pos[0] == e.line and spec.operator_name.startswith(e.operator[:-1])
+    return spec.operator_name == e.operator and spec.occurrence == e.occurrence and spec.start_pos[0] == e.line
+
+
+def _mark_equivalents(db_path: Path, module: str, equivalents: list[Equivalent]) -> list[Equivalent]:
+    """Mark the listed equivalent mutants skipped (on every run, so an entry added since
+    the session began applies on resume); return the entries that matched no mutant."""
+    from cosmic_ray.work_db import WorkDB, use_db
+    from cosmic_ray.work_item import WorkerOutcome, WorkResult
+
+    mine = [e for e in equivalents if e.module == module]
+    unmatched = list(mine)
+    with use_db(str(db_path), WorkDB.Mode.open) as db:
+        for item in db.work_items:
+            for spec in item.mutations:
+                for e in mine:
+                    if _matches(spec, e):
+                        db.set_result(item.job_id, WorkResult(worker_outcome=WorkerOutcome.SKIPPED,
+                                                              output=f"equivalent: {e.why}"))
+                        if e in unmatched:
+                            unmatched.remove(e)
+    return unmatched
+
+
+@dataclass
+class Row:
+    module: str
+    mutants: int = 0
+    killed: int = 0
+    survived: int = 0
+    equivalent: int = 0
+    pending: int = 0
+
+    @property
+    def score(self) -> str:
+        judged = self.mutants - self.equivalent - self.pending
+        return "-" if judged <= 0 else f"{100.0 * self.killed / judged:.1f}%"
+
+
+def tally(db_path: Path, module: str, survivors: list[str], equivalents: list[Equivalent]) -> Row:
+    """Count the session's results. A mutant skipped as equivalent whose entry has since
+    left the list counts as pending: ``--fresh`` runs it."""
+    from cosmic_ray.work_db import WorkDB, use_db
+    from cosmic_ray.work_item import TestOutcome, WorkerOutcome
+
+    row = Row(module)
+    with use_db(str(db_path), WorkDB.Mode.open) as db:
+        row.mutants = db.num_work_items
+        done = 0
+        for item, result in db.completed_work_items:
+            done += 1
+            if result.worker_outcome == WorkerOutcome.SKIPPED:
+                if any(_matches(item.mutations[0], e) for e in equivalents if e.module == module):
+                    row.equivalent += 1
+                else:
+                    done -= 1
+            elif result.worker_outcome == WorkerOutcome.NORMAL and result.test_outcome == TestOutcome.SURVIVED:
+                row.survived += 1
+                spec = item.mutations[0]
+                survivors.append(f"## {module}:{spec.start_pos[0]} {spec.operator_name} occurrence {spec.occurrence}\n"
+                                 f"{result.diff or ''}\n")
+            else:  # killed, incompetent (the mutant does not import) or timed out: a test noticed
+                row.killed += 1
+        row.pending = row.mutants - done
+    return row
+
+
+def table(rows: list[Row]) -> str:
+    lines = ["| module | mutants | killed | survived | equivalent | pending | score |",
+             "| --- | ---: | ---: | ---: | ---: | ---: | ---: |"]
+    tot = Row("total")
+    for r in rows:
+        lines.append(f"| {r.module} | {r.mutants} | {r.killed} | {r.survived} | {r.equivalent} | {r.pending} | {r.score} |")
+        for k in ("mutants", "killed", "survived", "equivalent", "pending"):
+            setattr(tot, k, getattr(tot, k) + getattr(r, k))
+    lines.append(f"| **total** | {tot.mutants} | {tot.killed} | {tot.survived} | {tot.equivalent} | {tot.pending} | {tot.score} |")
+    return "\n".join(lines) + "\n"
+
+
+def _name(module: str) -> str:
+    return module.replace("/", "_").removesuffix(".py")
+
+
+def main(argv: list[str] | None = None) -> int:
+    ap = argparse.ArgumentParser(prog="python -m toolcall_sim.ci.mutation", description=__doc__.split("\n")[0])
+    ap.add_argument("modules", nargs="*", help="target modules (paths from the checkout's root); default: all")
+    ap.add_argument("--out", default=".mutation", help="results folder this command owns (default .mutation/)")
+    ap.add_argument("--fresh", action="store_true", help="start each module's session anew (else resume it)")
+    ap.add_argument("--report-only", action="store_true", help="print the table of the sessions as they are")
+    ap.add_argument("--run-tests", metavar="MODULE", help=argparse.SUPPRESS)  # cosmic-ray's test command
+    ap.add_argument("--list", action="store_true", help="print each module and its tests, run nothing")
+    args = ap.parse_args(argv)
+
+    if args.run_tests:
+        return run_tests(args.run_tests)
+    if not Path("model/agent").is_dir():
+        raise SystemExit("run from the checkout's root (model/ must be here: cosmic-ray mutates the files in place)")
+    modules = args.modules or list(MODULE_TESTS)
+    unknown = [m for m in modules if m not in MODULE_TESTS]
+    if unknown:
+        raise SystemExit(f"no test selection for {', '.join(unknown)} (sim/ci/mutation.py MODULE_TESTS)")
+    if args.list:
+        for m in modules:
+            print(f"{m}: {' '.join(MODULE_TESTS[m])}")
+        return 0
+    dirty = subprocess.run(["git", "status", "--porcelain", "--", *modules], capture_output=True, text=True).stdout
+    if dirty.strip() and not args.report_only:
+        raise SystemExit(f"uncommitted changes in the target modules (a killed run leaves a mutant in place: "
+                         f"`git checkout -- FILE` puts it back):\n{dirty}")
+    out = Path(args.out)
+    _own(out)
+    equivalents = load_equivalents()
+    stale: list[Equivalent] = []
+    crbin = Path(sys.executable).parent
+    rows, survivors = [], []
+    for m in modules:
+        cfg, db = out / f"{_name(m)}.toml", out / f"{_name(m)}.sqlite"
+        if not args.report_only:
+            cfg.write_text(_config(m, sys.executable))
+            if args.fresh or not db.exists():
+                db.unlink(missing_ok=True)
+                subprocess.run([str(crbin / "cosmic-ray"), "init", str(cfg), str(db)], check=True)
+            stale += _mark_equivalents(db, m, equivalents)
+            print(f"mutating {m} ...", file=sys.stderr, flush=True)
+            try:
+                subprocess.run([str(crbin / "cosmic-ray"), "exec", str(cfg), str(db)], check=True)
+            finally:
+                purge_bytecode(m)  # no mutant's bytecode outlives the run
+        if db.exists():
+            rows.append(tally(db, m, survivors, equivalents))
+    text = table(rows)
+    (out / "table.md").write_text(text)
+    (out / "survivors.txt").write_text("\n".join(survivors))
+    print(text, end="")
+    print(f"survivors' diffs: {out / 'survivors.txt'}")
+    for e in stale:
+        print(f"stale equivalent (matches no mutant): {e.module}:{e.line} {e.operator} #{e.occurrence}", file=sys.stderr)
+    return 1 if stale else 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
