@@ -23,7 +23,7 @@ from dataclasses import replace
 
 from toolcall_sim.model import chatd, chatd_db
 from toolcall_sim.model import chattool as ct
-from toolcall_sim.model.core import Publish, Response, TransportError, json_body
+from toolcall_sim.model.core import Probe, Publish, Response, TransportError, json_body
 from toolcall_sim.model.identity import parse_tool_call_headers
 from toolcall_sim.world.run import run_scenario
 from toolcall_sim.world.scenario import load
@@ -245,7 +245,7 @@ def test_finish_turn_is_fenced_on_the_attempt_that_loaded_the_chat():
     after, outcome, eff = chatd.finish_generation_turn(rep, db, task, loaded, 40)
     assert outcome == f"{chatd.EXIT}:{chatd_db.FENCED_ATTEMPT}"
     assert after.chats[CHAT].status == chatd.RUNNING
-    assert [e.get("outcome") for e in eff] == [chatd_db.FENCED_ATTEMPT]
+    assert [e.get("outcome") for e in eff if not isinstance(e, Probe)] == [chatd_db.FENCED_ATTEMPT]
     after, outcome, _ = chatd.finish_generation_turn(rep, db, task, loaded + 1, 40)
     assert outcome == chatd.DONE and after.chats[CHAT].status == chatd.WAITING
 

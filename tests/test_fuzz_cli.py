@@ -86,7 +86,7 @@ POSITIONAL_BAD = BAD_IN
 QUIET = {
     "explore": ("--max-states", "20"), "swarm": ("--seeds", "2"), "search": ("--examples", "2"),
     "sweep": ("--seeds", "1"), "compare": ("--seeds", "1", "--designs", "contract", "--worlds", "below-margin"),
-    "bench": ("--tiny",),
+    "bench": ("--tiny",), "coverage": ("--max-states", "20"),
 }
 EXAMPLES = {"bench": 3, "compare": 8, "sweep": 8, "check": 15}  # per subcommand; others DEFAULT_EXAMPLES
 DEFAULT_EXAMPLES = 100
