@@ -177,7 +177,26 @@ PROBES: dict[str, tuple[str, str]] = {
 }
 
 # probe ID -> why no driver can reach it (one line each)
-UNREACHABLE: dict[str, str] = {}
+UNREACHABLE: dict[str, str] = {
+    # chatd side (issue 35, chatd probes)
+    "C2.4.fenced-attempt": "only an attempt that outlives its end could commit under an old generation "
+                           "attempt (the planted bug attempt_timeout_stops_calls=False, scenario "
+                           "bug_stale_attempt_commit); today and contract abort an ended attempt's calls, "
+                           "and any other task of the runner starts only after history or status moved, "
+                           "which the fence checks first",
+    "C2.4.fenced-no-chat": "no chat row is ever deleted in the world (archiving keeps the row; no fault deletes one)",
+    "C1.2.chat-gone": "no chat row is ever deleted in the world (archiving keeps the row; no fault deletes one)",
+    "C1.2.no-task": "requires_action is never entered: dynamic tools are not modelled (chatd_db's abstractions)",
+    "C2.3.abandon-owner-moved": "an abandon runs in the step its runner read the chat, after the runner's own owner "
+                                "check, and cannot fail on the database (that read found it up), so it is never "
+                                "retried into a later owner",
+    "C3.6.refused-archived": "no world action archives a chat (chatd_db.db_archive is called by tests only)",
+    "C5.1.unreadable": "the model's agents answer every request chatd sends with a body chatd can read (JSON "
+                       "with the fields it needs, or an old agent's plain-text 404); tests/test_chatd_probes.py "
+                       "feeds a malformed one",
+    "C5.5.json-without-message": "every JSON error answer of the model's agents carries a message; "
+                                 "tests/test_chatd_probes.py feeds one without",
+}
 
 
 def rule_of(probe_id: str) -> str:
