@@ -62,6 +62,12 @@ PROBES: dict[str, tuple[str, str]] = {
     "C2.4.db-down": ("C2.4", "transaction failed, database down -> retryable error"),
 
     # ---- chatd side: the decisions of sections C1-C5 (issue 35, chatd probes) ----------
+    # Branches only the contract has (today's chatd sends no identity, no cancel and has
+    # no answer timer): C3.2's selection and dial, C3.3.cancel-result, C3.7, C4.2 with
+    # headers, C4.3's run-age budget, C4.4.retry-same-identity, C4.5, C4.6's cancel, the
+    # refusal and no-answer classes of C5.1, C5.2.unknown, all of C5.3, C5.4's not-applied,
+    # unknown and generic rows, C5.5.not-json (an old agent's 404 to a cancel). Only today
+    # has C4.4.retry-without-identity. Every other chatd probe exists under both.
     # C1.2 the runner (model/chatd/runner.py ``_observe``)
     "C1.2.db-down": ("C1.2", "database down -> the runner's read is skipped"),
     "C1.2.chat-gone": ("C1.2", "the chat row is gone -> runner dropped"),
