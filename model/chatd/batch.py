@@ -17,7 +17,6 @@ from __future__ import annotations
 
 from .. import chattool
 from ..core import CancelTimer, Response, TransportError, note, probe, replace
-from ..chattool.results import result_row_probe
 from ..chatd_db import tx_commit_assistant
 from .interrupt import _interrupt_commit
 from .retry import _end_task
@@ -74,7 +73,7 @@ def _dial_failure_probes(tool: str, on_interrupt: bool, kind: str, result) -> li
     workspace = _WORKSPACE_PROBES.get((kind, tool in chattool.FILE_TOOLS))
     if workspace is not None:
         out.append(workspace)
-    row = result_row_probe(tool, on_interrupt, result.kind)
+    row = chattool.result_row_probe(tool, on_interrupt, result.kind)
     if row is not None:
         out.append(row)
     return out
