@@ -53,7 +53,7 @@ PROBES: dict[str, tuple[str, str]] = {
     "A2.5.before-effects": ("A2.5", "handler panics before any side effect -> the record holds the handler-failed 500"),
     "A2.5.after-spawn": ("A2.5", "handler panics after spawning its process -> 500 recorded, the process runs on"),
     "A2.5.recovery-500": ("A2.5", "the creating request of a tool call run that panicked -> recovery 500, no run-age header"),
-    "A2.5.recovery-500-no-record": ("A2.5", "a run without tool call headers panics -> recovery 500, nothing recorded"),
+    "A2.5.recovery-no-record": ("A2.5", "a run without tool call headers panics -> recovery 500, nothing recorded"),
     "A2.5.waiter-recorded-500": ("A2.5", "a request waiting on the run that panicked -> the recorded 500 with run age"),
     "A2.5.later-recorded-500": ("A2.5", "a later request of a call whose run panicked -> the recorded 500 replayed"),
     # A2.7 a pending record dropped by a newer message (store.go insert; middleware.go)
@@ -106,7 +106,10 @@ PROBES: dict[str, tuple[str, str]] = {
 }
 
 # probe ID -> why no driver can reach it (one line each)
-UNREACHABLE: dict[str, str] = {}
+UNREACHABLE: dict[str, str] = {
+    "A4.6.write-no-path": "chatd's write always carries ?path= (a write_file call needs one) and a crafted "
+                          "request replaces headers and body, never the query; tests/test_agent_probes.py covers it",
+}
 
 
 def rule_of(probe_id: str) -> str:

@@ -147,7 +147,7 @@ def on_handler_done(
         state = replace(state, runs=state.runs.remove(run_id), waiters=state.waiters.remove(run_id))
         answer = Response(run_id, recorded.status, recorded.content_type, recorded.body)
         if panic:
-            effects += [probe("A2.5.recovery-500-no-record"), _recovered_reply(waiter.request)]
+            effects += [probe("A2.5.recovery-no-record"), _recovered_reply(waiter.request)]
         else:
             effects.append(Reply(waiter.request.src, answer))
         return state, effects
