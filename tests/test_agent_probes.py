@@ -305,3 +305,29 @@ def test_unreachable_agent_probes_are_declared_with_a_reason():
     for pid, why in probes.UNREACHABLE.items():
         if pid.startswith(AGENT_RULES):
             assert pid in probes.PROBES and why.strip()
+
+
+# -- the kill_fails tool call field (vocabulary) ---------------------------------------------------
+
+def test_kill_fails_changes_the_run_and_the_builder_writes_it():
+    """``kill_fails = true`` is used by the run: the interrupt's cancel meets a process the
+    agent cannot kill (A4.2.kill-fails, A3.stop-failed) and it runs on; without it the same
+    world kills the process. The Python builder writes the same field."""
+    from toolcall_sim.api import Scenario, interrupt
+    from toolcall_sim.world.run import run_scenario
+
+    def world(kill_fails):
+        return (Scenario("kill fails").until("5m").chat("chat-1")
+                .execute("toolu_01", "make test", runs_for="1h", timeout="2h", kill_fails=kill_fails)
+                .fault(interrupt("chat-1", at="1m")))
+
+    assert world(True).to_dict()["turns"][0]["tool_calls"][0]["kill_fails"] is True
+    assert "kill_fails" not in world(None).to_dict()["turns"][0]["tool_calls"][0]
+    rows = {}
+    for kill_fails in (True, None):
+        result = run_scenario(world(kill_fails).scenario, "contract")
+        (row,) = result.tool_call_rows()
+        rows[kill_fails] = (row["processes_killed"], row["processes_running_at_end"],
+                            {p: n for p, n in result.world.probes.items() if p in ("A3.stop-failed", "A4.2.kill-fails")})
+    assert rows[True] == (0, 1, {"A3.stop-failed": 1, "A4.2.kill-fails": 1})
+    assert rows[None] == (1, 0, {})
