@@ -48,6 +48,49 @@ PROBES: dict[str, tuple[str, str]] = {
     "A4.2.kill-fails": ("A4.2", "kill of a young run fails -> error, run goes on"),
     "A4.2.leave-running": ("A4.2", "running, run age at or over threshold (or threshold 0) -> left running"),
     "A4.2.already-exited": ("A4.2", "process already exited -> reported as it ended"),
+    # -- Agent side, the rest of A2 and A4 (model/agent/: middleware, cancel, processes, files, state) --
+    # A2.5 a handler that panics (agent/agenttoolcall middleware.go, record.run; httpmw.Recover)
+    "A2.5.before-effects": ("A2.5", "handler panics before any side effect -> the record holds the handler-failed 500"),
+    "A2.5.after-spawn": ("A2.5", "handler panics after spawning its process -> 500 recorded, the process runs on"),
+    "A2.5.recovery-500": ("A2.5", "the creating request of a tool call run that panicked -> recovery 500, no run-age header"),
+    "A2.5.recovery-no-record": ("A2.5", "a run without tool call headers panics -> recovery 500, nothing recorded"),
+    "A2.5.waiter-recorded-500": ("A2.5", "a request waiting on the run that panicked -> the recorded 500 with run age"),
+    "A2.5.later-recorded-500": ("A2.5", "a later request of a call whose run panicked -> the recorded 500 replayed"),
+    # A2.7 a pending record dropped by a newer message (store.go insert; middleware.go)
+    "A2.7.drop-pending": ("A2.7", "a newer message's record replaces the chat's records while a run of the older one is pending"),
+    "A2.7.publish-dropped": ("A2.7", "a run whose record a newer message dropped publishes: waiters woken, nothing recorded"),
+    # A4.1 start with a tool call (agent/agentproc api.go, handleStartProcess)
+    "A4.1.tool-call-id": ("A4.1", "start with tool call headers -> the process ID is the tool call UUID"),
+    "A4.1.own-id": ("A4.1", "start without tool call headers -> the agent picks the process ID"),
+    "A4.1.failed-bad-body": ("A4.1", "start body not decodable -> 400, an answer like any other"),
+    "A4.1.failed-no-command": ("A4.1", "start without a command -> 400, an answer like any other"),
+    "A4.1.failed-workdir": ("A4.1", "start in a directory that does not exist -> 500, an answer like any other"),
+    # A4.3 run age: the cancel's threshold (cancel.go, StopToolCallProcess)
+    "A4.3.threshold-clamped": ("A4.3", "cancel threshold negative or past the maximum -> clamped to [0, max]"),
+    "A4.3.threshold-zero": ("A4.3", "threshold 0 -> run age not compared, a running process is left"),
+    # A4.4 reaping, per process at each list (agent/agentproc process.go, manager.list)
+    "A4.4.running": ("A4.4", "running process -> never reaped"),
+    "A4.4.exited-recently": ("A4.4", "exited, at most 5 min since its exit second -> kept"),
+    "A4.4.kept-current": ("A4.4", "exited over 5 min ago, its tool call record current -> kept"),
+    "A4.4.reaped-not-current": ("A4.4", "exited over 5 min ago, its record no longer current -> reaped"),
+    "A4.4.reaped-no-key": ("A4.4", "exited over 5 min ago, started without a tool call -> reaped"),
+    # A4.5 agent restart or shutdown (agent close; a stopped workspace)
+    "A4.5.process-killed": ("A4.5", "shutdown kills a running process (not a cancel)"),
+    "A4.5.exited-process-lost": ("A4.5", "shutdown forgets an exited process"),
+    "A4.5.records-lost": ("A4.5", "shutdown loses a chat's records"),
+    "A4.5.request-broken": ("A4.5", "a request waiting on a run or a process is broken"),
+    "A4.5.run-lost": ("A4.5", "a pending handler run never publishes"),
+    # A4.6 files (agent/agentfiles api.go, HandleEditFiles, HandleWriteFile)
+    "A4.6.edit-applied": ("A4.6", "edit of existing files -> applied, 200"),
+    "A4.6.edit-missing-file": ("A4.6", "edit names a file that does not exist -> 404, earlier files stay edited"),
+    "A4.6.edit-bad-body": ("A4.6", "edit body not decodable -> 400"),
+    "A4.6.edit-no-files": ("A4.6", "edit names no file -> 400"),
+    "A4.6.write-applied": ("A4.6", "write with a path -> written, 200"),
+    "A4.6.write-no-path": ("A4.6", "write without a path -> 400"),
+    # A4.9 listing processes (agent/agentproc api.go, handleListProcesses)
+    "A4.9.one-chat": ("A4.9", "list with a chat -> that chat's processes only"),
+    "A4.9.every-chat": ("A4.9", "list without a chat -> every process"),
+    "A4.9.capped": ("A4.9", "more than 10 processes to list -> the first 10"),
     # C1.4 chatd's task retry (coderd/x/chatd tasks.go, runTaskWithRetry)
     "C1.4.retry-timed-out": ("C1.4", "attempt timed out (not a pure expected exit) -> retried after backoff"),
     "C1.4.retry-error": ("C1.4", "attempt failed with a retryable error -> retried after backoff"),
@@ -202,6 +245,9 @@ UNREACHABLE: dict[str, str] = {
                        "feeds a malformed one",
     "C5.5.json-without-message": "every JSON error answer of the model's agents carries a message; "
                                  "tests/test_chatd_probes.py feeds one without",
+    # agent side (issue 35, agent probes)
+    "A4.6.write-no-path": "chatd's write always carries ?path= (a write_file call needs one) and a crafted "
+                          "request replaces headers and body, never the query; tests/test_agent_probes.py covers it",
 }
 
 
