@@ -13,6 +13,13 @@ section of docs/contract.md) and the branch it counts; tests/test_probes.py chec
 this table and the ``probe("...")`` call sites in model/ are the same set.
 ``UNREACHABLE`` names the probes no driver can reach, each with its reason: a probe
 neither reached nor listed there fails ``coverage``.
+
+Below ``PROBES`` (added at the end, so tables other work adds to ``PROBES`` merge
+cleanly), the rule-level accounting: every heading of docs/contract.md is probed, a user
+story whose proof ``STORY_PROOFS`` witnesses, ``NOT_A_BRANCH`` (why not) or
+``NOT_YET_PROBED`` (a gap); ``RULE_VARIANTS`` and ``PROBE_VARIANTS`` say under which
+variants a branch exists (an unreached probe counts only there, ``variants_of``); and
+``SWARM_GAPS`` says why the swarm's stories cannot reach a probe a scenario reaches.
 """
 
 from __future__ import annotations
@@ -68,3 +75,147 @@ UNREACHABLE: dict[str, str] = {}
 
 def rule_of(probe_id: str) -> str:
     return PROBES[probe_id][0]
+
+
+# -- Rule-level accounting (issue 35) ------------------------------------------------
+# Every section heading of docs/contract.md is exactly one of: probed (a rule of PROBES),
+# a user story whose proof the probes of STORY_PROOFS witness, NOT_A_BRANCH (why the
+# section has no branch to count) or NOT_YET_PROBED (a branch nothing counts yet: a gap
+# the coverage report lists). tests/test_probes.py parses the headings and checks it.
+
+TODAY, CONTRACT = "today", "contract"
+BOTH = (TODAY, CONTRACT)
+
+# heading -> why the section has no branch of its own
+NOT_A_BRANCH: dict[str, str] = {
+    "A0.3": "a note on sources (what the model infers): no branch",
+    "A1": "overview of A1.1-A1.5",
+    "A1.1": "timing constants: no branch",
+    "A1.2": "the header vocabulary; parsing it is A2.4's and A3's bad-headers branches",
+    "A1.3": "the refusal codes; each is a branch of A2.2-A2.4 or A3, probed there",
+    "A1.4": "the status vocabulary; each status is a branch of A2.4 or A3, probed there",
+    "A1.5": "a pure function (UUIDv5 over the call's identity): no branch",
+    "A2": "overview of A2.1-A2.8",
+    "A2.1": "the store's state: no decision",
+    "A2.6": "a pure function (SHA-256 of the request); its mismatch is A2.4.input-mismatch",
+    "A2.8": "a summary of A2.4's branches, probed there",
+    "A4": "overview of A4.1-A4.9",
+    "A4.7": "the route layout: the model has no mounting to branch on",
+    "A4.8": "SDK header plumbing: no branch in the model",
+    "A5": "lists the Go test cases (ported in tests/test_agent_conformance.py)",
+    **{f"A5.{n}": "lists Go tests (A5)" for n in range(1, 9)},
+    "A6.1": "code facts the model follows, each a branch of A2-A4",
+    "A6.4": "what could not be verified: no branch",
+    "C5.5": "a citation note on the SDK's error text: no branch",
+    "C6": "the incident: a history, reproduced by scenarios, no branch",
+    "C7": "lists the chatd Go test groups (ported in tests/)",
+    "C8": "notes where the code differs from the design",
+    "C8.9": "a code-vs-design note; the branch is C3.6's",
+    "C-appendix": "constants: no branch",
+    "D0": "design text: terms", "D1": "design text: overview of the stories",
+    "D-US3": "a story without a proof clause: truthful_result judges it",
+    "D-US4": "a story without a proof clause: retry_changes_nothing judges it",
+    "D-US5": "a story without a proof clause: unknown_only_when_unknowable judges it",
+    "D-US6": "a story without a proof clause: background_survives judges it",
+    "D-US7": "a story without a proof clause: interrupt_finishes judges it",
+    "D-US8": "a story without a proof clause: the old-agent scenarios judge it",
+    "D-US9": "a story without a proof clause: chat_isolation judges it",
+    "D2": "design text", "D3": "design text", "D4": "design text: the routes (A2, A3 probe them)",
+    "D-A1": "design text (A2.4 probes it)", "D-A2": "design text", "D-A3": "design text (A2.2-A2.4 probe it)",
+    "D-A4": "design text (A4.2 probes it)", "D-A5": "design text (A2.4, A3 probe it)", "D-A6": "design text",
+    "D-A7": "design text (A2.3 probes it)",
+    **{f"D-C{n}": "design text: a chatd obligation, judged by the properties" for n in range(1, 8)},
+    "D5": "design text", "D6": "design text", "D7": "design text: the residual risks (classified by name)",
+    "D8": "design text", "D-Q9": "design text", "D9": "design text",
+}
+
+# heading -> a branch no probe counts yet (the coverage report lists these as gaps);
+# an entry goes once PROBES has a probe of the rule (tests/test_probes.py insists)
+NOT_YET_PROBED: dict[str, str] = {
+    rule: "a branch with no probe yet"
+    for rule in ("A2.5", "A2.7", "A4.1", "A4.3", "A4.4", "A4.5", "A4.6", "A4.9",
+                 "C1.1", "C1.2", "C1.3", "C2.1", "C2.2", "C2.3", "C3.1", "C3.2", "C3.3", "C3.5",
+                 "C3.6", "C3.7", "C4.1", "C4.2", "C4.3", "C4.4", "C4.5", "C4.6",
+                 "C5.1", "C5.2", "C5.3", "C5.4", "C5.6")
+}
+
+# rule -> the variants where it exists (any rule not named: both). Today's chatd sends no
+# tool call headers, no cancel and no identity, so the agent's record, cancel and stop
+# rules and design B's chatd rules exist only under the contract; a crafted request
+# (a scenario's request fault) may still reach them under today, which is counted but
+# not required.
+RULE_VARIANTS: dict[str, tuple[str, ...]] = {
+    **{rule: (CONTRACT,) for rule in ("A2.2", "A2.3", "A2.4", "A2.5", "A2.7", "A3", "A4.1", "A4.2", "A4.3",
+                                      "A4.6", "C3.5", "C4.1", "C4.2", "C4.3", "C4.4", "C4.5", "C4.6",
+                                      "C5.1", "C5.3", "C5.4")},
+}
+
+# probe -> its variants where they differ from its rule's
+PROBE_VARIANTS: dict[str, tuple[str, ...]] = {
+    # every request of today's chatd, and an old coderd's under the contract (rollout)
+    "A2.4.no-headers": BOTH,
+}
+
+# Probes other helpers of issue 35 are adding (placeholder IDs a story proof names):
+# probe ID -> who adds it. An entry goes once PROBES declares the ID (tests/test_probes.py).
+AWAITED: dict[str, str] = {
+    "A4.1.start-with-uuid": "agent side: a start with a tool call takes the tool call UUID as its process ID",
+    "C4.3.deadline-from-run-age": "chatd side: the execute deadline is timeout - run age",
+    "C4.5.answer-timeout": "chatd side: a request's wait ends at the agent answer timeout",
+}
+
+# user story with a proof clause -> the probes whose branch is its proof event; the
+# story's proof is witnessed when a run reaches every one of them
+STORY_PROOFS: dict[str, tuple[str, ...]] = {
+    # one process per UUID: the start takes the UUID, a retry waits for or replays the
+    # record instead of starting again, and the wait ends by the agent's clock
+    "D-US1": ("A4.1.start-with-uuid", "A2.4.wait-pending", "A2.4.replay-recorded",
+              "C4.3.deadline-from-run-age", "C4.5.answer-timeout"),
+    # the cancel kills the young foreground process
+    "D-US2": ("A4.2.kill-young",),
+    # the call never runs: the cancel leaves a marker, a later request is refused
+    "D-US10": ("A3.never-received", "A2.4.found-canceled"),
+}
+
+# probe -> why the swarm's default mix (sim/world/stories.py STORIES and its fault kinds)
+# does not reach it where a shipped scenario does
+SWARM_GAPS: dict[str, str] = {
+    "A2.4.no-chat": "a start without Coder-Chat-Id is a crafted request; the swarm crafts only output and "
+                    "signal requests (process_signal story)",
+    "A3.wrong-id": "a cancel carrying another chat's ID is a crafted request; the swarm crafts only output "
+                   "and signal requests",
+    "A2.4.input-mismatch": "needs two requests of one call with different inputs (a crafted start, or "
+                           "duplicate provider IDs with other arguments); the duplicate_ids story copies "
+                           "one command",
+    "A2.4.no-headers": "under the contract only an old coderd sends no tool call headers (a rollout "
+                       "scenario); every swarm world runs one chatd version",
+}
+
+
+def variants_of(probe_id: str) -> tuple[str, ...]:
+    """The variants where ``probe_id``'s branch exists: where its being unreached counts."""
+    return PROBE_VARIANTS.get(probe_id) or RULE_VARIANTS.get(PROBES[probe_id][0], BOTH)
+
+
+def probed_rules() -> dict[str, list[str]]:
+    """rule -> its declared probes, in PROBES order."""
+    out: dict[str, list[str]] = {}
+    for pid, (rule, _) in PROBES.items():
+        out.setdefault(rule, []).append(pid)
+    return out
+
+
+def rule_status(rule: str) -> tuple[str, str]:
+    """(status, detail) of a docs/contract.md heading: ``probed`` (its probes),
+    ``story`` (the probes witnessing its proof), ``not a branch`` or ``no probe yet``
+    (the reason), or ``unknown``."""
+    probed = probed_rules()
+    if rule in probed:
+        return "probed", ", ".join(probed[rule])
+    if rule in STORY_PROOFS:
+        return "story", ", ".join(STORY_PROOFS[rule])
+    if rule in NOT_A_BRANCH:
+        return "not a branch", NOT_A_BRANCH[rule]
+    if rule in NOT_YET_PROBED:
+        return "no probe yet", NOT_YET_PROBED[rule]
+    return "unknown", ""
