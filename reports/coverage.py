@@ -7,7 +7,8 @@ sim/drivers/coverage.py ``coverage_table`` gives plain values; this module only 
 them. The text (``format_coverage``): one row per declared probe (hits per driver and
 variant, the smallest witness), then per rule the variants it exists in and was not
 reached in, the user stories' proofs, the headings with a branch and no probe yet, the
-swarm gaps, and last the probes never reached (model/probes.py's reason, or NOT LISTED:
+swarm gaps, the probes only a swarm seed or the explorer reaches (a scenario to write),
+and last the probes never reached (model/probes.py's reason, or NOT LISTED:
 what makes the command exit 1). ``coverage_markdown`` and ``coverage_html`` are check's
 section (reports/check_markdown.py, reports/check_html.py): what fails first, then the
 totals per driver and variant, the full per-probe table folded. Nothing here reads a
@@ -55,6 +56,9 @@ def format_coverage(table: dict) -> str:
         lines.append("  swarm gaps (a scenario reaches it, the swarm's default mix does not):")
         for g in table["swarm_gaps"]:
             lines.append(f"    {g['probe']} ({g['variant']}; {g['scenario']}): {g['reason'] or NO_GAP_REASON}")
+    if table["scenario_gaps"]:
+        lines.append("  reached, but by no shipped scenario: " + ", ".join(
+            f"{g['probe']} ({g['variant']}; {'/'.join(g['reached_by'])})" for g in table["scenario_gaps"]))
     never = [r for r in table["probes"] if r["unreached_in"]]
     if never:
         lines.append("  never reached (under the variants where the branch exists):")
@@ -96,9 +100,12 @@ def coverage_markdown(table: dict) -> list[str]:
     if never:
         out += ["| unreached probe | rule | under | why |", "|---|---|---|---|"]
         for r in never:
-            why = r["unreachable"] or f"**{NOT_LISTED}**"
+            why = r["unreachable"] or "**not listed**"
             out.append(f"| `{r['probe']}` | {r['rule']}: {_md(r['branch'])} | {'/'.join(r['unreached_in'])} | "
                        f"{_md(why)} |")
+        if any(r["unreachable"] is None for r in never):
+            out += ["", "*not listed*: model/probes.py `UNREACHABLE` gives no reason; write a scenario that reaches "
+                        "it or list it there."]
     else:
         out.append("Every probe reached under every variant where its branch exists.")
     out += ["", "| driver | " + " | ".join(f"`{v}`" for v in variants) + " |", "|---|" + "---|" * len(variants)]
@@ -110,6 +117,9 @@ def coverage_markdown(table: dict) -> list[str]:
     out += ["", "Probes reached / probes whose branch exists under the variant."]
     if table["stories"]:
         out += [""] + [f"- story {s['story']}: {_md(_story(s))}" for s in table["stories"]]
+    if table["scenario_gaps"]:
+        out += ["", "Reached, but by no scenario: " + ", ".join(
+            f"`{g['probe']}` ({g['variant']}; {'/'.join(g['reached_by'])})" for g in table["scenario_gaps"])]
     if table["swarm_gaps"]:
         out += ["", "Swarm gaps (a scenario reaches it, this run's swarm does not): " + "; ".join(
             f"`{g['probe']}` ({g['variant']}): {_md(g['reason'] or NO_GAP_REASON)}" for g in table["swarm_gaps"])]
@@ -151,6 +161,9 @@ def coverage_html(table: dict) -> str:
     if table["stories"]:
         body.append("<ul>" + "".join(f"<li>story {escape(s['story'])}: {escape(_story(s))}</li>"
                                      for s in table["stories"]) + "</ul>")
+    if table["scenario_gaps"]:
+        body.append("<p>Reached, but by no scenario: " + escape(", ".join(
+            f"{g['probe']} ({g['variant']}; {'/'.join(g['reached_by'])})" for g in table["scenario_gaps"])) + "</p>")
     if table["swarm_gaps"]:
         body.append("<p>Swarm gaps: " + escape("; ".join(f"{g['probe']} ({g['variant']}): {g['reason'] or NO_GAP_REASON}"
                                                          for g in table["swarm_gaps"])) + "</p>")

@@ -84,7 +84,7 @@ def test_check_command_writes_the_section_and_fails(listed, monkeypatch, tmp_pat
     monkeypatch.chdir(tmp_path)  # no baseline here: nothing but coverage can fail the run
     assert main(["check", str(path), "--out", str(out)]) == 1
     summary = (out / "summary.md").read_text()
-    assert "`A3.planted`" in summary and "NOT LISTED" in summary
+    assert "| `A3.planted` | A3: a branch no run takes | contract | **not listed** |" in summary
     assert json.loads((out / "report.json").read_text())["coverage"]["unreached"] == ["A3.planted"]
     page = (out / "index.html").read_text()
     assert '<h2 id="coverage">Rule coverage</h2>' in page and "A3.planted" in page

@@ -228,3 +228,16 @@ def test_strict_swarm_needs_both_drivers_and_fails_on_an_unexplained_gap(monkeyp
     from toolcall_sim.cli.main import main
     assert main(["coverage", "--swarm", "2", "--strict-swarm"]) == 2
     capsys.readouterr()
+
+
+def test_a_probe_only_the_swarm_reaches_is_a_scenario_gap():
+    from toolcall_sim.drivers import coverage as cov
+    counts = cov.Coverage()
+    cov.run_scenarios(counts, names={"us02_interrupt_stops_foreground"})
+    cov.run_swarm(counts, 3)
+    table = cov.coverage_table(counts)
+    gaps = {(g["probe"], g["variant"]) for g in table["scenario_gaps"]}
+    rows = {r["probe"]: r for r in table["probes"]}
+    for pid, variant in gaps:
+        assert rows[pid]["hits"]["scenarios"][variant] == 0 and rows[pid]["hits"]["swarm"][variant] > 0
+    assert ("A2.4.wait-pending", "contract") in gaps  # seeds 1..3 wait on a pending run; us02 does not

@@ -65,11 +65,15 @@ class Coverage:
         for pid, n in counts:
             table[pid] = table.get(pid, 0) + n
             if witness is not None and n:
-                for key, text in (((driver, pid), f"{witness} ({variant})"), ((driver, variant, pid), witness)):
-                    known = self.witnesses if len(key) == 2 else self.variant_witnesses
-                    old = known.get(key)
-                    if old is None or rank < old[0]:
-                        known[key] = (rank, text)
+                _keep(self.witnesses, (driver, pid), rank, f"{witness} ({variant})")
+                _keep(self.variant_witnesses, (driver, variant, pid), rank, witness)
+
+
+def _keep(witnesses: dict, key: tuple, rank, text: str) -> None:
+    """The witness of the smallest rank under ``key`` (the first of equal ranks)."""
+    old = witnesses.get(key)
+    if old is None or rank < old[0]:
+        witnesses[key] = (rank, text)
 
 
 def run_scenarios(cov: Coverage, scenario_dir=None, names=None) -> None:
@@ -189,11 +193,13 @@ def coverage_table(cov: Coverage) -> dict:
       reached it (``unreached_in``) and, if listed, why it is unreachable;
     - ``unreached``: the probes with an ``unreached_in`` that ``UNREACHABLE`` does not
       list (what fails ``coverage`` and ``check``), ``unreached_listed``: those it lists;
-    - ``rules``: per rule heading with a branch (probed, a story's proof, or no probe yet)
-      its status, probes and the variants it exists in and was not reached in;
+    - ``rules``: per rule heading with a branch (probed, or no probe yet) its status,
+      probes and the variants it exists in and was not reached in; ``stories``: per user
+      story with a proof, whether its witness probes were reached;
       ``not_a_branch``: how many headings have no branch; ``no_probe_yet``: the gaps;
     - ``swarm_gaps``: (probe, variant) a scenario reaches and the swarm does not, with
-      ``SWARM_GAPS``' reason or None (only when both drivers ran).
+      ``SWARM_GAPS``' reason or None (only when both drivers ran); ``scenario_gaps``:
+      (probe, variant) another driver reaches and no shipped scenario does.
     """
     ran_variants = [v for v in VARIANTS if any(v in per for per in cov.hits.values())]
     ran_variants += sorted({v for per in cov.hits.values() for v in per} - set(ran_variants))
@@ -218,7 +224,7 @@ def coverage_table(cov: Coverage) -> dict:
             "unreached": unreached, "unreached_listed": listed, "undeclared_hits": unknown,
             "rules": _rule_rows(rows, ran_variants), "stories": _story_rows(rows),
             "not_a_branch": len(declared.NOT_A_BRANCH), "no_probe_yet": sorted(declared.NOT_YET_PROBED),
-            "swarm_gaps": _swarm_gaps(rows, cov)}
+            "swarm_gaps": _swarm_gaps(rows, cov), "scenario_gaps": _scenario_gaps(rows, cov)}
 
 
 def _rule_rows(rows: list[dict], ran_variants: list[str]) -> list[dict]:
@@ -258,6 +264,21 @@ def _story_rows(rows: list[dict]) -> list[dict]:
         out.append({"story": story, "probes": list(probes), "unreached": missing, "awaited": awaited,
                     "witnessed": not missing and not awaited})
     return out
+
+
+def _scenario_gaps(rows: list[dict], cov: Coverage) -> list[dict]:
+    """(probe, variant) another driver reaches and no scenario run under that variant
+    does: the issue asks every branch of a shipped scenario, so each is a scenario to
+    write (reported, never failing)."""
+    if "scenarios" not in cov.hits:
+        return []
+    gaps = []
+    for r in rows:
+        for v in r["variants"]:
+            others = [d for d in r["hits"] if d != "scenarios" and r["hits"][d].get(v, 0)]
+            if v in cov.hits["scenarios"] and others and not r["hits"]["scenarios"].get(v, 0):
+                gaps.append({"probe": r["probe"], "variant": v, "reached_by": others})
+    return gaps
 
 
 def _swarm_gaps(rows: list[dict], cov: Coverage) -> list[dict]:
