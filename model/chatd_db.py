@@ -85,7 +85,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any, Callable
 
-from .core import EMPTY, CachedRepr, FMap, Note, Publish, note, replace, truth
+from .core import EMPTY, CachedRepr, FMap, Note, Publish, note, probe, replace, truth
 from .identity import tool_call_uuid
 from .timing import DEFAULT_TIMING
 
@@ -306,9 +306,18 @@ def _insert_messages(db: Db, chat: Chat, messages: list[Message]) -> tuple[Db, C
 def ownership_hint(db: Db, after: Chat, db_now_ms: int) -> list:
     """Rule 5: ``chat:ownership`` when the transition left the chat runnable with no owner
     or a stale one (``ownershipStaleOrMissing``); ``db`` holds the heartbeats after it."""
-    if after.status in RUNNABLE and (not after.owned or heartbeat_stale(db, after, db_now_ms, db.heartbeat_stale_ms)):
-        return [Publish(CHANNEL_OWNERSHIP, after.chat_id)]
+    if after.status not in RUNNABLE:
+        return []
+    # (rule coverage, model/probes.py: which of the two C2.2 hints the transition gives)
+    if not after.owned:
+        return [_HINT_UNOWNED, Publish(CHANNEL_OWNERSHIP, after.chat_id)]
+    if heartbeat_stale(db, after, db_now_ms, db.heartbeat_stale_ms):
+        return [_HINT_STALE_OWNER, Publish(CHANNEL_OWNERSHIP, after.chat_id)]
     return []
+
+
+_HINT_UNOWNED = probe("C2.2.hint-unowned")
+_HINT_STALE_OWNER = probe("C2.2.hint-stale-owner")
 
 
 def _publishes(db: Db, after: Chat, db_now_ms: int) -> list:
@@ -473,6 +482,11 @@ def tx_finish_turn(db: Db, chat: Chat, db_now_ms: int) -> tuple[Db, list]:
     return db, [note("turn_finished", chat_id=chat.chat_id, status=chat.status)] + _publishes(db, chat, db_now_ms)
 
 
+_INTERRUPT_COMMITS_CANCEL_RESULT = probe("C3.3.cancel-result")
+_INTERRUPT_COMMITS_GENERIC = probe("C3.3.generic")
+_INTERRUPT_COMMITS_NOTHING_OPEN = probe("C3.3.nothing-open")
+
+
 def tx_finish_interruption(
     db: Db, chat: Chat, results_by_provider: FMap, generic: Any, db_now_ms: int, replica: str, attempt: int,
     answered: Callable[[Chat], tuple[Message | None, tuple]] | None = None,
@@ -485,7 +499,9 @@ def tx_finish_interruption(
     commit live."""
     call_msg, calls = (answered or unresolved_calls)(chat)
     chat = _lock(chat)
-    effects: list = []
+    # Rule coverage (model/probes.py): what the interrupt commits per call (C3.3).
+    effects: list = [_INTERRUPT_COMMITS_CANCEL_RESULT if c.provider_id in results_by_provider
+                     else _INTERRUPT_COMMITS_GENERIC for c in calls] or [_INTERRUPT_COMMITS_NOTHING_OPEN]
     if calls:
         results = [(c.provider_id, results_by_provider.get(c.provider_id, generic)) for c in calls]
         db, chat, ids = _insert_messages(
@@ -594,10 +610,11 @@ def db_interrupt(db: Db, chat_id: str, db_now_ms: int) -> tuple[Db, list]:
         return _refused(db, "interrupt", chat_id, DB_DOWN)
     chat = db.chats.get(chat_id)
     if chat is None or chat.status != RUNNING:
-        return _refused(db, "interrupt", chat_id, "not_running")
+        db, eff = _refused(db, "interrupt", chat_id, "not_running")
+        return db, [*eff, probe("C3.1.refused-not-running")]
     chat = _lock(chat, status=INTERRUPTING)
     db = _put(db, chat)
-    return db, [note("interrupt_requested", chat_id=chat_id)] + _publishes(db, chat, db_now_ms)
+    return db, [probe("C3.1.requested"), note("interrupt_requested", chat_id=chat_id)] + _publishes(db, chat, db_now_ms)
 
 
 def db_archive(db: Db, chat_id: str, db_now_ms: int) -> tuple[Db, list]:
@@ -623,10 +640,15 @@ def db_edit_message(db: Db, chat_id: str, db_now_ms: int) -> tuple[Db, list]:
         return _refused(db, "edit_message", chat_id, DB_DOWN)
     chat = db.chats.get(chat_id)
     if chat is None or chat.status == ARCHIVED:
-        return _refused(db, "edit_message", chat_id, "no_chat")
+        db, eff = _refused(db, "edit_message", chat_id, "no_chat")
+        return db, [*eff, probe("C3.6.refused-archived")]
     at = next((i for i in range(len(chat.messages) - 1, -1, -1) if chat.messages[i].role == "user"), None)
     if at is None:
-        return _refused(db, "edit_message", chat_id, "no_message")
+        db, eff = _refused(db, "edit_message", chat_id, "no_message")
+        return db, [*eff, probe("C3.6.refused-no-message")]
+    # Rule coverage (model/probes.py): what the edit discards (C3.6): calls left without a
+    # result or cancel, an interruption it ends, or only the message itself.
+    probes = [probe("C3.6.ends-interruption")] if chat.status == INTERRUPTING else []
     edited, discarded = chat.messages[at], chat.messages[at:]
     chat = _lock(
         chat,
@@ -639,7 +661,8 @@ def db_edit_message(db: Db, chat_id: str, db_now_ms: int) -> tuple[Db, list]:
     db, chat, ids = _insert_messages(db, chat, [Message(0, "user", db_now_ms, text=edited.text)])
     db = _put(db, chat)
     calls = sum(len(m.tool_calls) for m in discarded if m.role == "assistant")
-    return db, [
+    probes.append(probe("C3.6.discards-calls") if calls else probe("C3.6.discards-no-calls"))
+    return db, probes + [
         note("message_edited", chat_id=chat_id, edited_message_id=edited.id, replacement_message_id=ids[0],
              discarded_messages=len(discarded), discarded_calls=calls)
     ] + _publishes(db, chat, db_now_ms)

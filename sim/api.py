@@ -337,11 +337,12 @@ class Scenario:
 
     def execute(self, id: str, command: str, *, runs_for: str | None = None, timeout: str | None = None,
                 background: bool | None = None, exit_code: int | None = None, output: str | None = None,
-                provider_id: str | None = None) -> "Scenario":
-        """An ``execute`` tool call of the current turn."""
+                provider_id: str | None = None, kill_fails: bool | None = None) -> "Scenario":
+        """An ``execute`` tool call of the current turn (``kill_fails``: the agent cannot kill
+        its process group, so a cancel's stop fails)."""
         return self._call({"id": id, **_given(provider_id=provider_id), "tool": "execute", "command": command,
                            **_given(runs_for=runs_for, timeout=timeout, background=background, exit_code=exit_code,
-                                    output=output)})
+                                    output=output, kill_fails=kill_fails)})
 
     def edit_files(self, id: str, path: str, edits: list | None = None, *,
                    provider_id: str | None = None) -> "Scenario":

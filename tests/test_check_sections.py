@@ -32,15 +32,17 @@ worlds = ["above-margin"]
 seeds = 1
 quick = true
 
+# interrupt_stops_foreground: the known finding kill_failed_reported_interrupted of
+# scenarios/finding_interrupt_kill_fails.toml, as in the default suite.
 [compare.expect.contract]
-known_finding = ["truthful_result"]
-residual_risk = ["at_most_once", "retry_changes_nothing", "interrupt_stops_foreground",
+known_finding = ["truthful_result", "interrupt_stops_foreground"]
+residual_risk = ["at_most_once", "retry_changes_nothing",
                  "canceled_before_received_never_runs", "unknown_only_when_unknowable"]
 
 [compare.expect.first-attempt-only]
 violated = ["unknown_only_when_unknowable"]
-known_finding = ["truthful_result"]
-residual_risk = ["at_most_once", "retry_changes_nothing", "interrupt_stops_foreground",
+known_finding = ["truthful_result", "interrupt_stops_foreground"]
+residual_risk = ["at_most_once", "retry_changes_nothing",
                  "canceled_before_received_never_runs"]
 
 [detection]
@@ -187,8 +189,8 @@ def test_a_verdict_other_than_expected_fails_the_run(sections, tmp_path, capsys,
         worlds = ["above-margin"]
         seeds = 1
         [compare.expect.contract]
-        known_finding = ["truthful_result"]
-        residual_risk = ["retry_changes_nothing", "interrupt_stops_foreground",
+        known_finding = ["truthful_result", "interrupt_stops_foreground"]
+        residual_risk = ["retry_changes_nothing",
                          "canceled_before_received_never_runs", "unknown_only_when_unknowable"]
     """)
     (tmp_path / "w.toml").write_text(suite)

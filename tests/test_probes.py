@@ -29,6 +29,18 @@ def test_every_declared_probe_has_a_call_site_and_every_call_site_is_declared():
     assert set(probes.PROBES) - set(sites) == set(), "declared probes without a call site"
 
 
+def test_every_probe_call_names_its_id_literally():
+    """The call-site check reads literal IDs only, so an ID put together at run time
+    (``probe(f"C5.2.{kind}")``) would hide from it: a branch chosen from a table takes its
+    probe from a table of probes built with literal IDs (model/chattool/results.py)."""
+    any_call = re.compile(r"\bprobe\(")
+    for path in sorted(MODEL.rglob("*.py")):
+        if path.name in ("probes.py", "core.py"):
+            continue
+        text = path.read_text()
+        assert len(any_call.findall(text)) == len(_CALL.findall(text)), path.relative_to(MODEL)
+
+
 def test_every_probe_names_a_rule_of_the_contract():
     contract = (MODEL.parent / "docs" / "contract.md").read_text()
     for pid, (rule, branch) in probes.PROBES.items():

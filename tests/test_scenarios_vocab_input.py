@@ -80,6 +80,13 @@ BAD = [
      "faults[0].state: unknown state 'paused' (known: running, stopped, deleted)"),
     ("workspace fault without a state", GOOD + '[[faults]]\nat = "1s"\nkind = "workspace"\n',
      "faults[0].state: missing (a workspace fault needs it)"),
+    ("kill_fails not a boolean", GOOD.replace('runs_for = "1s" }', 'runs_for = "1s", kill_fails = "yes" }'),
+     "turns[0].tool_calls[0].kill_fails"),
+    ("kill_fails on an edit", GOOD.replace('path = "/a"', 'path = "/a", kill_fails = true'),
+     "turns[0].tool_calls[1].kill_fails: not used by a edit_files tool call"),
+    ("two scripts for one command", GOOD + '[[turns]]\nchat = "chat-1"\ntool_calls = [ { id = "toolu_03", '
+     'tool = "execute", command = "true", runs_for = "1s", kill_fails = true } ]\n',
+     "turns[1].tool_calls[0].kill_fails: toolu_01 runs the same command 'true' with another kill_fails"),
 ]
 
 

@@ -25,7 +25,7 @@ from ..gocompat.decode import GoJSONError
 from ..identity import HeaderError, Key, clamp_ms, parse_tool_call_headers
 from . import processes  # the seam: tests replace processes.stop_tool_call_process
 from .state import AgentState, Effects, Record, Waiter
-from .store import REFUSAL_FOR_VERDICT, lookup
+from .store import REFUSAL_FOR_VERDICT, dropped_pending, lookup
 from .wire import (
     MSG_BAD_JSON,
     MSG_CANCEL_NEEDS_HEADERS,
@@ -63,20 +63,27 @@ def _cancel(state: AgentState, req: Request, path_id: str, now_ms: int) -> tuple
     except GoJSONError as err:
         return state, [probe("A3.bad-json"), _message(req, 400, MSG_BAD_JSON, str(err))]
     threshold_ms = clamp_ms(raw)
+    # A4.3: a threshold below 0 counts as 0 (never stops), one past the maximum as it.
+    clamped = [probe("A4.3.threshold-clamped")] if threshold_ms != raw else []
     verdict, record = lookup(state, key, headers.age_ms, now_ms, req)
     if verdict in REFUSAL_FOR_VERDICT:
-        return state, [probe("A3.refused"), *_refused(req, REFUSAL_FOR_VERDICT[verdict], key)]
+        return state, [*clamped, probe("A3.refused"), *_refused(req, REFUSAL_FOR_VERDICT[verdict], key)]
     if verdict == "new":
+        before = state
         state, marked = state.config.rules.mark_canceled(state, key, now_ms)
-        effects: Effects = [probe("A3.never-received"), note("cancel_never_received", uuid=key.uuid), *marked]
+        dropped = [probe("A2.7.drop-pending")] if dropped_pending(before, state, key.chat_id) else []
+        effects: Effects = [*clamped, *dropped, probe("A3.never-received"), note("cancel_never_received", uuid=key.uuid),
+                            *marked]
         return state, effects + [_json_response(req, 200, {"started": False})]
     assert record is not None
     if record.canceled:
-        return state, [probe("A3.already-canceled"), _json_response(req, 200, {"started": False})]
+        return state, [*clamped, probe("A3.already-canceled"), _json_response(req, 200, {"started": False})]
     if record.recorded is None:
         waiter = Waiter(req, "cancel", record.run_id, key, threshold_ms)
-        return replace(state, waiters=state.waiters.set(req.req_id, waiter)), [probe("A3.waits-pending"), note("cancel_waiting", uuid=key.uuid)]
-    return _answer_cancel(state, req, key, record, threshold_ms, now_ms)
+        return replace(state, waiters=state.waiters.set(req.req_id, waiter)), [
+            *clamped, probe("A3.waits-pending"), note("cancel_waiting", uuid=key.uuid)]
+    state, effects = _answer_cancel(state, req, key, record, threshold_ms, now_ms)
+    return state, [*clamped, *effects]
 
 
 def _answer_cancel(

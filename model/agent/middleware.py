@@ -26,7 +26,7 @@ from .cancel import _answer_cancel
 from .files import _edit_files, _write_file
 from .processes import _start_process
 from .state import AgentState, Effects, Record, Recorded, Run, Waiter
-from .store import REFUSAL_FOR_VERDICT, input_hash, lookup
+from .store import REFUSAL_FOR_VERDICT, dropped_by_newer, dropped_pending, input_hash, lookup
 from .wire import (
     MSG_INTERNAL,
     MSG_INVALID_HEADERS,
@@ -65,7 +65,10 @@ def _middleware(state: AgentState, req: Request, kind: str, now_ms: int) -> tupl
         if record.input_hash != digest:
             return state, [probe("A2.4.input-mismatch"), *_refused(req, INPUT_MISMATCH, key)]
         if record.recorded is not None:
+            # A2.5: a later request of a run that panicked replays its recorded 500.
+            panicked = [probe("A2.5.later-recorded-500")] if record.recorded == PANIC_RECORDED else []
             return state, [
+                *panicked,
                 probe("A2.4.replay-recorded"),
                 _recorded_reply(req, record.recorded, now_ms, record.created_at_ms),
                 note("replayed", uuid=key.uuid),
@@ -74,9 +77,11 @@ def _middleware(state: AgentState, req: Request, kind: str, now_ms: int) -> tupl
         return replace(state, waiters=state.waiters.set(req.req_id, waiter)), [probe("A2.4.wait-pending"), note("waiting", uuid=key.uuid)]
     # Proven new: record first (A1), then run the handler as its own step.
     record = Record(digest, False, now_ms, req.req_id, None)
+    before = state
     state = state.config.rules.record_when_proven_new(state, key, record)
     state, effects = _begin_run(state, req, kind, key, now_ms)
-    return state, effects + [probe("A2.3.proven-new"), note("run_pending", uuid=key.uuid, route=kind)]
+    dropped = [probe("A2.7.drop-pending")] if dropped_pending(before, state, key.chat_id) else []
+    return state, effects + [*dropped, probe("A2.3.proven-new"), note("run_pending", uuid=key.uuid, route=kind)]
 
 
 def _begin_run(state: AgentState, req: Request, kind: str, key: Key | None, now_ms: int) -> tuple[AgentState, Effects]:
@@ -132,6 +137,7 @@ def on_handler_done(
         state, recorded, effects = _run_handler(state, run.kind, run.request, run.key, run.created_at_ms)
     if panic:
         recorded = PANIC_RECORDED
+        effects.append(probe("A2.5.after-spawn") if after_effects else probe("A2.5.before-effects"))
         effects.append(note("handler_panicked", uuid=uuid_, after_effects=after_effects))
     if run.key is None:
         # No record: only the creating request hears of this run.
@@ -140,8 +146,15 @@ def on_handler_done(
             return replace(state, runs=state.runs.remove(run_id)), effects
         state = replace(state, runs=state.runs.remove(run_id), waiters=state.waiters.remove(run_id))
         answer = Response(run_id, recorded.status, recorded.content_type, recorded.body)
-        effects.append(_recovered_reply(waiter.request) if panic else Reply(waiter.request.src, answer))
+        if panic:
+            effects += [probe("A2.5.recovery-no-record"), _recovered_reply(waiter.request)]
+        else:
+            effects.append(Reply(waiter.request.src, answer))
         return state, effects
+    if dropped_by_newer(state, run.key):
+        # A2.7: a newer message dropped this run's record while it was pending; it still
+        # publishes (into nothing) and wakes its waiters below.
+        effects.append(probe("A2.7.publish-dropped"))
     record = Record(input_hash(run.request), False, run.created_at_ms, run_id, recorded)
     state = state.config.rules.record_when_published(state, run.key, record)
     effects.append(note("published", uuid=run.key.uuid, status=recorded.status))
@@ -155,8 +168,10 @@ def on_handler_done(
     state = replace(state, runs=state.runs.remove(run_id), waiters=waiters)
     for req_id, waiter in answered:
         if waiter.kind == "replay" and panic and req_id == run_id:
-            effects.append(_recovered_reply(waiter.request))
+            effects += [probe("A2.5.recovery-500"), _recovered_reply(waiter.request)]
         elif waiter.kind == "replay":
+            if panic:
+                effects.append(probe("A2.5.waiter-recorded-500"))
             effects.append(_recorded_reply(waiter.request, recorded, now_ms, run.created_at_ms))
         else:
             state, more = _answer_cancel(state, waiter.request, run.key, record, waiter.threshold_ms, now_ms)

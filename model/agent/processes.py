@@ -85,22 +85,25 @@ def _start_process(state: AgentState, req: Request, key: Key | None, started_at_
     age") says the process takes that instant as its start time, so the header run age and
     the process's run age agree even when the spawn was slow (``handler_ms``). Go's Rev C
     process.go was not seen (docs/contract.md A0.3, A4.3 [inferred])."""
+    # A4.1: a start that fails is an answer like any other (recorded under a tool call).
     try:
         body = decode_start(req.body)
     except GoJSONError as err:
-        return state, _rec(400, _bad_json(err)), []
+        return state, _rec(400, _bad_json(err)), [probe("A4.1.failed-bad-body")]
     command = body["command"]
     if not command:
-        return state, _rec(400, {"message": "Command is required."}), []
+        return state, _rec(400, {"message": "Command is required."}), [probe("A4.1.failed-no-command")]
     workdir = body["workdir"]
     if workdir and workdir not in state.config.dirs:
         detail = f"chdir {workdir}: no such file or directory"
-        return state, _rec(500, {"message": "Failed to start process.", "detail": detail}), []
+        return state, _rec(500, {"message": "Failed to start process.", "detail": detail}), [probe("A4.1.failed-workdir")]
     if key is not None:
         pid = state.config.rules.pid_for(key, command)
+        named = probe("A4.1.tool-call-id")
     else:
         state = replace(state, pid_counter=state.pid_counter + 1)
         pid = f"proc-{state.incarnation}-{state.pid_counter}"
+        named = probe("A4.1.own-id")
     script = state.config.scripts.get(command) or parse_script(command)
     chat_id = chat_of(req) or ""
     # manager.resolveWorkDir: the request's directory, else the agent's configured one
@@ -109,6 +112,7 @@ def _start_process(state: AgentState, req: Request, key: Key | None, started_at_
                    workdir=workdir or state.config.dirs[0])
     state = replace(state, processes=state.processes.set(pid, proc))
     effects: Effects = [
+        named,
         truth(
             "process_started",
             pid=pid,
@@ -271,25 +275,41 @@ def reaped_now(state: AgentState, proc: Process, now_ms: int) -> bool:
     in whole Unix seconds, so a process that exited at 12.9 s goes 0.9 s earlier than its
     exact instant would say), and the rules do not keep it (Rev C: its tool call record
     is current; docs/contract.md A4.4)."""
+    return _reap_branch(state, proc, now_ms).rule.startswith("A4.4.reaped")
+
+
+# A4.4's branches, as ``reap`` counts them per process (rule coverage).
+_RUNNING, _RECENT, _KEPT = probe("A4.4.running"), probe("A4.4.exited-recently"), probe("A4.4.kept-current")
+_REAPED_NO_KEY, _REAPED_NOT_CURRENT = probe("A4.4.reaped-no-key"), probe("A4.4.reaped-not-current")
+
+
+def _reap_branch(state: AgentState, proc: Process, now_ms: int):
+    """The branch of A4.4 one process takes at a list: its probe (``reaped_now`` reads it)."""
     if proc.running or proc.exited_at_ms is None:
-        return False
+        return _RUNNING
     reap_after_ms = state.config.rules.exited_reap_after_ms  # a timing constant, not a version difference
     if now_ms - unix_s(proc.exited_at_ms) * 1000 <= reap_after_ms:
-        return False
-    return not state.config.rules.kept_when_exited(state, proc)
+        return _RECENT
+    kept = state.config.rules.kept_when_exited(state, proc)  # the hook decides; the probe names its answer
+    if kept:
+        return _KEPT
+    return _REAPED_NO_KEY if proc.key is None else _REAPED_NOT_CURRENT
 
 
 def reap(state: AgentState, now_ms: int) -> tuple[AgentState, Effects]:
     """Rule 8: drop every exited process ``reaped_now`` names, of every chat (Go reaps
     before it filters by chat), each with a ``process_reaped`` note."""
-    keep, effects = [], []
+    keep, effects, reaped = [], [], False
     for pid, proc in state.processes.items():
-        if reaped_now(state, proc, now_ms):
+        branch = _reap_branch(state, proc, now_ms)
+        effects.append(branch)
+        if branch is _REAPED_NO_KEY or branch is _REAPED_NOT_CURRENT:
             effects.append(note("process_reaped", pid=pid, chat_id=proc.chat_id, exit_code=proc.exit_code,
                                 incarnation=state.incarnation))
+            reaped = True
             continue
         keep.append((pid, proc))
-    if not effects:
+    if not reaped:
         return state, effects
     return replace(state, processes=FMap(keep)), effects
 
@@ -322,8 +342,11 @@ def _list(state: AgentState, req: Request, now_ms: int) -> tuple[AgentState, Eff
     the tie by the exact start instant, then the ID, so a run is reproducible."""
     state, effects = reap(state, now_ms)
     chat_id = chat_of(req) or ""
+    effects.append(probe("A4.9.one-chat") if chat_id else probe("A4.9.every-chat"))
     procs = [p for p in state.processes.values() if not chat_id or p.chat_id == chat_id]
     procs.sort(key=lambda p: (not p.running, -unix_s(p.started_at_ms), -p.started_at_ms, p.pid))
+    if len(procs) > MAX_LIST_PROCESSES:
+        effects.append(probe("A4.9.capped"))
     infos = [process_info(p) for p in procs[:MAX_LIST_PROCESSES]]
     return state, effects + [_json_response(req, 200, {"processes": infos})]
 
@@ -356,6 +379,8 @@ def stop_tool_call_process(
         proc = state.processes[pid]
     elif proc.running:
         effects.append(probe("A4.2.leave-running"))
+        if threshold_ms <= 0:
+            effects.append(probe("A4.3.threshold-zero"))  # run age never compared: 0 never stops
         effects.append(note("left_running", pid=pid, run_age_ms=run_age_ms, threshold_ms=threshold_ms))
     else:
         effects.append(probe("A4.2.already-exited"))

@@ -16,7 +16,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from ..core import EMPTY, CachedRepr, CancelTimer, FMap, Reply, Request, TransportError, replace, truth
+from ..core import EMPTY, CachedRepr, CancelTimer, FMap, Reply, Request, TransportError, probe, replace, truth
 from ..identity import Key
 
 # ``AgentConfig`` (model/agent/rules.py) is named below in annotations only, which
@@ -113,13 +113,21 @@ def shutdown(state: AgentState, now_ms: int) -> tuple[AgentState, Effects]:
     effects: Effects = []
     for pid, proc in state.processes.items():
         if proc.running:
+            effects.append(probe("A4.5.process-killed"))
             effects.append(CancelTimer(f"exit:{pid}"))
             effects.append(truth("process_killed", pid=pid, by="shutdown", incarnation=state.incarnation))
+        else:
+            effects.append(probe("A4.5.exited-process-lost"))
+    for chat in state.chats.values():
+        if chat.records:
+            effects.append(probe("A4.5.records-lost"))
     for req_id, waiter in state.waiters.items():
         if waiter.kind == "output":
             effects.append(CancelTimer(f"outwait:{req_id}"))
+        effects.append(probe("A4.5.request-broken"))
         effects.append(Reply(waiter.request.src, TransportError(req_id, "agent shut down")))
     for run_id in state.runs:
+        effects.append(probe("A4.5.run-lost"))
         effects.append(CancelTimer(f"handler:{run_id}"))
     dead = replace(state, chats=EMPTY, runs=EMPTY, waiters=EMPTY, processes=EMPTY)
     return dead, effects

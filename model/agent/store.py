@@ -56,6 +56,22 @@ def current(state: AgentState, key: Key) -> bool:
     return chat is not None and chat.latest_message_id == key.message_id and key.tool_call_id in chat.records
 
 
+def dropped_pending(before: AgentState, after: AgentState, chat_id: str) -> bool:
+    """A2.7 (for a probe only): the insert that made ``after`` from ``before`` raised the
+    chat's latest message while ``before`` held a pending run's record of the older one,
+    which the newer message dropped."""
+    old, new = before.chats.get(chat_id), after.chats.get(chat_id)
+    return (old is not None and new is not None and new.latest_message_id > old.latest_message_id
+            and any(r.recorded is None for r in old.records.values()))
+
+
+def dropped_by_newer(state: AgentState, key: Key) -> bool:
+    """A2.7 (for a probe only): a newer message of the key's chat has replaced its records,
+    so a run of ``key`` publishes into nothing (``_set_record`` leaves the store as is)."""
+    chat = state.chats.get(key.chat_id)
+    return chat is not None and chat.latest_message_id > key.message_id
+
+
 def uptime_ms(state: AgentState, now_ms: int) -> int:
     return now_ms - state.started_at_ms
 

@@ -16,7 +16,7 @@ hands the outcome to the retry wrapper.
 from __future__ import annotations
 
 from .. import chattool
-from ..core import CancelTimer, Response, TransportError, note, replace
+from ..core import CancelTimer, Response, TransportError, note, probe, replace
 from ..chatd_db import tx_commit_assistant
 from .interrupt import _interrupt_commit
 from .retry import _end_task
@@ -48,6 +48,37 @@ def _dial_failure_kind(answer: Response | TransportError | None) -> str | None:
     return DIAL_FAILURE_FOR_STATUS.get(answer.status, DIAL_FAILURE_TRANSPORT)
 
 
+# Rule coverage (model/probes.py): a dial that failed, in generation (C4.2 step 1) or on
+# interrupt (C3.2), the workspace state it reports (C5.6: a stopped workspace has no
+# agent, and only the file tools keep a change that may survive it), and a later attempt
+# of a task beginning its calls again, with or without the identity (C4.4).
+_DIAL_FAILED_IN_GENERATION = probe("C4.2.dial-failed")
+_DIAL_FAILED_ON_INTERRUPT = probe("C3.2.dial-failed")
+_WORKSPACE_PROBES = {
+    (chattool.DIAL_NO_WORKSPACE, False): probe("C5.6.no-workspace"),
+    (chattool.DIAL_NO_WORKSPACE, True): probe("C5.6.no-workspace"),
+    (chattool.DIAL_DELETED, False): probe("C5.6.deleted"),
+    (chattool.DIAL_DELETED, True): probe("C5.6.deleted"),
+    (chattool.DIAL_NO_AGENT, False): probe("C5.6.no-agent-execute"),
+    (chattool.DIAL_NO_AGENT, True): probe("C5.6.no-agent-file"),
+}
+_RETRY_WITH_IDENTITY = probe("C4.4.retry-same-identity")
+_RETRY_WITHOUT_IDENTITY = probe("C4.4.retry-without-identity")
+
+
+def _dial_failure_probes(tool: str, on_interrupt: bool, kind: str, result) -> list:
+    """The probes of one call's result after a failed dial: its workspace state, if the
+    dial reported one, and its row of the result tables (C5.2-C5.4)."""
+    out = []
+    workspace = _WORKSPACE_PROBES.get((kind, tool in chattool.FILE_TOOLS))
+    if workspace is not None:
+        out.append(workspace)
+    row = chattool.result_row_probe(tool, on_interrupt, result.kind)
+    if row is not None:
+        out.append(row)
+    return out
+
+
 def _on_dial(rep, db, runner, task, answer, now_ms, db_now_ms) -> Out:
     """The dial ended: begin every call (or cancel) at once, a serial tool's calls one at
     a time (Rule 9), or map the dial failure."""
@@ -59,6 +90,9 @@ def _on_dial(rep, db, runner, task, answer, now_ms, db_now_ms) -> Out:
     plans = att.plans
     if kind is None:
         effects.append(note("dialed", task=task.task_id))
+        if att.action != "interrupt" and att.number > 1:
+            # (rule coverage: a task retry begins the calls again, C4.4)
+            effects.append(_RETRY_WITH_IDENTITY if att.age is not None else _RETRY_WITHOUT_IDENTITY)
         # What the design keeps per tool call (designs.py; nothing in design B).
         book = rep.rules.bookkeeping
         db, outcome, plans, eff = book.before_calls(rep, db, task, att, answer)
@@ -81,12 +115,15 @@ def _on_dial(rep, db, runner, task, answer, now_ms, db_now_ms) -> Out:
             effects += eff
     else:
         effects.append(note("dial_failed", task=task.task_id, kind=kind))
+        on_interrupt = att.action == "interrupt"
+        effects.append(_DIAL_FAILED_ON_INTERRUPT if on_interrupt else _DIAL_FAILED_IN_GENERATION)
         for i, (call, plan) in enumerate(att.targets):
             ident = _identity(task, att, call)
-            if att.action == "interrupt":
+            if on_interrupt:
                 results[i] = chattool.unreachable_result(call, plan, ident, kind)
             else:
                 results[i] = chattool.dial_failed_result(call, ident, kind)
+            effects += _dial_failure_probes(call.tool, on_interrupt, kind, results[i])
     task = replace(task, attempt=replace(att, step="calls", states=tuple(states), results=tuple(results), plans=plans))
     return _maybe_commit(rep, db, runner, task, effects, db_now_ms)
 

@@ -15,7 +15,7 @@ from __future__ import annotations
 
 from .. import chattool
 from ..chatd_db import CHANNEL_OWNERSHIP, CHANNEL_UPDATE, Db
-from ..core import Response, SetTimer, TransportError, note
+from ..core import Response, SetTimer, TransportError, note, probe
 from .batch import _call_progress, _commit_assistant, _on_dial
 from .retry import _end_task, _start_attempt, _zombie_call, _zombie_progress
 from .runner import _acquire, _heartbeat, _observe
@@ -102,7 +102,8 @@ def replica_on_answer(rep: ReplicaState, db: Db, answer: Response | TransportErr
         return _zombie_progress(rep, db, *zombie, lambda cs: chattool.on_answer(cs, answer, now_ms), db_now_ms)
     found = _awaited(rep, answer.req_id, zombie)  # (the task found once)
     if found is None:
-        return rep, db, [note("late_answer", replica=rep.name, req_id=answer.req_id)]
+        # (rule coverage: the answer of a task, attempt or call that ended is ignored, C3.5)
+        return rep, db, [probe("C3.5.late-answer-ignored"), note("late_answer", replica=rep.name, req_id=answer.req_id)]
     runner, task, i = found
     if i is None:
         return _on_dial(rep, db, runner, task, answer, now_ms, db_now_ms)

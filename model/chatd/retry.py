@@ -38,6 +38,10 @@ from .state import (
 )
 from .tasks import _abandon_start, _execute_commit, _generation_start
 
+# Rule coverage (model/probes.py): an interrupt attempt that ends (canceled or timed out)
+# before its one commit commits nothing (C3.2 step 6).
+_INTERRUPT_ENDED_UNCOMMITTED = probe("C3.2.ended-uncommitted")
+
 _ATTEMPT_STARTS = {"generation": _generation_start, "interrupt": _interrupt_start, "abandon": _abandon_start}
 
 
@@ -59,6 +63,8 @@ def _cancel_task(task: Task) -> list:
     effects = [CancelTimer(f"{task.task_id}/backoff")]
     if task.attempt is not None:
         effects += _end_attempt(task.attempt)
+        if task.attempt.action == "interrupt":
+            effects.append(_INTERRUPT_ENDED_UNCOMMITTED)
     effects.append(note("task_canceled", task=task.task_id, chat_id=task.chat_id, kind=task.kind))
     return effects
 
@@ -104,6 +110,8 @@ def _end_task(rep: ReplicaState, db: Db, runner: Runner, task: Task, outcome: st
         task = replace(task, zombie=left_running)
     elif att is not None:
         effects += _end_attempt(att)
+        if outcome == TIMED_OUT and att.action == "interrupt":
+            effects.append(_INTERRUPT_ENDED_UNCOMMITTED)
     if go_retries(outcome):
         effects += [
             probe("C1.4.retry-timed-out") if outcome == TIMED_OUT else probe("C1.4.retry-error"),
@@ -121,7 +129,7 @@ def _end_task(rep: ReplicaState, db: Db, runner: Runner, task: Task, outcome: st
     if task.kind == "abandon" and outcome in (DONE, f"{EXIT}:fenced:owner"):
         # Abandoned, or someone else owns it: either way this runner is finished (2.3).
         rep, eff = _drop_runner(rep, task.chat_id, "abandoned" if outcome == DONE else "owner_changed")
-        effects += eff
+        effects += [probe("C2.3.abandon-released") if outcome == DONE else probe("C2.3.abandon-owner-moved"), *eff]
     return rep, db, effects
 
 

@@ -82,15 +82,24 @@ def _identity(task: Task, att: Attempt, call) -> Any:
     return chattool.Identity(task.chat_id, att.message_id, call.provider_id, att.age)
 
 
+# Rule coverage (model/probes.py): the one action a generation attempt picks (C1.3).
+_ACTION_PROBES = {
+    "execute_local_tools": probe("C1.3.execute-batch"),
+    "generate_assistant": probe("C1.3.generate"),
+    "finish_turn": probe("C1.3.finish-turn"),
+}
+
+
 def _generation_start(rep, db, task, key, number, now_ms, db_now_ms):
     rules = rep.rules
     chat, outcome, eff = _fenced(db, task, "load_generation", rules)
     if outcome is not None:
         return db, outcome, None, eff
     action = decide_generation_action(chat)
+    picked = _ACTION_PROBES[action]
     if action == "finish_turn":
         db, outcome, eff = finish_generation_turn(rep, db, task, chat.generation_attempt, db_now_ms)
-        return db, outcome, None, eff
+        return db, outcome, None, [picked, *eff]
     chat, outcome, eff = _fenced(db, task, "begin_generation_attempt", rules)
     if outcome is not None:
         return db, outcome, None, eff
@@ -98,7 +107,7 @@ def _generation_start(rep, db, task, key, number, now_ms, db_now_ms):
     gen_attempt = chat.generation_attempt
     if action == "generate_assistant":
         att = Attempt(key, number, action, "generate", gen_attempt, turn=tuple(chat.turns[turn_index(chat)]))
-        return db, PENDING, att, hint + [SetTimer(f"{key}/gen", chat.gen_time_ms)]
+        return db, PENDING, att, [picked, *hint, SetTimer(f"{key}/gen", chat.gen_time_ms)]
     msg, calls = unresolved_calls(chat)
     # C1: one DB clock read per attempt; the age is measured from database timestamps only.
     # ``today`` sends no identity (a real difference, see ChatdRules).
@@ -107,7 +116,7 @@ def _generation_start(rep, db, task, key, number, now_ms, db_now_ms):
     att = Attempt(key, number, action, "dial", gen_attempt, msg.id, tuple((c, None) for c in calls),
                   (None,) * n, (None,) * n, age)
     mark = note("batch_started", task=task.task_id, calls=n, generation_attempt=gen_attempt)
-    return db, PENDING, att, hint + [mark] + _dial(rep, key)
+    return db, PENDING, att, [picked, *hint, mark, *_dial(rep, key)]
 
 
 def finish_generation_turn(rep: ReplicaState, db: Db, task: Task, loaded_attempt: int, db_now_ms: int):
@@ -145,7 +154,7 @@ def _execute_commit(rep, db, task, att, db_now_ms):
     db, eff = tx_commit_results(
         db, chat, att.message_id, results, db_now_ms, rep.name, att.number, att.generation_attempt
     )
-    return db, DONE, eff
+    return db, DONE, [probe("C1.3.batch-committed"), *eff]
 
 
 def fit_to_context(chat: Chat, result: chattool.Result) -> chattool.Result:

@@ -137,7 +137,7 @@ from .args import (  # noqa: F401 (re-exported)
 )
 from .results import (  # noqa: F401 (re-exported)
     EXECUTE_KINDS, FILE_KINDS, Result, UNKNOWN_REASONS, execute_result_json, generic_result,
-    truncate_output,
+    result_row_probe, truncate_output,
 )
 from .budget import (  # noqa: F401 (re-exported)
     BYTES_PER_TOKEN_ESTIMATE, DEFAULT_TOOL_RESULT_BYTES, MIN_TOOL_RESULT_BYTES,
@@ -147,8 +147,8 @@ from .budget import (  # noqa: F401 (re-exported)
 from .classifier import (  # noqa: F401 (re-exported)
     AGENT_ERROR_OUTCOMES, AGENT_RESTARTED_REASON, AgentError, CLASSIFIER, Deadline, ErrorClass,
     NO_ANSWER_REASON, NO_PROCESS_REASON, NoAnswer, Undecodable, Words, agent_error_text,
-    check_file_text, check_or_signal_text, check_process_text, classify, no_answer_reason,
-    sdk_error_text, unknown_outcome,
+    check_file_text, check_or_signal_text, check_process_text, classified, classify, no_answer_reason,
+    sdk_error_text, sdk_text_probe, unknown_outcome,
 )
 from .interrupt import (  # noqa: F401 (re-exported)
     CancelPick, InterruptPlan, interrupted_call, same_cancel, select_cancels,

@@ -15,11 +15,11 @@ from __future__ import annotations
 
 from typing import Callable
 
-from ..core import Response, TransportError, replace
+from ..core import Response, TransportError, probe, replace
 from ..timing import DEFAULT_TIMING, Timing
 from .args import Identity, ToolCall
 from .cancel import _cancel_failed, _on_cancel_answer
-from .classifier import AgentError, Deadline, NoAnswer, _is_2xx, classify
+from .classifier import AgentError, Deadline, NoAnswer, _is_2xx, classified, classify, sdk_text_probe
 from .constants import DESIGN_B, EXECUTE, FILE_TOOLS, ToolLayer
 from .execute import (
     _begin_execute, _begin_snapshot, _on_output_answer, _on_snapshot_answer, _on_start_answer,
@@ -87,6 +87,9 @@ def on_answer(cs: CallState, answer: Response | TransportError, now_ms: int) -> 
     op = cs.pending_op
     if isinstance(answer, TransportError) or not _is_2xx(answer.status):
         cs, effects = _on_failure(cs, op, classify(answer, cs.pending_method, cs.pending_url), now_ms)
+        quoted = sdk_text_probe(answer)  # (rule coverage: C5.5)
+        if quoted is not None:
+            effects = (quoted, *effects)
     else:
         cs, effects = _ANSWER_HANDLERS[op](cs, answer, now_ms)
     # The answered request is pending no more. No step reads ``pending_req_id`` (the gate
@@ -105,14 +108,16 @@ def on_timer(cs: CallState, name: str, now_ms: int) -> CallStep:
     op, method, url = cs.pending_op, cs.pending_method, cs.pending_url
     if name == cs.answer_timer:
         cs = replace(cs, answer_timer=None, pending_req_id=None)
-        return _on_failure(cs, op, classify(NoAnswer(method, url, cs.timing.agent_answer_timeout_ms)), now_ms)
+        cs, effects = _on_failure(cs, op, classify(NoAnswer(method, url, cs.timing.agent_answer_timeout_ms)), now_ms)
+        return cs, (_ANSWER_TIMEOUT_PROBES[op], *effects)
     if name == cs.deadline_timer:
         cs = replace(cs, deadline_timer=None, pending_req_id=None)
         if cs.phase is Phase.START:
             return _on_failure(cs, op, classify(Deadline(method, url)), now_ms)
         # The wait deadline: stop the blocking read and look once more.
         err = classify(Deadline(method, url))
-        return _begin_snapshot(cs, now_ms, timed_out=True, read_error=err.text)
+        cs, effects = _begin_snapshot(cs, now_ms, timed_out=True, read_error=err.text)
+        return cs, (_WAIT_DEADLINE_PROBE, *effects)
     if name == cs.snapshot_timer:
         cs = replace(cs, snapshot_timer=None, pending_req_id=None)
         return _on_failure(cs, op, classify(Deadline(method, url)), now_ms)
@@ -123,7 +128,18 @@ def _on_failure(cs: CallState, op: str, err: AgentError, now_ms: int) -> CallSte
     handler = _FAILURE_HANDLERS.get(op)
     if handler is None:
         raise ValueError(f"unknown pending op {op!r}")
-    return handler(cs, err, now_ms)
+    return classified(handler(cs, err, now_ms), err)
+
+
+# Rule coverage (model/probes.py): the request the agent answer timer ended (C4.5; only
+# starts, edits, writes and cancels arm it), and the end of a foreground wait (C4.3).
+_ANSWER_TIMEOUT_PROBES = {
+    "start": probe("C4.5.start"),
+    "edit": probe("C4.5.file"),
+    "write": probe("C4.5.file"),
+    "cancel": probe("C4.5.cancel"),
+}
+_WAIT_DEADLINE_PROBE = probe("C4.3.deadline-fired")
 
 
 # The step of each pending operation: for its 2xx answer, and for its classified failure.

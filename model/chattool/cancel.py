@@ -19,14 +19,14 @@ import binascii
 from dataclasses import dataclass
 from typing import Any, Callable
 
-from ..core import Response, json_body, note, replace
+from ..core import Response, json_body, note, probe, replace
 from ..gocompat.duration import format_duration_ms
 from ..gocompat.encoding import loads_go
 from ..timing import DEFAULT_TIMING, Timing
 from .args import Identity, ToolCall
 from .classifier import (
-    AgentError, NO_PROCESS_REASON, Undecodable, _FILE_TEXTS, _enrich_start_error, _file_words,
-    _interrupt_words, _is_2xx, agent_error_text, classify, sdk_error_text, unknown_outcome,
+    AgentError, ErrorClass, NO_PROCESS_REASON, Undecodable, _FILE_TEXTS, _enrich_start_error, _file_words,
+    _interrupt_words, _is_2xx, agent_error_text, classified, classify, sdk_error_text, unknown_outcome,
 )
 from .constants import EXECUTE, WRITE_FILE
 from .files import _edit_success, _write_success
@@ -241,7 +241,8 @@ def _on_cancel_answer(cs: CallState, answer: Response, now_ms: int) -> CallStep:
     try:
         ans = _read_cancel_answer(answer)
     except _UndecodableError as err:
-        return _cancel_failed(cs, classify(Undecodable(str(err))))
+        failure = classify(Undecodable(str(err)))
+        return classified(_cancel_failed(cs, failure), failure)
     rules = _EXECUTE_CANCEL_RULES if cs.call.tool == EXECUTE else _FILE_CANCEL_RULES
     name, build = next((name, build) for name, match, build in rules if match(cs, ans))
     # (``_disarm`` of the answer timer, copied into the state with the finish's edits; the
@@ -259,13 +260,17 @@ def _cancel_failed(cs: CallState, err: AgentError) -> CallStep:
     if cs.call.tool == EXECUTE:
         mapped = agent_error_text(err, _interrupt_words(cs.identity.uuid, cs.background))
         if mapped is None:
-            return _finish(cs, generic_result())
+            # (rule coverage: an HTTP error answer, an old agent's 404 among them, C4.6)
+            return _finish(cs, generic_result(), (_CANCEL_HTTP_ERROR,) if err.cls is ErrorClass.RESPONSE else ())
         kind, reason, text = mapped
         process_id = None if reason == "agent_restarted" else cs.identity.uuid
         return _finish(cs, Result(kind, False, execute_result_json(error=text), process_id=process_id,
                                   reason=reason or None))
     mapped = agent_error_text(err, _file_words(cs.call.tool, cs.identity.uuid))
     if mapped is None:
-        return _finish(cs, generic_result())
+        return _finish(cs, generic_result(), (_CANCEL_HTTP_ERROR,) if err.cls is ErrorClass.RESPONSE else ())
     kind, reason, text = mapped
     return _finish(cs, _text_error(kind, text, reason=reason or None))
+
+
+_CANCEL_HTTP_ERROR = probe("C4.6.cancel-http-error")

@@ -22,7 +22,7 @@ from typing import Any, Callable
 
 from .. import identity as ident
 from .. import sdk
-from ..core import Response, TransportError
+from ..core import Probe, Response, TransportError, probe
 from ..gocompat.duration import format_duration_ms
 from .constants import AGENT_ANSWER_TIMEOUT_MS, EDIT_FILES, WRITE_FILE
 
@@ -285,3 +285,39 @@ _FILE_DUMP_NOTE = "Consider using read_file instead of dumping file contents wit
 
 def _file_dump_note(command: str) -> str:
     return _FILE_DUMP_NOTE if any(p.search(command) for p in _FILE_DUMP_PATTERNS) else ""
+
+
+# Rule coverage (model/probes.py): the class ``classify`` gave a failed request (C5.1),
+# and the SDK's reading of an HTTP error answer a result quotes (C5.5: a JSON body with a
+# message, any other JSON body, or not JSON).
+_CLASS_PROBES = {
+    ErrorClass.NO_ANSWER: probe("C5.1.no-answer"),
+    ErrorClass.REFUSED: probe("C5.1.refused"),
+    ErrorClass.RESPONSE: probe("C5.1.response"),
+    ErrorClass.UNREACHABLE: probe("C5.1.unreachable"),
+    ErrorClass.UNREADABLE: probe("C5.1.unreadable"),
+}
+_SDK_JSON_MESSAGE = probe("C5.5.json-message")
+_SDK_JSON_OTHER = probe("C5.5.json-without-message")
+_SDK_NOT_JSON = probe("C5.5.not-json")
+
+
+def classified(step: tuple, err: AgentError) -> tuple:
+    """A call's step after a failure, with the probe of the failure's class in front."""
+    cs, effects = step
+    return cs, (_CLASS_PROBES[err.cls], *effects)
+
+
+def sdk_text_probe(failure: Any) -> Probe | None:
+    """The probe of the SDK text an HTTP error answer (not a coded refusal) is quoted
+    with, or None for anything else."""
+    if not isinstance(failure, Response) or _is_2xx(failure.status) or _is_refusal(failure):
+        return None
+    read = sdk.read_body_as_error(failure.status, failure.content_type, failure.body)
+    if sdk.media_type(failure.content_type) != "application/json":
+        return _SDK_NOT_JSON
+    # (the SDK's own fallback messages: an empty body, or a JSON body without a message)
+    fallbacks = ("empty response body", f"unexpected status code {failure.status}, response has no message")
+    if isinstance(read, sdk.SDKError) and read.message not in fallbacks:
+        return _SDK_JSON_MESSAGE
+    return _SDK_JSON_OTHER

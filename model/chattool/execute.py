@@ -17,7 +17,7 @@ from __future__ import annotations
 from typing import Any
 
 from .. import identity as ident
-from ..core import Effect, Response, json_body, note, replace
+from ..core import Effect, Response, json_body, note, probe, replace
 from ..gocompat.duration import format_duration_ms
 from .args import (
     ArgsError, InvalidTimeout, effective_timeout_ms, parse_execute_args, runs_in_background,
@@ -25,7 +25,7 @@ from .args import (
 )
 from .classifier import (
     AgentError, Deadline, Undecodable, _enrich_start_error, _file_dump_note, _start_words,
-    agent_error_text, check_process_text, classify, unknown_outcome,
+    agent_error_text, check_process_text, classified, classify, unknown_outcome,
 )
 from .constants import AGENT_URL, START_PATH
 from .results import Result, _background_started, _text_error, execute_result_json
@@ -33,6 +33,17 @@ from .state import (
     CallState, CallStep, Phase, _UndecodableError, _arm, _arm_into, _decode, _disarm, _disarm_into, _finish, _headers,
     _send, _send_into,
 )
+
+
+# Rule coverage (model/probes.py): the execute request sequence (C4.2), the deadline
+# arithmetic of a new agent's start answer (C4.3) and an old agent's legacy wait (C4.6).
+_START_WITH_HEADERS = probe("C4.2.start-with-headers")
+_START_WITHOUT_HEADERS = probe("C4.2.start-without-headers")
+_BACKGROUND_ANSWERED = probe("C4.2.background-answered")
+_BUDGET_LEFT = probe("C4.3.budget-left")
+_BUDGET_SPENT = probe("C4.3.budget-spent")
+_READ_AGAIN = probe("C4.3.read-again")
+_LEGACY_WAIT = probe("C4.6.legacy-wait")
 
 
 def _begin_execute(cs: CallState, now_ms: int) -> CallStep:
@@ -59,13 +70,16 @@ def _begin_execute(cs: CallState, now_ms: int) -> CallStep:
         if timeout_ms <= 0:
             # The command context has already expired: Go's client fails the start
             # before sending it, as a transport error.
-            return _start_failed(replace(cs, **changes), classify(Deadline("Post", AGENT_URL + START_PATH)))
+            err = classify(Deadline("Post", AGENT_URL + START_PATH))
+            return classified(_start_failed(replace(cs, **changes), err), err)
     body: dict[str, Any] = {"background": background, "command": command}
     if args.workdir:
         body["workdir"] = args.workdir
     # (``_headers`` reads the chat, identity and send flag, which this step leaves as they were)
     effects: list[Effect] = [_send_into(changes, cs, "start", "POST", START_PATH, "", _headers(cs, now_ms, True),
-                                        json_body(body))]
+                                        json_body(body)),
+                             _START_WITH_HEADERS if cs.identity is not None and cs.send_identity
+                             else _START_WITHOUT_HEADERS]
     if cs.layer.agent_answer_timeout and (background or timeout_ms > cs.timing.agent_answer_timeout_ms):
         _arm_into(changes, cs, "answer_timer", cs.timing.agent_answer_timeout_ms, effects)
     if not background:
@@ -83,13 +97,15 @@ def _on_start_answer(cs: CallState, answer: Response, now_ms: int) -> CallStep:
     try:
         body = _decode(answer, (("id", str),))
     except _UndecodableError as err:
-        return _start_failed(cs, classify(Undecodable(str(err))))
+        failure = classify(Undecodable(str(err)))
+        return classified(_start_failed(cs, failure), failure)
     pid = body["id"]
     # The step's edits of the state, copied into it once (state.py's docstring).
     changes: dict[str, Any] = {}
     effects: list[Effect] = []
     _disarm_into(changes, cs, "answer_timer", effects)
     if cs.background:
+        effects.append(_BACKGROUND_ANSWERED)
         return _finish(cs, _background_started(pid), effects, changes)
     if cs.identity is not None and pid == cs.identity.uuid:
         # New agent: the deadline is the process start plus the timeout (4.3), so a later
@@ -103,15 +119,18 @@ def _on_start_answer(cs: CallState, answer: Response, now_ms: int) -> CallStep:
                             remaining_ms=remaining_ms))
         if remaining_ms <= 0:
             # No time left: the wait context has already expired; read once.
+            effects.append(_BUDGET_SPENT)
             cs, snap = _begin_snapshot(replace(cs, **changes), now_ms, timed_out=True,
                                        read_error=classify(Deadline("Get", _output_url(pid, True))).text)
             return cs, tuple(effects) + snap
+        effects.append(_BUDGET_LEFT)
         _arm_into(changes, cs, "deadline_timer", remaining_ms, effects)
     else:
         # Old agent (or no headers sent): the legacy wait until start + timeout.
         changes["process_id"] = pid
         changes["legacy"] = True
         effects.append(note("chattool_legacy_wait", provider_id=cs.call.provider_id, process_id=pid))
+        effects.append(_LEGACY_WAIT)
     # ``_send_output_read`` of the process just named (output reads carry no tool call headers)
     send = _send_into(changes, cs, "wait", "GET", f"/api/v0/processes/{ident.path_escape(pid)}/output", "wait=true",
                       _headers(cs, now_ms, False), b"")
@@ -192,14 +211,15 @@ def _on_output_answer(cs: CallState, answer: Response, now_ms: int) -> CallStep:
     try:
         running, exit_code, output = _read_output(answer)
     except _UndecodableError as err:
-        return _read_failed(cs, classify(Undecodable(str(err))), now_ms)
+        failure = classify(Undecodable(str(err)))
+        return classified(_read_failed(cs, failure, now_ms), failure)
     if not running:
         return _finish(cs, _completed(cs, now_ms, output, exit_code))
     if cs.deadline_at_ms is not None and now_ms >= cs.deadline_at_ms:
         return _finish(cs, _timed_out(cs, now_ms, output))
     # The agent capped this read (its output wait cap); time is left, so read again.
     cs, send = _send_output_read(cs, now_ms, wait=True)
-    return cs, (note("chattool_wait_again", provider_id=cs.call.provider_id), send)
+    return cs, (note("chattool_wait_again", provider_id=cs.call.provider_id), send, _READ_AGAIN)
 
 
 def _read_failed(cs: CallState, err: AgentError, now_ms: int) -> CallStep:
@@ -223,7 +243,8 @@ def _on_snapshot_answer(cs: CallState, answer: Response, now_ms: int) -> CallSte
     try:
         running, exit_code, output = _read_output(answer)
     except _UndecodableError as err:
-        return _snapshot_failed(cs, classify(Undecodable(str(err))), now_ms)
+        failure = classify(Undecodable(str(err)))
+        return classified(_snapshot_failed(cs, failure, now_ms), failure)
     if not running:
         # Exited: the real result, even past the deadline ("transparent recovery").
         return _finish(cs, _completed(cs, now_ms, output, exit_code))

@@ -16,7 +16,7 @@ from urllib.parse import urlencode
 from ..core import Effect, Response, json_body, replace
 from ..gocompat.encoding import go_json, loads_go
 from .classifier import (
-    AgentError, ErrorClass, Undecodable, _FILE_TEXTS, _file_words, agent_error_text, classify,
+    AgentError, ErrorClass, Undecodable, _FILE_TEXTS, _file_words, agent_error_text, classified, classify,
     sdk_error_text,
 )
 from .constants import EDIT_FILES, EDIT_PATH, WRITE_FILE, WRITE_PATH
@@ -86,7 +86,8 @@ def _on_file_answer(cs: CallState, answer: Response, now_ms: int) -> CallStep:
     try:
         _decode(answer, ())
     except _UndecodableError as err:
-        return _file_failed(cs, classify(Undecodable(str(err))))
+        failure = classify(Undecodable(str(err)))
+        return classified(_file_failed(cs, failure), failure)
     return _finish(cs, _edit_success(answer.body, answer.status, answer.content_type))
 
 

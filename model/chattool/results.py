@@ -16,8 +16,9 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any
 
+from ..core import Probe, probe
 from ..gocompat.encoding import go_json
-from .constants import GENERIC_INTERRUPTED_TEXT, MAX_OUTPUT_TO_MODEL_BYTES
+from .constants import EXECUTE, FILE_TOOLS, GENERIC_INTERRUPTED_TEXT, MAX_OUTPUT_TO_MODEL_BYTES
 
 
 EXECUTE_KINDS = (
@@ -95,3 +96,44 @@ def _background_started(process_id: str) -> Result:
         execute_result_json(success=True, background_process_id=process_id, backgrounded=True),
         process_id=process_id,
     )
+
+
+# Rule coverage (model/probes.py): the row of a result table a finished call took. An
+# execute call's result in generation is a row of docs/contract.md C5.2, on interrupt (its
+# cancel's answer) one of C5.3; an edit_files or write_file result, in either, one of
+# C5.4. Every row's probe is built here once, so each ID is a literal
+# (tests/test_probes.py reads the call sites).
+_EXECUTE_ROWS_IN_GENERATION = {
+    "completed": probe("C5.2.completed"),
+    "timed_out": probe("C5.2.timed-out"),
+    "background_started": probe("C5.2.background-started"),
+    "failed": probe("C5.2.failed"),
+    "unknown": probe("C5.2.unknown"),
+}
+_EXECUTE_ROWS_ON_INTERRUPT = {
+    "canceled": probe("C5.3.canceled"),
+    "timed_out": probe("C5.3.timed-out"),
+    "background_started": probe("C5.3.background-started"),
+    "completed": probe("C5.3.completed"),
+    "failed": probe("C5.3.failed"),
+    "not_run": probe("C5.3.not-run"),
+    "unknown": probe("C5.3.unknown"),
+    "interrupted_generic": probe("C5.3.generic"),
+}
+_FILE_ROWS = {
+    "applied": probe("C5.4.applied"),
+    "not_applied": probe("C5.4.not-applied"),
+    "unknown": probe("C5.4.unknown"),
+    "failed": probe("C5.4.failed"),
+    "interrupted_generic": probe("C5.4.generic"),
+}
+
+
+def result_row_probe(tool: str, on_interrupt: bool, kind: str) -> Probe | None:
+    """The probe of the row ``kind`` of the table for ``tool`` (None: a tool without an
+    agent side, whose placeholder result is no row of these tables)."""
+    if tool == EXECUTE:
+        return (_EXECUTE_ROWS_ON_INTERRUPT if on_interrupt else _EXECUTE_ROWS_IN_GENERATION).get(kind)
+    if tool in FILE_TOOLS:
+        return _FILE_ROWS.get(kind)
+    return None

@@ -32,7 +32,7 @@ from ..timing import DEFAULT_TIMING, Timing
 from .args import Identity, ToolCall
 from .constants import AGENT_NODE, AGENT_URL, DESIGN_B, ToolLayer
 from .interrupt import InterruptPlan
-from .results import Result
+from .results import Result, result_row_probe
 
 
 class Phase(str, Enum):
@@ -184,6 +184,9 @@ def _finish(cs: CallState, result: Result, effects: Sequence[Effect] = (), chang
     out = list(effects) + [CancelTimer(t) for t in armed]
     out.append(note("chattool_result", provider_id=cs.call.provider_id, tool=cs.call.tool,
                     kind=result.kind, reason=result.reason or ""))
+    row = result_row_probe(cs.call.tool, cs.plan is not None, result.kind)  # (rule coverage)
+    if row is not None:
+        out.append(row)
     edits = dict(changes) if changes else {}
     edits.update(phase=Phase.DONE, result=result, pending_req_id=None, pending_op="",
                  answer_timer=None, deadline_timer=None, snapshot_timer=None)

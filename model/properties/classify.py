@@ -196,6 +196,20 @@ def _is_read_failure_after_restart(v: Violation, ev: Evidence) -> bool:
     return any(ev.trace[i].get("by") == "shutdown" for i in v.evidence[:-1])
 
 
+def _is_kill_failed(v: Violation, ev: Evidence) -> bool:
+    """kill_failed_reported_interrupted (a known finding): the interrupt's cancel reached
+    the agent, whose kill of the process group failed (the stopper error, 500, docs/contract.md
+    A3 and A4.2), and the command ran on. Proven by the agent's ``stop_failed`` note for
+    the process between its start and the interrupt's result."""
+    if not v.uuid or len(v.evidence) < 2:
+        return False
+    start, result = v.evidence[0], v.evidence[-1]
+    pid = ev.trace[start].get("pid")
+    trace = ev.trace
+    return any(start < i < result and trace[i].get("note") == "stop_failed" and trace[i].get("pid") == pid
+               for i in ev.marks)
+
+
 def _next_message_reached_agent(ev: Evidence, call, before_idx: int) -> bool:
     """Whether, before trace record ``before_idx``, the agent had a request for a call of a
     later message of ``call``'s chat: an agent record naming such a call's UUID (its
@@ -287,6 +301,7 @@ CLASSIFIERS: tuple[tuple[str, tuple[str, ...], Callable[[Violation, Evidence], b
                                "interrupt_stops_foreground"), _is_header_less_old_coderd),
     ("run_age_counts_from_record", ("truthful_result", "interrupt_stops_foreground"), _is_run_age_from_record),
     ("read_failure_after_restart_is_failed", ("truthful_result",), _is_read_failure_after_restart),
+    ("kill_failed_reported_interrupted", ("interrupt_stops_foreground",), _is_kill_failed),
     ("false_unknown_after_agent_start", ("unknown_only_when_unknowable",), _is_false_unknown_after_start),
     ("duplicate_ids_without_cancel", ("interrupt_stops_foreground", "canceled_before_received_never_runs"),
      _is_duplicate_without_cancel),

@@ -60,6 +60,12 @@ KNOWN_FINDINGS = {
         "with ID ... to retry\"), as Go's waitForProcess does (coderd/x/chatd/chattool/execute.go), for a "
         "command whose outcome is unknown"
     ),
+    "kill_failed_reported_interrupted": (
+        "scenarios/finding_interrupt_kill_fails.toml: the agent cannot kill a foreground command's process "
+        "group (EPERM), so the interrupt's cancel gets the agent's 500 \"Failed to stop the tool call's "
+        "process.\" (docs/contract.md A3, A4.2) and chatd commits the generic interrupted result, which does "
+        "not tell the model that the command still runs"
+    ),
 }
 
 

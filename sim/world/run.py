@@ -109,7 +109,8 @@ def build(scenario: Scenario, variant: str) -> tuple[msys.WorldConfig, WorldOpti
         for tc in turn.tool_calls:
             if tc.tool == "execute":
                 scripts[chattool.strip_trailing_ampersand(tc.command)[0].strip()] = agent.Script(
-                    runs_for_ms=tc.runs_for_ms, exit_code=tc.exit_code, output_at_start=tc.output
+                    runs_for_ms=tc.runs_for_ms, exit_code=tc.exit_code, output_at_start=tc.output,
+                    kill_fails=tc.kill_fails,
                 )
     gen_ms = world.get("generation_time", chatd.DEFAULT_GEN_TIME_MS)
     start_ms = world.get("chat_start", 0)
@@ -177,6 +178,9 @@ _NOT_RUN = ("path", "summary", "expect", "variant", "seed", "until_ms")
 # Fields added after trace hashes were pinned: part of the digest only when set, so every
 # scenario that does not use them keeps its digest and its trace hash.
 _NEW_WHEN_SET = ("latency_shape", "stalls")
+# The same for fields of the dataclasses inside a scenario: class -> its fields added
+# after the pin, left out of the digest while false.
+_NEW_FIELDS_WHEN_SET = {ToolCallSpec: ("kill_fails",)}
 
 
 def scenario_digest(scenario: Scenario) -> str:
@@ -199,6 +203,10 @@ def _as_json(value):
     tuple as a list), anything else ``_canonical``."""
     kind = type(value)
     if hasattr(kind, "__dataclass_fields__"):
+        new = _NEW_FIELDS_WHEN_SET.get(kind)
+        if new is not None:
+            return {name: getattr(value, name) for name in _field_names(kind)
+                    if not (name in new and not getattr(value, name))}
         fields_ = getattr(value, "__dict__", None)
         if fields_ is not None and len(fields_) == len(_field_names(kind)):
             # A frozen dataclass's instance dict holds exactly its fields (nothing else

@@ -87,7 +87,7 @@ WORLD_KEYS = {k.name: {"integer": int, "string": str, "table": dict, "boolean": 
 EXPECT_COUNTS = vocabulary.EXPECT_COUNTS
 TOP_KEYS = {"name", "summary", "variant", "seed", "until", "world", "network", "clocks", "turns", "faults", "expect"}
 _TOOL_KEYS = {
-    "execute": ("command", "runs_for", "timeout", "background", "exit_code", "output"),
+    "execute": ("command", "runs_for", "timeout", "background", "exit_code", "output", "kill_fails"),
     "edit_files": ("path", "edits"),
     "write_file": ("path", "content"),
 }
@@ -420,12 +420,13 @@ def _read_turns(c: _Checker, value: Any, replicas: tuple[str, ...], nodes: tuple
 def _one_script(c: _Checker, spec: ToolCallSpec, tw: str, scripts: dict[str, ToolCallSpec]) -> None:
     """The world runs one script per command (what the process does on the agent:
     sim/world/run.py ``build``), so two execute calls with one command (copies sharing a
-    provider ID often have one) must say the same ``runs_for``, ``exit_code`` and
-    ``output``: a second script would be dropped in silence."""
+    provider ID often have one) must say the same ``runs_for``, ``exit_code``, ``output``
+    and ``kill_fails``: a second script would be dropped in silence."""
     command = chattool.strip_trailing_ampersand(spec.command)[0].strip()
     first = scripts.setdefault(command, spec)
     for key, mine, theirs in (("runs_for", spec.runs_for_ms, first.runs_for_ms),
-                              ("exit_code", spec.exit_code, first.exit_code), ("output", spec.output, first.output)):
+                              ("exit_code", spec.exit_code, first.exit_code), ("output", spec.output, first.output),
+                              ("kill_fails", spec.kill_fails, first.kill_fails)):
         if mine != theirs:
             c.fail(f"{tw}.{key}", f"{first.id} runs the same command {command!r} with another {key}: the agent "
                                   "runs one script per command")
@@ -445,7 +446,7 @@ def _read_tool_call(c: _Checker, tc: Any, tw: str, chat: str, turn: int, seen_id
     c.keys(
         tc,
         {"id", "provider_id", "tool", "command", "runs_for", "timeout", "background", "exit_code", "output", "path",
-         "content", "edits"},
+         "content", "edits", "kill_fails"},
         tw,
     )
     if "id" not in tc:
@@ -478,6 +479,7 @@ def _read_tool_call(c: _Checker, tc: Any, tw: str, chat: str, turn: int, seen_id
         exit_code=c.bounded(tc.get("exit_code", 0), vocabulary.EXIT_CODE_MIN, vocabulary.EXIT_CODE_MAX,
                             f"{tw}.exit_code", " (a process's exit status)"),
         output=c.text(tc.get("output", ""), f"{tw}.output"),
+        kill_fails=c.typed(tc.get("kill_fails", False), bool, f"{tw}.kill_fails"),
         path=c.name(tc.get("path", ""), f"{tw}.path", empty_ok=True),
         content=c.text(tc.get("content", ""), f"{tw}.content"),
         edits=tuple(edits),

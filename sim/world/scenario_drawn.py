@@ -88,6 +88,7 @@ def from_drawn(data: dict, shown: str = "<scenario>") -> Scenario:
                 "content": tc.get("content", ""),
                 "edits": tuple([(e.get("search", ""), e.get("replace", "")) for e in tc.get("edits", ())]),
                 "provider_id": "",
+                "kill_fails": False,
             }))
             provider_of[tc["id"]] = tc["id"]
         turns.append(_frozen(Turn, {"chat": turn["chat"], "tool_calls": tuple(calls)}))

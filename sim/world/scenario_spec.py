@@ -98,6 +98,7 @@ class ToolCallSpec:
     content: str = ""
     edits: tuple[tuple[str, str], ...] = ()
     provider_id: str = ""  # the ID the model gave it; empty: the same as ``id``
+    kill_fails: bool = False  # the agent's kill of its process group fails (EPERM): a cancel's stop errors
 
     @property
     def provider(self) -> str:
