@@ -96,18 +96,21 @@ def coverage_markdown(table: dict) -> list[str]:
     out.append("Rules reached by no run: " + ", ".join(f"{r['rule']} ({'/'.join(r['unreached_in'])})" for r in rules)
                + "." if rules else "Every probed rule reached under every variant where it exists.")
     never = [r for r in table["probes"] if r["unreached_in"]]
+    failing = [r for r in never if r["unreachable"] is None]
+    listed = [r for r in never if r["unreachable"] is not None]
     out.append("")
-    if never:
+    if failing:
         out += ["| unreached probe | rule | under | why |", "|---|---|---|---|"]
-        for r in never:
-            why = r["unreachable"] or "**not listed**"
+        for r in failing:
             out.append(f"| `{r['probe']}` | {r['rule']}: {_md(r['branch'])} | {'/'.join(r['unreached_in'])} | "
-                       f"{_md(why)} |")
-        if any(r["unreachable"] is None for r in never):
-            out += ["", "*not listed*: model/probes.py `UNREACHABLE` gives no reason; write a scenario that reaches "
-                        "it or list it there."]
+                       "**not listed** |")
+        out += ["", "*not listed*: model/probes.py `UNREACHABLE` gives no reason; write a scenario that reaches "
+                    "it or list it there."]
     else:
-        out.append("Every probe reached under every variant where its branch exists.")
+        out.append("Every probe reached under every variant where its branch exists, or listed as unreachable.")
+    if listed:
+        out += ["", f"{len(listed)} probe(s) listed as unreachable, each with its reason (below): "
+                + ", ".join(f"`{r['probe']}`" for r in listed) + "."]
     out += ["", "| driver | " + " | ".join(f"`{v}`" for v in variants) + " |", "|---|" + "---|" * len(variants)]
     for d in drivers:
         out.append(f"| {d} | " + " | ".join(f"{_reached_by(table, d, v)}/{_exists_in(table, v)}" for v in variants)
@@ -120,15 +123,24 @@ def coverage_markdown(table: dict) -> list[str]:
     if table["scenario_gaps"]:
         out += ["", "Reached, but by no scenario: " + ", ".join(
             f"`{g['probe']}` ({g['variant']}; {'/'.join(g['reached_by'])})" for g in table["scenario_gaps"])]
-    if table["swarm_gaps"]:
-        out += ["", "Swarm gaps (a scenario reaches it, this run's swarm does not): " + "; ".join(
-            f"`{g['probe']}` ({g['variant']}): {_md(g['reason'] or NO_GAP_REASON)}" for g in table["swarm_gaps"])]
-    out += ["", f"<details><summary>every probe ({table['declared']}): hits per driver, today/contract, and its "
-                f"smallest witness</summary>", "",
+    gaps = table["swarm_gaps"]
+    if gaps:
+        bare = sum(1 for g in gaps if g["reason"] is None)
+        out += ["", f"Swarm gaps (a scenario reaches it, this run's swarm does not): {len(gaps)}, {bare} without a "
+                    "reason in model/probes.py `SWARM_GAPS` (below)."]
+    out += ["", f"<details><summary>every probe ({table['declared']}): hits per driver, today/contract, its "
+                f"smallest witness; the listed unreachable; the swarm gaps</summary>", "",
             "| probe | " + " | ".join(drivers) + " | first reached by |", "|---|" + "---|" * (len(drivers) + 1)]
     for r in table["probes"]:
         out.append(f"| `{r['probe']}` | " + " | ".join(_pair(r["hits"].get(d, {})) for d in drivers)
                    + f" | {_md(_witness(r))} |")
+    if listed:
+        out += ["", "| listed unreachable | under | why |", "|---|---|---|"]
+        out += [f"| `{r['probe']}` | {'/'.join(r['unreached_in'])} | {_md(r['unreachable'])} |" for r in listed]
+    if gaps:
+        out += ["", "| swarm gap | variant | scenario | why the swarm misses it |", "|---|---|---|---|"]
+        out += [f"| `{g['probe']}` | {g['variant']} | {_md(g['scenario'])} | {_md(g['reason'] or NO_GAP_REASON)} |"
+                for g in gaps]
     out += ["", "</details>"]
     return out
 
