@@ -185,6 +185,11 @@ class Context(Keys, Verdicts):
     # 879 bytes a state for 1.3% more model steps (31,365 against 30,955); no other
     # explored world or planted-bug search has this many distinct steps (15,458 the most).
     MEMO_GENERATION = 10_000
+    # probe ID -> model steps that took its branch (issue 35), counted when a dict is set
+    # (sim/ci/check_jobs.py ``job_explore``): only steps applied for real, not memo hits,
+    # which replay a step with the same footprint and so the same probes. The set of
+    # probes reached is exact; the counts are "applied steps", the same on every run.
+    probe_counts: dict | None = None
 
     def __init__(self, digests: bool = False):
         self.interner = Interner(digests)
@@ -525,6 +530,10 @@ class Context(Keys, Verdicts):
         self.misses += 1
         log: list = [] if key is not None else None
         st = msys.apply(s, action, log)
+        counts = self.probe_counts
+        if counts is not None:
+            for pid in st.probes:
+                counts[pid] = counts.get(pid, 0) + 1
         ghost = self.ghost_of(st.records)
         if key is not None:
             delta = self._delta(s, action, st.system, log, footprint, ghost)

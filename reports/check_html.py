@@ -13,7 +13,8 @@ sequence diagram), per explorer run (its depth chart), the swarm chart, the plan
 sweep, the design comparison (a heat map of design x property, cells coloured by
 verdict and outlined when not as the suite expects, the costs coloured by a scale per
 column, each design's shortest counterexample as a sequence diagram), the detection
-table, and every scenario run with its timeline. The same SVGs are returned by name, so
+table, the rule coverage section (``#coverage``, reports/coverage.py) and every scenario
+run with its timeline. The same SVGs are returned by name, so
 the report folder holds them as files too (``figures/*.svg``), byte-identical between runs.
 """
 
@@ -317,6 +318,10 @@ def page(report: dict, pictures: dict[str, str]) -> str:
         body.append(_compare(report["compare"], pictures))
     if report.get("detection") is not None:
         body.append(_detection(report["detection"]))
+    if report.get("coverage") is not None:
+        from .coverage import coverage_html
+
+        body.append(coverage_html(report["coverage"]))
     if report["scenarios"]:
         body.append("<h2>Scenarios</h2>")
     for x in report["scenarios"]:

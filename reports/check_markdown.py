@@ -9,8 +9,9 @@ exhaustively, residual risk, violated, violated as a scenario expects, not check
 every finding with the commands that reproduce it, what the baseline lists that is gone,
 the planted-bug sweep with its mutation score per driver, the design comparison (a
 design x property matrix, each cell judged against the suite's expected verdict, the
-costs, each design's shortest counterexample) and the detection table (every planted bug
-through each driver from its default settings). Commands name files
+costs, each design's shortest counterexample), the detection table (every planted bug
+through each driver from its default settings) and the rule coverage section
+(reports/coverage.py ``coverage_markdown``: unreached probes first). Commands name files
 relative to the report folder (``toolcall-sim replay counterexamples/X.json`` run from
 it), so the text is the same wherever the report was written.
 
@@ -131,6 +132,9 @@ def summary(report: dict) -> str:
     if "detection_found" in c:
         out.append("Planted bugs found from each driver's defaults: "
                    + ", ".join(f"{d} {n}" for d, n in c["detection_found"].items()) + ".")
+    if "probes_reached" in c:
+        out.append(f"Rule coverage: {c['probes_reached']} probes reached, {c['probes_unreached']} unreached and not "
+                   "listed (see Rule coverage).")
     if "planted_caught" in c:
         out.append("Planted bugs caught: " + ", ".join(f"{d} {c['planted_caught'][d]}" for d in report["planted"]["drivers"])
                    + ".")
@@ -173,6 +177,10 @@ def summary(report: dict) -> str:
         out += [""] + compare_lines(report["compare"])
     if report.get("detection") is not None:
         out += [""] + detection_lines(report["detection"])
+    if report.get("coverage") is not None:
+        from .coverage import coverage_markdown
+
+        out += [""] + coverage_markdown(report["coverage"])
     risks = sorted({x["residual_risk"] for x in report["findings"] if x["status"] == "residual_risk"})
     if risks:
         known = report.get("known_findings", {})
@@ -310,6 +318,9 @@ def closing(report: dict, out_dir, baseline_written: str | None) -> str:
         lines.append(f"  design comparison: {c['compare_unexpected']} verdict(s) not as expected")
     if "detection_found" in c:
         lines.append("  detection (defaults): " + ", ".join(f"{d} {n}" for d, n in c["detection_found"].items()))
+    if (report.get("coverage") or {}).get("required"):  # a suite that does not require it: summary.md only
+        lines.append(f"  rule coverage: {c['probes_reached']} probes reached, {c['probes_unreached']} unreached "
+                     "and not listed")
     if "planted_caught" in c:
         lines.append("  planted bugs caught: " + ", ".join(f"{d} {c['planted_caught'][d]}" for d in report["planted"]["drivers"]))
     lines.append(f"  report: {out_dir}/index.html, summary.md, junit.xml, report.json")

@@ -18,7 +18,10 @@ detail and counterexample) and the commands that reproduce it. The cases:
   verdict is not the one the suite expects (a design's expected flaw passes);
 - ``detection``: one per planted bug x driver of the detection table (and the plain
   contract per driver); fails when the driver no longer finds the bug from its defaults
-  within its budget, or finds something under the plain contract.
+  within its budget, or finds something under the plain contract;
+- ``coverage``: one per declared probe (model/probes.py); fails when a suite that
+  requires coverage reached it under no variant where its branch exists and
+  ``UNREACHABLE`` does not list it.
 
 An accepted finding, an expected violation and a residual risk pass, and say so in the
 case's ``<system-out>``. Times are 0: the report holds no clock reading, so two runs
@@ -30,7 +33,8 @@ from __future__ import annotations
 from xml.etree import ElementTree as ET
 
 FAILURE_TYPE = {"scenario": "ExpectationNotMet", "finding": "NewFinding", "planted": "PlantedBugMissed",
-                "compare": "VerdictChanged", "detection": "PlantedBugMissed", "control": "NewFinding"}
+                "compare": "VerdictChanged", "detection": "PlantedBugMissed", "control": "NewFinding",
+                "coverage": "RuleUnreached"}
 
 
 def _case(suite: ET.Element, classname: str, name: str, failure: tuple[str, str, str] | None = None,
@@ -146,6 +150,23 @@ def junit(report: dict) -> str:
             _case(s, f"detection.{row['driver']}", row["bug"], failure,
                   [] if failure else [detection_cell(row).replace("**", "") + (f" ({row['where']})" if row["where"]
                                                                                else "")])
+        suites.append(s)
+    coverage = report.get("coverage")
+    if coverage is not None:
+        s = ET.Element("testsuite", name="coverage")
+        failing = set(coverage["unreached"]) if coverage["required"] else set()
+        for r in coverage["probes"]:
+            failure = None
+            if r["probe"] in failing:
+                failure = (f"probe {r['probe']} reached by no run under {'/'.join(r['unreached_in'])}",
+                           FAILURE_TYPE["coverage"], f"{r['rule']}: {r['branch']}; not listed in model/probes.py "
+                                                     "UNREACHABLE")
+            elif r["unreached_in"]:
+                note = r["unreachable"] or "not required by this suite"
+                out = [f"unreached under {'/'.join(r['unreached_in'])}: {note}"]
+            else:
+                out = ["reached"]
+            _case(s, f"coverage.{r['rule']}", r["probe"], failure, [] if failure else out)
         suites.append(s)
 
     for s in suites:

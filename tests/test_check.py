@@ -265,13 +265,15 @@ def test_counterexamples_replay(tiny, monkeypatch):
 def test_junit_parses_with_the_structure_ci_tools_expect(tiny):
     xml = junitparser.JUnitXml.fromfile(str(tiny / "second" / "junit.xml"))
     suites_by_name = {s.name: s for s in xml}
-    assert list(suites_by_name) == ["scenarios", "explore", "swarm", "planted"]
+    assert list(suites_by_name) == ["scenarios", "explore", "swarm", "planted", "coverage"]
     doc = json.loads((tiny / "second" / "report.json").read_text())
     n_props = len(doc["properties"])
     assert suites_by_name["scenarios"].tests == 4  # 2 scenarios x (today, contract)
     assert suites_by_name["explore"].tests == 2 * n_props
     assert suites_by_name["swarm"].tests == n_props
     assert suites_by_name["planted"].tests == 3
+    # one case per declared probe; the tiny suite does not require coverage: none fails
+    assert suites_by_name["coverage"].tests == doc["coverage"]["declared"] and not doc["coverage"]["required"]
     for s in xml:
         assert s.failures == 0 and s.errors == 0 and s.skipped == 0 and s.time == 0
         for case in s:
@@ -565,6 +567,7 @@ VOCAB_BASE = {
                 "bug": {"no-age-margin": {"explore": {"world": "two-messages"}, "swarm": {"seeds": 1}}}},
     "compare": {"designs": ["contract"], "worlds": ["above-margin"], "seeds": 2, "expect": {"contract": {}}},
     "detection": {"drivers": ["swarm"], "bugs": ["no-age-margin"]},
+    "coverage": {"require": False},
 }
 
 
@@ -608,6 +611,8 @@ VOCAB_EDITS = {
     ("", "explore"): _drop("explore"),
     ("", "swarm"): _drop("swarm"),
     ("", "planted"): _drop("planted"),
+    ("", "coverage"): _set("coverage", value={"require": True}),
+    ("coverage", "require"): _set("coverage", "require", value=True),
     ("scenarios", "files"): _set("scenarios", 0, "files", value=["us02_interrupt_stops_foreground"]),
     ("scenarios", "variants"): _set("scenarios", 0, "variants", value=["contract"]),
     ("scenarios", "quick"): _set("scenarios", 0, "quick", value=True),
@@ -658,7 +663,8 @@ def test_the_walk_covers_every_key_of_the_suite_vocabulary():
     tables = {"": suites.TOP_KEYS, "scenarios": suites.SCENARIO_KEYS, "explore": suites.EXPLORE_KEYS,
               "swarm": suites.SWARM_KEYS, "planted": suites.PLANTED_KEYS, "bug": suites.BUG_KEYS,
               "bug.explore": suites.BUG_EXPLORE_KEYS, "bug.swarm": suites.BUG_SWARM_KEYS,
-              "compare": suites.COMPARE_KEYS, "compare.expect": suites.VERDICTS, "detection": suites.DETECTION_KEYS}
+              "compare": suites.COMPARE_KEYS, "compare.expect": suites.VERDICTS, "detection": suites.DETECTION_KEYS,
+              "coverage": suites.COVERAGE_KEYS}
     assert set(VOCAB_EDITS) == {(t, k) for t, keys in tables.items() for k in keys}
 
 
@@ -666,7 +672,8 @@ def test_the_walk_covers_every_key_of_the_suite_vocabulary():
 def test_every_suite_key_is_accepted_and_changes_what_runs(where):
     """Each key, set to another valid value, is accepted and changes the jobs the suite
     runs, whole or quick (or, for the name and the summary, the report's header; for a
-    design's expected verdicts, how the fold judges the matrix)."""
+    design's expected verdicts, how the fold judges the matrix; for coverage, whether
+    an unreached probe fails the run)."""
     import copy
 
     changed = copy.deepcopy(VOCAB_BASE)
@@ -675,7 +682,8 @@ def test_every_suite_key_is_accepted_and_changes_what_runs(where):
     def runs(data):
         s = suites.from_dict(copy.deepcopy(data), "<vocab>")
         return (s.name, s.summary, check._jobs(s), check._jobs(s.part(True)) if not s.part(True).empty else None,
-                s.compare.expect if s.compare is not None else None)
+                s.compare.expect if s.compare is not None else None, s.require_coverage,
+                s.part(True).require_coverage)
     assert runs(changed) != runs(VOCAB_BASE)
 
 

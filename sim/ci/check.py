@@ -23,7 +23,8 @@ Rule 2. A finding is a violation with its identity: driver, where (scenario, exp
         fails), ``expected`` (a scenario's own ``[expect.<variant>]`` names it: the
         scenario's verdict covers it), ``accepted`` (in the baseline) or ``new`` (fails).
 Rule 3. The run fails (exit 1) on a new finding, a scenario expectation that is not met,
-        or a planted bug a named driver no longer catches; else it passes (exit 0).
+        a planted bug a named driver no longer catches, or (a suite that requires it) a
+        probe no run reached (Rule 9); else it passes (exit 0).
         A baseline entry of a run that ran and was not seen again is ``fixed``; one of a
         run this suite (or ``--quick``) did not run is kept as it is (``not_run``), and
         ``--update-baseline`` keeps it too.
@@ -255,6 +256,7 @@ def fold(suite, part, quick, outputs, baseline, baseline_file, accept_all: bool 
     compared = None if compare_data is None else _fold_compare(compare_data, part.compare, state.result,
                                                                 state.reasons)
     detected = None if part.detection is None else _fold_detection(part.detection, detections, state.reasons)
+    coverage = _fold_coverage(part, outputs, state.reasons)
     fixed, not_run = _against_baseline(state, baseline)
 
     findings, reasons = state.findings, state.reasons
@@ -269,6 +271,9 @@ def fold(suite, part, quick, outputs, baseline, baseline_file, accept_all: bool 
         counts["compare_unexpected"] = compared["unexpected"]
     if detected is not None:
         counts["detection_found"] = {d: f"{s['found']}/{s['bugs']}" for d, s in detected["summary"].items()}
+    if coverage is not None:
+        counts["probes_reached"] = f"{coverage['reached']}/{coverage['declared']}"
+        counts["probes_unreached"] = len(coverage["unreached"])
     result = state.result
     result.report = {
         "schema": SCHEMA,
@@ -285,6 +290,7 @@ def fold(suite, part, quick, outputs, baseline, baseline_file, accept_all: bool 
         "planted": sweep,
         **({"compare": compared} if compared is not None else {}),
         **({"detection": detected} if detected is not None else {}),
+        **({"coverage": coverage} if coverage is not None else {}),
         "baseline": {"file": Path(baseline_file).name if baseline_file else None, "accepted": len(baseline),
                      "updated": accept_all, "fixed": [dict(e) for e in fixed], "not_run": len(not_run)},
         "residual_risks": {name: text for name, text in sorted(props.RESIDUAL_RISKS.items())},
@@ -592,6 +598,36 @@ def _fold_detection(section: suites.Detection, outputs: list[dict], reasons: lis
 
 
 # ---------------------------------------------------------------------------
+# Rule coverage (Rule 9)
+# ---------------------------------------------------------------------------
+
+
+def _fold_coverage(part, outputs: list[dict], reasons: list[str]) -> dict | None:
+    """Rule 9: the probes this run's scenario, explorer and swarm jobs reached
+    (sim/drivers/coverage.py ``coverage_table``); None when none of them ran. With the
+    suite's ``[coverage] require``, each unreached probe model/probes.py does not list is
+    a reason, and so is a probe hit that PROBES does not declare."""
+    from toolcall_sim.drivers import coverage as cov
+
+    counts = cov.Coverage()
+    cov.add_check_outputs(counts, outputs)
+    if not counts.hits:
+        return None
+    table = cov.coverage_table(counts)
+    table["required"] = part.require_coverage
+    if part.require_coverage:
+        rows = {r["probe"]: r for r in table["probes"]}
+        if table["unreached"]:
+            reasons.append(f"rule coverage: {len(table['unreached'])} probe(s) reached by no run under a variant "
+                           "where their branch exists, not listed in model/probes.py UNREACHABLE: " + ", ".join(
+                               f"{pid} ({'/'.join(rows[pid]['unreached_in'])})" for pid in table["unreached"]))
+        if table["undeclared_hits"]:
+            reasons.append("rule coverage: probes hit that model/probes.py PROBES does not declare: "
+                           + ", ".join(table["undeclared_hits"]))
+    return table
+
+
+# ---------------------------------------------------------------------------
 # One run (Rule 6): ``run``, ``explore`` and ``replay`` with ``--report DIR``
 # ---------------------------------------------------------------------------
 
@@ -649,4 +685,9 @@ def one_run(command: str, title: str, name: str, output: dict, exit_code: int, r
         reasons = report["verdict"]["reasons"] if exit_code else []
     report["verdict"] = {"ok": exit_code == 0, "exit_code": exit_code, "reasons": list(reasons)}
     report["one_run"] = {"command": command, "title": title}
+    # One run is about one race, not the contract's rules: no coverage section (Rule 9).
+    report.pop("coverage", None)
+    counts = report["counts"]
+    counts.pop("probes_reached", None)
+    counts.pop("probes_unreached", None)
     return result

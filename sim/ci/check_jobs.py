@@ -138,7 +138,8 @@ def scenario_output(run: suites.ScenarioRun, scenario, result) -> dict:
     return {"kind": "scenario", "run": run, "failures": failures, "findings": findings,
             "trace_sha256": result.trace_sha256, "trace": trace, "evidence": sorted(set(evidence)),
             "chats": chat_names(result.world.system.config),
-            "results": result.report.results, "unknown_results": result.report.unknown_results}
+            "results": result.report.results, "unknown_results": result.report.unknown_results,
+            "probes": sorted(result.world.probes.items())}
 
 
 def explore_bounds(run: suites.ExploreRun):
@@ -148,15 +149,23 @@ def explore_bounds(run: suites.ExploreRun):
 
 
 def job_explore(run: suites.ExploreRun) -> dict:
+    """``explore``'s search (the same states and findings), counting the probes of the
+    steps it applies (model/explore_context.py ``probe_counts``) for check's coverage."""
     from toolcall_sim.model import explore as ex
     from toolcall_sim.model import worlds
 
     bounds = explore_bounds(run)
-    result = ex.explore(worlds.build(run.world, run.variant, run.second), bounds, max_states=run.max_states)
-    return explore_output(run, result)
+    with ex.without_cycle_collection():
+        search = ex.Search(worlds.build(run.world, run.variant, run.second), bounds, run.max_states)
+        search.ctx.probe_counts = {}
+        search.run()
+        result = search.finish()
+        probes = sorted(search.ctx.probe_counts.items())
+        del search
+    return explore_output(run, result, probes)
 
 
-def explore_output(run: suites.ExploreRun, result) -> dict:
+def explore_output(run: suites.ExploreRun, result, probes: list | None = None) -> dict:
     """An explorer job's output from its search (``toolcall_sim.model.explore.Result``): what
     ``job_explore`` returns, and what ``toolcall-sim explore --report`` folds (Rule 6)."""
     from toolcall_sim.drivers.counterexample import explore_world
@@ -170,7 +179,7 @@ def explore_output(run: suites.ExploreRun, result) -> dict:
         findings.append(f)
     return {"kind": "explore", "run": run, "states": result.states, "transitions": result.transitions,
             "depth": result.depth, "exhausted": result.exhausted, "states_per_depth": list(result.states_per_depth),
-            "findings": findings}
+            "findings": findings, **({"probes": probes} if probes is not None else {})}
 
 
 def job_swarm(run: suites.SwarmRun, first_seed: int, seeds: int) -> dict:

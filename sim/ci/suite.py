@@ -42,6 +42,11 @@ Rule 4. A design's flaw is what the comparison is for, not a failure: each desig
         expected fails the run, both ways: a flaw no longer found is as suspect as a new
         one. The expectations are the suite's data because a verdict depends on what ran
         (a flaw only the swarm finds needs its seeds; "exhaustively" needs the worlds).
+Rule 5. Every report has a rule coverage section (sim/drivers/coverage.py) counted from
+        the suite's own scenario, explorer and swarm runs. ``[coverage] require = true``
+        makes a probe unreached under a variant where its rule exists, and not listed in
+        model/probes.py ``UNREACHABLE``, fail the run; a suite that runs a few scenarios
+        leaves it out (it could not reach every rule), the shipped ``ci`` suite has it.
 """
 
 from __future__ import annotations
@@ -60,7 +65,7 @@ DEFAULT_SUITE = SUITE_DIR / "ci.toml"
 DRIVERS = ("scenario", "explore", "swarm")
 BUDGETS = ("agent_restarts", "ownership_changes", "interrupts", "lost_responses", "task_retries")
 
-TOP_KEYS = ("name", "summary", "scenarios", "explore", "swarm", "planted", "compare", "detection")
+TOP_KEYS = ("name", "summary", "scenarios", "explore", "swarm", "planted", "compare", "detection", "coverage")
 SCENARIO_KEYS = ("files", "variants", "quick")
 EXPLORE_KEYS = ("name", "world", "variants", "second", "max_in_flight", "horizon", "max_states", *BUDGETS, "quick")
 SWARM_KEYS = ("variants", "first_seed", "seeds", "quick")
@@ -71,6 +76,7 @@ BUG_SWARM_KEYS = ("first_seed", "seeds")
 COMPARE_KEYS = ("designs", "worlds", "seeds", "first_seed", "quick", "expect")
 VERDICTS = ("violated", "known_finding", "residual_risk", "holds_exhaustively")  # Rule 4; unlisted: holds
 DETECTION_KEYS = ("drivers", "quick_drivers", "bugs", "budgets", "control")
+COVERAGE_KEYS = ("require",)
 
 
 class SuiteError(ScenarioError):
@@ -176,6 +182,8 @@ class Suite:
     planted: Planted | None
     compare: Compare | None = None
     detection: Detection | None = None
+    # Rule 5: an unreached probe no UNREACHABLE entry explains fails the run
+    require_coverage: bool = False
 
     def part(self, quick: bool) -> "Suite":
         """The suite ``--quick`` runs (Rule 2), or the whole of it."""
@@ -197,7 +205,7 @@ class Suite:
                 detection = None
         return Suite(self.name, self.summary, self.path, tuple(r for r in self.scenarios if r.quick),
                      tuple(r for r in self.explore if r.quick), tuple(r for r in self.swarm if r.quick), planted,
-                     compare, detection)
+                     compare, detection, self.require_coverage)
 
     @property
     def empty(self) -> bool:
@@ -299,7 +307,11 @@ def from_dict(data: dict, shown: str = "<suite>", base: Path | None = None) -> S
     planted = _read_planted(r, data["planted"]) if "planted" in data else None
     compare = _read_compare(r, data["compare"]) if "compare" in data else None
     detection = _read_detection(r, data["detection"]) if "detection" in data else None
-    suite = Suite(name, summary, shown, scenarios, explore, swarm, planted, compare, detection)
+    require_coverage = False
+    if "coverage" in data:
+        t = r.table(data["coverage"], "coverage", COVERAGE_KEYS)
+        require_coverage = r.boolean(t.get("require", False), "coverage.require")
+    suite = Suite(name, summary, shown, scenarios, explore, swarm, planted, compare, detection, require_coverage)
     if suite.empty:
         r.fail("scenarios", "the suite runs nothing: name scenarios, explore worlds, swarm seeds, a planted sweep, "
                             "a design comparison or a detection table")
