@@ -179,6 +179,9 @@ PROBES: dict[str, tuple[str, str]] = {
     "C4.2.start-with-headers": ("C4.2", "start sent with the tool call headers"),
     "C4.2.start-without-headers": ("C4.2", "start sent without tool call headers (no identity)"),
     "C4.2.background-answered": ("C4.2", "background start answered -> the start result"),
+    # C4.1 identity (model/chatd/tasks.py, the batch's one database clock read)
+    "C4.1.age-from-db": ("C4.1", "batch begins with an identity whose age is measured from database timestamps"),
+    "C4.1.no-identity": ("C4.1", "batch begins without an identity (today's chatd sends none)"),
     # C4.3 deadline arithmetic (execute.py, calls.py)
     "C4.3.budget-left": ("C4.3", "new agent, timeout - run age > 0 -> wait that long"),
     "C4.3.budget-spent": ("C4.3", "new agent, run age >= timeout -> one snapshot at once"),
@@ -273,6 +276,8 @@ BOTH = (TODAY, CONTRACT)
 
 # heading -> why the section has no branch of its own
 NOT_A_BRANCH: dict[str, str] = {
+    "C1.1": "the chat's states and the version bump every state transaction does unconditionally: "
+            "no branch of its own; the transitions' branches are C1.2's, C2.x's and C3.x's, probed there",
     "A0.3": "a note on sources (what the model infers): no branch",
     "A1": "overview of A1.1-A1.5",
     "A1.1": "timing constants: no branch",
@@ -316,10 +321,6 @@ NOT_A_BRANCH: dict[str, str] = {
 # heading -> a branch no probe counts yet (the coverage report lists these as gaps);
 # an entry goes once PROBES has a probe of the rule (tests/test_probes.py insists)
 NOT_YET_PROBED: dict[str, str] = {
-    "C1.1": "the version bookkeeping every state transaction does (no branch of its own yet; "
-            "the transitions' branches are C1.2, C2.x and C3.x's)",
-    "C4.1": "the identity and its age arithmetic (no branch of its own yet; C4.2.start-with-headers "
-            "counts it sent)",
 }
 
 # rule -> the variants where it exists (any rule not named: both). Today's chatd sends no
@@ -348,6 +349,8 @@ PROBE_VARIANTS: dict[str, tuple[str, ...]] = {
         "C5.4.not-applied", "C5.4.unknown", "C5.4.generic", "C5.5.not-json", "C5.5.json-without-message",
         "A4.6.write-no-path")},
     "C4.4.retry-without-identity": (TODAY,),  # a retry of today's chatd: no identity to send again
+    "C4.1.age-from-db": (CONTRACT,),
+    "C4.1.no-identity": BOTH,  # today's chatd, and an old coderd's under the contract (rollout)
 }
 
 # Probes other helpers of issue 35 are adding (placeholder IDs a story proof names):

@@ -112,11 +112,12 @@ def _generation_start(rep, db, task, key, number, now_ms, db_now_ms):
     # C1: one DB clock read per attempt; the age is measured from database timestamps only.
     # ``today`` sends no identity (a real difference, see ChatdRules).
     age = chattool.ToolCallAge(db_now_ms - msg.created_at_ms, now_ms) if rules.send_identity else None
+    identity_probe = probe("C4.1.age-from-db") if age is not None else probe("C4.1.no-identity")
     n = len(calls)
     att = Attempt(key, number, action, "dial", gen_attempt, msg.id, tuple((c, None) for c in calls),
                   (None,) * n, (None,) * n, age)
     mark = note("batch_started", task=task.task_id, calls=n, generation_attempt=gen_attempt)
-    return db, PENDING, att, [picked, *hint, mark, *_dial(rep, key)]
+    return db, PENDING, att, [picked, identity_probe, *hint, mark, *_dial(rep, key)]
 
 
 def finish_generation_turn(rep: ReplicaState, db: Db, task: Task, loaded_attempt: int, db_now_ms: int):
