@@ -43,6 +43,9 @@ from pathlib import Path
 
 MARKER = ".toolcall-sim-mutation"
 EQUIVALENTS = Path("docs/mutation_equivalents.toml")
+# cosmic-ray's command line through this interpreter: its script lands beside the
+# interpreter that installed it, which is not this one in a venv over system site-packages
+COSMIC_RAY = [sys.executable, "-c", "import sys; from cosmic_ray.cli import main; sys.exit(main())"]
 TIMEOUT_S = 120.0  # per mutant: a mutant that loops forever is killed by the timeout
 
 _AGENT = ["tests/test_agent_rules.py", "tests/test_agent_conformance.py", "tests/test_agent_sdk.py"]
@@ -244,7 +247,6 @@ def main(argv: list[str] | None = None) -> int:
     _own(out)
     equivalents = load_equivalents()
     stale: list[Equivalent] = []
-    crbin = Path(sys.executable).parent
     rows, survivors = [], []
     for m in modules:
         cfg, db = out / f"{_name(m)}.toml", out / f"{_name(m)}.sqlite"
@@ -252,11 +254,11 @@ def main(argv: list[str] | None = None) -> int:
             cfg.write_text(_config(m, sys.executable))
             if args.fresh or not db.exists():
                 db.unlink(missing_ok=True)
-                subprocess.run([str(crbin / "cosmic-ray"), "init", str(cfg), str(db)], check=True)
+                subprocess.run([*COSMIC_RAY, "init", str(cfg), str(db)], check=True)
             stale += _mark_equivalents(db, m, equivalents)
             print(f"mutating {m} ...", file=sys.stderr, flush=True)
             try:
-                subprocess.run([str(crbin / "cosmic-ray"), "exec", str(cfg), str(db)], check=True)
+                subprocess.run([*COSMIC_RAY, "exec", str(cfg), str(db)], check=True)
             finally:
                 purge_bytecode(m)  # no mutant's bytecode outlives the run
         if db.exists():
