@@ -69,7 +69,7 @@ MODULE_TESTS: dict[str, list[str]] = {
     **{f"model/chatd/{m}.py": _CHATD for m in
        ("batch", "interrupt", "replica", "retry", "rules", "runner", "state", "tasks")},
     "model/chatd_db.py": _CHATD,
-    "model/identity.py": ["tests/test_identity.py"],
+    "model/identity.py": ["tests/test_identity.py", "tests/test_identity_edges.py"],
     **{f"model/properties/{m}.py": _PROPS for m in ("checks", "classify", "evidence", "monitor", "risks")},
 }
 
