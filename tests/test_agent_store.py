@@ -66,3 +66,13 @@ def test_older_run_publishing_leaves_the_newer_messages_record_of_the_same_id():
     assert h.answer(retry) is None  # waiting on message 2's run
     _publish(h, new)
     assert h.json(retry)["id"] == h.json(new)["id"] == tool_call_uuid(CHAT, 2, "call")
+
+
+def test_the_second_call_of_a_large_message_id_records_its_answer():
+    """A2.4: a message's second call publishes into its own record (found by an equal
+    message ID, parsed from its own header, not the first call's), so its retry replays."""
+    h = AgentHarness()
+    h.start(BIG, "first")
+    second = h.start(BIG, "second", command="echo 2")
+    again = h.start(BIG, "second", command="echo 2")
+    assert h.starts() == 2 and h.answer(again).body == h.answer(second).body
