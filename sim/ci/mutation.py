@@ -64,7 +64,8 @@ MODULE_TESTS: dict[str, list[str]] = {
     **{f"model/agent/{m}.py": _AGENT for m in ("files", "routes", "rules", "state", "wire")},
     # the request decision and the process side: also the Go edges (panics, stopper, signal,
     # list and reaping, body decoding), which the three files above do not reach
-    **{f"model/agent/{m}.py": ["tests/test_agent_store.py", *_AGENT, "tests/test_agent_edges.py"] for m in ("middleware", "store")},
+    **{f"model/agent/{m}.py": ["tests/test_agent_store.py", "tests/test_agent_middleware.py", *_AGENT,
+                               "tests/test_agent_edges.py"] for m in ("middleware", "store")},
     "model/agent/processes.py": [*_AGENT, "tests/test_agent_edges.py", "tests/test_process_probes.py"],
     **{f"model/chattool/{m}.py": _CHATTOOL for m in
        ("args", "budget", "calls", "classifier", "dial", "execute", "files", "interrupt",
