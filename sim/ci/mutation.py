@@ -30,6 +30,7 @@ module, ``survivors.txt`` (each survivor's diff) and ``table.md``.
 
     python -m toolcall_sim.ci.mutation                       # every module
     python -m toolcall_sim.ci.mutation model/chattool/cancel.py model/agent/cancel.py
+    python -m toolcall_sim.ci.mutation --survivors MODULE    # after new tests: rerun its survivors only
     python -m toolcall_sim.ci.mutation --list                # the modules, their tests; stale equivalents
 """
 
@@ -189,6 +190,15 @@ def _matches(key: Key, e: Equivalent) -> bool:
     return operator == e.operator and nth == e.nth
 
 
+def forget_survivors(db_path: Path) -> int:
+    """Make the session's survivors pending again (``--survivors``): after new tests, only
+    they need a rerun, not the module's killed mutants; return how many."""
+    import sqlite3
+
+    with sqlite3.connect(db_path) as con:  # cosmic-ray's work_results table: one row per finished job
+        return con.execute("DELETE FROM work_results WHERE test_outcome = 'SURVIVED'").rowcount
+
+
 def _mark_equivalents(db_path: Path, module: str, equivalents: list[Equivalent]) -> list[Equivalent]:
     """Mark the listed equivalent mutants skipped (on every run, so an entry added since
     the session began applies on resume); return the entries that matched no mutant."""
@@ -303,6 +313,8 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("modules", nargs="*", help="target modules (paths from the checkout's root); default: all")
     ap.add_argument("--out", default=".mutation", help="results folder this command owns (default .mutation/)")
     ap.add_argument("--fresh", action="store_true", help="start each module's session anew (else resume it)")
+    ap.add_argument("--survivors", action="store_true",
+                    help="rerun only the survivors of each module's session (after adding tests)")
     ap.add_argument("--report-only", action="store_true", help="print the table of the sessions as they are")
     ap.add_argument("--run-tests", metavar="MODULE", help=argparse.SUPPRESS)  # cosmic-ray's test command
     ap.add_argument("--list", action="store_true",
@@ -337,6 +349,8 @@ def main(argv: list[str] | None = None) -> int:
             if args.fresh or not db.exists():
                 db.unlink(missing_ok=True)
                 subprocess.run([*COSMIC_RAY, "init", str(cfg), str(db)], check=True)
+            elif args.survivors:
+                print(f"{m}: {forget_survivors(db)} survivors to run again", file=sys.stderr)
             stale += _mark_equivalents(db, m, equivalents)
             print(f"mutating {m} ...", file=sys.stderr, flush=True)
             try:
