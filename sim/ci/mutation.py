@@ -67,7 +67,8 @@ MODULE_TESTS: dict[str, list[str]] = {
     # list and reaping, body decoding), which the three files above do not reach
     **{f"model/agent/{m}.py": ["tests/test_agent_store.py", "tests/test_agent_middleware.py", *_AGENT,
                                "tests/test_agent_edges.py"] for m in ("middleware", "store")},
-    "model/agent/processes.py": [*_AGENT, "tests/test_agent_edges.py", "tests/test_process_probes.py"],
+    "model/agent/processes.py": ["tests/test_agent_process_edges.py", *_AGENT, "tests/test_agent_edges.py",
+                                 "tests/test_process_probes.py"],
     **{f"model/chattool/{m}.py": _CHATTOOL for m in
        ("args", "budget", "calls", "classifier", "dial", "execute", "files", "interrupt",
         "lookup", "results", "state")},
