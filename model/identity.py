@@ -42,6 +42,7 @@ from functools import lru_cache
 from urllib.parse import quote, unquote_to_bytes
 
 from .core import Headers, header_values, with_header
+from .gocompat.decode import go_quote
 
 # Header names (canonical HTTP casing; lookups are case-insensitive).
 CHAT_ID_HEADER = "Coder-Chat-Id"
@@ -118,7 +119,7 @@ def path_unescape(value: str) -> str:
         if value[i] == "%":
             hexpart = value[i + 1 : i + 3]
             if len(hexpart) != 2 or any(c not in "0123456789abcdefABCDEF" for c in hexpart):
-                raise ValueError(f"invalid URL escape {value[i:i + 3]!r}")
+                raise ValueError(f"invalid URL escape {go_quote(value[i:i + 3])}")  # Go's EscapeError
             i += 3
         else:
             i += 1

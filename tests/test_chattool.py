@@ -1452,3 +1452,52 @@ def test_select_cancels_background_and_foreground_copies_get_no_cancel():
     map to different cancels, so their provider ID gets none, in either order."""
     bg, fg = execute(BACKGROUND, "dup"), execute({"command": "make", "timeout": "0s"}, "dup")
     assert ct.select_cancels([bg, fg]) == () and ct.select_cancels([fg, bg]) == ()
+
+
+@pytest.mark.parametrize("process, field", [
+    ({"running": 1, "run_age_ms": 5}, "ToolCallProcess.process.running of type bool"),
+    ({"running": False, "canceled": 1, "run_age_ms": 5}, "ToolCallProcess.process.canceled of type bool"),
+    ({"running": False, "exit_code": "0"}, "ToolCallProcess.process.exit_code of type int"),
+    ({"running": False, "exit_code": True}, "ToolCallProcess.process.exit_code of type int"),
+    ({"running": False, "exit_code": 0, "output": 7}, "ToolCallProcess.process.output of type string"),
+    ({"running": False, "exit_code": 0, "run_age_ms": "1"}, "ToolCallProcess.process.run_age_ms of type int64"),
+])
+def test_cancel_answer_with_a_field_of_the_wrong_type_is_unreadable(process, field):
+    """C5.1, C5.3: chatd decodes the cancel answer with Go's encoding/json, where a JSON
+    value of another type than the field's (a number for a bool, a string for an int) is an
+    UnmarshalTypeError: the answer as a whole does not decode, so the outcome is unknown
+    (unreadable), not the answer read with the field as false or absent."""
+    run = cancel(execute(FOREGROUND_2H), make_identity())
+    run.answer(cancel_answer(run.last, True, 200, process=process))
+    assert (run.result.kind, run.result.reason, run.result.is_error) == ("unknown", "unreadable", False)
+    assert "json: cannot unmarshal" in content(run.result)["error"] and field in content(run.result)["error"]
+
+
+@pytest.mark.parametrize("value, field", [
+    ({"started": True, "status_code": "200"}, "CancelToolCallResponse.status_code of type int"),
+    ({"started": True, "status_code": 200, "content_type": 1}, "CancelToolCallResponse.content_type of type string"),
+    ({"started": True, "status_code": 200, "body": 1}, "CancelToolCallResponse.body of type []uint8"),
+    ({"started": True, "status_code": 200, "process": [1]}, "CancelToolCallResponse.process of type"),
+])
+def test_cancel_answer_with_a_top_level_field_of_the_wrong_type_is_unreadable(value, field):
+    """As for the process's fields: the answer's own fields of another JSON type fail the
+    decode, for a file tool too (its result is the unknown outcome, not a recorded answer)."""
+    for call, ident in ((execute(FOREGROUND_2H), make_identity()), (write(), make_identity("call_w"))):
+        run = cancel(call, ident)
+        run.answer(Response(run.last.req_id, 200, "application/json", json_body(value)))
+        assert (run.result.kind, run.result.reason) == ("unknown", "unreadable")
+        assert field in run.result.content
+
+
+def test_cancel_answer_null_fields_are_go_zero_values():
+    """Go's decoder leaves a field null in the JSON at its zero value (no error): a null
+    process is no process, null running/canceled are false, a null exit code is none."""
+    run = cancel(execute(FOREGROUND_2H), make_identity())
+    run.answer(cancel_answer(run.last, True, 200, process={"running": None, "canceled": True, "exit_code": None,
+                                                          "output": None, "run_age_ms": None}))
+    assert (run.result.kind, run.result.exit_code) == ("canceled", -1)
+    nothing = cancel(execute(FOREGROUND_2H), make_identity())
+    nothing.answer(Response(nothing.last.req_id, 200, "application/json",
+                            json_body({"started": True, "status_code": None, "content_type": None, "body": None,
+                                       "process": None})))
+    assert (nothing.result.kind, nothing.result.reason) == ("unknown", "no_process")

@@ -21,7 +21,7 @@ from typing import Any, Callable
 
 from ..core import Response, json_body, note, probe, replace
 from ..gocompat.duration import format_duration_ms
-from ..gocompat.encoding import loads_go
+from ..gocompat.encoding import json_type_name, loads_go
 from ..timing import DEFAULT_TIMING, Timing
 from .args import Identity, ToolCall
 from .classifier import (
@@ -92,30 +92,52 @@ class CancelAnswer:
     process: ToolCallProcess | None = None
 
 
-def _int_or(value: Any, default: Any) -> Any:
-    return value if isinstance(value, int) and not isinstance(value, bool) else default
+# Go's types of the answer's fields (``CancelToolCallResponse`` and its ``process``): a
+# JSON value of another type (``"running": 1``, ``"exit_code": "0"``) is an
+# ``UnmarshalTypeError``, so the SDK's decode fails and the whole answer is unreadable (C5.1,
+# "anything else"); absent or ``null`` keeps the Go zero value. ``type(v) is`` because a
+# JSON true is no int for Go (Python's bool is one).
+_ANSWER_FIELDS = {"status_code": (int, "int"), "content_type": (str, "string"), "body": (str, "[]uint8")}
+_PROCESS_FIELDS = {"running": (bool, "bool"), "canceled": (bool, "bool"), "output": (str, "string"),
+                   "exit_code": (int, "int"), "run_age_ms": (int, "int64")}
+
+
+def _typed(obj: dict, name: str, fields: dict, struct: str, path: str) -> Any:
+    """``obj[name]`` if it is of the field's Go type, None when absent or null, else Go's
+    ``UnmarshalTypeError`` as the decode error."""
+    value = obj.get(name)
+    py_type, go_type = fields[name]
+    if value is None or type(value) is py_type:
+        return value
+    raise _UndecodableError(f"decode response: json: cannot unmarshal {json_type_name(value)} "
+                            f"into Go struct field {struct}.{path}{name} of type {go_type}")
 
 
 def _read_cancel_answer(answer: Response) -> CancelAnswer:
     value = _decode(answer, (("started", bool),))
+    field = {name: _typed(value, name, _ANSWER_FIELDS, "CancelToolCallResponse", "") for name in _ANSWER_FIELDS}
     try:
-        recorded = base64.b64decode(value.get("body") or "", validate=True)
+        recorded = base64.b64decode(field["body"] or "", validate=True)
     except (binascii.Error, ValueError, TypeError):
         raise _UndecodableError("decode response: illegal base64 data in \"body\"") from None
     proc = value.get("process")
     process = None
-    if isinstance(proc, dict):
+    if proc is not None and not isinstance(proc, dict):
+        raise _UndecodableError(f"decode response: json: cannot unmarshal {json_type_name(proc)} "
+                                "into Go struct field CancelToolCallResponse.process of type *workspacesdk.ToolCallProcess")
+    if proc is not None:
+        got = {name: _typed(proc, name, _PROCESS_FIELDS, "ToolCallProcess", "process.") for name in _PROCESS_FIELDS}
         process = ToolCallProcess(
-            running=proc.get("running") is True,
-            canceled=proc.get("canceled") is True,
-            output=proc.get("output") if isinstance(proc.get("output"), str) else "",
-            exit_code=_int_or(proc.get("exit_code"), None),
-            run_age_ms=_int_or(proc.get("run_age_ms"), 0),
+            running=bool(got["running"]),
+            canceled=bool(got["canceled"]),
+            output=got["output"] or "",
+            exit_code=got["exit_code"],
+            run_age_ms=got["run_age_ms"] or 0,
         )
     return CancelAnswer(
         started=value["started"],
-        status_code=_int_or(value.get("status_code"), 0),
-        content_type=value.get("content_type") if isinstance(value.get("content_type"), str) else "",
+        status_code=field["status_code"] or 0,
+        content_type=field["content_type"] or "",
         body=recorded,
         process=process,
     )

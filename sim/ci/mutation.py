@@ -12,9 +12,12 @@ run takes minutes, not the suite's time, and the whole set fits in about an hour
 cores.
 
 Before running, the jobs named in docs/mutation_equivalents.toml are marked skipped:
-each entry names a mutant (module, line, operator, occurrence) and argues in one line
-why no behaviour can tell it from the original. An entry that matches no mutant (the
-code moved) is reported and fails the run, so the list cannot silently hide survivors.
+each entry names a mutant by module, operator, the text of its line (``code``) and which
+of that operator's mutants on lines of that text it is (``nth``), and argues in one line
+why no behaviour can tell it from the original. The text, not the line number, finds the
+mutant, so an entry survives lines added above it (a probe call in a handler); ``line``
+only says where it was argued. An entry that matches no mutant (its line was edited) is
+reported and fails the run, so the list cannot silently hide survivors.
 
 Why cosmic-ray, not mutmut 3: mutmut 3 runs the tests against a copy of the sources in
 ``mutants/``, which this checkout's package-dir mapping (toolcall_sim.model -> model/)
@@ -27,12 +30,14 @@ module, ``survivors.txt`` (each survivor's diff) and ``table.md``.
 
     python -m toolcall_sim.ci.mutation                       # every module
     python -m toolcall_sim.ci.mutation model/chattool/cancel.py model/agent/cancel.py
-    python -m toolcall_sim.ci.mutation --fresh --list        # the modules and their tests
+    python -m toolcall_sim.ci.mutation --survivors MODULE    # after new tests: rerun its survivors only
+    python -m toolcall_sim.ci.mutation --list                # the modules, their tests; stale equivalents
 """
 
 from __future__ import annotations
 
 import argparse
+import json
 import os
 import shlex
 import subprocess
@@ -43,6 +48,9 @@ from pathlib import Path
 
 MARKER = ".toolcall-sim-mutation"
 EQUIVALENTS = Path("docs/mutation_equivalents.toml")
+# cosmic-ray's command line through this interpreter: its script lands beside the
+# interpreter that installed it, which is not this one in a venv over system site-packages
+COSMIC_RAY = [sys.executable, "-c", "import sys; from cosmic_ray.cli import main; sys.exit(main())"]
 TIMEOUT_S = 120.0  # per mutant: a mutant that loops forever is killed by the timeout
 
 _AGENT = ["tests/test_agent_rules.py", "tests/test_agent_conformance.py", "tests/test_agent_sdk.py"]
@@ -54,15 +62,20 @@ _PROPS = ["tests/test_properties.py", "tests/test_classify.py", "tests/test_moni
 MODULE_TESTS: dict[str, list[str]] = {
     "model/chattool/cancel.py": _CHATTOOL,
     "model/agent/cancel.py": _AGENT,
-    **{f"model/agent/{m}.py": _AGENT for m in
-       ("files", "middleware", "processes", "routes", "rules", "state", "store", "wire")},
+    **{f"model/agent/{m}.py": _AGENT for m in ("files", "routes", "rules", "state", "wire")},
+    # the request decision and the process side: also the Go edges (panics, stopper, signal,
+    # list and reaping, body decoding), which the three files above do not reach
+    **{f"model/agent/{m}.py": ["tests/test_agent_store.py", "tests/test_agent_middleware.py", *_AGENT,
+                               "tests/test_agent_edges.py"] for m in ("middleware", "store")},
+    "model/agent/processes.py": ["tests/test_agent_process_edges.py", *_AGENT, "tests/test_agent_edges.py",
+                                 "tests/test_process_probes.py"],
     **{f"model/chattool/{m}.py": _CHATTOOL for m in
        ("args", "budget", "calls", "classifier", "dial", "execute", "files", "interrupt",
         "lookup", "results", "state")},
     **{f"model/chatd/{m}.py": _CHATD for m in
        ("batch", "interrupt", "replica", "retry", "rules", "runner", "state", "tasks")},
     "model/chatd_db.py": _CHATD,
-    "model/identity.py": ["tests/test_identity.py"],
+    "model/identity.py": ["tests/test_identity.py", "tests/test_identity_edges.py"],
     **{f"model/properties/{m}.py": _PROPS for m in ("checks", "classify", "evidence", "monitor", "risks")},
 }
 
@@ -70,9 +83,10 @@ MODULE_TESTS: dict[str, list[str]] = {
 @dataclass(frozen=True)
 class Equivalent:
     module: str
-    line: int
     operator: str
-    occurrence: int
+    code: str  # the mutated line's text, stripped of indentation
+    nth: int  # which of the operator's mutants on lines reading `code` (0 first); -1: a family, all of them
+    line: int  # where the line was when the entry was argued: for the reader, matching ignores it
     why: str
 
 
@@ -84,8 +98,47 @@ def load_equivalents(path: Path = EQUIVALENTS) -> list[Equivalent]:
     for row in rows:
         if not str(row.get("why", "")).strip():
             raise SystemExit(f"{path}: equivalent at {row.get('module')}:{row.get('line')} has no argument (why)")
-        out.append(Equivalent(row["module"], int(row["line"]), row["operator"], int(row["occurrence"]), row["why"]))
+        if "code" not in row or "nth" not in row:
+            raise SystemExit(f"{path}: equivalent at {row.get('module')}:{row.get('line')} needs code and nth "
+                             "(survivors.txt prints both)")
+        out.append(Equivalent(row["module"], row["operator"], row["code"], int(row["nth"]), int(row.get("line", 0)),
+                              row["why"]))
     return out
+
+
+def source_lines(module: str) -> list[str]:
+    """The committed text of the module: what the session's mutants were made from (a run
+    refuses uncommitted target modules), and never a mutant that a running session has
+    written into the file."""
+    got = subprocess.run(["git", "show", f"HEAD:{module}"], capture_output=True, text=True)
+    return (got.stdout if got.returncode == 0 else Path(module).read_text()).splitlines()
+
+
+Key = tuple  # (operator, code, nth)
+
+
+def mutant_keys(specs, lines: list[str]) -> dict:
+    """Each mutation spec's ``(operator, code, nth)``: its line's stripped text and its
+    rank among the operator's mutants on lines of that text, in file order. Lines added or
+    removed elsewhere change neither (cosmic-ray's own ``occurrence`` counts across the
+    module, so it shifts with any new ``==`` above)."""
+    seen: dict = {}
+    keys = {}
+    for spec in sorted(specs, key=lambda s: (s.start_pos, s.operator_name, s.occurrence)):
+        row = spec.start_pos[0] - 1
+        code = lines[row].strip() if 0 <= row < len(lines) else ""
+        nth = seen.get((spec.operator_name, code), 0)
+        seen[(spec.operator_name, code)] = nth + 1
+        keys[(spec.operator_name, spec.occurrence, spec.start_pos)] = (spec.operator_name, code, nth)
+    return keys
+
+
+def _key_of(keys: dict, spec) -> Key:
+    return keys[(spec.operator_name, spec.occurrence, spec.start_pos)]
+
+
+def _db_keys(db, module: str) -> dict:
+    return mutant_keys([spec for item in db.work_items for spec in item.mutations], source_lines(module))
 
 
 def purge_bytecode(module: str) -> None:
@@ -126,13 +179,25 @@ def _own(out: Path) -> None:
     (out / MARKER).write_text("made by python -m toolcall_sim.ci.mutation\n")
 
 
-def _matches(spec, e: Equivalent) -> bool:
-    """An entry names one mutant; ``operator = "core/X_*"`` with ``occurrence = -1`` names
-    every operator of that family on the line (e.g. each replacement of ``|`` in a type
-    annotation), argued once."""
-    if e.operator.endswith("*") and e.occurrence == -1:
-        return spec.start_pos[0] == e.line and spec.operator_name.startswith(e.operator[:-1])
-    return spec.operator_name == e.operator and spec.occurrence == e.occurrence and spec.start_pos[0] == e.line
+def _matches(key: Key, e: Equivalent) -> bool:
+    """An entry names one mutant; ``operator = "core/X_*"`` with ``nth = -1`` names every
+    operator of that family on lines reading ``code`` (e.g. each replacement of ``|`` in a
+    type annotation), argued once."""
+    operator, code, nth = key
+    if code != e.code:
+        return False
+    if e.operator.endswith("*") and e.nth == -1:
+        return operator.startswith(e.operator[:-1])
+    return operator == e.operator and nth == e.nth
+
+
+def forget_survivors(db_path: Path) -> int:
+    """Make the session's survivors pending again (``--survivors``): after new tests, only
+    they need a rerun, not the module's killed mutants; return how many."""
+    import sqlite3
+
+    with sqlite3.connect(db_path) as con:  # cosmic-ray's work_results table: one row per finished job
+        return con.execute("DELETE FROM work_results WHERE test_outcome = 'SURVIVED'").rowcount
 
 
 def _mark_equivalents(db_path: Path, module: str, equivalents: list[Equivalent]) -> list[Equivalent]:
@@ -144,10 +209,11 @@ def _mark_equivalents(db_path: Path, module: str, equivalents: list[Equivalent])
     mine = [e for e in equivalents if e.module == module]
     unmatched = list(mine)
     with use_db(str(db_path), WorkDB.Mode.open) as db:
+        keys = _db_keys(db, module)
         for item in db.work_items:
             for spec in item.mutations:
                 for e in mine:
-                    if _matches(spec, e):
+                    if _matches(_key_of(keys, spec), e):
                         db.set_result(item.job_id, WorkResult(worker_outcome=WorkerOutcome.SKIPPED,
                                                               output=f"equivalent: {e.why}"))
                         if e in unmatched:
@@ -178,20 +244,24 @@ def tally(db_path: Path, module: str, survivors: list[str], equivalents: list[Eq
 
     row = Row(module)
     with use_db(str(db_path), WorkDB.Mode.open) as db:
+        keys = _db_keys(db, module)
         row.mutants = db.num_work_items
         done = 0
         for item, result in db.completed_work_items:
             done += 1
+            key = _key_of(keys, item.mutations[0])
             if result.worker_outcome == WorkerOutcome.SKIPPED:
-                if any(_matches(item.mutations[0], e) for e in equivalents if e.module == module):
+                if any(_matches(key, e) for e in equivalents if e.module == module):
                     row.equivalent += 1
                 else:
                     done -= 1
             elif result.worker_outcome == WorkerOutcome.NORMAL and result.test_outcome == TestOutcome.SURVIVED:
                 row.survived += 1
                 spec = item.mutations[0]
-                survivors.append(f"## {module}:{spec.start_pos[0]} {spec.operator_name} occurrence {spec.occurrence}\n"
-                                 f"{result.diff or ''}\n")
+                survivors.append(f"## {module}:{spec.start_pos[0]} {spec.operator_name} nth {key[2]}\n"
+                                 f"# module = {json.dumps(module)}\n# line = {spec.start_pos[0]}\n"
+                                 f"# operator = {json.dumps(spec.operator_name)}\n# code = {json.dumps(key[1])}\n"
+                                 f"# nth = {key[2]}\n{result.diff or ''}\n")
             else:  # killed, incompetent (the mutant does not import) or timed out: a test noticed
                 row.killed += 1
         row.pending = row.mutants - done
@@ -214,14 +284,42 @@ def _name(module: str) -> str:
     return module.replace("/", "_").removesuffix(".py")
 
 
+def check_equivalents(modules: list[str]) -> int:
+    """List the mutants of each module with an entry (``cosmic-ray init`` into a throwaway
+    folder: seconds, no test runs) and report the entries that match none; 1 if any. The
+    committed text is listed, not the file, which a running session may hold a mutant in."""
+    import tempfile
+
+    equivalents = load_equivalents()
+    stale = []
+    with tempfile.TemporaryDirectory() as tmp:
+        for m in sorted({e.module for e in equivalents} & set(modules)):
+            cfg, db, copy = (Path(tmp) / f"{_name(m)}{ext}" for ext in (".toml", ".sqlite", ".py"))
+            copy.write_text("\n".join(source_lines(m)) + "\n")
+            cfg.write_text(_config(str(copy), sys.executable))
+            subprocess.run([*COSMIC_RAY, "init", str(cfg), str(db)], check=True)
+            stale += _mark_equivalents(db, m, equivalents)
+    return _report_stale(stale)
+
+
+def _report_stale(stale: list[Equivalent]) -> int:
+    for e in stale:
+        print(f"stale equivalent (matches no mutant): {e.module}:{e.line} {e.operator} nth {e.nth} on "
+              f"{e.code!r}", file=sys.stderr)
+    return 1 if stale else 0
+
+
 def main(argv: list[str] | None = None) -> int:
     ap = argparse.ArgumentParser(prog="python -m toolcall_sim.ci.mutation", description=__doc__.split("\n")[0])
     ap.add_argument("modules", nargs="*", help="target modules (paths from the checkout's root); default: all")
     ap.add_argument("--out", default=".mutation", help="results folder this command owns (default .mutation/)")
     ap.add_argument("--fresh", action="store_true", help="start each module's session anew (else resume it)")
+    ap.add_argument("--survivors", action="store_true",
+                    help="rerun only the survivors of each module's session (after adding tests)")
     ap.add_argument("--report-only", action="store_true", help="print the table of the sessions as they are")
     ap.add_argument("--run-tests", metavar="MODULE", help=argparse.SUPPRESS)  # cosmic-ray's test command
-    ap.add_argument("--list", action="store_true", help="print each module and its tests, run nothing")
+    ap.add_argument("--list", action="store_true",
+                    help="print each module and its tests and check the equivalents still match a mutant; run nothing")
     args = ap.parse_args(argv)
 
     if args.run_tests:
@@ -235,7 +333,7 @@ def main(argv: list[str] | None = None) -> int:
     if args.list:
         for m in modules:
             print(f"{m}: {' '.join(MODULE_TESTS[m])}")
-        return 0
+        return check_equivalents(modules)
     dirty = subprocess.run(["git", "status", "--porcelain", "--", *modules], capture_output=True, text=True).stdout
     if dirty.strip() and not args.report_only:
         raise SystemExit(f"uncommitted changes in the target modules (a killed run leaves a mutant in place: "
@@ -244,7 +342,6 @@ def main(argv: list[str] | None = None) -> int:
     _own(out)
     equivalents = load_equivalents()
     stale: list[Equivalent] = []
-    crbin = Path(sys.executable).parent
     rows, survivors = [], []
     for m in modules:
         cfg, db = out / f"{_name(m)}.toml", out / f"{_name(m)}.sqlite"
@@ -252,11 +349,13 @@ def main(argv: list[str] | None = None) -> int:
             cfg.write_text(_config(m, sys.executable))
             if args.fresh or not db.exists():
                 db.unlink(missing_ok=True)
-                subprocess.run([str(crbin / "cosmic-ray"), "init", str(cfg), str(db)], check=True)
+                subprocess.run([*COSMIC_RAY, "init", str(cfg), str(db)], check=True)
+            elif args.survivors:
+                print(f"{m}: {forget_survivors(db)} survivors to run again", file=sys.stderr)
             stale += _mark_equivalents(db, m, equivalents)
             print(f"mutating {m} ...", file=sys.stderr, flush=True)
             try:
-                subprocess.run([str(crbin / "cosmic-ray"), "exec", str(cfg), str(db)], check=True)
+                subprocess.run([*COSMIC_RAY, "exec", str(cfg), str(db)], check=True)
             finally:
                 purge_bytecode(m)  # no mutant's bytecode outlives the run
         if db.exists():
@@ -266,9 +365,7 @@ def main(argv: list[str] | None = None) -> int:
     (out / "survivors.txt").write_text("\n".join(survivors))
     print(text, end="")
     print(f"survivors' diffs: {out / 'survivors.txt'}")
-    for e in stale:
-        print(f"stale equivalent (matches no mutant): {e.module}:{e.line} {e.operator} #{e.occurrence}", file=sys.stderr)
-    return 1 if stale else 0
+    return _report_stale(stale)
 
 
 if __name__ == "__main__":
