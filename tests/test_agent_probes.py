@@ -165,6 +165,10 @@ def test_threshold_zero_never_compares_the_run_age():
     h2.start(body=SLEEP)
     h2.advance(2 * MIN)
     assert "A4.3.threshold-zero" not in h2.taken(lambda: h2.cancel(threshold_ms=MIN))  # left by its age
+    h3 = ProbeHarness()
+    h3.start(body=SLEEP)
+    h3.advance(MIN)
+    assert "A4.3.threshold-zero" not in h3.taken(lambda: h3.cancel(threshold_ms=1))  # the least non-zero: compared
 
 
 # -- A4.4 reaping ------------------------------------------------------------------------------

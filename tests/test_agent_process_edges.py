@@ -1,14 +1,21 @@
 """The agent's process side (docs/contract.md A4.1, A4.9; agentproc's headtail.go) at edges
 the mutation run of model/agent/processes.py (issue 35) found no test pinning: output that
 exactly fills the head, bytes that are not UTF-8 in output, a stale exit timer after a kill,
-the list's order inside one start second, and the model's tiny shell for commands no
-scenario names."""
+the list's order inside one start second and before the epoch, its chat filter and reaping,
+a line of exactly the line limit, the agent's own process IDs and working directory, output
+waiters, a 1 ms stop threshold, and the model's tiny shell for commands no scenario names."""
 
 from __future__ import annotations
 
 from agent_harness import AgentHarness
 from toolcall_sim.model import agent
-from toolcall_sim.model.agent.processes import MAX_HEAD_BYTES, head_tail_output, parse_script
+from toolcall_sim.model.agent.processes import (
+    LINE_TRUNCATION_SUFFIX,
+    MAX_HEAD_BYTES,
+    MAX_LINE_LENGTH,
+    head_tail_output,
+    parse_script,
+)
 
 
 def test_output_that_exactly_fills_the_head_comes_back_whole():
@@ -49,6 +56,13 @@ def test_list_orders_starts_inside_one_second_by_their_exact_instant():
     h.advance(300)
     late = h.json(h.start(1, "b", command="sleep 60"))["id"]
     assert h.list() == [late, early]
+    # IDs the agent counts (proc-1-1, proc-1-2) rise with the start, so an ID tie-break
+    # alone would put the later start last
+    h = AgentHarness()
+    first = h.json(h.start(None, command="sleep 60"))["id"]
+    h.advance(300)
+    second = h.json(h.start(None, command="sleep 60"))["id"]
+    assert h.list() == [second, first]
 
 
 def test_the_tiny_shell():
@@ -87,3 +101,99 @@ def test_cancel_reports_the_run_age_since_the_start():
     h.advance(5_400_000)  # 1.5 h later
     value = h.cancel_value(h.cancel(1, "call", threshold_ms=0))
     assert value["process"]["run_age_ms"] == 5_400_000 and value["process"]["running"] is True
+
+
+def test_the_tiny_shell_reads_words_as_sh_does():
+    """parse_script: a command it does not know (``cat``, ``touch``) writes nothing, runs no
+    time and exits 0; ``false`` fails also after ';' and with arguments (false ignores
+    them), ``true false`` is true with an argument; a bare ``sleep`` runs no time and a bare
+    ``exit`` keeps the last status, as sh's ``exit`` does."""
+    cat = parse_script("cat file")
+    assert (cat.output_at_start, cat.output_at_exit, cat.runs_for_ms, cat.exit_code) == ("", "", 0, 0)
+    assert parse_script("touch 5").runs_for_ms == 0
+    assert parse_script("true; false").exit_code == 1
+    assert parse_script("false 1").exit_code == 1 and parse_script("true false").exit_code == 0
+    assert parse_script("sleep").runs_for_ms == 0 and parse_script("echo a; sleep").output_at_start == "a\n"
+    assert parse_script("exit").exit_code == 0 and parse_script("false; exit").exit_code == 1
+
+
+def test_processes_started_without_a_tool_call_are_numbered_per_incarnation():
+    """docs/interfaces.md: without tool call headers the agent names the process
+    ``proc-<incarnation>-<n>``, n counting this incarnation's such starts from 1 (the real
+    agent draws a random UUID; a run's trace names the model's IDs)."""
+    h = AgentHarness()
+    assert [h.json(h.start(None, command="true"))["id"] for _ in range(3)] == ["proc-1-1", "proc-1-2", "proc-1-3"]
+
+
+def test_a_start_without_a_workdir_runs_in_the_first_configured_directory():
+    """A4.9, manager.resolveWorkDir: no workdir in the request means the agent's configured
+    directory, the first of the model's existing ones; a named one is kept."""
+    h = AgentHarness(config=agent.AgentConfig(dirs=("/home/coder", "/srv/app")))
+    h.start(None, command="sleep 60")
+    h.advance(1000)
+    h.start(None, body=b'{"command": "sleep 60", "workdir": "/srv/app"}')
+    rows = h.json(h.request("GET", agent.LIST_PATH))["processes"]
+    assert [row["workdir"] for row in rows] == ["/srv/app", "/home/coder"]
+
+
+def test_an_exit_answers_only_the_output_waiters_of_its_own_process():
+    """A ``?wait=true`` output read of a running process is answered when that process
+    exits, not when another one does."""
+    h = AgentHarness()
+    slow = h.json(h.start(None, command="echo slow; sleep 60; echo done"))["id"]
+    h.start(None, command="sleep 1; echo quick")
+    rid = h.output(slow, wait=True)
+    h.advance(1000)  # the other process exits
+    assert h.answer(rid) is None
+    h.advance(59_000)
+    assert h.json(rid) == {"running": False, "exit_code": 0, "output": "slow\ndone\n"}
+
+
+def test_a_chat_header_in_upper_case_lists_the_same_chats_processes():
+    """A4.9: the list keeps the processes of the request's chat; the chat header is a UUID,
+    so its upper-case spelling names the same chat (the chat middleware parses it)."""
+    chat = "abcdef01-2345-4678-89ab-cdef01234567"
+    h = AgentHarness()
+    pid = h.json(h.start(None, command="sleep 60", chat=chat))["id"]
+    assert h.list(chat=chat.upper()) == [pid]
+
+
+def test_a_line_of_exactly_the_line_limit_is_kept_whole():
+    """headtail.go truncateLines: only a line longer than MaxLineLength (2048 bytes) is cut,
+    to its first bytes and the suffix."""
+    line = "x" * MAX_LINE_LENGTH
+    assert head_tail_output(line + "\nshort") == (line + "\nshort", None)
+    cut = "y" * (MAX_LINE_LENGTH - len(LINE_TRUNCATION_SUFFIX)) + LINE_TRUNCATION_SUFFIX
+    assert head_tail_output("y" * (MAX_LINE_LENGTH + 1) + "\nshort") == (cut + "\nshort", None)
+
+
+def test_a_one_ms_threshold_stops_a_process_of_run_age_zero():
+    """A4.2: a cancel kills a running process whose run age is below the threshold; a
+    cancel in the instant of the start sees run age 0, below 1 ms."""
+    h = AgentHarness()
+    h.start(1, "call", command="sleep 60")
+    value = h.cancel_value(h.cancel(1, "call", threshold_ms=1))
+    assert value["process"]["run_age_ms"] == 0
+    assert (value["process"]["running"], value["process"]["canceled"]) == (False, True)
+
+
+def test_a_list_reaps_every_old_process_and_keeps_the_others():
+    """A4.4: a list reaps each exited process past the reap age (a note each) and keeps
+    every other one, also those after a reaped one."""
+    h = AgentHarness()
+    old = [h.json(h.start(None, command="true"))["id"] for _ in range(2)]
+    running = h.json(h.start(None, command="sleep 3600"))["id"]
+    h.advance(302_000)
+    assert h.list() == [running] and list(h.state.processes) == [running]
+    assert [n.get("pid") for n in h.notes if n.kind == "process_reaped"] == old
+
+
+def test_list_orders_start_seconds_before_the_epoch_newest_first():
+    """A4.9: newest start second first, also for an agent clock that reads before the Unix
+    epoch (a clock offset; Go's Unix() floors there too): second 0 before second -2."""
+    h = AgentHarness()
+    h.state, h.now_ms = agent.boot(agent.AgentConfig(), -2000), -1500
+    before = h.json(h.start(None, command="sleep 60"))["id"]
+    h.advance(2000)
+    after = h.json(h.start(None, command="sleep 60"))["id"]
+    assert h.list() == [after, before]

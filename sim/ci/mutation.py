@@ -62,13 +62,16 @@ _PROPS = ["tests/test_properties.py", "tests/test_classify.py", "tests/test_moni
 MODULE_TESTS: dict[str, list[str]] = {
     "model/chattool/cancel.py": _CHATTOOL,
     "model/agent/cancel.py": _AGENT,
-    **{f"model/agent/{m}.py": _AGENT for m in ("files", "routes", "rules", "state", "wire")},
+    **{f"model/agent/{m}.py": _AGENT for m in ("routes", "rules", "state", "wire")},
+    # the file handlers' answers to bad bodies, a missing file and no path are Go edges the
+    # three files above do not reach
+    "model/agent/files.py": [*_AGENT, "tests/test_agent_edges.py"],
     # the request decision and the process side: also the Go edges (panics, stopper, signal,
     # list and reaping, body decoding), which the three files above do not reach
     **{f"model/agent/{m}.py": ["tests/test_agent_store.py", "tests/test_agent_middleware.py", *_AGENT,
                                "tests/test_agent_edges.py"] for m in ("middleware", "store")},
     "model/agent/processes.py": ["tests/test_agent_process_edges.py", *_AGENT, "tests/test_agent_edges.py",
-                                 "tests/test_process_probes.py"],
+                                 "tests/test_process_probes.py", "tests/test_agent_probes.py"],
     **{f"model/chattool/{m}.py": _CHATTOOL for m in
        ("args", "budget", "calls", "classifier", "dial", "execute", "files", "interrupt",
         "lookup", "results", "state")},
