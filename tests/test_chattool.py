@@ -1260,6 +1260,24 @@ def test_same_inputs_same_states():
     assert a == b and hash(a[0]) == hash(b[0])
 
 
+
+def test_a_finished_call_is_an_immutable_value():
+    """Determinism: a finished call's state, its committed result included, is a value:
+    equal inputs give equal states with equal hashes, and the result cannot be changed in
+    place after it was committed."""
+
+    def finish():
+        identity = make_identity()
+        run = begin(execute({"command": "make test", "timeout": "10m"}), identity)
+        run.answer(start_answer(run.last, identity.uuid, 0))
+        run.answer(output_answer(run.last, False, 0, "ok"))
+        return run.cs
+
+    a, b = finish(), finish()
+    assert a.result.kind == "completed" and a == b and hash(a) == hash(b) and hash(a.result) == hash(b.result)
+    with pytest.raises(AttributeError):
+        a.result.kind = "failed"
+
 def test_long_output_is_capped_at_32k():
     """truncateOutput: execute sends at most 32 KB of output to the model."""
     identity = make_identity()
@@ -1501,3 +1519,19 @@ def test_cancel_answer_null_fields_are_go_zero_values():
                             json_body({"started": True, "status_code": None, "content_type": None, "body": None,
                                        "process": None})))
     assert (nothing.result.kind, nothing.result.reason) == ("unknown", "no_process")
+
+
+def test_a_lone_surrogate_escape_in_an_answer_reads_as_the_replacement_character():
+    """Go's encoding/json reads a lone surrogate escape ("\\udc80") in a string as U+FFFD
+    (a surrogate pair as its one code point), so the output a result quotes holds U+FFFD
+    where the agent's answer had the escape, on the wait and in a cancel answer alike."""
+    identity = make_identity()
+    run = begin(execute({"command": "yes", "timeout": "10m"}), identity)
+    run.answer(start_answer(run.last, identity.uuid, 0))
+    run.answer(Response(run.last.req_id, 200, "application/json",
+                        b'{"running":false,"exit_code":0,"output":"a\\udc80b \\ud83d\\ude00 \\ud83d"}'))
+    assert content(run.result)["output"] == "a\ufffdb \U0001F600 \ufffd"
+    stopped = cancel(execute(FOREGROUND_2H), identity)
+    stopped.answer(cancel_answer(stopped.last, True, 200, process={"running": False, "exit_code": 0, "run_age_ms": 1,
+                                                                   "output": "x\udc80"}))
+    assert content(stopped.result)["output"] == "x\ufffd"
