@@ -1535,3 +1535,52 @@ def test_a_lone_surrogate_escape_in_an_answer_reads_as_the_replacement_character
     stopped.answer(cancel_answer(stopped.last, True, 200, process={"running": False, "exit_code": 0, "run_age_ms": 1,
                                                                    "output": "x\udc80"}))
     assert content(stopped.result)["output"] == "x\ufffd"
+
+
+@pytest.mark.parametrize("status, kind", [(199, "failed"), (200, "applied"), (299, "applied"), (300, "failed")])
+def test_recorded_file_answer_is_the_tools_success_only_when_2xx(status, kind):
+    """C5.4 on interrupt: a recorded 2xx is the tool's success result, any other recorded
+    status the tool's error text (the SDK's text for that status)."""
+    run = cancel(write(), make_identity("call_w"))
+    run.answer(cancel_answer(run.last, True, status, "application/json", b'{"ok":true}'))
+    assert (run.result.kind, run.result.is_error) == (kind, kind == "failed")
+    if kind == "failed":
+        assert run.result.content.startswith(f"unexpected status code {status}: ")
+
+
+SH_NOT_FOUND = {"message": "Failed to start process.", "detail": 'exec: "sh": executable file not found in $PATH'}
+SH_GUIDANCE = ('The workspace has no POSIX shell (sh) on its PATH. Coder Agents run commands with "sh -c". '
+               "On Windows, install sh via Git Bash, MSYS2, or WSL, then restart the workspace to pick up the "
+               "updated PATH.")
+
+
+def test_start_error_without_a_shell_gets_the_shell_guidance():
+    """Go's execute tool (chattool/execute.go): a start error saying the agent found no
+    ``sh`` gets a blank line and the guidance after it, on a live start failure and on a
+    recorded one in a cancel answer (C5.2, C5.3)."""
+    identity = make_identity()
+    run = begin(execute(FOREGROUND_2H), identity)
+    run.answer(Response(run.last.req_id, 500, "application/json", json_body(SH_NOT_FOUND)))
+    assert content(run.result)["error"] == (
+        'start process: unexpected status code 500: Failed to start process.\n\tError: exec: "sh": '
+        "executable file not found in $PATH\n\n" + SH_GUIDANCE)
+    stopped = cancel(execute(FOREGROUND_2H), identity)
+    stopped.answer(cancel_answer(stopped.last, True, 500, "application/json", json_body(SH_NOT_FOUND)))
+    assert content(stopped.result)["error"] == (
+        'start process: Failed to start process.: exec: "sh": executable file not found in $PATH\n\n' + SH_GUIDANCE)
+
+
+def test_unknown_outcome_texts_quote_the_error_as_go_prints_it():
+    """C5.1/C5.2: an unreachable agent is quoted with Go's *url.Error text (method, URL,
+    cause); an unreadable answer with the decode error alone."""
+    identity = make_identity()
+    run = begin(execute(FOREGROUND_2H), identity)
+    run.answer(TransportError(run.last.req_id, "connection refused"))
+    assert content(run.result)["error"].startswith(
+        'outcome unknown: the workspace agent could not be reached (Post "http://agent/api/v0/processes/start": '
+        "connection refused), so the command may have started. ")
+    unreadable = begin(execute(FOREGROUND_2H), identity)
+    unreadable.answer(Response(unreadable.last.req_id, 200, "application/json", b"{}"))
+    assert content(unreadable.result)["error"].startswith(
+        "outcome unknown: the workspace agent's answer could not be read "
+        '(decode response: missing or invalid field "id"), so the command may have started. ')
