@@ -118,6 +118,10 @@ def test_each_class_of_a_failed_start_is_probed_with_its_result_row():
         ["C5.5.json-without-message", "C5.1.response", "C5.2.failed"]
     assert failed(lambda r: Response(r.req_id, 404, "text/plain", b"404 page not found")) == \
         ["C5.5.not-json", "C5.1.response", "C5.2.failed"]
+    # A media type that sorts before JSON's, or none at all (a proxy's bare 502), is not JSON either.
+    for media_type in ("", "application/gzip"):
+        assert failed(lambda r: Response(r.req_id, 502, media_type, b"bad gateway")) == \
+            ["C5.5.not-json", "C5.1.response", "C5.2.failed"], media_type
     # A transport failure: Unreachable, an unknown outcome with the UUID to check.
     assert failed(lambda r: TransportError(r.req_id, "connection refused")) == ["C5.1.unreachable", "C5.2.unknown"]
 
