@@ -55,8 +55,9 @@ TIMEOUT_S = 120.0  # per mutant: a mutant that loops forever is killed by the ti
 
 _AGENT = ["tests/test_agent_rules.py", "tests/test_agent_conformance.py", "tests/test_agent_sdk.py"]
 _CHATTOOL = ["tests/test_chattool.py", "tests/test_chatd_rules.py", "tests/test_chatd_groups.py"]
-# the result tables and the classifier also say which row and class a call took (the rule
-# coverage probes, C5.1-C5.5), which only tests/test_chatd_probes.py reads
+# the result tables, the classifier and the execute steps also say which row, class and
+# branch a call took (the rule coverage probes, C4.2-C4.6, C5.1-C5.5), which only
+# tests/test_chatd_probes.py reads
 _CHATTOOL_ROWS = [*_CHATTOOL, "tests/test_chatd_probes.py"]
 _CHATD = ["tests/test_chatd.py", "tests/test_chatd_rules.py", "tests/test_chatd_today.py"]
 _PROPS = ["tests/test_properties.py", "tests/test_classify.py", "tests/test_monitor.py"]
@@ -73,8 +74,8 @@ MODULE_TESTS: dict[str, list[str]] = {
     "model/agent/processes.py": ["tests/test_agent_process_edges.py", *_AGENT, "tests/test_agent_edges.py",
                                  "tests/test_process_probes.py"],
     **{f"model/chattool/{m}.py": _CHATTOOL for m in
-       ("args", "budget", "calls", "dial", "execute", "files", "interrupt", "lookup", "state")},
-    **{f"model/chattool/{m}.py": _CHATTOOL_ROWS for m in ("classifier", "results")},
+       ("args", "budget", "calls", "dial", "files", "interrupt", "lookup", "state")},
+    **{f"model/chattool/{m}.py": _CHATTOOL_ROWS for m in ("classifier", "execute", "results")},
     **{f"model/chatd/{m}.py": _CHATD for m in
        ("batch", "interrupt", "replica", "retry", "rules", "runner", "state", "tasks")},
     "model/chatd_db.py": _CHATD,
