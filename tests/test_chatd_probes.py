@@ -76,6 +76,27 @@ def test_the_start_answer_picks_the_deadline_branch():
     assert probes_of(ct.on_answer(cs, answer, 10)[1]) == ["C4.2.background-answered", "C5.2.background-started"]
 
 
+
+def test_a_tool_name_read_at_run_time_takes_the_row_of_its_table():
+    """The tool name comes from the chat's messages (a scenario's TOML), not from a literal
+    in the code: a name built at run time takes the same row of C5.2, C5.3 and C5.4."""
+    ident = identity()
+    tool = "".join(["exe", "cute"])
+    cs, _, req = begin(ct.ToolCall("call_1", tool, json.dumps({"command": "dev", "run_in_background": True})), ident)
+    answer = Response(req.req_id, 200, "application/json", json_body({"id": ident.uuid}))
+    assert "C5.2.background-started" in probes_of(ct.on_answer(cs, answer, 10)[1])
+    call = ct.ToolCall("call_1", tool, json.dumps({"command": "make", "timeout": "10m"}))
+    cs, req = _cancel(call, ct.interrupted_call(call))
+    answer = Response(req.req_id, 200, "application/json", json_body({"started": False}))
+    assert probes_of(ct.on_answer(cs, answer, 5)[1]) == ["C5.3.not-run"]
+    edit_args = {"files": [{"path": "/a.txt", "edits": [{"search": "a", "replace": "b"}]}]}
+    for name, args in (("".join(["edit", "_files"]), edit_args),
+                       ("".join(["write", "_file"]), {"path": "/a.txt", "content": "x"})):
+        cs, effects = ct.begin_call(ct.ToolCall("call_f", name, json.dumps(args)), identity("call_f"), "replica-1", "p",
+                                    CHAT, 0)
+        timer = next(e.name for e in effects if isinstance(e, SetTimer))
+        assert probes_of(ct.on_timer(cs, timer, MIN)[1])[-1] == "C5.4.unknown", name
+
 def test_each_class_of_a_failed_start_is_probed_with_its_result_row():
     ident = identity()
     call = execute({"command": "make", "timeout": "1h"})
@@ -97,6 +118,10 @@ def test_each_class_of_a_failed_start_is_probed_with_its_result_row():
         ["C5.5.json-without-message", "C5.1.response", "C5.2.failed"]
     assert failed(lambda r: Response(r.req_id, 404, "text/plain", b"404 page not found")) == \
         ["C5.5.not-json", "C5.1.response", "C5.2.failed"]
+    # A media type that sorts before JSON's, or none at all (a proxy's bare 502), is not JSON either.
+    for media_type in ("", "application/gzip"):
+        assert failed(lambda r: Response(r.req_id, 502, media_type, b"bad gateway")) == \
+            ["C5.5.not-json", "C5.1.response", "C5.2.failed"], media_type
     # A transport failure: Unreachable, an unknown outcome with the UUID to check.
     assert failed(lambda r: TransportError(r.req_id, "connection refused")) == ["C5.1.unreachable", "C5.2.unknown"]
 

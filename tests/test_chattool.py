@@ -1260,6 +1260,24 @@ def test_same_inputs_same_states():
     assert a == b and hash(a[0]) == hash(b[0])
 
 
+
+def test_a_finished_call_is_an_immutable_value():
+    """Determinism: a finished call's state, its committed result included, is a value:
+    equal inputs give equal states with equal hashes, and the result cannot be changed in
+    place after it was committed."""
+
+    def finish():
+        identity = make_identity()
+        run = begin(execute({"command": "make test", "timeout": "10m"}), identity)
+        run.answer(start_answer(run.last, identity.uuid, 0))
+        run.answer(output_answer(run.last, False, 0, "ok"))
+        return run.cs
+
+    a, b = finish(), finish()
+    assert a.result.kind == "completed" and a == b and hash(a) == hash(b) and hash(a.result) == hash(b.result)
+    with pytest.raises(AttributeError):
+        a.result.kind = "failed"
+
 def test_long_output_is_capped_at_32k():
     """truncateOutput: execute sends at most 32 KB of output to the model."""
     identity = make_identity()
@@ -1501,3 +1519,192 @@ def test_cancel_answer_null_fields_are_go_zero_values():
                             json_body({"started": True, "status_code": None, "content_type": None, "body": None,
                                        "process": None})))
     assert (nothing.result.kind, nothing.result.reason) == ("unknown", "no_process")
+
+
+def test_a_lone_surrogate_escape_in_an_answer_reads_as_the_replacement_character():
+    """Go's encoding/json reads a lone surrogate escape ("\\udc80") in a string as U+FFFD
+    (a surrogate pair as its one code point), so the output a result quotes holds U+FFFD
+    where the agent's answer had the escape, on the wait and in a cancel answer alike."""
+    identity = make_identity()
+    run = begin(execute({"command": "yes", "timeout": "10m"}), identity)
+    run.answer(start_answer(run.last, identity.uuid, 0))
+    run.answer(Response(run.last.req_id, 200, "application/json",
+                        b'{"running":false,"exit_code":0,"output":"a\\udc80b \\ud83d\\ude00 \\ud83d"}'))
+    assert content(run.result)["output"] == "a\ufffdb \U0001F600 \ufffd"
+    stopped = cancel(execute(FOREGROUND_2H), identity)
+    stopped.answer(cancel_answer(stopped.last, True, 200, process={"running": False, "exit_code": 0, "run_age_ms": 1,
+                                                                   "output": "x\udc80"}))
+    assert content(stopped.result)["output"] == "x\ufffd"
+
+
+@pytest.mark.parametrize("status, kind", [(199, "failed"), (200, "applied"), (299, "applied"), (300, "failed")])
+def test_recorded_file_answer_is_the_tools_success_only_when_2xx(status, kind):
+    """C5.4 on interrupt: a recorded 2xx is the tool's success result, any other recorded
+    status the tool's error text (the SDK's text for that status)."""
+    run = cancel(write(), make_identity("call_w"))
+    run.answer(cancel_answer(run.last, True, status, "application/json", b'{"ok":true}'))
+    assert (run.result.kind, run.result.is_error) == (kind, kind == "failed")
+    if kind == "failed":
+        assert run.result.content.startswith(f"unexpected status code {status}: ")
+
+
+SH_NOT_FOUND = {"message": "Failed to start process.", "detail": 'exec: "sh": executable file not found in $PATH'}
+SH_GUIDANCE = ('The workspace has no POSIX shell (sh) on its PATH. Coder Agents run commands with "sh -c". '
+               "On Windows, install sh via Git Bash, MSYS2, or WSL, then restart the workspace to pick up the "
+               "updated PATH.")
+
+
+def test_start_error_without_a_shell_gets_the_shell_guidance():
+    """Go's execute tool (chattool/execute.go): a start error saying the agent found no
+    ``sh`` gets a blank line and the guidance after it, on a live start failure and on a
+    recorded one in a cancel answer (C5.2, C5.3)."""
+    identity = make_identity()
+    run = begin(execute(FOREGROUND_2H), identity)
+    run.answer(Response(run.last.req_id, 500, "application/json", json_body(SH_NOT_FOUND)))
+    assert content(run.result)["error"] == (
+        'start process: unexpected status code 500: Failed to start process.\n\tError: exec: "sh": '
+        "executable file not found in $PATH\n\n" + SH_GUIDANCE)
+    stopped = cancel(execute(FOREGROUND_2H), identity)
+    stopped.answer(cancel_answer(stopped.last, True, 500, "application/json", json_body(SH_NOT_FOUND)))
+    assert content(stopped.result)["error"] == (
+        'start process: Failed to start process.: exec: "sh": executable file not found in $PATH\n\n' + SH_GUIDANCE)
+
+
+def test_unknown_outcome_texts_quote_the_error_as_go_prints_it():
+    """C5.1/C5.2: an unreachable agent is quoted with Go's *url.Error text (method, URL,
+    cause); an unreadable answer with the decode error alone."""
+    identity = make_identity()
+    run = begin(execute(FOREGROUND_2H), identity)
+    run.answer(TransportError(run.last.req_id, "connection refused"))
+    assert content(run.result)["error"].startswith(
+        'outcome unknown: the workspace agent could not be reached (Post "http://agent/api/v0/processes/start": '
+        "connection refused), so the command may have started. ")
+    unreadable = begin(execute(FOREGROUND_2H), identity)
+    unreadable.answer(Response(unreadable.last.req_id, 200, "application/json", b"{}"))
+    assert content(unreadable.result)["error"].startswith(
+        "outcome unknown: the workspace agent's answer could not be read "
+        '(decode response: missing or invalid field "id"), so the command may have started. ')
+
+
+# ---------------------------------------------------------------------------
+# The execute wait's edges (C4.2, C4.3, C4.6, C5.2): found by the mutation run
+# ---------------------------------------------------------------------------
+
+MAKE_10M = {"command": "make", "timeout": "10m"}
+
+
+def test_legacy_wait_reads_until_the_execute_timeout_from_the_attempts_start():
+    """C4.6: an old agent (another process ID) is waited for until the attempt's start
+    plus the timeout: a capped read before that deadline reads again (without tool call
+    headers, C4.1), a read still running at the deadline or later is the timeout result."""
+    identity = make_identity()
+    run = begin(execute(MAKE_10M), identity, now_ms=1_000)
+    run.answer(start_answer(run.last, "proc-1", None), at_ms=1_100)
+    for at_ms in (1_000 + 5 * MIN, 600_500):
+        run.answer(output_answer(run.last, True), at_ms=at_ms)
+        assert run.result is None and run.last.query == "wait=true" and not has_tool_call_headers(run.last)
+    run.answer(output_answer(run.last, True, output="x"), at_ms=601_000)
+    assert run.result.kind == "timed_out" and content(run.result)["wall_duration_ms"] == 600_000
+    late = begin(execute(MAKE_10M), identity, now_ms=1_000)
+    late.answer(start_answer(late.last, "proc-1", None), at_ms=1_100)
+    late.answer(output_answer(late.last, True), at_ms=601_005)
+    assert late.result.kind == "timed_out"
+
+
+def test_new_agent_wait_ends_at_the_start_plus_the_timeout_less_the_run_age():
+    """C4.3: a new agent's process is waited for until ``now + timeout - run_age``; its
+    wall duration is the run age plus the wait."""
+    identity = make_identity()
+    run = begin(execute(MAKE_10M), identity, now_ms=1_000)
+    run.answer(start_answer(run.last, identity.uuid, 300), at_ms=1_100)
+    run.answer(output_answer(run.last, True), at_ms=600_500)
+    assert run.result is None and not has_tool_call_headers(run.last)
+    run.answer(output_answer(run.last, True), at_ms=600_800)
+    assert run.result.kind == "timed_out"
+    done = begin(execute(MAKE_10M), identity, now_ms=1_000)
+    done.answer(start_answer(done.last, identity.uuid, 300), at_ms=1_100)
+    done.answer(output_answer(done.last, False, -1), at_ms=10_000)
+    assert (done.result.kind, done.result.exit_code) == ("completed", -1)
+    assert content(done.result) == {"success": False, "exit_code": -1, "wall_duration_ms": 9_200}
+    no_code = begin(execute(MAKE_10M), identity)
+    no_code.answer(start_answer(no_code.last, identity.uuid, 0))
+    no_code.answer(Response(no_code.last.req_id, 200, "application/json", json_body({"running": False})))
+    assert (no_code.result.exit_code, content(no_code.result)["success"]) == (0, True)
+
+
+@pytest.mark.parametrize("run_age_ms, wait", [(MIN * 10 - 1, True), (MIN * 10, False), (MIN * 10 + 5, False)])
+def test_a_run_older_than_the_timeout_is_read_once_at_once(run_age_ms, wait):
+    """C4.3: with time left (even 1 ms) the wait reads blocking; with none left (the run
+    as old as the timeout, or older) one snapshot is read at once."""
+    identity = make_identity()
+    run = begin(execute(MAKE_10M), identity)
+    run.answer(start_answer(run.last, identity.uuid, run_age_ms), at_ms=10)
+    assert run.last.query == ("wait=true" if wait else "")
+
+
+def test_a_negative_run_age_waits_the_whole_timeout():
+    """C4.3: a negative run age (clock skew) counts as 0."""
+    identity = make_identity()
+    run = begin(execute(MAKE_10M), identity)
+    run.answer(start_answer(run.last, identity.uuid, -5_000), at_ms=10)
+    assert run.timer("deadline")[1] == 10 + 10 * MIN
+
+
+@pytest.mark.parametrize("timeout, sent", [("1ms", 1), ("0s", 0)])
+def test_a_timeout_of_zero_is_expired_one_millisecond_is_not(timeout, sent):
+    """C4.2: a zero timeout is an expired command context (no start sent, unknown
+    unreachable); 1 ms is a start like any other."""
+    run = begin(execute({"command": "make", "timeout": timeout}), make_identity())
+    assert len(run.sent) == sent
+    assert (run.result is None) == (sent == 1)
+
+
+def test_an_old_agents_id_is_any_id_but_the_uuid():
+    """C4.6: a process ID other than the tool call UUID, even one sorting before it, is an
+    old agent: the legacy wait."""
+    identity = make_identity()
+    run = begin(execute(MAKE_10M), identity)
+    run.answer(start_answer(run.last, "0", 0))
+    assert len(run.marks("chattool_legacy_wait")) == 1 and not run.marks("chattool_attach")
+
+
+def test_read_failure_at_or_past_the_deadline_then_a_running_snapshot_is_the_timeout():
+    """C4.3 / Rule 5: a blocking read that fails at or past the deadline is a timed-out
+    wait, so a snapshot still running is the timeout result; before it, a failure."""
+    identity = make_identity()
+    for at_ms, kind in ((600_010, "timed_out"), (600_020, "timed_out"), (300_000, "failed")):
+        run = begin(execute(MAKE_10M), identity)
+        run.answer(start_answer(run.last, identity.uuid, 0), at_ms=10)
+        run.answer(TransportError(run.last.req_id, "connection reset"), at_ms=at_ms)
+        assert run.last.query == "" and not has_tool_call_headers(run.last)
+        run.answer(output_answer(run.last, True), at_ms=at_ms + 1)
+        assert run.result.kind == kind, at_ms
+
+
+def test_before_the_stack_a_failed_snapshot_before_the_deadline_is_a_failure():
+    """C5.2 (before CODAGT-757): only a wait that hit its deadline claims a timeout when the
+    snapshot fails too; one cut earlier says to retry with process_output."""
+    identity = make_identity()
+    run = Clock(ct.begin_call(execute(MAKE_10M), identity, SRC, "replica-1/g1/c1", CHAT, 0, layer=ct.BEFORE_STACK), 0)
+    run.answer(start_answer(run.last, identity.uuid, 0), at_ms=10)
+    run.answer(TransportError(run.last.req_id, "connection reset"), at_ms=1_000)
+    run.answer(TransportError(run.last.req_id, "connection reset"), at_ms=1_001)
+    assert run.result.kind == "failed"
+    assert content(run.result)["error"].endswith(f"; use process_output with ID {identity.uuid} to retry")
+
+
+def test_undecodable_output_answers_are_read_failures():
+    """C5.1 "anything else": an output read answered without ``running`` is unreadable, so
+    a snapshot follows; an unreadable snapshot before the deadline is a failure."""
+    identity = make_identity()
+    run = begin(execute(MAKE_10M), identity)
+    run.answer(start_answer(run.last, identity.uuid, 0), at_ms=10)
+    run.answer(Response(run.last.req_id, 200, "application/json", b"{}"), at_ms=1_000)
+    assert run.result is None and run.last.query == ""
+    run.answer(Response(run.last.req_id, 200, "application/json", b"{}"), at_ms=1_001)
+    assert run.result.kind == "failed"
+
+
+def test_invalid_execute_arguments_fail_without_a_request():
+    run = begin(execute("not json"), make_identity())
+    assert run.sent == [] and (run.result.kind, run.result.is_error) == ("failed", True)

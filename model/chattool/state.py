@@ -21,6 +21,7 @@ call's step costs, and the state each step returns is the same object for object
 
 from __future__ import annotations
 
+import re
 from dataclasses import dataclass
 from enum import Enum
 from typing import Any, Sequence
@@ -207,10 +208,27 @@ def owns(cs: CallState, name_or_req_id: str) -> bool:
     return name_or_req_id.startswith(cs.req_prefix + ":")
 
 
+# Go's decoder reads a lone surrogate escape (``"\\udc80"``) as U+FFFD; Python's json keeps
+# it (a pair is joined into one code point either way), so without this an answer's string
+# would reach a result as a code point Go never decodes (gocompat/decode.py rule 5 on the
+# agent's side).
+_LONE_SURROGATE = re.compile("[\ud800-\udfff]")
+
+
+def _go_strings(value: Any) -> Any:
+    if isinstance(value, str):
+        return _LONE_SURROGATE.sub("\ufffd", value)
+    if isinstance(value, dict):
+        return {_go_strings(k): _go_strings(v) for k, v in value.items()}
+    if isinstance(value, list):
+        return [_go_strings(v) for v in value]
+    return value
+
+
 def _decode(answer: Response, required: tuple[tuple[str, type], ...]) -> dict[str, Any]:
     """The JSON object of a 2xx answer with the fields we need, else ``Undecodable``."""
     try:
-        value = loads_go(answer.body.decode("utf-8"))
+        value = _go_strings(loads_go(answer.body.decode("utf-8")))
     except (UnicodeDecodeError, ValueError) as err:
         detail = "unexpected EOF" if not answer.body else str(err)
         raise _UndecodableError(f"decode response: {detail}") from None

@@ -55,6 +55,10 @@ TIMEOUT_S = 120.0  # per mutant: a mutant that loops forever is killed by the ti
 
 _AGENT = ["tests/test_agent_rules.py", "tests/test_agent_conformance.py", "tests/test_agent_sdk.py"]
 _CHATTOOL = ["tests/test_chattool.py", "tests/test_chatd_rules.py", "tests/test_chatd_groups.py"]
+# the result tables, the classifier and the execute steps also say which row, class and
+# branch a call took (the rule coverage probes, C4.2-C4.6, C5.1-C5.5), which only
+# tests/test_chatd_probes.py reads
+_CHATTOOL_ROWS = [*_CHATTOOL, "tests/test_chatd_probes.py"]
 _CHATD = ["tests/test_chatd.py", "tests/test_chatd_rules.py", "tests/test_chatd_today.py"]
 _PROPS = ["tests/test_properties.py", "tests/test_classify.py", "tests/test_monitor.py"]
 
@@ -73,8 +77,8 @@ MODULE_TESTS: dict[str, list[str]] = {
     "model/agent/processes.py": ["tests/test_agent_process_edges.py", *_AGENT, "tests/test_agent_edges.py",
                                  "tests/test_process_probes.py", "tests/test_agent_probes.py"],
     **{f"model/chattool/{m}.py": _CHATTOOL for m in
-       ("args", "budget", "calls", "classifier", "dial", "execute", "files", "interrupt",
-        "lookup", "results", "state")},
+       ("args", "budget", "calls", "dial", "files", "interrupt", "lookup", "state")},
+    **{f"model/chattool/{m}.py": _CHATTOOL_ROWS for m in ("classifier", "execute", "results")},
     **{f"model/chatd/{m}.py": _CHATD for m in
        ("batch", "interrupt", "replica", "retry", "rules", "runner", "state", "tasks")},
     "model/chatd_db.py": _CHATD,
