@@ -1705,6 +1705,25 @@ def test_undecodable_output_answers_are_read_failures():
     assert run.result.kind == "failed"
 
 
+
+@pytest.mark.parametrize("body", [
+    b'{"running": false, "exit_code": "0", "output": "ok"}',
+    b'{"running": false, "exit_code": true, "output": "ok"}',
+    b'{"running": false, "exit_code": 0.5, "output": "ok"}',
+    b'{"running": false, "exit_code": 0, "output": 7}',
+])
+def test_output_answer_with_a_field_of_the_wrong_type_is_a_read_failure(body):
+    """C5.1: Go decodes the output answer into a struct, so an ``exit_code`` that is no
+    integer (or an ``output`` that is no string) fails the read, and a snapshot follows,
+    as for the cancel answer's fields; the model never reads it as exit code 0."""
+    identity = make_identity()
+    run = begin(execute(MAKE_10M), identity)
+    run.answer(start_answer(run.last, identity.uuid, 0), at_ms=10)
+    run.answer(Response(run.last.req_id, 200, "application/json", body), at_ms=1_000)
+    assert run.result is None and run.last.query == ""  # the snapshot, not a result
+    run.answer(output_answer(run.last, False, 3, "FAIL"), at_ms=1_001)
+    assert run.result.kind == "completed" and content(run.result)["exit_code"] == 3
+
 def test_invalid_execute_arguments_fail_without_a_request():
     run = begin(execute("not json"), make_identity())
     assert run.sent == [] and (run.result.kind, run.result.is_error) == ("failed", True)

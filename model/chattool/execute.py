@@ -19,6 +19,7 @@ from typing import Any
 from .. import identity as ident
 from ..core import Effect, Response, json_body, note, probe, replace
 from ..gocompat.duration import format_duration_ms
+from ..gocompat.encoding import json_type_name
 from .args import (
     ArgsError, InvalidTimeout, effective_timeout_ms, parse_execute_args, runs_in_background,
     strip_trailing_ampersand,
@@ -199,12 +200,21 @@ def _timed_out(cs: CallState, now_ms: int, output: str) -> Result:
 _OUTPUT_FIELDS = (("running", bool),)
 
 
+# The output answer's optional fields and their Go types. Go decodes the answer into the
+# SDK's process output struct ([inferred] its name, ProcessOutputResponse): a field of
+# another JSON type fails the decode, so the read is unreadable (C5.1), as the cancel
+# answer's fields are (model/chattool/cancel.py ``_typed``); null or absent is the zero value.
+_OUTPUT_TYPED = (("exit_code", int, "int"), ("output", str, "string"))
+
+
 def _read_output(answer: Response) -> tuple[bool, int | None, str]:
     body = _decode(answer, _OUTPUT_FIELDS)
-    exit_code = body.get("exit_code")
-    output = body.get("output")
-    return body["running"], exit_code if isinstance(exit_code, int) and not isinstance(exit_code, bool) else None, \
-        output if isinstance(output, str) else ""
+    for name, py_type, go_type in _OUTPUT_TYPED:
+        value = body.get(name)
+        if value is not None and type(value) is not py_type:
+            raise _UndecodableError(f"decode response: json: cannot unmarshal {json_type_name(value)} "
+                                    f"into Go struct field ProcessOutputResponse.{name} of type {go_type}")
+    return body["running"], body.get("exit_code"), body.get("output") or ""
 
 
 def _on_output_answer(cs: CallState, answer: Response, now_ms: int) -> CallStep:
