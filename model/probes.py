@@ -353,10 +353,6 @@ PROBE_VARIANTS: dict[str, tuple[str, ...]] = {
     "C4.1.no-identity": BOTH,  # today's chatd, and an old coderd's under the contract (rollout)
 }
 
-# Probes other helpers of issue 35 are adding (placeholder IDs a story proof names):
-# probe ID -> who adds it. An entry goes once PROBES declares the ID (tests/test_probes.py).
-AWAITED: dict[str, str] = {}
-
 # user story with a proof clause -> the probes whose branch is its proof event; the
 # story's proof is witnessed when a run reaches every one of them
 STORY_PROOFS: dict[str, tuple[str, ...]] = {

@@ -204,12 +204,7 @@ def _witness(r: dict) -> str:
 def _story(s: dict) -> str:
     if s["witnessed"]:
         return "proof witnessed by " + ", ".join(s["probes"])
-    parts = []
-    if s["unreached"]:
-        parts.append("not reached: " + ", ".join(s["unreached"]))
-    if s["awaited"]:
-        parts.append("not declared yet (model/probes.py AWAITED): " + ", ".join(s["awaited"]))
-    return "proof NOT witnessed; " + "; ".join(parts)
+    return "proof NOT witnessed; not reached: " + ", ".join(s["unreached"])
 
 
 def _pair(per_variant: dict) -> str:

@@ -143,9 +143,7 @@ def test_every_contract_heading_is_probed_a_story_proof_or_says_why_not():
 
 def test_story_proofs_variants_and_swarm_gaps_name_declared_probes():
     named = {p for ps in probes.STORY_PROOFS.values() for p in ps}
-    assert named <= set(probes.PROBES) | set(probes.AWAITED), sorted(named - set(probes.PROBES))
-    declared_now = set(probes.AWAITED) & set(probes.PROBES)
-    assert not declared_now, f"declared now, take out of model/probes.py AWAITED: {sorted(declared_now)}"
+    assert named <= set(probes.PROBES), sorted(named - set(probes.PROBES))
     assert set(probes.SWARM_GAPS) <= set(probes.PROBES)
     assert set(probes.PROBE_VARIANTS) <= set(probes.PROBES)
     for variants in (*probes.RULE_VARIANTS.values(), *probes.PROBE_VARIANTS.values()):

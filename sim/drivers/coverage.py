@@ -29,7 +29,7 @@ Rule B. A rule (a docs/contract.md heading) is reached under a variant when one 
         probes is; headings with no branch (``NOT_A_BRANCH``) are only counted, and those
         with a branch but no probe yet (``NOT_YET_PROBED``) are listed as gaps.
 Rule C. A user story's proof (``STORY_PROOFS``) is witnessed when every probe it names
-        was reached; a probe not declared yet (``AWAITED``) is named as such.
+        was reached (tests/test_probes.py: it names declared probes only).
 Rule D. A swarm gap is a probe a shipped scenario reaches under a variant and the swarm,
         run under that variant, does not; ``SWARM_GAPS`` says why the swarm's stories
         cannot. A gap it does not explain is reported as such (``--strict-swarm`` fails on it).
@@ -255,14 +255,12 @@ def _rule_rows(rows: list[dict], ran_variants: list[str]) -> list[dict]:
 
 def _story_rows(rows: list[dict]) -> list[dict]:
     """Per user story with a proof clause: its witness probes, which of them no driver
-    reached, which are not declared yet (``AWAITED``), and whether the proof is witnessed."""
+    reached, and whether the proof is witnessed."""
     reached = {r["probe"]: r["reached"] for r in rows}
     out = []
     for story, probes in declared.STORY_PROOFS.items():
-        awaited = [p for p in probes if p not in reached]
-        missing = [p for p in probes if p in reached and not reached[p]]
-        out.append({"story": story, "probes": list(probes), "unreached": missing, "awaited": awaited,
-                    "witnessed": not missing and not awaited})
+        missing = [p for p in probes if not reached[p]]
+        out.append({"story": story, "probes": list(probes), "unreached": missing, "witnessed": not missing})
     return out
 
 
