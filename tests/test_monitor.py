@@ -101,6 +101,7 @@ def checked_searches():
     return compared, histories
 
 
+@pytest.mark.slow  # the searches of its fixture: seconds
 def test_every_explored_state_gets_the_whole_historys_verdict(checked_searches):
     compared, _ = checked_searches
     assert len(compared) > 3_000  # each verdict a search computes (the rest are memo hits)

@@ -32,6 +32,15 @@ module, ``survivors.txt`` (each survivor's diff) and ``table.md``.
     python -m toolcall_sim.ci.mutation model/chattool/cancel.py model/agent/cancel.py
     python -m toolcall_sim.ci.mutation --survivors MODULE    # after new tests: rerun its survivors only
     python -m toolcall_sim.ci.mutation --list                # the modules, their tests; stale equivalents
+    python -m toolcall_sim.ci.mutation --jobs 2              # two modules at a time, each in its own copy
+
+``--jobs N`` runs N modules at a time. cosmic-ray writes each mutant into the file it
+tests, so two sessions cannot share a checkout: each job slot gets its own copy of the
+checkout's files in ``<out>/copies/K`` with its own virtual environment (over this one's
+packages, the copy installed editable), made once and refreshed from the checkout on every
+run. Sessions are handed out largest first (most mutants), so the slowest module does not
+start last; each one's wall time is kept in ``<out>/<module>.minutes`` and shown in the
+table, whose sum over two slots is the figure "about an hour on two cores" is judged by.
 """
 
 from __future__ import annotations
@@ -40,8 +49,12 @@ import argparse
 import json
 import os
 import shlex
+import shutil
+import site
 import subprocess
 import sys
+import threading
+import time
 import tomllib
 from dataclasses import dataclass
 from pathlib import Path
@@ -160,11 +173,21 @@ def purge_bytecode(module: str) -> None:
 
 def run_tests(module: str) -> int:
     """The test command of one mutant: fresh bytecode, then the module's tests (stopped at
-    the first failure, one process, no bytecode written)."""
+    the first failure, one process, no bytecode written, the tests marked ``slow`` last:
+    this module is loaded as the pytest plugin that orders them)."""
     purge_bytecode(module)
     env = dict(os.environ, PYTHONDONTWRITEBYTECODE="1")
-    cmd = [sys.executable, "-B", "-m", "pytest", "-x", "-q", "-n0", "-p", "no:cacheprovider", *MODULE_TESTS[module]]
+    cmd = [sys.executable, "-B", "-m", "pytest", "-x", "-q", "-n0", "-p", "no:cacheprovider",
+           "-p", "toolcall_sim.ci.mutation", *MODULE_TESTS[module]]
     return subprocess.call(cmd, env=env)
+
+
+def pytest_collection_modifyitems(items) -> None:
+    """Run the tests marked ``slow`` (explorations, seed sweeps: seconds each) after the
+    others, each group in its own order. Most mutants are killed by some test; run with
+    ``-x``, the first failure ends the run, so a mutant a quick test kills never waits for
+    an exploration. Only the mutation run loads this hook (``-p`` above)."""
+    items[:] = sorted(items, key=lambda item: item.get_closest_marker("slow") is not None)
 
 
 def _config(module: str, python: str) -> str:
@@ -236,6 +259,7 @@ class Row:
     survived: int = 0
     equivalent: int = 0
     pending: int = 0
+    minutes: float = 0.0  # wall time of the session's last exec (a --survivors rerun: only that)
 
     @property
     def score(self) -> str:
@@ -272,18 +296,22 @@ def tally(db_path: Path, module: str, survivors: list[str], equivalents: list[Eq
             else:  # killed, incompetent (the mutant does not import) or timed out: a test noticed
                 row.killed += 1
         row.pending = row.mutants - done
+    spent = db_path.with_suffix(".minutes")
+    row.minutes = float(spent.read_text()) if spent.exists() else 0.0
     return row
 
 
 def table(rows: list[Row]) -> str:
-    lines = ["| module | mutants | killed | survived | equivalent | pending | score |",
-             "| --- | ---: | ---: | ---: | ---: | ---: | ---: |"]
+    lines = ["| module | mutants | killed | survived | equivalent | pending | score | minutes |",
+             "| --- | ---: | ---: | ---: | ---: | ---: | ---: | ---: |"]
     tot = Row("total")
     for r in rows:
-        lines.append(f"| {r.module} | {r.mutants} | {r.killed} | {r.survived} | {r.equivalent} | {r.pending} | {r.score} |")
-        for k in ("mutants", "killed", "survived", "equivalent", "pending"):
+        lines.append(f"| {r.module} | {r.mutants} | {r.killed} | {r.survived} | {r.equivalent} | {r.pending} | "
+                     f"{r.score} | {r.minutes:.1f} |")
+        for k in ("mutants", "killed", "survived", "equivalent", "pending", "minutes"):
             setattr(tot, k, getattr(tot, k) + getattr(r, k))
-    lines.append(f"| **total** | {tot.mutants} | {tot.killed} | {tot.survived} | {tot.equivalent} | {tot.pending} | {tot.score} |")
+    lines.append(f"| **total** | {tot.mutants} | {tot.killed} | {tot.survived} | {tot.equivalent} | {tot.pending} | "
+                 f"{tot.score} | {tot.minutes:.1f} |")
     return "\n".join(lines) + "\n"
 
 
@@ -316,6 +344,94 @@ def _report_stale(stale: list[Equivalent]) -> int:
     return 1 if stale else 0
 
 
+def _refresh_copy(out: Path, dst: Path) -> Path:
+    """Make ``dst`` a copy of this checkout's files (tracked and untracked, not ignored,
+    nothing under ``out``) with a virtual environment of its own in which ``toolcall_sim``
+    is the copy (installed editable, no dependencies: they come from this interpreter's
+    packages); return the copy's interpreter. The environment is made once; the files are
+    copied again on every run, so the copy runs the tests as they are now."""
+    names = subprocess.run(["git", "ls-files", "-z", "-c", "-o", "--exclude-standard"], capture_output=True,
+                           text=True, check=True).stdout.split("\0")
+    out_rel = os.path.relpath(out.resolve(), Path.cwd().resolve())
+    if dst.exists():
+        for child in dst.iterdir():
+            if child.name != ".venv":
+                shutil.rmtree(child) if child.is_dir() and not child.is_symlink() else child.unlink()
+    dst.mkdir(parents=True, exist_ok=True)
+    for name in names:
+        src = Path(name)
+        if not name or not src.is_file() or name == out_rel or name.startswith(out_rel + "/"):
+            continue
+        (dst / name).parent.mkdir(parents=True, exist_ok=True)
+        shutil.copy2(src, dst / name)
+    python = dst / ".venv" / "bin" / "python"
+    if not python.exists():
+        subprocess.run([sys.executable, "-m", "venv", "--system-site-packages", str(dst / ".venv")], check=True)
+        # this interpreter's packages (cosmic-ray, pytest, the dependencies) as plain paths:
+        # a venv's --system-site-packages reaches only the base interpreter's, and plain paths
+        # run no .pth file, so the checkout's own editable install does not shadow the copy's
+        purelib = subprocess.run([str(python), "-c", "import sysconfig; print(sysconfig.get_paths()['purelib'])"],
+                                 capture_output=True, text=True, check=True).stdout.strip()
+        Path(purelib, "_toolcall_sim_outer.pth").write_text("\n".join(site.getsitepackages()) + "\n")
+        subprocess.run([str(python), "-m", "pip", "install", "-q", "--no-deps", "--no-build-isolation", "-e",
+                        str(dst)], check=True, stdout=subprocess.DEVNULL)
+    where = subprocess.run([str(python), "-c", "import toolcall_sim; print(toolcall_sim.__file__)"],
+                           capture_output=True, text=True, cwd=dst).stdout.strip()
+    if not Path(where).resolve().is_relative_to(dst.resolve()):
+        raise SystemExit(f"{dst}: its environment imports toolcall_sim from {where or '(nowhere)'}, not the copy")
+    return python
+
+
+def _exec_session(m: str, cfg: Path, db: Path, python: str, cwd: Path, log: Path | None) -> None:
+    """One module's ``cosmic-ray exec`` in the checkout (or copy) at ``cwd``, timed."""
+    started = time.monotonic()
+    cmd = [python, *COSMIC_RAY[1:], "exec", str(cfg.resolve()), str(db.resolve())]
+    try:
+        if log is None:
+            subprocess.run(cmd, check=True, cwd=cwd)
+        else:
+            with log.open("w") as f:
+                subprocess.run(cmd, check=True, cwd=cwd, stdout=f, stderr=subprocess.STDOUT)
+    finally:
+        purge_bytecode(str(cwd / m))  # no mutant's bytecode outlives the run
+    db.with_suffix(".minutes").write_text(f"{(time.monotonic() - started) / 60:.1f}\n")
+
+
+def _run_parallel(jobs: list[tuple[str, Path, Path]], out: Path, slots: int) -> list[str]:
+    """Run the sessions ``slots`` at a time, each slot in its own copy; largest session
+    first. Return the modules whose session failed."""
+    from cosmic_ray.work_db import WorkDB, use_db
+
+    def size(job) -> int:
+        with use_db(str(job[2]), WorkDB.Mode.open) as db:
+            return db.num_work_items - sum(1 for _ in db.completed_work_items)
+
+    queue = sorted(jobs, key=size, reverse=True)
+    lock, failed = threading.Lock(), []
+    pythons = [str(_refresh_copy(out, out / "copies" / str(k + 1))) for k in range(slots)]
+
+    def slot(k: int) -> None:
+        while True:
+            with lock:
+                if not queue:
+                    return
+                m, cfg, db = queue.pop(0)
+            print(f"mutating {m} in copy {k + 1} (log: {db.with_suffix('.log')}) ...", file=sys.stderr, flush=True)
+            try:
+                _exec_session(m, cfg, db, pythons[k], out / "copies" / str(k + 1), db.with_suffix(".log"))
+            except subprocess.CalledProcessError:
+                with lock:
+                    failed.append(m)
+            print(f"done {m} ({db.with_suffix('.minutes').read_text().strip()} min)", file=sys.stderr, flush=True)
+
+    threads = [threading.Thread(target=slot, args=(k,)) for k in range(slots)]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join()
+    return failed
+
+
 def main(argv: list[str] | None = None) -> int:
     ap = argparse.ArgumentParser(prog="python -m toolcall_sim.ci.mutation", description=__doc__.split("\n")[0])
     ap.add_argument("modules", nargs="*", help="target modules (paths from the checkout's root); default: all")
@@ -324,6 +440,8 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--survivors", action="store_true",
                     help="rerun only the survivors of each module's session (after adding tests)")
     ap.add_argument("--report-only", action="store_true", help="print the table of the sessions as they are")
+    ap.add_argument("--jobs", type=int, default=1, metavar="N",
+                    help="run N modules at a time, each in its own copy of the checkout (default 1: in place)")
     ap.add_argument("--run-tests", metavar="MODULE", help=argparse.SUPPRESS)  # cosmic-ray's test command
     ap.add_argument("--list", action="store_true",
                     help="print each module and its tests and check the equivalents still match a mutant; run nothing")
@@ -349,7 +467,9 @@ def main(argv: list[str] | None = None) -> int:
     _own(out)
     equivalents = load_equivalents()
     stale: list[Equivalent] = []
-    rows, survivors = [], []
+    if args.jobs < 1:
+        raise SystemExit("--jobs needs at least 1")
+    rows, survivors, parallel = [], [], []
     for m in modules:
         cfg, db = out / f"{_name(m)}.toml", out / f"{_name(m)}.sqlite"
         if not args.report_only:
@@ -360,11 +480,14 @@ def main(argv: list[str] | None = None) -> int:
             elif args.survivors:
                 print(f"{m}: {forget_survivors(db)} survivors to run again", file=sys.stderr)
             stale += _mark_equivalents(db, m, equivalents)
-            print(f"mutating {m} ...", file=sys.stderr, flush=True)
-            try:
-                subprocess.run([*COSMIC_RAY, "exec", str(cfg), str(db)], check=True)
-            finally:
-                purge_bytecode(m)  # no mutant's bytecode outlives the run
+            if args.jobs == 1:
+                print(f"mutating {m} ...", file=sys.stderr, flush=True)
+                _exec_session(m, cfg, db, sys.executable, Path.cwd(), None)
+            else:
+                parallel.append((m, cfg, db))
+    failed = _run_parallel(parallel, out, args.jobs) if parallel else []
+    for m in modules:
+        db = out / f"{_name(m)}.sqlite"
         if db.exists():
             rows.append(tally(db, m, survivors, equivalents))
     text = table(rows)
@@ -372,7 +495,9 @@ def main(argv: list[str] | None = None) -> int:
     (out / "survivors.txt").write_text("\n".join(survivors))
     print(text, end="")
     print(f"survivors' diffs: {out / 'survivors.txt'}")
-    return _report_stale(stale)
+    for m in failed:
+        print(f"{m}: its session failed (see {out / _name(m)}.log)", file=sys.stderr)
+    return _report_stale(stale) or (1 if failed else 0)
 
 
 if __name__ == "__main__":
