@@ -366,8 +366,9 @@ def _refresh_copy(out: Path, dst: Path) -> Path:
         shutil.copy2(src, dst / name)
     python = dst / ".venv" / "bin" / "python"
     if not python.exists():
-        subprocess.run([sys.executable, "-m", "venv", "--system-site-packages", str(dst / ".venv")], check=True)
-        # this interpreter's packages (cosmic-ray, pytest, the dependencies) as plain paths:
+        subprocess.run([sys.executable, "-m", "venv", "--system-site-packages", "--without-pip", str(dst / ".venv")], check=True)
+        # this interpreter's packages (cosmic-ray, pytest, the dependencies, pip and its
+        # setuptools, which must build the editable install offline) as plain paths:
         # a venv's --system-site-packages reaches only the base interpreter's, and plain paths
         # run no .pth file, so the checkout's own editable install does not shadow the copy's
         purelib = subprocess.run([str(python), "-c", "import sysconfig; print(sysconfig.get_paths()['purelib'])"],
@@ -384,6 +385,7 @@ def _refresh_copy(out: Path, dst: Path) -> Path:
 
 def _exec_session(m: str, cfg: Path, db: Path, python: str, cwd: Path, log: Path | None) -> None:
     """One module's ``cosmic-ray exec`` in the checkout (or copy) at ``cwd``, timed."""
+    cfg.write_text(_config(m, python))  # the test command runs the copy's interpreter, so its tests import the copy
     started = time.monotonic()
     cmd = [python, *COSMIC_RAY[1:], "exec", str(cfg.resolve()), str(db.resolve())]
     try:
