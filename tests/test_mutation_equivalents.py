@@ -44,3 +44,17 @@ def test_an_entry_matches_its_mutant_and_a_family_entry_every_operator_of_the_fa
 def test_every_entry_argues_why_and_names_its_line():
     for e in load_equivalents():
         assert e.why.strip() and e.code.strip() and e.line > 0, e
+
+
+def test_the_annotation_class_holds_a_deferred_modules_annotations_only():
+    from toolcall_sim.ci.mutation import annotation_spans, in_class, load_classes
+
+    deferred = ["from __future__ import annotations", "X = int | None",
+                "def f(a: int | None, b=1 | 2) -> str | None:", "    y: int | None = a | b", "    return y"]
+    spans = annotation_spans(deferred)
+    inside = [Spec("core/ReplaceBinaryOperator_BitOr_Add", 0, pos) for pos in ((3, 10), (3, 35), (4, 7))]
+    outside = [Spec("core/ReplaceBinaryOperator_BitOr_Add", 0, pos) for pos in ((2, 4), (3, 24), (4, 21))]
+    assert all(in_class(s, spans) for s in inside)
+    assert not any(in_class(s, spans) for s in outside)  # a type alias, a default, a value: evaluated
+    assert annotation_spans(deferred[1:]) == []  # annotations evaluated at definition: not the class
+    assert "annotation" in load_classes()

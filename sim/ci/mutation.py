@@ -110,6 +110,47 @@ class Equivalent:
     why: str
 
 
+# The classes of mutants the equivalents file may argue once (``[[equivalent_class]]``),
+# each a test of the mutant's position in the module's syntax tree.
+CLASSES = ("annotation",)
+
+
+def load_classes(path: Path = EQUIVALENTS) -> dict[str, str]:
+    """The classes the file argues (name -> why); an unknown name or no argument fails."""
+    if not path.exists():
+        return {}
+    out = {}
+    for row in tomllib.loads(path.read_text()).get("equivalent_class", []):
+        if row.get("name") not in CLASSES or not str(row.get("why", "")).strip():
+            raise SystemExit(f"{path}: equivalent_class {row.get('name')!r} is not one of {', '.join(CLASSES)} "
+                             "or has no argument (why)")
+        out[row["name"]] = row["why"]
+    return out
+
+
+def annotation_spans(lines: list[str]) -> list[tuple[tuple[int, int], tuple[int, int]]]:
+    """Where the module's annotations are ((line, col) from, to; lines from 1), if the
+    module defers them (``from __future__ import annotations``); else none."""
+    import ast
+
+    tree = ast.parse("\n".join(lines) + "\n")
+    deferred = any(isinstance(n, ast.ImportFrom) and n.module == "__future__" and
+                   any(a.name == "annotations" for a in n.names) for n in tree.body)
+    if not deferred:
+        return []
+    notes = []
+    for node in ast.walk(tree):
+        if isinstance(node, ast.arg | ast.AnnAssign) and node.annotation is not None:
+            notes.append(node.annotation)
+        elif isinstance(node, ast.FunctionDef | ast.AsyncFunctionDef) and node.returns is not None:
+            notes.append(node.returns)
+    return [((n.lineno, n.col_offset), (n.end_lineno, n.end_col_offset)) for n in notes]
+
+
+def in_class(spec, spans) -> bool:
+    return any(start <= tuple(spec.start_pos) < end for start, end in spans)
+
+
 def load_equivalents(path: Path = EQUIVALENTS) -> list[Equivalent]:
     if not path.exists():
         return []
@@ -238,10 +279,15 @@ def _mark_equivalents(db_path: Path, module: str, equivalents: list[Equivalent])
 
     mine = [e for e in equivalents if e.module == module]
     unmatched = list(mine)
+    classes = load_classes()
+    spans = annotation_spans(source_lines(module)) if "annotation" in classes else []
     with use_db(str(db_path), WorkDB.Mode.open) as db:
         keys = _db_keys(db, module)
         for item in db.work_items:
             for spec in item.mutations:
+                if in_class(spec, spans):
+                    db.set_result(item.job_id, WorkResult(worker_outcome=WorkerOutcome.SKIPPED,
+                                                          output=f"equivalent: {classes['annotation']}"))
                 for e in mine:
                     if _matches(_key_of(keys, spec), e):
                         db.set_result(item.job_id, WorkResult(worker_outcome=WorkerOutcome.SKIPPED,
@@ -274,6 +320,7 @@ def tally(db_path: Path, module: str, survivors: list[str], equivalents: list[Eq
     from cosmic_ray.work_item import TestOutcome, WorkerOutcome
 
     row = Row(module)
+    spans = annotation_spans(source_lines(module)) if "annotation" in load_classes() else []
     with use_db(str(db_path), WorkDB.Mode.open) as db:
         keys = _db_keys(db, module)
         row.mutants = db.num_work_items
@@ -282,7 +329,8 @@ def tally(db_path: Path, module: str, survivors: list[str], equivalents: list[Eq
             done += 1
             key = _key_of(keys, item.mutations[0])
             if result.worker_outcome == WorkerOutcome.SKIPPED:
-                if any(_matches(key, e) for e in equivalents if e.module == module):
+                if in_class(item.mutations[0], spans) or any(_matches(key, e) for e in equivalents
+                                                             if e.module == module):
                     row.equivalent += 1
                 else:
                     done -= 1
@@ -353,6 +401,7 @@ def _refresh_copy(out: Path, dst: Path) -> Path:
     names = subprocess.run(["git", "ls-files", "-z", "-c", "-o", "--exclude-standard"], capture_output=True,
                            text=True, check=True).stdout.split("\0")
     out_rel = os.path.relpath(out.resolve(), Path.cwd().resolve())
+    dst = dst.resolve()  # its interpreter runs with the copy as working folder
     if dst.exists():
         for child in dst.iterdir():
             if child.name != ".venv":
