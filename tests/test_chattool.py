@@ -1727,3 +1727,32 @@ def test_output_answer_with_a_field_of_the_wrong_type_is_a_read_failure(body):
 def test_invalid_execute_arguments_fail_without_a_request():
     run = begin(execute("not json"), make_identity())
     assert run.sent == [] and (run.result.kind, run.result.is_error) == ("failed", True)
+
+
+# A tool name as a provider's JSON gives it: equal to the model's constant, never the same
+# object (the model must compare tool names by value).
+def _decoded(name: str) -> str:
+    return json.loads(json.dumps(name))
+
+
+@pytest.mark.parametrize("tool", ["write_file", "edit_files"])
+def test_a_file_tools_dial_failure_names_the_file_change_never_the_command(tool):
+    """C5.4 "dial error" on a generation attempt: a file tool's text names the change an
+    earlier attempt may have applied and the file check, for each file tool, whichever
+    side of "execute" its name sorts on."""
+    identity = make_identity("call_f")
+    call = write("call_f") if tool == "write_file" else edit("call_f")
+    r = ct.dial_failed_result(ct.ToolCall(call.provider_id, _decoded(call.tool), call.args_json), identity, "timeout")
+    assert r.kind == "unknown" and "may have applied the" in r.content
+    assert "may have started the command" not in r.content and r.process_id is None
+
+
+def test_dial_failures_read_a_decoded_tool_name_as_the_constant():
+    """The execute branches of the dial results (C5.4) hold for a tool name decoded from
+    JSON, which equals "execute" without being the model's constant."""
+    identity = make_identity()
+    call = ct.ToolCall("call_1", _decoded("execute"), json.dumps({"command": "make test"}))
+    r = ct.dial_failed_result(call, identity, "timeout")
+    assert r.kind == "unknown" and "may have started the command" in r.content and r.process_id == identity.uuid
+    u = ct.unreachable_result(call, ct.interrupted_call(call), identity, "refused")
+    assert u.kind == "unknown" and u.process_id == identity.uuid

@@ -90,7 +90,10 @@ MODULE_TESTS: dict[str, list[str]] = {
     "model/agent/processes.py": ["tests/test_agent_process_edges.py", *_AGENT, "tests/test_agent_edges.py",
                                  "tests/test_process_probes.py", "tests/test_agent_probes.py"],
     **{f"model/chattool/{m}.py": _CHATTOOL for m in
-       ("args", "budget", "calls", "dial", "files", "interrupt", "lookup", "state")},
+       ("args", "budget", "calls", "dial", "files", "interrupt", "state")},
+    # the design variants' later attempts (first-attempt-only, ledger): their flaws are
+    # tests/test_designs.py's, which the chattool files never run
+    "model/chattool/lookup.py": [*_CHATTOOL, "tests/test_designs.py"],
     **{f"model/chattool/{m}.py": _CHATTOOL_ROWS for m in ("classifier", "execute", "results")},
     **{f"model/chatd/{m}.py": _CHATD for m in
        ("batch", "interrupt", "replica", "retry", "rules", "runner", "state", "tasks")},
@@ -212,15 +215,26 @@ def purge_bytecode(module: str) -> None:
         pyc.unlink(missing_ok=True)
 
 
-def run_tests(module: str) -> int:
-    """The test command of one mutant: fresh bytecode, then the module's tests (stopped at
-    the first failure, one process, no bytecode written, the tests marked ``slow`` last:
-    this module is loaded as the pytest plugin that orders them)."""
+def _pytest(tests: list[str]) -> list[str]:
+    return [sys.executable, "-B", "-m", "pytest", "-x", "-q", "-n0", "-p", "no:cacheprovider",
+            "-p", "toolcall_sim.ci.mutation", *tests]
+
+
+def run_tests(module: str, map_path: str | None = None) -> int:
+    """The test command of one mutant: fresh bytecode, then the tests that run the mutated
+    lines (``select_tests``; all of the module's tests without a map), stopped at the
+    first failure, one process, no bytecode written, the tests marked ``slow`` last (this
+    module is loaded as the pytest plugin that orders them)."""
     purge_bytecode(module)
+    tests = MODULE_TESTS[module]
+    if map_path:
+        chosen = select_tests(json.loads(Path(map_path).read_text())[module], Path(module).read_text())
+        if chosen is not None and not chosen:
+            print(f"no test of {module}'s list runs the mutated lines: survived without a run")
+            return 0
+        tests = chosen if chosen is not None else tests
     env = dict(os.environ, PYTHONDONTWRITEBYTECODE="1")
-    cmd = [sys.executable, "-B", "-m", "pytest", "-x", "-q", "-n0", "-p", "no:cacheprovider",
-           "-p", "toolcall_sim.ci.mutation", *MODULE_TESTS[module]]
-    return subprocess.call(cmd, env=env)
+    return subprocess.call(_pytest(tests), env=env)
 
 
 def pytest_collection_modifyitems(items) -> None:
@@ -231,8 +245,130 @@ def pytest_collection_modifyitems(items) -> None:
     items[:] = sorted(items, key=lambda item: item.get_closest_marker("slow") is not None)
 
 
-def _config(module: str, python: str) -> str:
+def pytest_runtest_setup(item) -> None:
+    _switch_context(f"{item.nodeid}|setup")
+
+
+def pytest_runtest_call(item) -> None:
+    _switch_context(f"{item.nodeid}|run")
+
+
+def pytest_runtest_teardown(item) -> None:
+    _switch_context(f"{item.nodeid}|teardown")
+
+
+def _switch_context(name: str) -> None:
+    """Under ``coverage run`` (the map's run, ``build_map``) name the lines each test's
+    phases execute; a no-op in a mutant's run, where coverage is not even imported."""
+    cov = sys.modules.get("coverage")
+    current = cov.Coverage.current() if cov is not None else None
+    if current is not None:
+        current.switch_context(name)
+
+
+# ---------------------------------------------------------------------------
+# The coverage map: which tests run which lines. A mutant changes a few lines; a test
+# that never executes them cannot tell the mutant from the original, so a mutant's run
+# needs only the tests that execute its lines (mutmut's and Stryker's per-test coverage).
+# ---------------------------------------------------------------------------
+
+def build_map(modules: list[str], out: Path) -> Path:
+    """Run each distinct test list once under coverage (dynamic contexts: test node ID
+    and phase) and keep, per module, the tests that execute each line, and the source
+    they ran; return the map's path. Built on every run, so tests added since count."""
+    import coverage
+
+    groups: dict[tuple[str, ...], list[str]] = {}
+    for m in modules:
+        groups.setdefault(tuple(MODULE_TESTS[m]), []).append(m)
+    cov_dir = out / "coverage"
+    cov_dir.mkdir(parents=True, exist_ok=True)
+    result: dict = {}
+    for k, (tests, mods) in enumerate(sorted(groups.items())):
+        data_file = cov_dir / f"list{k}.data"
+        data_file.unlink(missing_ok=True)
+        env = dict(os.environ, PYTHONDONTWRITEBYTECODE="1")
+        got = subprocess.run([sys.executable, "-B", "-m", "coverage", "run", f"--data-file={data_file}",
+                              f"--include={','.join(str(Path(m).resolve()) for m in mods)}",
+                              "-m", "pytest", "-q", "-n0", "-p", "no:cacheprovider", "-p", "toolcall_sim.ci.mutation",
+                              *tests], env=env, stdout=subprocess.DEVNULL)
+        if got.returncode != 0:
+            raise SystemExit(f"the unmutated tests fail ({' '.join(tests)}): fix them before a mutation run")
+        data = coverage.CoverageData(str(data_file))
+        data.read()
+        for m in mods:
+            by_line = data.contexts_by_lineno(str(Path(m).resolve()))
+            result[m] = {"source": source_lines(m), "order": _collection_order(tests),
+                         "lines": {str(n): sorted(c) for n, c in by_line.items()}}
+    path = out / "coverage-map.json"
+    path.write_text(json.dumps(result, sort_keys=True))
+    return path
+
+
+def _collection_order(tests: list[str]) -> list[str]:
+    # addopts cleared: its -q with this one would print counts per file, not node IDs
+    got = subprocess.run([sys.executable, "-B", "-m", "pytest", "-o", "addopts=", "-q", "-p", "no:cacheprovider",
+                          "--co", *tests], capture_output=True, text=True)
+    return [line for line in got.stdout.splitlines() if "::" in line]
+
+
+def changed_lines(before: list[str], after: list[str]) -> set[int]:
+    """The lines (from 1) of ``before`` that ``after`` changed, deleted, or inserted next to."""
+    import difflib
+
+    lines: set[int] = set()
+    for tag, i1, i2, _j1, _j2 in difflib.SequenceMatcher(a=before, b=after, autojunk=False).get_opcodes():
+        if tag != "equal":
+            lines.update(range(i1 + 1, max(i2, i1 + 1) + 1))
+    return lines
+
+
+def _statement_lines(source: list[str], lines: set[int]) -> set[int]:
+    """Widen each line to the innermost simple statement (or compound statement's header)
+    holding it: coverage records a statement at some of its lines, a mutant may sit on any."""
+    import ast
+
+    spans = []
+    for node in ast.walk(ast.parse("\n".join(source) + "\n")):
+        if isinstance(node, ast.stmt):
+            body = [getattr(node, f) for f in ("body", "orelse", "finalbody", "handlers") if getattr(node, f, None)]
+            end = min((b[0].lineno - 1 for b in body), default=node.end_lineno)
+            spans.append((node.lineno, max(end, node.lineno)))
+    out = set(lines)
+    for line in lines:
+        inner = [s for s in spans if s[0] <= line <= s[1]]
+        if inner:
+            lo, hi = min(inner, key=lambda s: s[1] - s[0])
+            out.update(range(lo, hi + 1))
+    return out
+
+
+def select_tests(entry: dict, mutated_text: str) -> list[str] | None:
+    """The test node IDs that execute the mutated lines, in collection order; ``None``:
+    run the module's whole list (a line ran outside any test: at import, in collection,
+    or the change is not a line of the mapped source); ``[]``: no test runs them. A line a
+    test ran while setting up (a module-wide fixture) brings every test of its file, since
+    the fixture's value reaches them all."""
+    source = entry["source"]
+    lines = _statement_lines(source, changed_lines(source, mutated_text.splitlines()))
+    if not lines:
+        return None
+    chosen, files = set(), set()
+    for line in lines:
+        for ctx in entry["lines"].get(str(line), []):
+            if not ctx:
+                return None  # at import or collection: every test depends on it
+            nodeid, _, phase = ctx.rpartition("|")
+            chosen.add(nodeid)
+            if phase == "setup":
+                files.add(nodeid.split("::", 1)[0])
+    return [n for n in entry["order"] if n in chosen or n.split("::", 1)[0] in files]
+
+
+def _config(module: str, python: str, map_path: Path | None = None) -> str:
     cmd = f"{shlex.quote(python)} -m toolcall_sim.ci.mutation --run-tests {module}"
+    if map_path is not None:
+        cmd += f" --map {shlex.quote(str(map_path.resolve()))}"
     return (
         "[cosmic-ray]\n"
         f'module-path = "{module}"\n'
@@ -432,9 +568,10 @@ def _refresh_copy(out: Path, dst: Path) -> Path:
     return python
 
 
-def _exec_session(m: str, cfg: Path, db: Path, python: str, cwd: Path, log: Path | None) -> None:
+def _exec_session(m: str, cfg: Path, db: Path, python: str, cwd: Path, log: Path | None,
+                  map_path: Path | None) -> None:
     """One module's ``cosmic-ray exec`` in the checkout (or copy) at ``cwd``, timed."""
-    cfg.write_text(_config(m, python))  # the test command runs the copy's interpreter, so its tests import the copy
+    cfg.write_text(_config(m, python, map_path))  # the test command runs the copy's interpreter, so its tests import the copy
     started = time.monotonic()
     cmd = [python, *COSMIC_RAY[1:], "exec", str(cfg.resolve()), str(db.resolve())]
     try:
@@ -448,7 +585,7 @@ def _exec_session(m: str, cfg: Path, db: Path, python: str, cwd: Path, log: Path
     db.with_suffix(".minutes").write_text(f"{(time.monotonic() - started) / 60:.1f}\n")
 
 
-def _run_parallel(jobs: list[tuple[str, Path, Path]], out: Path, slots: int) -> list[str]:
+def _run_parallel(jobs: list[tuple[str, Path, Path]], out: Path, slots: int, map_path: Path | None) -> list[str]:
     """Run the sessions ``slots`` at a time, each slot in its own copy; largest session
     first. Return the modules whose session failed."""
     from cosmic_ray.work_db import WorkDB, use_db
@@ -469,7 +606,7 @@ def _run_parallel(jobs: list[tuple[str, Path, Path]], out: Path, slots: int) -> 
                 m, cfg, db = queue.pop(0)
             print(f"mutating {m} in copy {k + 1} (log: {db.with_suffix('.log')}) ...", file=sys.stderr, flush=True)
             try:
-                _exec_session(m, cfg, db, pythons[k], out / "copies" / str(k + 1), db.with_suffix(".log"))
+                _exec_session(m, cfg, db, pythons[k], out / "copies" / str(k + 1), db.with_suffix(".log"), map_path)
             except subprocess.CalledProcessError:
                 with lock:
                     failed.append(m)
@@ -493,13 +630,17 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--report-only", action="store_true", help="print the table of the sessions as they are")
     ap.add_argument("--jobs", type=int, default=1, metavar="N",
                     help="run N modules at a time, each in its own copy of the checkout (default 1: in place)")
+    ap.add_argument("--all-tests", action="store_true",
+                    help="run each mutant against its module's whole test list, not only the tests that "
+                         "execute its lines (slower; the check of the selection)")
     ap.add_argument("--run-tests", metavar="MODULE", help=argparse.SUPPRESS)  # cosmic-ray's test command
+    ap.add_argument("--map", help=argparse.SUPPRESS)  # with --run-tests: the coverage map
     ap.add_argument("--list", action="store_true",
                     help="print each module and its tests and check the equivalents still match a mutant; run nothing")
     args = ap.parse_args(argv)
 
     if args.run_tests:
-        return run_tests(args.run_tests)
+        return run_tests(args.run_tests, args.map)
     if not Path("model/agent").is_dir():
         raise SystemExit("run from the checkout's root (model/ must be here: cosmic-ray mutates the files in place)")
     modules = args.modules or list(MODULE_TESTS)
@@ -521,6 +662,10 @@ def main(argv: list[str] | None = None) -> int:
     if args.jobs < 1:
         raise SystemExit("--jobs needs at least 1")
     rows, survivors, parallel = [], [], []
+    map_path = None
+    if not args.report_only and not args.all_tests:
+        print("mapping which tests run which lines ...", file=sys.stderr, flush=True)
+        map_path = build_map(modules, out)
     for m in modules:
         cfg, db = out / f"{_name(m)}.toml", out / f"{_name(m)}.sqlite"
         if not args.report_only:
@@ -533,10 +678,10 @@ def main(argv: list[str] | None = None) -> int:
             stale += _mark_equivalents(db, m, equivalents)
             if args.jobs == 1:
                 print(f"mutating {m} ...", file=sys.stderr, flush=True)
-                _exec_session(m, cfg, db, sys.executable, Path.cwd(), None)
+                _exec_session(m, cfg, db, sys.executable, Path.cwd(), None, map_path)
             else:
                 parallel.append((m, cfg, db))
-    failed = _run_parallel(parallel, out, args.jobs) if parallel else []
+    failed = _run_parallel(parallel, out, args.jobs, map_path) if parallel else []
     for m in modules:
         db = out / f"{_name(m)}.sqlite"
         if db.exists():
