@@ -369,7 +369,9 @@ def select_tests(entry: dict, mutated_text: str) -> list[str] | None:
 
 
 def _config(module: str, python: str, map_path: Path | None = None) -> str:
-    cmd = f"{shlex.quote(python)} -m toolcall_sim.ci.mutation --run-tests {module}"
+    # the file, not the module: a mutant's command then imports no package before pytest
+    # does (a third of a second each, about a fifth of a quick mutant's run)
+    cmd = f"{shlex.quote(python)} -B sim/ci/mutation.py --run-tests {module}"
     if map_path is not None:
         cmd += f" --map {shlex.quote(str(map_path.resolve()))}"
     return (
