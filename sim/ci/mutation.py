@@ -64,7 +64,13 @@ EQUIVALENTS = Path("docs/mutation_equivalents.toml")
 # cosmic-ray's command line through this interpreter: its script lands beside the
 # interpreter that installed it, which is not this one in a venv over system site-packages
 COSMIC_RAY = [sys.executable, "-c", "import sys; from cosmic_ray.cli import main; sys.exit(main())"]
-TIMEOUT_S = 120.0  # per mutant: a mutant that loops forever is killed by the timeout
+# Per mutant: a mutant that loops forever (or runs for ever longer) is killed by the
+# timeout. The bound is the list's own time: TIMEOUT_FACTOR times what its unmutated run
+# took under coverage (itself slower than a plain run), never under TIMEOUT_MIN_S;
+# TIMEOUT_S without a map (--all-tests).
+TIMEOUT_S = 120.0
+TIMEOUT_FACTOR = 4.0
+TIMEOUT_MIN_S = 30.0
 
 _AGENT = ["tests/test_agent_rules.py", "tests/test_agent_conformance.py", "tests/test_agent_sdk.py"]
 _CHATTOOL = ["tests/test_chattool.py", "tests/test_chatd_rules.py", "tests/test_chatd_groups.py"]
@@ -291,17 +297,19 @@ def build_map(modules: list[str], out: Path) -> Path:
         data_file = cov_dir / f"list{k}.data"
         data_file.unlink(missing_ok=True)
         env = dict(os.environ, PYTHONDONTWRITEBYTECODE="1")
+        started = time.monotonic()
         got = subprocess.run([sys.executable, "-B", "-m", "coverage", "run", f"--data-file={data_file}",
                               f"--include={','.join(str(Path(m).resolve()) for m in mods)}",
                               "-m", "pytest", "-q", "-n0", "-p", "no:cacheprovider", "-p", "toolcall_sim.ci.mutation",
                               *tests], env=env, stdout=subprocess.DEVNULL)
         if got.returncode != 0:
             raise SystemExit(f"the unmutated tests fail ({' '.join(tests)}): fix them before a mutation run")
+        seconds = time.monotonic() - started
         data = coverage.CoverageData(str(data_file))
         data.read()
         for m in mods:
             by_line = data.contexts_by_lineno(str(Path(m).resolve()))
-            result[m] = {"source": source_lines(m), "order": _collection_order(tests),
+            result[m] = {"source": source_lines(m), "order": _collection_order(tests), "seconds": seconds,
                          "lines": {str(n): sorted(c) for n, c in by_line.items()}}
     path = out / "coverage-map.json"
     path.write_text(json.dumps(result, sort_keys=True))
@@ -368,6 +376,13 @@ def select_tests(entry: dict, mutated_text: str) -> list[str] | None:
     return [n for n in entry["order"] if n in chosen or n.split("::", 1)[0] in files]
 
 
+def _timeout_s(module: str, map_path: Path | None) -> float:
+    if map_path is None:
+        return TIMEOUT_S
+    seconds = json.loads(map_path.read_text())[module]["seconds"]
+    return max(TIMEOUT_MIN_S, round(TIMEOUT_FACTOR * seconds, 1))
+
+
 def _config(module: str, python: str, map_path: Path | None = None) -> str:
     # the file, not the module: a mutant's command then imports no package before pytest
     # does (a third of a second each, about a fifth of a quick mutant's run)
@@ -377,7 +392,7 @@ def _config(module: str, python: str, map_path: Path | None = None) -> str:
     return (
         "[cosmic-ray]\n"
         f'module-path = "{module}"\n'
-        f"timeout = {TIMEOUT_S}\n"
+        f"timeout = {_timeout_s(module, map_path)}\n"
         "excluded-modules = []\n"
         f"test-command = {cmd!r}\n".replace("'", '"') +
         "\n[cosmic-ray.distributor]\nname = \"local\"\n"
