@@ -5,13 +5,19 @@ Theory of operation
 For each target module (``MODULE_TESTS``: model/agent/, model/chatd/, model/chattool/,
 model/chatd_db.py, model/identity.py, model/properties/) cosmic-ray lists every mutant of
 the file (``cosmic-ray init``: one job per operator x occurrence), and ``cosmic-ray exec``
-writes each mutant into the file, runs the module's own fast tests (``-x``, one process,
-stopped at the first failure) and puts the file back. A mutant is *killed* when a test
-fails, *survived* when all pass. The module's tests are chosen by hand, so one module's
-run takes minutes, not the suite's time, and the whole set fits in about an hour on two
-cores.
+writes each mutant into the file, runs the module's tests that execute the mutated
+statement (``-x``, one process, stopped at the first failure, the ``slow`` ones last) and
+puts the file back. A mutant is *killed* when a test fails, *survived* when all pass.
 
-Before running, the jobs named in docs/mutation_equivalents.toml are marked skipped:
+Three things bound a run. (1) The coverage map (``build_map``): each run starts by running
+every module's test list once under coverage with one context per test and phase; a
+mutant runs only the tests that execute its statement (``select_tests``), as mutmut and
+Stryker do, so most mutants run a handful of tests, not the list. (2) Selective mutation
+of binary operators (``BINARY_SIBLING``): each keeps its sibling replacement only.
+(3) ``--jobs N`` (below). The module's test lists are chosen by hand among the fast tests.
+
+Before running, the jobs named in docs/mutation_equivalents.toml are marked skipped
+(and the members of the classes it argues once, ``CLASSES``):
 each entry names a mutant by module, operator, the text of its line (``code``) and which
 of that operator's mutants on lines of that text it is (``nth``), and argues in one line
 why no behaviour can tell it from the original. The text, not the line number, finds the
