@@ -334,9 +334,10 @@ def build_map(modules: list[str], out: Path) -> Path:
         seconds = time.monotonic() - started
         data = coverage.CoverageData(str(data_file))
         data.read()
+        order = _collection_order(list(tests))
         for m in mods:
             by_line = data.contexts_by_lineno(str(Path(m).resolve()))
-            result[m] = {"source": source_lines(m), "order": _collection_order(tests), "seconds": seconds,
+            result[m] = {"source": source_lines(m), "order": order, "seconds": seconds,
                          "lines": {str(n): sorted(c) for n, c in by_line.items()}}
     path = out / "coverage-map.json"
     path.write_text(json.dumps(result, sort_keys=True))
