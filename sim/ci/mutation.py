@@ -91,7 +91,9 @@ _PROPS = ["tests/test_properties.py", "tests/test_classify.py"]
 MODULE_TESTS: dict[str, list[str]] = {
     "model/chattool/cancel.py": _CHATTOOL,
     "model/agent/cancel.py": _AGENT,
-    **{f"model/agent/{m}.py": _AGENT for m in ("rules", "state", "wire")},
+    **{f"model/agent/{m}.py": _AGENT for m in ("state", "wire")},
+    # the rules object: its bounds and defaults, and the old agent's routing
+    "model/agent/rules.py": [*_AGENT, "tests/test_agent_routes.py", "tests/test_agent_rules_edges.py"],
     # which handler a method and path reach, an old agent's headers, timers and departures
     "model/agent/routes.py": [*_AGENT, "tests/test_agent_routes.py"],
     # the file handlers' answers to bad bodies, a missing file and no path are Go edges the
