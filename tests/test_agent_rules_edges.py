@@ -90,3 +90,22 @@ def test_the_rules_scripts_and_config_are_immutable_values(value):
     with pytest.raises(dataclasses.FrozenInstanceError):
         setattr(value, field, getattr(value, field))
     assert hash(value) == hash(dataclasses.replace(value))
+
+
+def test_a_shutdown_ends_only_the_output_waits_timers_and_breaks_every_waiter():
+    """Rule 7: every open request breaks (a transport error); a blocking output read also
+    ends its cap timer, and a request waiting on a run has none to end."""
+    from toolcall_sim.model.core import CancelTimer, Reply, TransportError
+
+    h = AgentHarness()
+    pid = h.json(h.start(None, command="sleep 60"))["id"]
+    reader = h.output(pid, wait=True)
+    pending = h.start(1, "call", command="sleep 60", run=False)  # its run not yet published
+    waiting = h.start(1, "call", command="sleep 60", run=False)  # waits on that run
+    canceling = h.cancel(1, "call", threshold_ms=60_000, run=False)  # so does its cancel
+    assert h.answer(canceling) is None
+    _, effects = agent.shutdown(h.state, h.now_ms)
+    timers = sorted(e.name for e in effects if isinstance(e, CancelTimer))
+    assert timers == sorted([f"exit:{pid}", f"outwait:{reader}", f"handler:{pending}"])
+    broken = {e.answer.req_id for e in effects if isinstance(e, Reply) and isinstance(e.answer, TransportError)}
+    assert broken == {reader, pending, waiting, canceling}

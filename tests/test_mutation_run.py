@@ -64,3 +64,18 @@ def test_binary_operators_keep_their_sibling_and_nothing_else_is_deselected():
     for kept in ("core/ReplaceComparisonOperator_GtE_Gt", "core/NumberReplacer", "core/AddNot",
                  "core/ReplaceUnaryOperator_USub_Invert", "core/ZeroIterationForLoop"):
         assert not deselected(kept)
+
+
+def test_the_cached_repr_class_holds_the_repr_flag_of_a_cached_repr_dataclass_only():
+    from collections import namedtuple
+
+    from toolcall_sim.ci.mutation import cached_repr_spans, member_of
+
+    source = ["@dataclass(frozen=True, repr=False)", "class A(CachedRepr):", "    x: int = 0", "",
+              "@dataclass(frozen=True, repr=False)", "class B:", "    y: int = 0"]
+    spans = {"cached_repr": cached_repr_spans(source)}
+    assert spans["cached_repr"] == [((1, 29), (1, 34))]
+    spec = namedtuple("Spec", "operator_name occurrence start_pos")
+    assert member_of(spec("core/ReplaceFalseWithTrue", 0, (1, 29)), spans) == "cached_repr"
+    assert member_of(spec("core/ReplaceTrueWithFalse", 0, (1, 18)), spans) is None  # frozen: a test's
+    assert member_of(spec("core/ReplaceFalseWithTrue", 1, (5, 29)), spans) is None  # no cached repr
