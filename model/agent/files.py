@@ -117,7 +117,7 @@ def _is_directory(files, path: str) -> bool:
     return any(name.startswith(prefix) for name in files)
 
 
-def prepare_file_edit(files, path: str, edits: list) -> str:
+def _prepare_file_edit(files, path: str, edits: list) -> str:
     """Phase 1 for one file (``prepareFileEdit``): its new content, or ``EditError``."""
     if not path:
         raise EditError(400, '"path" is required', probe("A4.6.edit-no-path"))
@@ -157,7 +157,7 @@ def _edit_files(state: AgentState, req: Request, key: Key | None):
     for entry in files:
         path = entry["path"]
         try:
-            content = prepare_file_edit(state.files, path, entry["edits"] or [])
+            content = _prepare_file_edit(state.files, path, entry["edits"] or [])
         except EditError as err:
             effects.append(err.branch)
             failures.append(str(err))
