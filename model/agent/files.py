@@ -81,8 +81,8 @@ def _line_matches(lines: list[str], wanted: list[str], same) -> list[int]:
 
 def fuzzy_replace(content: str, search: str, replacement: str, replace_all: bool) -> str:
     """The content after one edit; ``ValueError`` with Go's text when the search is not
-    found or not unique. The line passes splice ``replacement`` verbatim in place of the matched lines (their
-    newlines included), so the caller's indentation and line ends are the caller's."""
+    found or not unique. The line passes splice ``replacement`` verbatim in place of the
+    matched lines (their newlines included): indentation and line ends are the caller's."""
     # Pass 1: the exact text (an empty search is found everywhere, as strings.Contains has it).
     if search in content:
         if replace_all:
@@ -152,29 +152,27 @@ def _edit_files(state: AgentState, req: Request, key: Key | None):
         return state, _rec(400, {"message": "must specify at least one file"}), [probe("A4.6.edit-no-files")]
     effects: Effects = []
     prepared: dict[str, str] = {}  # path -> new content, in the request's order
-    failures: list[str] = []
-    status = 200
+    failures: list[tuple[int, str]] = []  # (status, message) of each refused entry
     for entry in files:
         path = entry["path"]
         try:
             content = _prepare_file_edit(state.files, path, entry["edits"] or [])
         except EditError as err:
             effects.append(err.branch)
-            failures.append(str(err))
-            status = max(status, err.status)
+            failures.append((err.status, str(err)))
             continue
         if path in prepared:
             # Two entries for one file would both read the original and the later write
             # would drop the earlier's edits, so Go refuses the later entry.
             effects.append(probe("A4.6.edit-duplicate"))
-            failures.append(f"{path}: duplicate file path in request")
-            status = max(status, 400)
+            failures.append((400, f"{path}: duplicate file path in request"))
             continue
         prepared[path] = content
     if failures:
         if prepared:
             effects.append(probe("A4.6.edit-none-written"))  # files that prepared well stay as they were
-        return state, _rec(status, {"message": "\n".join(failures)}), effects
+        status = max(status for status, _ in failures)  # errors.Join of the messages, the highest status
+        return state, _rec(status, {"message": "\n".join(message for _, message in failures)}), effects
     state = replace(state, files=state.files.edited(prepared))
     for path in prepared:
         effects.append(truth("edit_applied", path=path, uuid=key.uuid if key else None, tool="edit_files",
