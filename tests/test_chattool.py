@@ -1138,8 +1138,8 @@ def test_file_tool_requests_carry_identity_and_answer_timeout():
 
 @pytest.mark.parametrize("tool, make_answer, kind, reason, wants", [
     ("edit_files", lambda r: Response(r.req_id, 404, "application/json",
-                                       b'{"message":"open /a.txt: file does not exist"}'),
-     "failed", None, ["unexpected status code 404: open /a.txt: file does not exist"]),
+                                       b'{"message":"open /a.txt: no such file or directory"}'),
+     "failed", None, ["unexpected status code 404: open /a.txt: no such file or directory"]),
     ("edit_files", lambda r: TransportError(r.req_id, "connection reset by peer"), "unknown", "unreachable",
      ["outcome unknown: the workspace agent could not be reached", "so the edit may have been applied.",
       "Check the file before changing it again (tool call UUID)."]),
