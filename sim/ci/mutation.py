@@ -102,7 +102,7 @@ MODULE_TESTS: dict[str, list[str]] = {
     "model/agent/routes.py": [*_AGENT, "tests/test_agent_routes.py"],
     # the file handlers' answers to bad bodies, a missing file and no path are Go edges the
     # three files above do not reach
-    "model/agent/files.py": [*_AGENT, "tests/test_agent_edges.py"],
+    "model/agent/files.py": [*_AGENT, "tests/test_agent_edges.py", "tests/test_agent_file_edits.py"],
     # the request decision and the process side: also the Go edges (panics, stopper, signal,
     # list and reaping, body decoding), which the three files above do not reach
     **{f"model/agent/{m}.py": ["tests/test_agent_store.py", "tests/test_agent_middleware.py", *_AGENT,
