@@ -91,7 +91,7 @@ _PROPS = ["tests/test_properties.py", "tests/test_classify.py"]
 MODULE_TESTS: dict[str, list[str]] = {
     "model/chattool/cancel.py": _CHATTOOL,
     "model/agent/cancel.py": _AGENT,
-    "model/agent/wire.py": _AGENT,
+    "model/agent/wire.py": [*_AGENT, "tests/test_agent_wire.py"],
     # the state's shutdown (rule 7: what breaks, which timers end, the probes of A4.5) and
     # the agent's own process IDs
     "model/agent/state.py": [*_AGENT, "tests/test_agent_process_edges.py", "tests/test_agent_probes.py",
