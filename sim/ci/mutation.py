@@ -110,11 +110,11 @@ MODULE_TESTS: dict[str, list[str]] = {
     "model/agent/processes.py": ["tests/test_agent_process_edges.py", *_AGENT, "tests/test_agent_edges.py",
                                  "tests/test_process_probes.py", "tests/test_agent_probes.py"],
     **{f"model/chattool/{m}.py": _CHATTOOL for m in
-       ("args", "budget", "calls", "dial", "files", "interrupt", "state")},
+       ("args", "budget", "dial", "files", "interrupt", "state")},
     # the design variants' later attempts (first-attempt-only, ledger): their flaws are
     # tests/test_designs.py's, which the chattool files never run
     "model/chattool/lookup.py": [*_CHATTOOL, "tests/test_designs.py"],
-    **{f"model/chattool/{m}.py": _CHATTOOL_ROWS for m in ("classifier", "execute", "results")},
+    **{f"model/chattool/{m}.py": _CHATTOOL_ROWS for m in ("calls", "classifier", "execute", "results")},
     **{f"model/chatd/{m}.py": _CHATD for m in
        ("batch", "interrupt", "replica", "retry", "rules", "runner", "state", "tasks")},
     "model/chatd_db.py": _CHATD,
