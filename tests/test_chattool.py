@@ -1866,3 +1866,46 @@ def test_a_file_tool_without_identity_prefixes_only_a_refusal_with_its_action(to
     silent = begin(call, None)
     silent.fire_next()
     assert silent.result is not None and not silent.result.content.startswith(f"{action}: ")
+
+
+# Issue 35: model/chattool/args.py's edges the mutation run found unpinned.
+
+
+def test_an_age_read_at_commit_grows_with_the_replicas_clock_from_zero():
+    assert ct.ToolCallAge(read_at_ms=1_000).now(1_500) == 500
+    assert ct.ToolCallAge().now(1_500) == 0  # no clock: Go's zero value reports 0
+
+
+@pytest.mark.parametrize("command, want", [
+    ("make test &", ("make test", True)), ("make test&", ("make test", True)), ("  sleep 5 &  ", ("sleep 5", True)),
+    ("a && b", ("a && b", False)), ("a |&", ("a |&", False)), ("make test", ("make test", False)),
+])
+def test_only_a_lone_trailing_ampersand_means_background(command, want):
+    assert ct.strip_trailing_ampersand(command) == want
+
+
+def test_a_calls_target_is_its_command_or_its_first_files_path():
+    from toolcall_sim.model.chattool.args import call_target
+
+    assert call_target(ct.ToolCall("c", "execute", json.dumps({"command": "make test &"}))) == "make test"
+    two = {"files": [{"path": "/a", "edits": []}, {"path": "/b", "edits": []}]}
+    assert call_target(ct.ToolCall("c", "edit_files", json.dumps(two))) == "/a"
+    for files in ([], ["x"], None):
+        assert call_target(ct.ToolCall("c", "edit_files", json.dumps({"files": files}))) == ""
+    assert call_target(ct.ToolCall("c", "write_file", json.dumps({"path": "/w", "content": ""}))) == "/w"
+    mixed = {"files": [{"path": "/a", "edits": []}, "x"]}
+    assert call_target(ct.ToolCall("c", "edit_files", json.dumps(mixed))) == "/a"
+    assert call_target(ct.ToolCall("c", _copy("execute"), json.dumps({"command": "ls"}))) == "ls"
+    assert call_target(ct.ToolCall("c", "execute", "not json")) == ""
+    assert call_target(ct.ToolCall("c", "execute", "[1]")) == ""
+
+
+def test_parsed_execute_arguments_are_immutable_since_the_parse_is_shared():
+    """parse_execute_args remembers its answers (the same arguments are parsed on every
+    retry), so every caller holds the same object: it must not change."""
+    import dataclasses
+
+    args = ct.parse_execute_args(json.dumps({"command": "make"}))
+    assert args is ct.parse_execute_args(json.dumps({"command": "make"}))
+    with pytest.raises(dataclasses.FrozenInstanceError):
+        args.command = "rm -rf /"
