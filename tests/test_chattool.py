@@ -1909,3 +1909,56 @@ def test_parsed_execute_arguments_are_immutable_since_the_parse_is_shared():
     assert args is ct.parse_execute_args(json.dumps({"command": "make"}))
     with pytest.raises(dataclasses.FrozenInstanceError):
         args.command = "rm -rf /"
+
+
+# Issue 35: model/chattool/state.py's edges the mutation run found unpinned: one sequence
+# names a call's requests and timers, re-arming ends the old timer, the result's note.
+
+
+def test_a_calls_requests_and_timers_all_have_names_it_never_used_before():
+    identity = make_identity()
+    run = begin(execute(MAKE_10M), identity)
+    names = [run.last.req_id, *run.timers]
+    run.answer(start_answer(run.last, identity.uuid, 0), at_ms=10)
+    names += [run.last.req_id, *run.timers]
+    run.answer(Response(run.last.req_id, 200, "application/json", b"{}"), at_ms=1_000)  # a snapshot follows
+    names += [run.last.req_id, *run.timers]
+    distinct = set(names)
+    numbers = {int(n.rsplit(":", 1)[1].lstrip("abcdefghijklmnopqrstuvwxyz_")) for n in distinct}
+    assert len(distinct) >= 5 and len(numbers) == len(distinct)  # one sequence, never a number twice
+
+
+def test_rearming_a_timer_ends_the_one_it_replaces():
+    identity = make_identity()
+    run = begin(execute(MAKE_10M), identity)
+    first_answer_timer = run.cs.answer_timer
+    run.answer(start_answer(run.last, identity.uuid, 0), at_ms=10)
+    assert CancelTimer(first_answer_timer) in run.effects or first_answer_timer not in run.timers
+    assert run.cs.answer_timer != first_answer_timer and set(run.timers) == set(run.cs.armed_timers())
+
+
+def test_disarming_an_unarmed_timer_changes_nothing():
+    from toolcall_sim.model.chattool.state import _disarm
+
+    cs = begin(execute(MAKE_10M), make_identity()).cs
+    assert cs.snapshot_timer is None
+    assert _disarm(cs, "snapshot_timer") == (cs, [])
+
+
+def test_a_results_note_carries_its_reason():
+    run = begin(edit(), make_identity("call_e"))
+    run.fire_next()  # no answer within the bound: unknown, no_answer
+    assert [(dict(n.fields)["kind"], dict(n.fields)["reason"]) for n in run.marks("chattool_result")] == \
+        [("unknown", "no_answer")]
+
+
+def test_an_identity_with_an_incarnation_sends_it_and_one_without_does_not():
+    from dataclasses import replace as dc_replace
+
+    from toolcall_sim.model.identity import AGENT_INCARNATION_HEADER
+
+    for incarnation, want in ((3, "3"), (None, None)):
+        identity = dc_replace(make_identity(), incarnation=incarnation)
+        run = begin(execute(MAKE_10M), identity)
+        sent = dict((k.lower(), v) for k, v in run.last.headers).get(AGENT_INCARNATION_HEADER.lower())
+        assert sent == want
