@@ -16,6 +16,7 @@ identity.
 from __future__ import annotations
 
 import json
+import sys
 from types import SimpleNamespace
 
 import pytest
@@ -46,20 +47,26 @@ def _decoded(value):
 def world(*tool_calls, clocks=None, chats=None):
     """A final state whose chat (``CHAT``) committed one assistant message with these
     calls (FG and BG by default), their fields decoded from JSON as a scenario's TOML
-    gives them: a tool name is not the model's own literal."""
-    calls = tuple(chattool.ToolCall(*_decoded([c.provider_id, c.tool, c.args_json])) for c in tool_calls or (FG, BG))
-    msg = SimpleNamespace(role="assistant", id=MSG, tool_calls=calls)
+    gives them: a tool name is not the model's own literal. Its ``twin`` has the same
+    calls with the model's own (interned) strings."""
     config = system.WorldConfig(chatd_rules=chatd.CONTRACT, clocks=FMap(clocks or {}))
-    chats = {chat_id: SimpleNamespace(status="waiting", messages=(msg,)) for chat_id in (chats or (CHAT,))}
-    return SimpleNamespace(config=config, db=SimpleNamespace(chats=chats))
+
+    def final(strings):
+        calls = tuple(chattool.ToolCall(*strings([c.provider_id, c.tool, c.args_json])) for c in tool_calls or (FG, BG))
+        msg = SimpleNamespace(role="assistant", id=MSG, tool_calls=calls)
+        chats_ = {chat_id: SimpleNamespace(status="waiting", messages=(msg,)) for chat_id in (chats or (CHAT,))}
+        return SimpleNamespace(config=config, db=SimpleNamespace(chats=chats_))
+    decoded = final(_decoded)
+    decoded.twin = final(lambda values: [sys.intern(v) for v in values])  # the model's own literals
+    return decoded
 
 
 def judge(name: str, trace: list[dict], final=None) -> list:
-    """Property ``name``'s violations of ``trace``, the same as of the trace read back
-    from JSON."""
+    """Property ``name``'s violations of ``trace`` with the model's own strings, the same
+    as of the trace and the calls read back from JSON."""
     final = world() if final is None else final
     check = next(p for p in props.PROPERTIES if p.name == name).check
-    found = check(props.Evidence(trace, final))
+    found = check(props.Evidence(trace, getattr(final, "twin", final)))
     again = check(props.Evidence(_decoded(trace), final))
     assert again == found, (found, again)
     return found
@@ -164,6 +171,8 @@ def test_completed_detail_names_the_exit_codes():
     (TIMEOUT_MS - 1, TIMEOUT_MS + 500, False),  # ended a millisecond short of it
     (TIMEOUT_MS + 900, TIMEOUT_MS + 500, True),  # killed after the commit: running at it, past the deadline
     (TIMEOUT_MS - 400, TIMEOUT_MS - 500, False),  # killed after a commit made before the deadline
+    (TIMEOUT_MS + 2_000, TIMEOUT_MS + 2_500, True),  # killed past its deadline, then the commit
+    (TIMEOUT_MS + 2_000, 5_000, False),  # at the commit it had run 5 s: its later life does not count
 ])
 def test_timed_out_needs_a_process_alive_at_its_deadline(ends_at, commit_at, truthful):
     trace = [start(0), result(commit_at, "timed_out")]
@@ -354,6 +363,10 @@ def test_unknown_only_when_unknowable_says_whether_the_call_ran():
     (v,) = judge("unknown_only_when_unknowable", [write(0), unknown(1_000, "not_found", uuid=UW, provider="toolu_03")],
                  world(WR))
     assert v.detail.endswith("; it ran 1 time(s)")
+    e1 = _uuid(CHAT, "toolu_e1")
+    trace = [_change(0, "/a.go", CHAT, e1), unknown(1_000, "not_found", uuid=e1, provider="toolu_e1")]
+    (v,) = judge("unknown_only_when_unknowable", trace, world(*SHARED))
+    assert v.detail.endswith("; it ran 1 time(s)")
 
 
 # ---------------------------------------------------------------------------
@@ -494,14 +507,15 @@ def test_a_finished_interrupt_task_has_the_task_bound(took_ms, found):
                                  f"(bound: dial + agent answer timeout, {TASK_MS} ms)")
 
 
-def test_the_task_is_timed_on_its_own_replicas_clock():
-    """A task started on replica-2 (its clock 50 s ahead) and finished on replica-1 is
-    timed on replica-2's clock: the finish's true time read there."""
-    final = world(clocks={"replica-2": ClockSpec(offset_ms=50_000)})
-    trace = [_asked(0), _itask(1_000, "replica-2", clock_ms=51_000), _finished(100_000, "replica-1")]
+@pytest.mark.parametrize("starter,finisher", [("replica-2", "replica-1"), ("replica-1", "replica-2")])
+def test_the_task_is_timed_on_its_own_replicas_clock(starter, finisher):
+    """A task started on one replica (its clock 50 s ahead) and finished on the other is
+    timed on the starter's clock: the finish's true time read there."""
+    final = world(clocks={starter: ClockSpec(offset_ms=50_000)})
+    trace = [_asked(0), _itask(1_000, starter, clock_ms=51_000), _finished(100_000, finisher)]
     (v,) = judge("interrupt_finishes", trace, final)
-    assert f"took {100_000 - 1_000} ms on replica-2's clock" in v.detail
-    trace[-1] = _finished(80_000, "replica-1")
+    assert f"took {100_000 - 1_000} ms on {starter}'s clock" in v.detail
+    trace[-1] = _finished(80_000, finisher)
     assert judge("interrupt_finishes", trace, final) == []
 
 
@@ -559,3 +573,334 @@ def test_sometimes_properties_are_reached_by_their_own_marks(name, reached, unre
     assert judge(name, reached, final) == []
     (v,) = judge(name, unreached, final)
     assert v.detail == "never reached"
+
+
+# ---------------------------------------------------------------------------
+# the evidence index (model/properties/evidence.py)
+# ---------------------------------------------------------------------------
+
+
+def _msg(msg_id, role, *calls):
+    return SimpleNamespace(role=role, id=msg_id, tool_calls=calls)
+
+
+def _call(provider_id, tool, args_json):
+    """A tool call as a scenario's TOML gives it: its strings decoded, not the model's literals."""
+    return chattool.ToolCall(*_decoded([provider_id, tool, args_json]))
+
+
+def test_committed_calls_read_every_assistant_call_with_chatds_argument_rules():
+    """Every call of every assistant message, the soft-deleted ones among them in message
+    order, read as chatd reads them: background from the flag or a trailing "&", the
+    timeout argument or chatd's own default (here 7 s), and arguments chatd cannot read
+    give the defaults; copies sharing a provider ID are numbered."""
+    from dataclasses import replace
+
+    rules = replace(chatd.CONTRACT, timing=replace(chatd.CONTRACT.timing, execute_default_timeout_ms=7_000))
+    calls = [
+        _call("toolu_a", "execute", '{"command":"make test","timeout":"20s"}'),
+        _call("toolu_b", "execute", '{"command":"serve &"}'),
+        _call("toolu_c", "execute", '{"command":"x","timeout":"soon"}'),  # not a Go duration
+        _call("toolu_d", "execute", '[1]'),  # not an object
+        # a file call's arguments are no execute's, whatever fields the model added
+        _call("toolu_e", "edit_files", '{"files":[{"path":"/a.go","edits":[]}],"timeout":"20s"}'),
+        _call("toolu_a", "execute", '{"command":"make test","timeout":"20s"}'),  # a copy
+    ]
+    later = _call("toolu_f", "write_file", '{"path":"/b.txt","content":"","run_in_background":true}')
+    deleted = _call("toolu_g", "execute", '{"command":"ls","run_in_background":true}')
+    stray = _call("toolu_h", "execute", '{"command":"rm"}')  # on a user message: no assistant's call
+    user, assistant = _decoded(["user", "assistant"])
+    chat = SimpleNamespace(status="waiting", messages=(_msg(1, user, stray), _msg(2, assistant, *calls),
+                                                       _msg(5, assistant, later)),
+                           deleted_messages=(_msg(3, assistant, deleted), _msg(4, user)))
+    final = SimpleNamespace(config=system.WorldConfig(chatd_rules=rules), db=SimpleNamespace(chats={CHAT: chat}))
+    got = [(c.message_id, c.provider_id, c.tool, c.command, c.path, c.background, c.timeout_ms, c.copy)
+           for c in props.committed_calls(final)]
+    assert got == [
+        (2, "toolu_a", "execute", "make test", "", False, 20_000, 0),
+        (2, "toolu_b", "execute", "serve", "", True, 7_000, 0),
+        (2, "toolu_c", "execute", "x", "", False, 7_000, 0),
+        (2, "toolu_d", "execute", "", "", False, 7_000, 0),
+        (2, "toolu_e", "edit_files", "", "/a.go", False, 7_000, 0),
+        (2, "toolu_a", "execute", "make test", "", False, 20_000, 1),
+        (3, "toolu_g", "execute", "ls", "", True, 7_000, 0),
+        (5, "toolu_f", "write_file", "", "/b.txt", False, 7_000, 0),
+    ]
+    assert {c.uuid for c in props.committed_calls(final) if c.provider_id == "toolu_a"} == \
+        {tool_call_uuid(CHAT, 2, "toolu_a")}
+    assert [c.chat_id for c in props.committed_calls(final)] == [CHAT] * 8
+
+
+def test_record_tags_name_what_a_record_is():
+    for kind in ("send", "agent_down", "fault", "workspace"):
+        assert props.record_tags(_decoded({"kind": kind})) == (("kind", kind),)
+    assert props.record_tags(_decoded(note(0, "agent", "replayed"))) == (("kind", "note"), ("note", "replayed"))
+    assert props.record_tags(note(0, "agent", "replayed")) == (("kind", "note"), ("note", "replayed"))
+    assert props.record_tags(start(0)) == (("kind", "truth"), ("truth", "process_started"))
+    assert props.record_tags({"kind": "note", "note": "x", "truth": "y"}) == (("kind", "note"), ("note", "x"),
+                                                                              ("truth", "y"))
+
+
+def test_evidence_files_effects_under_their_call():
+    """Rule 3: by UUID when the agent knew it, else by (chat, command) or (chat, path),
+    else a file call on that path of any chat; exits and kills by their process."""
+    no_uuid = dict(start(0, command="make"), uuid=None)
+    other_chat = dict(start(10, pid="p9", command="make", chat=OTHER), uuid=None)
+    stray = dict(start(20, pid="p8", command="cc"), uuid=None)
+    by_path = dict(write(30), uuid=None)
+    any_chat = dict(write(40), uuid=None, cause_chat=OTHER)
+    trace = [no_uuid, other_chat, stray, by_path, any_chat, exited(50, pid="p1", code=4),
+             exited(60, pid="p1", inc=2), killed(70, pid="p9"), killed(80, pid="p1")]
+    ev = props.Evidence(_decoded(trace), world(FG, BG, WR))
+    assert ev.starts == {U: [0], UB: [], UW: []}
+    assert ev.edits == {U: [], UB: [], UW: [3, 4]}
+    assert (ev.exits[U], ev.kills[U]) == ([5], [8])  # the p1 of incarnation 2 is no process of it
+    assert ev.pid_start == {"1/p1": 0, "1/p9": 1, "1/p8": 2} and ev.pid_owner == {"1/p1": U}
+    assert ev.ended(ev.calls[0], 0) == 5
+
+
+def test_evidence_indexes_requests_results_and_the_worlds_records():
+    trace = [
+        sent(0), sent(0), r(1, "agent", "truth", truth="request_received", cause="q1"),
+        r(2, "agent", "truth", truth="request_received", cause="q1"), result(3, "completed"),
+        result(4, "completed", uuid="elsewhere"), down(5), r(6, "agent", "agent_up", incarnation=2),
+        _fault(7, "db_outage"), r(8, "world", "workspace", state="stopped"), r(9, "world", "tick"),
+        note(10, "agent", "cancel_never_received", uuid=U), note(11, "agent", "cancel_never_received", uuid="x"),
+        _asked(12), _finished(13),
+    ]
+    ev = props.Evidence(_decoded(trace), world())
+    assert (ev.sends, ev.received) == ({"replica-1-w1/t3/a1/c0:r0": 0}, {"q1": 2})
+    assert ev.results == {U: [4], UB: []}
+    assert (ev.agent_downs, ev.agent_ups, ev.faults, ev.workspace_moves) == ([6], [7], [8], [9])
+    assert ev.never_received == {U: [11], UB: []}
+    assert (ev.interrupts, ev.interruption_done) == ([13], [14])
+    assert ev.marks == [2, 3, 4, 5, 11, 12, 13, 14]  # notes and truths, not the tick
+    assert ev.marks_by[("truth", "request_received")] == [2, 3]
+    assert ev.marks_by[("note", "cancel_never_received")] == [11, 12]
+    assert ev.end_ms() == 13 and props.Evidence([], world()).end_ms() == 0
+
+
+def test_a_message_edit_discards_the_calls_between_its_messages():
+    """chatd_db rule 9: the messages after the edited one and before its replacement,
+    the first edit that discarded a call keeping it."""
+    final = world()
+    trace = [note(1, "db", "message_edited", chat_id=CHAT, edited_message_id=MSG, replacement_message_id=MSG + 5),
+             note(2, "db", "message_edited", chat_id=CHAT, edited_message_id=MSG - 1, replacement_message_id=MSG),
+             edited(3), edited(4), edited(5, chat=OTHER)]
+    ev = props.Evidence(_decoded(trace), final)
+    assert ev.discarded == {U: 2, UB: 2}
+    assert ev.edits_of_chat == {CHAT: [0, 1, 2, 3], OTHER: [4]}
+
+
+def test_results_of_a_copied_uuid_are_told_apart_by_copy():
+    twin = chattool.ToolCall("toolu_01", "execute", '{"command":"make","timeout":"10s"}')
+    trace = [dict(result(1, "completed"), copy=1), result(2, "completed"), dict(result(3, "failed"), copy=0)]
+    ev = props.Evidence(trace, world(FG, twin))
+    assert [ev.results_of(c) for c in ev.calls] == [[1, 2], [0]]
+    ev = props.Evidence(trace, world(FG))  # no copies: every result of the UUID
+    assert ev.results_of(ev.calls[0]) == [0, 1, 2]
+
+
+@pytest.mark.parametrize("t_ms,running", [(99, False), (100, True), (499, True), (500, False)])
+def test_running_at_spans_start_to_end(t_ms, running):
+    ev = props.Evidence([start(100), killed(500)], world())
+    assert ev.running_at(ev.calls[0], 0, t_ms) == running
+    ev = props.Evidence([start(100)], world())
+    assert ev.running_at(ev.calls[0], 0, 10**9)
+
+
+@pytest.mark.parametrize("moves,at,disk", [
+    ([], 5, True),
+    (["stopped"], 5, True),  # a stop keeps the volume
+    (["deleted"], 5, False),
+    (["none"], 5, False),
+    (["deleted", "running"], 5, True),  # the latest move counts
+    (["deleted"], 0, True),  # a move after the record does not count
+    (["stopped", "deleted"], 2, False),  # at a move: the state it moved to
+    (["deleted", "running"], 1, False),
+])
+def test_disk_at_follows_the_workspaces_moves(moves, at, disk):
+    trace = [r(0, "world", "tick")] + [r(1 + n, "world", "workspace", state=s) for n, s in enumerate(moves)]
+    trace += [r(9, "world", "tick")] * 5
+    assert props.Evidence(_decoded(trace), world()).disk_at(at) == disk
+
+
+@pytest.mark.parametrize("req,attempt", [
+    ("replica-1-w1/t3/a2/c0:r7", "replica-1-w1/t3/a2"),
+    ("replica-1-w1/t3/a2", "replica-1-w1/t3/a2"),
+    ("replica-1-w1/t3", "replica-1-w1/t3"),
+    ("", ""), (None, ""),
+])
+def test_attempt_of_a_request(req, attempt):
+    assert props.Evidence([], world()).attempt_of(req) == attempt
+
+
+def test_agent_clock_reads_the_last_agent_record_before():
+    """The agent's clock at a record: its last reading at or before it, advanced by the
+    true time since; no reading at all: the record's true time."""
+    trace = [r(0, "replica-1", "tick"), dict(start(100), clock_ms=5_100), dict(r(150, "agent", "tick")),
+             r(300, "replica-1", "tick"), dict(r(400, "agent", "tick"), clock_ms=9_400)]
+    del trace[2]["clock_ms"]
+    trace.insert(4, {"t_ms": 350, "kind": "action", "action": "interrupt"})  # a user's action: no node
+    ev = props.Evidence(_decoded(trace), world())
+    assert [props.agent_clock_at(ev, i) for i in range(5)] == [0, 5_100, 5_150, 5_300, 5_350]
+    trace.pop(4)
+    ev = props.Evidence(_decoded(trace), world())
+    assert ev.agent_age_ms(1, 4) == 4_300
+    ev = props.Evidence([dict(start(100), clock_ms=700), r(400, "replica-1", "tick")], world())
+    assert props.agent_clock_at(ev, 1) == 1_000  # the first record is the agent's reading
+
+
+def test_a_process_ends_by_its_own_exit_or_kill():
+    """A call's processes in two agent lifetimes: each ends by the record of its own
+    (incarnation, pid), whichever list holds it."""
+    trace = [start(0), killed(50, by="shutdown"), start(100, pid="p2", inc=2), exited(200, pid="p2", inc=2),
+             start(300, pid="p1", inc=2)]
+    ev = props.Evidence(trace, world())
+    call = ev.calls[0]
+    assert (ev.ended(call, 0), ev.ended(call, 2), ev.ended(call, 4)) == (1, 3, None)
+
+
+def test_violations_name_their_call_or_none():
+    ev = props.Evidence([], world())
+    assert props.violation("p", None, 5, "d") == props.Violation("p", None, None, 5, "d", ())
+    assert props.violation("p", ev.calls[1], 5, "d", [3]) == props.Violation("p", UB, "toolu_02", 5, "d", (3,))
+    assert props.evidence.call_of(ev, UB) is ev.calls[1] and props.evidence.call_of(ev, U) is ev.calls[0]
+    assert props.evidence.call_of(ev, "0") is None and props.evidence.call_of(ev, "x") is None
+    v = props.Violation("p", U, "toolu_01", 1_500, "d", (1, 2), "age_check_best_effort")
+    assert v.to_json() == {"property": "p", "uuid": U, "id": "toolu_01", "at_s": 1.5, "detail": "d",
+                           "evidence": [1, 2], "residual_risk": "age_check_best_effort", "known_finding": False}
+
+
+def test_the_first_copy_stands_for_its_uuid():
+    """Calls sharing a provider ID are one tool call per UUID: the properties judged per
+    UUID (its process starts) report it once, by its first copy."""
+    twin = chattool.ToolCall("toolu_01", "execute", '{"command":"make","timeout":"10s"}')
+    ev = props.Evidence([], world(FG, BG, twin))
+    assert [(c.provider_id, c.copy) for c in ev.firsts] == [("toolu_01", 0), ("toolu_02", 0)]
+    assert ev.copied == {U}
+    assert len(judge("at_most_once", [start(100), start(200, pid="p2")], world(FG, twin))) == 1
+
+
+SHARED = [_call("toolu_x", "execute", '{"command":"make"}'),
+          _call("toolu_e1", "edit_files", '{"files":[{"path":"/a.go","edits":[]}]}'),
+          _call("toolu_w", "write_file", '{"path":"/c.txt","content":""}'),
+          _call("toolu_e2", "edit_files", '{"files":[{"path":"/b.go","edits":[]},{"path":"/d.go","edits":[]}]}')]
+
+
+def _uuid(chat, provider_id):
+    return tool_call_uuid(chat, MSG, provider_id)
+
+
+def _change(t_ms, path, chat=None, uuid=None):
+    return r(t_ms, "agent", "truth", truth="edit_applied", uuid=uuid, path=path, cause_chat=chat)
+
+
+@pytest.mark.parametrize("record,owner", [
+    # the agent knew the UUID: every file of a two-file edit is its call's
+    (_change(0, "/d.go", CHAT, _uuid(CHAT, "toolu_e2")), (CHAT, "toolu_e2")),
+    # by (chat, path): each chat's own call on the path
+    (_change(0, "/b.go", OTHER), (OTHER, "toolu_e2")),
+    (_change(0, "/c.txt", OTHER), (OTHER, "toolu_w")),
+    (_change(0, "/a.go", CHAT), (CHAT, "toolu_e1")),
+    # no chat: the first file call on that path, of any chat (CHAT's come first)
+    (_change(0, "/b.go"), (CHAT, "toolu_e2")),
+    (_change(0, "/c.txt"), (CHAT, "toolu_w")),
+    (_change(0, "/a.go"), (CHAT, "toolu_e1")),
+    # no file call has that path: an execute call (whose path is "") is never one
+    (_change(0, ""), None),
+    (_change(0, "", CHAT), None),
+    (_change(0, "/z.go", CHAT), None),
+])
+def test_an_applied_edit_is_filed_under_its_file_call(record, owner):
+    """Rule 3 for file changes: by UUID, else by (chat, path), else by path alone."""
+    ev = props.Evidence(_decoded([record]), world(*SHARED, chats=(CHAT, OTHER)))
+    filed = [(c.chat_id, c.provider_id) for c in ev.calls if ev.edits[c.uuid]]
+    assert filed == ([owner] if owner else [])
+
+
+@pytest.mark.parametrize("command,owner", [("make", "toolu_x"), ("", None), ("cc", None)])
+def test_a_process_without_uuid_is_filed_under_its_execute_call(command, owner):
+    """Rule 3 for processes: by (chat, command), and only ever under an execute call."""
+    rec = dict(start(0, command=command, chat=OTHER), uuid=None)
+    ev = props.Evidence(_decoded([rec]), world(*SHARED, chats=(CHAT, OTHER)))
+    filed = [(c.chat_id, c.provider_id) for c in ev.calls if ev.starts[c.uuid]]
+    assert filed == ([(OTHER, owner)] if owner else [])
+
+
+@pytest.mark.parametrize("low,high,discarded", [
+    (MSG - 1, MSG + 1, True),
+    (MSG, MSG + 5, False),  # MSG is the edited message itself: only the ones after it are discarded
+    (MSG + 1, MSG + 5, False),  # an edit of a later message
+    (MSG - 5, MSG, False),
+    (MSG - 5, MSG - 1, False),  # an edit whose branch ended before
+])
+def test_a_message_edit_discards_only_the_messages_strictly_between(low, high, discarded):
+    edit = note(1, "db", "message_edited", chat_id=CHAT, edited_message_id=low, replacement_message_id=high)
+    ev = props.Evidence(_decoded([edit]), world(chats=(CHAT, OTHER)))
+    assert {c.chat_id for c in ev.calls if c.uuid in ev.discarded} == ({CHAT} if discarded else set())
+
+
+def test_the_property_rows_are_frozen():
+    """Every driver shares the one table: a row cannot be changed in place."""
+    import dataclasses
+
+    prop = props.PROPERTIES[0]
+    with pytest.raises(dataclasses.FrozenInstanceError):
+        prop.name = "other"
+    assert len({p for p in props.PROPERTIES}) == len(props.PROPERTIES)
+
+
+def test_a_tool_without_agent_contact_completes_without_a_process():
+    """A tool other than the three runs without the agent (model/chattool/calls.py): its
+    completed result claims no process of it."""
+    other = chattool.ToolCall("toolu_09", "browser", "{}")
+    trace = [result(100, "completed", uuid=_uuid(CHAT, "toolu_09"), provider="toolu_09")]
+    assert judge("truthful_result", trace, world(other)) == []
+
+
+def test_every_unknown_result_of_a_call_is_judged():
+    (v,) = judge("unknown_only_when_unknowable", [result(500, "completed"), unknown(1_000, "not_found")])
+    assert v.evidence == (1,)
+
+
+def test_every_interrupt_is_judged():
+    """An interrupt that ended in time without a task leaves the next one judged; the
+    next one's task, after the first ended, is not the first's."""
+    trace = [_asked(0), _finished(10_000), _asked(20_000), _itask(40_000), _finished(41_000)]
+    (v,) = judge("interrupt_finishes", trace)
+    assert f"the interrupt of chat {CHAT} was noticed 20000 ms" in v.detail
+
+
+def test_effects_without_their_arrival_are_their_own_evidence():
+    """Two starts after the cancel's mark whose arrivals the trace does not hold: the
+    evidence is the mark and the starts, each once."""
+    trace = [note(1_000, "agent", "cancel_never_received", uuid=U), start(2_000), start(3_000, pid="p2")]
+    (v,) = judge("canceled_before_received_never_runs", trace)
+    assert v.evidence == (0, 1, 2)
+
+
+def test_the_owner_is_the_workers_replica():
+    """A worker ID is ``<replica>-w<n>``: the replica is all before the last ``-w``."""
+    trace = [note(0, "us-west-2", "acquired", chat_id=CHAT, worker_id="us-west-2-w1"),
+             result(1_000, "completed", replica="us-west-2")]
+    assert judge("fenced_commits", trace) == []
+    trace[-1] = result(1_000, "completed", replica="us")
+    assert judge("fenced_commits", trace)
+
+
+def test_a_record_that_changes_a_verdict_is_one_its_property_is_rechecked_on():
+    """The explorer's monitors re-check a property only when a new record has a tag it
+    declares (``Property.changed_by``, else ``reads``; model/properties/monitor.py Rule
+    1): growing tests/test_properties.py's cases record by record, every record that
+    changes a verdict has such a tag."""
+    for prop in props.PROPERTIES:
+        if prop.reads is None:
+            continue
+        rechecked_on = prop.changed_by or prop.reads
+        holds, fails = tp.CASES[prop.name]
+        for trace in [holds, *fails]:
+            verdicts = [prop.check(props.Evidence(trace[:n], tp.final())) for n in range(len(trace) + 1)]
+            for n, rec in enumerate(trace):
+                if verdicts[n + 1] != verdicts[n]:
+                    assert set(props.record_tags(rec)) & rechecked_on, (prop.name, rec)
