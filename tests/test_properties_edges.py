@@ -904,3 +904,14 @@ def test_a_record_that_changes_a_verdict_is_one_its_property_is_rechecked_on():
             for n, rec in enumerate(trace):
                 if verdicts[n + 1] != verdicts[n]:
                     assert set(props.record_tags(rec)) & rechecked_on, (prop.name, rec)
+
+
+def test_an_edit_of_two_files_applied_once_is_at_most_once():
+    """An edit_files call of two files leaves one edit_applied per file (model/agent/
+    files.py): applied once, it changed each file once; a second application changes one
+    of them again, and only that file's changes are its evidence."""
+    e2 = _uuid(CHAT, "toolu_e2")
+    once = [_change(0, "/b.go", CHAT, e2), _change(0, "/d.go", CHAT, e2)]
+    assert judge("at_most_once", once, world(*SHARED)) == []
+    (v,) = judge("at_most_once", [*once, _change(900, "/b.go", CHAT, e2)], world(*SHARED))
+    assert (v.detail, v.evidence, v.at_ms) == ("2 edits applied for toolu_e2", (0, 2), 900)
