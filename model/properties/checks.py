@@ -69,12 +69,10 @@ def _most_changed_file(ev: Evidence, idx: list[int]) -> list[int]:
     """Of a call's applied edits, those of the file it changed most often (the first such
     file): an edit_files call changes each of its files once when it is applied once, and
     the agent records one ``edit_applied`` per file (model/agent/files.py)."""
-    if len(idx) < 2:
-        return idx
     by_path: dict = {}
     for i in idx:
         by_path.setdefault(ev.trace[i].get("path"), []).append(i)
-    return max(by_path.values(), key=len)
+    return max(by_path.values(), key=len, default=idx)
 
 
 def _at_most_once(ev: Evidence) -> list[Violation]:
