@@ -174,8 +174,13 @@ def test_completed_detail_names_the_exit_codes():
     (TIMEOUT_MS + 2_000, TIMEOUT_MS + 2_500, True),  # killed past its deadline, then the commit
     (TIMEOUT_MS + 2_000, 5_000, False),  # at the commit it had run 5 s: its later life does not count
 ])
-def test_timed_out_needs_a_process_alive_at_its_deadline(ends_at, commit_at, truthful):
-    trace = [start(0), result(commit_at, "timed_out")]
+@pytest.mark.parametrize("started_at", [0, 5_000])
+def test_timed_out_needs_a_process_alive_at_its_deadline(ends_at, commit_at, truthful, started_at):
+    """(Every time shifted when the process started at 5 s.)"""
+    if started_at:
+        ends_at = None if ends_at is None else ends_at + started_at
+        commit_at += started_at
+    trace = [start(started_at), result(commit_at, "timed_out")]
     if ends_at is not None:
         trace.append(killed(ends_at, by="timeout"))
     found = judge("truthful_result", sorted(trace, key=lambda x: x["t_ms"]))
@@ -195,6 +200,8 @@ def test_timed_out_reads_the_agents_clock():
     ([killed(1_000, by="shutdown")], False),  # killed by the restart, never exited: unknown, not failed
     ([killed(1_000, by="shutdown"), start(1_200, pid="p2", inc=2), exited(1_500, pid="p2", inc=2, code=1)], True),
     ([killed(3_000, by="shutdown")], True),  # the restart came after the commit
+    # the retry's process exited only after the commit
+    ([killed(1_000, by="shutdown"), start(2_500, pid="p2", inc=2), exited(3_000, pid="p2", inc=2, code=1)], False),
     ([killed(1_000, by="signal")], True),  # a signal ended it: a failure to report
     ([killed(1_000, by="cancel")], True),
 ])
@@ -255,6 +262,7 @@ def test_retry_changes_nothing_names_every_later_attempt():
     assert v.detail == ("toolu_01: side effect again from replica-1-w1/t3/a2 and 1 more attempt(s) "
                         "after replica-1-w1/t3/a1")
     assert v.evidence == (0, 2, 3)  # the first attempt's second start is at_most_once's business
+    assert v.at_ms == 200  # when the first later attempt acted
 
 
 # ---------------------------------------------------------------------------
@@ -851,10 +859,11 @@ def test_the_property_rows_are_frozen():
     assert len({p for p in props.PROPERTIES}) == len(props.PROPERTIES)
 
 
-def test_a_tool_without_agent_contact_completes_without_a_process():
+@pytest.mark.parametrize("tool", ["browser", "web_search"])  # (sorting before and after "execute")
+def test_a_tool_without_agent_contact_completes_without_a_process(tool):
     """A tool other than the three runs without the agent (model/chattool/calls.py): its
     completed result claims no process of it."""
-    other = chattool.ToolCall("toolu_09", "browser", "{}")
+    other = chattool.ToolCall("toolu_09", tool, "{}")
     trace = [result(100, "completed", uuid=_uuid(CHAT, "toolu_09"), provider="toolu_09")]
     assert judge("truthful_result", trace, world(other)) == []
 
@@ -915,3 +924,76 @@ def test_an_edit_of_two_files_applied_once_is_at_most_once():
     assert judge("at_most_once", once, world(*SHARED)) == []
     (v,) = judge("at_most_once", [*once, _change(900, "/b.go", CHAT, e2)], world(*SHARED))
     assert (v.detail, v.evidence, v.at_ms) == ("2 edits applied for toolu_e2", (0, 2), 900)
+
+
+@pytest.mark.parametrize("kind,disk", [("not_applied", "running"), ("failed", "stopped")])
+def test_an_edit_files_result_is_judged_by_its_edits(kind, disk):
+    """An edit_files call's side effects are its applied edits, as a write's are."""
+    e1 = _uuid(CHAT, "toolu_e1")
+    trace = [_change(0, "/a.go", CHAT, e1), r(10, "world", "workspace", state=disk),
+             result(1_000, kind, uuid=e1, provider="toolu_e1")]
+    (v,) = judge("truthful_result", trace, world(*SHARED))
+    assert v.evidence == (0, 2)
+
+
+@pytest.mark.parametrize("kind", ["unknown", "interrupted_generic"])
+def test_a_file_result_that_claims_nothing_is_truthful_on_any_disk(kind):
+    """Unknown and the generic interrupted result say nothing of the change: true with
+    the write on the disk."""
+    assert judge("truthful_result", [write(100), wresult(1_000, kind)], world(WR)) == []
+
+
+def test_retry_changes_nothing_judges_edits_and_any_later_owner():
+    """A file call's edits from two attempts; a start by an attempt of another replica,
+    whatever the order of the two attempts' names."""
+    trace = [write(100), dict(write(200), cause="replica-1-w1/t3/a2/c0:r9")]
+    (v,) = judge("retry_changes_nothing", trace, world(WR))
+    assert v.evidence == (0, 1)
+    trace = [start(100, cause="replica-2-w1/t5/a1/c0:r1"), start(200, pid="p2", cause="replica-1-w1/t9/a1/c0:r1")]
+    (v,) = judge("retry_changes_nothing", trace)
+    assert v.detail == "toolu_01: side effect again from replica-1-w1/t9/a1 after replica-2-w1/t5/a1"
+
+
+def test_interrupt_stops_foreground_judges_the_calls_after_a_background_one():
+    trace = [start(0), result(2_000, "interrupted_generic", task="interrupt")]
+    assert judge("interrupt_stops_foreground", trace, world(BG, FG))
+    assert judge("interrupt_stops_foreground", trace, world(WR, FG))
+
+
+def test_interrupt_stops_foreground_at_the_commit_only():
+    """A process started after the commit (in its millisecond) was not left running by it;
+    one past its timeout is left alone."""
+    assert judge("interrupt_stops_foreground", [result(2_000, "interrupted_generic", task="interrupt"), start(2_000)]) == []
+    assert judge("interrupt_stops_foreground", [start(0), result(12_000, "interrupted_generic", task="interrupt")]) == []
+    assert judge("background_survives", [start(0), killed(20_000)])
+
+
+def test_chat_isolation_both_ways_and_by_signal():
+    """A request of either chat that kills, or signals, the other chat's process breaks
+    it; a kill no request asked for is skipped, and the next one still judged; a chat's
+    own kill is none."""
+    final = world(chats=(CHAT, OTHER))
+    assert judge("chat_isolation", [start(0), killed(1_000, chat=CHAT)], final) == []
+    assert judge("chat_isolation", [start(0), killed(1_000, by="signal", chat=OTHER)], final)
+    assert judge("chat_isolation", [start(0, chat=OTHER), killed(1_000, chat=CHAT)], final)
+    no_chat = dict(killed(500), cause_chat=None)
+    assert judge("chat_isolation", [start(0), no_chat, start(600, pid="p2"), killed(900, pid="p2", chat=OTHER)], final)
+
+
+def test_canceled_before_received_judges_every_call_and_tool():
+    """A call without marks leaves the next judged; a write's or an edit's change after
+    its cancel mark breaks it as a start does; copies of different tools sharing a UUID
+    are judged on the starts and the edits both."""
+    mark = note(1_000, "agent", "cancel_never_received", uuid=UB)
+    assert judge("canceled_before_received_never_runs", [mark, start(2_000, uuid=UB, command="serve")])
+    assert judge("canceled_before_received_never_runs",
+                 [note(1_000, "agent", "cancel_never_received", uuid=UW), write(2_000)], world(WR))
+    e1 = _uuid(CHAT, "toolu_e1")
+    assert judge("canceled_before_received_never_runs",
+                 [note(1_000, "agent", "cancel_never_received", uuid=e1), _change(2_000, "/a.go", CHAT, e1)],
+                 world(*SHARED))
+    twin = _call("toolu_01", "edit_files", '{"files":[{"path":"/a.go","edits":[]}]}')
+    (v,) = judge("canceled_before_received_never_runs",
+                 [note(1_000, "agent", "cancel_never_received", uuid=U), _change(2_000, "/a.go", CHAT, U)],
+                 world(FG, twin))
+    assert v.evidence == (0, 1)
