@@ -997,3 +997,17 @@ def test_canceled_before_received_judges_every_call_and_tool():
                  [note(1_000, "agent", "cancel_never_received", uuid=U), _change(2_000, "/a.go", CHAT, U)],
                  world(FG, twin))
     assert v.evidence == (0, 1)
+
+
+def test_canceled_before_received_names_the_first_late_effect():
+    """Of two starts after the mark, the first is the violation's time, and its arrival
+    (not the second's) its evidence."""
+    mark = note(1_000, "agent", "cancel_never_received", uuid=U)
+    trace = [mark, _received(1_500, "q1"), start(2_000, cause="q1"), start(3_000, pid="p2", cause="q2")]
+    (v,) = judge("canceled_before_received_never_runs", trace)
+    assert (v.at_ms, v.evidence) == (2_000, (0, 1, 2, 3))
+
+
+def test_a_request_sent_between_two_agent_downs_may_have_reached_a_gone_agent():
+    trace = [down(50), sent(100), down(200, inc=2), unknown(1_000, "not_found")]
+    assert judge("unknown_only_when_unknowable", trace) == []
