@@ -1011,3 +1011,34 @@ def test_canceled_before_received_names_the_first_late_effect():
 def test_a_request_sent_between_two_agent_downs_may_have_reached_a_gone_agent():
     trace = [down(50), sent(100), down(200, inc=2), unknown(1_000, "not_found")]
     assert judge("unknown_only_when_unknowable", trace) == []
+
+
+def test_unknown_only_when_unknowable_reads_only_the_calls_own_sends():
+    """A send for another call (toolu_00 sorts before toolu_01) says nothing of this one;
+    the violation names the unknown's reason."""
+    trace = [sent(100, tool_call="toolu_00"), down(200), unknown(1_000, "not_found")]
+    (v,) = judge("unknown_only_when_unknowable", trace)
+    assert "unknown (not_found) although" in v.detail
+
+
+def test_fenced_commits_judges_every_commit():
+    """Two commits by a non-owner are two violations; an interrupt's commit, outside the
+    attempt fence, leaves the next generation commit judged."""
+    trace = [_acquired(0, "replica-1"), result(1_000, "completed", replica="replica-2"),
+             result(2_000, "completed", replica="replica-2")]
+    assert len(judge("fenced_commits", trace)) == 2
+    trace = [_task(1, "replica-1"), _batch(2, "replica-1", 1), _batch(9, "replica-1", 2),
+             result(3_000, "canceled", gen=1, task="interrupt"), result(3_500, "completed", gen=1)]
+    (v,) = judge("fenced_commits", trace)
+    assert v.evidence == (1, 2, 4)
+
+
+def test_a_commit_is_fenced_by_the_attempts_begun_after_its_own_newest_batch():
+    """An attempt runs several batches: a commit after its own second batch is no
+    replaced attempt's; an attempt of another replica begun before it is no later one."""
+    trace = [_task(1, "replica-1"), _batch(2, "replica-1", 1), _batch(5, "replica-1", 1),
+             result(3_000, "completed", gen=1)]
+    assert judge("fenced_commits", trace) == []
+    trace = [_task(1, "replica-1"), _batch(2, "replica-2", 1), _batch(5, "replica-1", 2),
+             result(3_000, "completed", gen=2)]
+    assert judge("fenced_commits", trace) == []
