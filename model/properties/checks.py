@@ -65,13 +65,25 @@ _RESULTS = _truths("result_committed")
 # ---------------------------------------------------------------------------
 
 
+def _most_changed_file(ev: Evidence, idx: list[int]) -> list[int]:
+    """Of a call's applied edits, those of the file it changed most often (the first such
+    file): an edit_files call changes each of its files once when it is applied once, and
+    the agent records one ``edit_applied`` per file (model/agent/files.py)."""
+    by_path: dict = {}
+    for i in idx:
+        by_path.setdefault(ev.trace[i].get("path"), []).append(i)
+    return max(by_path.values(), key=len, default=idx)
+
+
 def _at_most_once(ev: Evidence) -> list[Violation]:
-    """US1: one process, or one applied edit, per tool call UUID. Calls of one message
-    that share a provider ID share the UUID: they are one tool call here, as the agent's
-    record store makes them (docs/contract.md C1.3)."""
+    """US1: one process, or one applied edit, per tool call UUID; an edit of several files
+    is applied once when each of its files was changed once. Calls of one message that
+    share a provider ID share the UUID: they are one tool call here, as the agent's record
+    store makes them (docs/contract.md C1.3)."""
     out = []
     for call in ev.firsts:
-        for what, idx in (("process starts", ev.starts[call.uuid]), ("edits applied", ev.edits[call.uuid])):
+        edits = _most_changed_file(ev, ev.edits[call.uuid])
+        for what, idx in (("process starts", ev.starts[call.uuid]), ("edits applied", edits)):
             if len(idx) > 1:
                 out.append(violation("at_most_once", call, ev.trace[idx[1]]["t_ms"],
                               f"{len(idx)} {what} for {call.provider_id}", idx))

@@ -177,6 +177,9 @@ class Evidence:
         by_command = {(c.chat_id, c.command): c for c in calls if c.tool == "execute"}
         by_path = {(c.chat_id, c.path): c for c in calls if c.tool != "execute"}
         pid_owner, pid_start, sends = self.pid_owner, self.pid_start, self.sends
+        # The world's records each filed by its kind alone, in trace order.
+        listed_by_kind = {"agent_down": self.agent_downs, "agent_up": self.agent_ups, "fault": self.faults,
+                          "workspace": self.workspace_moves}
         for i, rec in enumerate(trace):
             kind = rec.get("kind")
             if kind == "note":
@@ -197,17 +200,9 @@ class Evidence:
             if kind == "send":
                 sends.setdefault(rec.get("req"), i)
                 continue
-            if kind == "agent_down":
-                self.agent_downs.append(i)
-                continue
-            if kind == "agent_up":
-                self.agent_ups.append(i)
-                continue
-            if kind == "fault":
-                self.faults.append(i)
-                continue
-            if kind == "workspace":
-                self.workspace_moves.append(i)
+            listed = listed_by_kind.get(kind)
+            if listed is not None:
+                listed.append(i)
                 continue
             if kind != "truth":
                 continue
@@ -310,8 +305,7 @@ class Evidence:
         """The task attempt a request belongs to: '<worker>/t<n>/a<m>' from its ID."""
         if not req_id:
             return ""
-        parts = req_id.split("/")
-        return "/".join(parts[:3]) if len(parts) >= 3 else req_id
+        return "/".join(req_id.split("/")[:3])  # (an ID of fewer parts is its own attempt)
 
 
 

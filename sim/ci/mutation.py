@@ -85,7 +85,8 @@ _CHATTOOL = ["tests/test_chattool.py", "tests/test_chatd_rules.py", "tests/test_
 # tests/test_chatd_probes.py reads
 _CHATTOOL_ROWS = [*_CHATTOOL, "tests/test_chatd_probes.py"]
 _CHATD = ["tests/test_chatd.py", "tests/test_chatd_rules.py", "tests/test_chatd_today.py"]
-_PROPS = ["tests/test_properties.py", "tests/test_classify.py"]
+# tests/test_properties_edges.py: each check's branches and bounds (where it changes its mind)
+_PROPS = ["tests/test_properties.py", "tests/test_classify.py", "tests/test_properties_edges.py"]
 
 # module -> the fast tests that exercise it (the bound of the run: per mutant, only these)
 MODULE_TESTS: dict[str, list[str]] = {
