@@ -103,7 +103,10 @@ MODULE_TESTS: dict[str, list[str]] = {
     **{f"model/chattool/{m}.py": _CHATTOOL_ROWS for m in ("classifier", "execute", "results")},
     **{f"model/chatd/{m}.py": _CHATD for m in
        ("batch", "interrupt", "replica", "retry", "rules", "runner", "state", "tasks")},
-    "model/chatd_db.py": _CHATD,
+    # the database's own edges (each fence part, message IDs, copies, cleanup), the edit
+    # transition (C3.6) and its rule coverage probes, which the replica tests never reach
+    "model/chatd_db.py": [*_CHATD, "tests/test_chatd_db_edges.py", "tests/test_message_edit.py",
+                          "tests/test_chatd_probes.py"],
     "model/identity.py": ["tests/test_identity.py", "tests/test_identity_edges.py"],
     **{f"model/properties/{m}.py": _PROPS for m in ("checks", "classify", "evidence", "risks")},
     # the incremental monitor against the whole history's verdicts, over explorations
