@@ -15,7 +15,7 @@ import pickle
 import pytest
 
 from toolcall_sim.model import chatd, chatd_db, chattool
-from toolcall_sim.model.core import Publish, Truth, replace
+from toolcall_sim.model.core import FMap, Publish, Truth, replace
 
 CHAT = "3b9a4c55-7e21-4f0a-9c3d-5a6b7c8d9e01"
 OWNER = ("w1", "w1/r1")
@@ -216,3 +216,34 @@ def test_archive_refuses_an_unknown_chat_and_an_archived_one():
     assert [p.channel for p in eff if isinstance(p, Publish)] == [chatd.CHANNEL_UPDATE]
     same, eff = chatd_db.db_archive(archived, CHAT, 40)
     assert same is archived and eff[0].get("reason") == "no_chat"
+
+
+def test_a_turn_that_used_more_answers_than_the_script_holds_finishes():
+    """The script is used up once the turn's answers reach its length; a history with more
+    (a stale task's commit when a planted fence bug lets it through) finishes the turn too,
+    never asks the script for an answer it does not have."""
+    chat = replace(_history(_user(), _assistant(CALL_A), _tool("call_a"), _assistant(CALL_B), _tool("call_b")),
+                   turns=((CALL_A,),))
+    assert chatd_db.turn_index(chat) == 2
+    assert chatd_db.decide_generation_action(chat) == "finish_turn"
+
+
+# ---------------------------------------------------------------------------
+# Rule 8: what a committed result records
+# ---------------------------------------------------------------------------
+
+
+def test_an_interrupt_commit_records_generation_attempt_zero():
+    """The interrupt task's results are committed outside any generation attempt: their
+    records say generation_attempt 0 and task interrupt (chatd_db rule 8), whatever
+    attempt the generation had reached."""
+    db = running_chat()
+    db, chat, _ = chatd_db.tx_begin_generation_attempt(db, db.chats[CHAT], 30)
+    db, _ = chatd_db.tx_commit_assistant(db, chat, (CALL_A,), 40)
+    db, chat, _ = chatd_db.tx_begin_generation_attempt(db, db.chats[CHAT], 50)
+    assert chat.generation_attempt == 1
+    db, _ = chatd_db.db_interrupt(db, CHAT, 60)
+    generic = chattool.Result("interrupted", True, "interrupted")
+    _, eff = chatd_db.tx_finish_interruption(db, db.chats[CHAT], FMap(), generic, 70, "replica-1", 1)
+    (record,) = [e for e in eff if isinstance(e, Truth) and e.kind == "result_committed"]
+    assert (record.get("generation_attempt"), record.get("task"), record.get("kind")) == (0, "interrupt", "interrupted")
