@@ -1,0 +1,191 @@
+"""The retry wrapper's and the task cancel's edges (model/chatd/retry.py; docs/contract.md
+C1.4, C2.3, C3.2 step 6): what every outcome of an attempt does to the runner, which
+probe and note it gives, and that an ended attempt leaves nothing of itself armed.
+
+The direct tests hand ``_end_task`` and ``_cancel_task`` one task each; the sweep runs
+the shipped scenarios that cancel, retry, time out or lose the database and checks rule
+3 ("stop waiting") on their traces: no timer of an ended attempt or task ever fires
+(``stale_timer``), and none is left armed at the end.
+"""
+
+from __future__ import annotations
+
+import pathlib
+
+import pytest
+
+from toolcall_sim.model import chatd, chatd_db
+from toolcall_sim.model.chatd import retry
+from toolcall_sim.model.chatd.state import DONE, EXIT, RETRY, TIMED_OUT, Attempt, ReplicaState, Runner, Task
+from toolcall_sim.model.core import EMPTY, CancelTimer, Note, Probe, SetTimer, replace
+from toolcall_sim.world.run import run_scenario
+from toolcall_sim.world.scenario import load
+
+CHAT = "5d2e8f10-3a4b-4c5d-8e6f-7a8b9c0d1e2f"
+WORKER, RUNNER = "replica-1-w1", "replica-1-w1/r1"
+FENCE = chatd_db.TaskFence(WORKER, RUNNER, chatd.RUNNING, 3)
+DB_DOWN = f"{RETRY}:db_down"
+FENCED_STATUS = f"{EXIT}:{chatd_db.FENCED_STATUS}"
+FENCED_OWNER = f"{EXIT}:{chatd_db.FENCED_OWNER}"
+
+
+def _task(kind: str = "generation", action: str | None = "execute_local_tools", step: str = "calls",
+          backoff_ms: int = 100) -> Task:
+    task = Task("replica-1-w1/t1", kind, CHAT, FENCE, attempts=1, backoff_ms=backoff_ms)
+    if action is None:
+        return task
+    return replace(task, attempt=Attempt(f"{task.task_id}/a1", 1, action, step))
+
+
+def _end(task: Task, outcome: str, rules=chatd.CONTRACT):
+    runner = Runner(CHAT, RUNNER, task=task)
+    rep = ReplicaState("replica-1", WORKER, rules=rules, runners=EMPTY.set(CHAT, runner))
+    return retry._end_task(rep, chatd_db.db_empty(), runner, task, outcome, [])
+
+
+def _probes(effects) -> list[str]:
+    return [e.rule for e in effects if isinstance(e, Probe)]
+
+
+def _notes(effects, kind: str) -> list:
+    return [e for e in effects if isinstance(e, Note) and e.kind == kind]
+
+
+# ---------------------------------------------------------------------------
+# _end_task: each outcome
+# ---------------------------------------------------------------------------
+
+
+@pytest.mark.parametrize("action, outcome, probes", [
+    # an interrupt attempt that its timer ended committed nothing (C3.2 step 6); one that
+    # finished, failed on the database or was fenced out is no such end
+    ("interrupt", TIMED_OUT, ["C3.2.ended-uncommitted", "C1.4.retry-timed-out"]),
+    ("interrupt", DB_DOWN, ["C1.4.retry-error"]),
+    ("interrupt", DONE, ["C1.4.done"]),
+    ("interrupt", FENCED_STATUS, ["C1.4.exit-no-retry"]),
+    ("execute_local_tools", TIMED_OUT, ["C1.4.retry-timed-out"]),
+    ("generate_assistant", DB_DOWN, ["C1.4.retry-error"]),
+    ("execute_local_tools", DONE, ["C1.4.done"]),
+])
+def test_each_outcome_gives_its_probe(action, outcome, probes):
+    kind = "interrupt" if action == "interrupt" else "generation"
+    _, _, effects = _end(_task(kind, action), outcome)
+    assert _probes(effects) == probes
+
+
+@pytest.mark.parametrize("outcome, why", [(TIMED_OUT, "timeout"), (DB_DOWN, "db_down")])
+def test_a_retried_attempt_backs_off_and_doubles_the_backoff(outcome, why):
+    """runTaskWithRetry (C1.4): the attempt ends (its timers canceled), the backoff timer
+    is armed with the current backoff, and the next one is doubled."""
+    task = _task(backoff_ms=400)
+    rep, _, effects = _end(task, outcome)
+    after = rep.runners[CHAT].task
+    assert (after.attempt, after.backoff_ms, after.attempts) == (None, 800, 1)
+    assert SetTimer(f"{task.task_id}/backoff", 400) in effects
+    assert CancelTimer(f"{task.attempt.key}/timeout") in effects
+    (retried,) = _notes(effects, "task_retry")
+    assert (retried.get("why"), retried.get("attempt"), retried.get("backoff_ms")) == (why, 1, 400)
+
+
+def test_the_backoff_stops_doubling_at_its_cap():
+    cap = chatd.CONTRACT.timing.task_retry_max_backoff_ms
+    rep, _, _ = _end(_task(backoff_ms=cap * 3 // 4), TIMED_OUT)
+    assert rep.runners[CHAT].task.backoff_ms == cap
+
+
+@pytest.mark.parametrize("outcome, note_kind", [(DONE, "task_done"), (FENCED_STATUS, "task_exit"),
+                                                (FENCED_OWNER, "task_exit")])
+def test_a_finished_generation_task_leaves_its_runner_in_place(outcome, note_kind):
+    rep, _, effects = _end(_task(), outcome)
+    assert rep.runners[CHAT].task is None and rep.runners[CHAT].runner_id == RUNNER
+    assert [n.get("why") for n in _notes(effects, note_kind)] == [outcome]
+    assert not _notes(effects, "runner_dropped")
+
+
+@pytest.mark.parametrize("outcome, reason, probe", [
+    (DONE, "abandoned", "C2.3.abandon-released"),
+    (FENCED_OWNER, "owner_changed", "C2.3.abandon-owner-moved"),
+])
+def test_an_abandon_that_released_or_lost_the_chat_drops_its_runner(outcome, reason, probe):
+    """C2.3: an abandon that cleared the owner, or found another owner, is this runner's
+    end; the note says which."""
+    rep, _, effects = _end(_task("abandon", "abandon", "calls"), outcome)
+    assert CHAT not in rep.runners
+    assert [n.get("reason") for n in _notes(effects, "runner_dropped")] == [reason]
+    assert probe in _probes(effects)
+
+
+def test_an_abandon_fenced_out_otherwise_keeps_its_runner():
+    """Another status or history is not another owner: the runner stays for the chat's
+    next change."""
+    rep, _, effects = _end(_task("abandon", "abandon", "calls"), FENCED_STATUS)
+    assert CHAT in rep.runners and not _notes(effects, "runner_dropped")
+
+
+def test_the_planted_timeout_bug_keeps_only_a_timed_out_batch_running():
+    """attempt_timeout_stops_calls=False leaves an execute batch running after its
+    attempt's TIMER; an attempt of that batch that ends any other way (its commit met the
+    database down) ends as the contract says, its timeout timer canceled."""
+    rules = replace(chatd.CONTRACT, attempt_timeout_stops_calls=False)
+    task = _task()
+    rep, _, effects = _end(task, TIMED_OUT, rules)
+    assert rep.runners[CHAT].task.zombie == task.attempt
+    rep, _, effects = _end(task, DB_DOWN, rules)
+    assert rep.runners[CHAT].task.zombie is None
+    assert CancelTimer(f"{task.attempt.key}/timeout") in effects
+
+
+# ---------------------------------------------------------------------------
+# _cancel_task (rule 3): stop waiting
+# ---------------------------------------------------------------------------
+
+
+@pytest.mark.parametrize("kind, action, step, timers", [
+    ("generation", "generate_assistant", "generate", ["backoff", "a1/timeout", "a1/gen"]),
+    ("generation", "execute_local_tools", "dial", ["backoff", "a1/timeout", "a1/dial"]),
+    ("interrupt", "interrupt", "dial", ["backoff", "a1/timeout", "a1/dial"]),
+    ("generation", "execute_local_tools", "calls", ["backoff", "a1/timeout"]),
+    ("generation", None, "", ["backoff"]),  # backing off between attempts
+])
+def test_a_canceled_task_disarms_what_its_step_armed(kind, action, step, timers):
+    """Rule 3: the backoff, the attempt's timeout and the timer of the step it waits in
+    (the model's answer, the dial) are canceled with the task."""
+    task = _task(kind, action, step)
+    effects = retry._cancel_task(task)
+    # (a cancel of a timer that is not armed changes nothing: only what must go is checked)
+    assert {f"{task.task_id}/{t}" for t in timers} <= {e.name for e in effects if isinstance(e, CancelTimer)}
+    # an interrupt canceled mid-attempt commits nothing (C3.2 step 6)
+    assert _probes(effects) == (["C3.2.ended-uncommitted"] if kind == "interrupt" else [])
+    (canceled,) = _notes(effects, "task_canceled")
+    assert canceled.get("kind") == kind
+
+
+# ---------------------------------------------------------------------------
+# The sweep: no timer of an ended attempt fires or stays armed
+# ---------------------------------------------------------------------------
+
+SCENARIOS = pathlib.Path(__file__).resolve().parent.parent / "scenarios"
+# scenarios whose tasks are canceled, retried, timed out, fenced out or lose the database
+SWEPT = ("smoke_retry", "lost_start_answer", "db_outage_during_batch", "db_outage_outlives_lease",
+         "edit_while_interrupting", "fence_status_interrupt_during_commit", "us01_ownership_change",
+         "us02_interrupt_stops_foreground", "us07_interrupt_unreachable_agent", "edit_before_calls",
+         "takeover_by_named_replica")
+
+
+def _live(system, node: str, name: str) -> bool:
+    """Whether the replica would act on the timer ``name`` if it fired now (not a
+    ``stale_timer``): the task, attempt, step or call it names is still waiting."""
+    rep = system.replicas.get(node)
+    if not isinstance(rep, ReplicaState):
+        return True  # not a chatd replica's timer
+    _, _, effects = chatd.replica_on_timer(rep, system.db, name, system.now_ms, system.now_ms)
+    return not _notes(effects, "stale_timer")
+
+
+@pytest.mark.parametrize("variant", ["today", "contract"])
+@pytest.mark.parametrize("scenario", SWEPT)
+def test_no_timer_outlives_what_it_waits_for(scenario, variant):
+    world = run_scenario(load(SCENARIOS / f"{scenario}.toml"), variant).world
+    assert [rec for rec in world.trace if rec.get("note") == "stale_timer"] == []
+    system = world.system
+    assert [name for (node, name) in system.timers if not _live(system, node, name)] == []
