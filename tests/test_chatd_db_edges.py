@@ -15,7 +15,7 @@ import pickle
 import pytest
 
 from toolcall_sim.model import chatd, chatd_db, chattool
-from toolcall_sim.model.core import FMap, Publish, Truth, replace
+from toolcall_sim.model.core import FMap, Probe, Publish, Truth, replace
 
 CHAT = "3b9a4c55-7e21-4f0a-9c3d-5a6b7c8d9e01"
 OWNER = ("w1", "w1/r1")
@@ -247,3 +247,50 @@ def test_an_interrupt_commit_records_generation_attempt_zero():
     _, eff = chatd_db.tx_finish_interruption(db, db.chats[CHAT], FMap(), generic, 70, "replica-1", 1)
     (record,) = [e for e in eff if isinstance(e, Truth) and e.kind == "result_committed"]
     assert (record.get("generation_attempt"), record.get("task"), record.get("kind")) == (0, "interrupt", "interrupted")
+
+
+# ---------------------------------------------------------------------------
+# The queue, the script cursor, the row lookup, the default window, the edit's probe
+# ---------------------------------------------------------------------------
+
+
+def test_the_end_of_a_turn_promotes_the_oldest_queued_message_and_restarts_the_script():
+    """FinishTurn promotes the queue's head (FIFO) into history as the next user turn,
+    whose scripted answers start from the first (turn_index 0)."""
+    db = running_chat(turns=((),))
+    db, _ = chatd_db.db_send_user_message(db, CHAT, "second", 30)
+    db, _ = chatd_db.db_send_user_message(db, CHAT, "third", 31)
+    db, _ = chatd_db.tx_commit_assistant(db, db.chats[CHAT], (), 40)
+    db, _ = chatd_db.tx_finish_turn(db, db.chats[CHAT], 50)
+    chat = db.chats[CHAT]
+    assert (chat.status, chat.messages[-1].role, chat.messages[-1].text, chat.queue) == (
+        chatd.RUNNING, "user", "second", ("third",))
+    assert chatd_db.turn_index(chat) == 0
+
+
+def test_a_row_is_found_by_its_id_among_active_and_deleted_messages():
+    """find_message compares IDs by value, in the active history and among the rows an
+    edit soft-deleted (a stale task's commit still names its own call message)."""
+    chat = replace(_history(_user(), _assistant(CALL_A)), deleted_messages=(
+        chatd_db.Message(1000, "assistant", 0, tool_calls=(CALL_B,)),))
+    chat = replace(chat, messages=tuple(replace(m, id=2000 + m.id) for m in chat.messages))
+    assert chatd_db.find_message(chat, int("1000")).tool_calls == (CALL_B,)
+    assert chatd_db.find_message(chat, int("2002")).tool_calls == (CALL_A,)
+    assert chatd_db.find_message(chat, 1500) is None
+
+
+def test_a_chat_created_without_a_context_window_gets_the_default_result_budget():
+    """Most worlds name no context window: the chat's is unknown, so every result gets
+    the default per-result budget (C1.3 step 6)."""
+    db, _ = chatd_db.db_new_chat(chatd_db.db_empty(), CHAT, [], 1_000, 0)
+    budget = chattool.tool_result_byte_budget(db.chats[CHAT].context_limit_tokens)
+    assert budget == chattool.tool_result_byte_budget(0)
+
+
+def test_only_an_edit_of_an_interrupting_chat_ends_an_interruption():
+    db = running_chat()
+    _, eff = chatd_db.db_edit_message(db, CHAT, 30)
+    assert "C3.6.ends-interruption" not in [e.rule for e in eff if isinstance(e, Probe)]
+    db, _ = chatd_db.db_interrupt(db, CHAT, 40)
+    _, eff = chatd_db.db_edit_message(db, CHAT, 50)
+    assert "C3.6.ends-interruption" in [e.rule for e in eff if isinstance(e, Probe)]
