@@ -1,6 +1,8 @@
-"""The retry wrapper's and the task cancel's edges (model/chatd/retry.py; docs/contract.md
-C1.4, C2.3, C3.2 step 6): what every outcome of an attempt does to the runner, which
-probe and note it gives, and that an ended attempt leaves nothing of itself armed.
+"""The retry wrapper's, the task cancel's and the runner's edges (model/chatd/retry.py and
+runner.py; docs/contract.md C1.2, C1.4, C2.1-C2.3, C3.2 step 6): what every outcome of an
+attempt does to the runner, which probe and note it gives, that an ended attempt leaves
+nothing of itself armed, which calls the planted bug's zombie batch still owns, and how a
+runner reads its chat (a read not newer, another owner, a new task's ID).
 
 The direct tests hand ``_end_task`` and ``_cancel_task`` one task each; the sweep runs
 the shipped scenarios that cancel, retry, time out or lose the database and checks rule
@@ -16,6 +18,7 @@ import pytest
 
 from toolcall_sim.model import chatd, chatd_db
 from toolcall_sim.model.chatd import retry
+from toolcall_sim.model.chatd import runner as runner_mod
 from toolcall_sim.model.chatd.state import DONE, EXIT, RETRY, TIMED_OUT, Attempt, ReplicaState, Runner, Task
 from toolcall_sim.model.core import EMPTY, CancelTimer, Note, Probe, SetTimer, replace
 from toolcall_sim.world.run import run_scenario
@@ -189,3 +192,106 @@ def test_no_timer_outlives_what_it_waits_for(scenario, variant):
     assert [rec for rec in world.trace if rec.get("note") == "stale_timer"] == []
     system = world.system
     assert [name for (node, name) in system.timers if not _live(system, node, name)] == []
+
+
+# ---------------------------------------------------------------------------
+# The planted bug's zombie batch: only its own attempt's waiting calls are routed to it
+# ---------------------------------------------------------------------------
+
+
+class _CallState:
+    """A stand-in for a call's chattool state: the zombie code reads only ``result``."""
+
+    def __init__(self, name: str, result=None):
+        self.name, self.result = name, result
+
+
+def _zombie_task(n_calls: int = 3) -> Task:
+    task = _task()
+    states = tuple(_CallState(f"s{i}") for i in range(n_calls))
+    zombie = replace(task.attempt, states=states, results=(None,) * n_calls)
+    # the retried attempt a2 is the current one; a1 goes on under the planted bug
+    return replace(task, attempts=2, attempt=Attempt(f"{task.task_id}/a2", 2, "execute_local_tools", "dial"),
+                   zombie=zombie)
+
+
+def test_only_the_zombie_attempts_own_waiting_calls_are_routed_to_it():
+    task = _zombie_task(2)
+    assert retry._zombie_call(task, ["a1", "c1:start"]) == 1
+    assert retry._zombie_call(task, ["a2", "c1:start"]) is None  # the current attempt's call
+    assert retry._zombie_call(task, ["a0", "c1:start"]) is None
+    assert retry._zombie_call(task, ["a1"]) is None  # no call named
+    assert retry._zombie_call(task, ["a1", "c2:start"]) is None  # no such call
+    assert retry._zombie_call(task, ["a1", "c7:start"]) is None
+    done = replace(task, zombie=replace(task.zombie, results=(None, "result")))
+    assert retry._zombie_call(done, ["a1", "c1:start"]) is None  # that call already has its result
+
+
+def test_a_zombie_call_that_moves_on_changes_only_its_own_state():
+    task = _zombie_task(3)
+    runner = Runner(CHAT, RUNNER, task=task)
+    rep = ReplicaState("replica-1", WORKER, runners=EMPTY.set(CHAT, runner))
+    moved = _CallState("s1'")
+    rep, _, _ = retry._zombie_progress(rep, chatd_db.db_empty(), runner, task, ["a1", "c1:start"],
+                                       lambda cs: (moved, []), 0)
+    zombie = rep.runners[CHAT].task.zombie
+    assert [cs.name for cs in zombie.states] == ["s0", "s1'", "s2"]
+    assert zombie.results == (None, None, None)
+
+
+# ---------------------------------------------------------------------------
+# The runner's read and the worker's poll (runner.py; C1.2, C2.1-C2.3)
+# ---------------------------------------------------------------------------
+
+
+def _owned_chat(worker_id: str = WORKER, runner_id: str = RUNNER, db_now_ms: int = 20):
+    db, _ = chatd_db.db_new_chat(chatd_db.db_empty(), CHAT, [()], 1_000, 0)
+    db, _ = chatd_db.db_send_user_message(db, CHAT, "go", 10)
+    db, _ = chatd_db.tx_acquire(db, db.chats[CHAT], worker_id, runner_id, db_now_ms)
+    return db
+
+
+def _replica(runner: Runner | None = None) -> ReplicaState:
+    rep = ReplicaState("replica-1", WORKER, next_seq=2)
+    return rep if runner is None else replace(rep, runners=EMPTY.set(CHAT, runner))
+
+
+def test_a_read_that_is_not_newer_changes_nothing():
+    """A runner ignores a snapshot it has seen: no task, no probe, no effect at all (a
+    publish the world delivers quietly must be effect-free, model/system.py)."""
+    db = _owned_chat()
+    chat = db.chats[CHAT]
+    runner = Runner(CHAT, RUNNER, seen_snapshot=chat.snapshot_version, seen_history=chat.history_version,
+                    seen_status=chat.status)
+    rep = _replica(runner)
+    assert runner_mod._observe(rep, db, CHAT, 0, 0, "publish") == (rep, db, [])
+
+
+def test_a_runner_whose_chat_has_another_owner_is_dropped_whoever_it_is():
+    """C2.3: any other owner ends this runner, whether its IDs sort before or after ours."""
+    for other in ("a-replica-w9", "z-replica-w9"):
+        db = _owned_chat(other, f"{other}/r1")
+        rep, _, effects = runner_mod._observe(_replica(Runner(CHAT, RUNNER)), db, CHAT, 0, 0, "publish")
+        assert CHAT not in rep.runners
+        assert [n.get("reason") for n in _notes(effects, "runner_dropped")] == ["owner_changed"]
+
+
+def test_each_task_a_runner_starts_gets_its_own_id():
+    """Every timer and request of a task is named after its ID (rule 7), so two tasks of
+    one runner never share one."""
+    db = _owned_chat()
+    rep, db, first = runner_mod._observe(_replica(Runner(CHAT, RUNNER)), db, CHAT, 0, 0, "acquired")
+    db, _ = chatd_db.db_interrupt(db, CHAT, 30)
+    rep, db, second = runner_mod._observe(rep, db, CHAT, 0, 0, "publish")
+    started = [(n.get("kind"), n.get("task")) for n in _notes(first + second, "task_started")]
+    assert [k for k, _ in started] == ["generation", "interrupt"]
+    assert started[0][1] != started[1][1]
+
+
+def test_the_poll_says_when_it_expired_stale_heartbeats():
+    stale_ms = chatd.CONTRACT.timing.heartbeat_stale_ms
+    db = _owned_chat(db_now_ms=0)
+    _, _, effects = runner_mod._acquire(_replica(), db, 0, stale_ms)  # the row is exactly at the limit
+    assert "C2.2.expire" not in _probes(effects)
+    _, _, effects = runner_mod._acquire(_replica(), db, 0, stale_ms + 1)
+    assert "C2.2.expire" in _probes(effects)
