@@ -16,7 +16,7 @@ import pathlib
 
 import pytest
 
-from toolcall_sim.model import chatd, chatd_db
+from toolcall_sim.model import chatd, chatd_db, chattool
 from toolcall_sim.model.chatd import retry
 from toolcall_sim.model.chatd import runner as runner_mod
 from toolcall_sim.model.chatd.state import DONE, EXIT, RETRY, TIMED_OUT, Attempt, ReplicaState, Runner, Task
@@ -27,6 +27,7 @@ from toolcall_sim.world.scenario import load
 CHAT = "5d2e8f10-3a4b-4c5d-8e6f-7a8b9c0d1e2f"
 WORKER, RUNNER = "replica-1-w1", "replica-1-w1/r1"
 FENCE = chatd_db.TaskFence(WORKER, RUNNER, chatd.RUNNING, 3)
+CALL = chattool.ToolCall("call_a", "execute", '{"command":"true"}')
 DB_DOWN = f"{RETRY}:db_down"
 FENCED_STATUS = f"{EXIT}:{chatd_db.FENCED_STATUS}"
 FENCED_OWNER = f"{EXIT}:{chatd_db.FENCED_OWNER}"
@@ -295,3 +296,15 @@ def test_the_poll_says_when_it_expired_stale_heartbeats():
     assert "C2.2.expire" not in _probes(effects)
     _, _, effects = runner_mod._acquire(_replica(), db, 0, stale_ms + 1)
     assert "C2.2.expire" in _probes(effects)
+
+
+@pytest.mark.parametrize("variant, probe", [("contract", "C4.1.age-from-db"), ("today", "C4.1.no-identity")])
+def test_a_batch_says_whether_its_calls_carry_an_identity(variant, probe):
+    """C4.1: the contract's batch measures the calls' age from the database clock and sends
+    the identity; today's sends none."""
+    db = _owned_chat()
+    db, _ = chatd_db.tx_commit_assistant(db, db.chats[CHAT], (CALL,), 30)
+    rep = replace(_replica(Runner(CHAT, RUNNER)), rules=chatd.VARIANTS[variant])
+    _, _, effects = runner_mod._observe(rep, db, CHAT, 0, 40, "acquired")
+    assert probe in _probes(effects)
+    assert {"C4.1.age-from-db", "C4.1.no-identity"} - {probe} & set(_probes(effects)) == set()
