@@ -308,3 +308,19 @@ def test_a_batch_says_whether_its_calls_carry_an_identity(variant, probe):
     _, _, effects = runner_mod._observe(rep, db, CHAT, 0, 40, "acquired")
     assert probe in _probes(effects)
     assert {"C4.1.age-from-db", "C4.1.no-identity"} - {probe} & set(_probes(effects)) == set()
+
+
+def test_a_reacquired_chat_gets_a_runner_id_never_used_before():
+    """C2.1: each claim is a new runner; its ID fences every task of the claim (C2.4), so
+    an ID handed out again after tasks were started would let the old claim's tasks pass
+    the new claim's fence."""
+    db, _ = chatd_db.db_new_chat(chatd_db.db_empty(), CHAT, [(CALL,)], 1_000, 0)
+    db, _ = chatd_db.db_send_user_message(db, CHAT, "go", 0)
+    rep, db, _ = runner_mod._acquire(_replica(), db, 0, 0)
+    first = rep.runners[CHAT]
+    assert first.task is not None  # the claim started its generation task
+    stale_ms = chatd.CONTRACT.timing.heartbeat_stale_ms
+    rep, db, _ = runner_mod._acquire(rep, db, 0, stale_ms + 1)  # our own heartbeat went stale
+    second = rep.runners[CHAT]
+    assert second.runner_id != first.runner_id and db.chats[CHAT].runner_id == second.runner_id
+    assert second.task.task_id != first.task.task_id
