@@ -294,3 +294,29 @@ def test_only_an_edit_of_an_interrupting_chat_ends_an_interruption():
     db, _ = chatd_db.db_interrupt(db, CHAT, 40)
     _, eff = chatd_db.db_edit_message(db, CHAT, 50)
     assert "C3.6.ends-interruption" in [e.rule for e in eff if isinstance(e, Probe)]
+
+
+def test_the_fence_compares_generation_attempts_by_value():
+    db = running_chat()
+    chat = replace(db.chats[CHAT], generation_attempt=10_000)
+    db = replace(db, chats=db.chats.set(CHAT, chat))
+    attempt = pickle.loads(pickle.dumps(chat.generation_attempt))
+    assert chatd_db.check_fence(db, CHAT, "commit_step", fence_of(chat), chatd.CONTRACT, attempt)[0] == chatd_db.OK
+
+
+def test_message_ids_come_from_one_sequence_across_chats():
+    """Real chatd numbers every chat's messages from one sequence (chatd_db rule 2)."""
+    other = "7e6d5c4b-3a29-4817-b6f5-e4d3c2b1a090"
+    db = running_chat()
+    db, _ = chatd_db.db_new_chat(db, other, [], 1_000, 0)
+    db, _ = chatd_db.db_send_user_message(db, other, "hi", 30)
+    assert [m.id for m in db.chats[CHAT].messages] == [1] and [m.id for m in db.chats[other].messages] == [2]
+
+
+def test_a_message_to_an_unknown_or_archived_chat_is_refused():
+    db = running_chat()
+    same, eff = chatd_db.db_send_user_message(db, "no-such-chat", "hi", 30)
+    assert same is db and eff[0].get("reason") == "no_chat"
+    archived, _ = chatd_db.db_archive(db, CHAT, 30)
+    same, eff = chatd_db.db_send_user_message(archived, CHAT, "hi", 40)
+    assert same is archived and eff[0].get("reason") == "no_chat"

@@ -324,3 +324,17 @@ def test_a_reacquired_chat_gets_a_runner_id_never_used_before():
     second = rep.runners[CHAT]
     assert second.runner_id != first.runner_id and db.chats[CHAT].runner_id == second.runner_id
     assert second.task.task_id != first.task.task_id
+
+
+def test_one_poll_claims_at_most_the_batch_size():
+    """C2.1: a poll claims up to ACQUISITION_BATCH_SIZE runnable chats; the rest wait for
+    the next poll (or a hint)."""
+    db = chatd_db.db_empty()
+    n = chatd.ACQUISITION_BATCH_SIZE + 1
+    for i in range(n):
+        chat_id = f"00000000-0000-4000-8000-{i:012d}"
+        db, _ = chatd_db.db_new_chat(db, chat_id, [()], 1_000, 0)
+        db, _ = chatd_db.db_send_user_message(db, chat_id, "go", 0)
+    rep, db, _ = runner_mod._acquire(_replica(), db, 0, 0)
+    assert len(rep.runners) == chatd.ACQUISITION_BATCH_SIZE
+    assert sum(1 for c in db.chats.values() if c.owned) == n - 1
