@@ -338,3 +338,30 @@ def test_one_poll_claims_at_most_the_batch_size():
     rep, db, _ = runner_mod._acquire(_replica(), db, 0, 0)
     assert len(rep.runners) == chatd.ACQUISITION_BATCH_SIZE
     assert sum(1 for c in db.chats.values() if c.owned) == n - 1
+
+
+# ---------------------------------------------------------------------------
+# The interrupt's selection probes and the planted timeout bug's hook
+# ---------------------------------------------------------------------------
+
+
+def test_an_interrupted_file_tool_gets_its_file_cancel():
+    """C3.2 step 2: edit_files and write_file calls each get a cancel of their own
+    (stop run age 0), probed as such."""
+    from toolcall_sim.model.chatd import interrupt as chatd_interrupt
+    edit = chattool.ToolCall("e", "edit_files", '{"files":[{"path":"/a.txt","edits":[{"search":"a","replace":"b"}]}]}')
+    write = chattool.ToolCall("w", "write_file", '{"path":"/a.txt","content":"x"}')
+    targets = chatd.CONTRACT.cancels_for((edit, write))
+    assert [plan.tool for _, plan in targets] == ["edit_files", "write_file"]
+    assert _probes(chatd_interrupt._selection_probes(True, (edit, write), targets)) == ["C3.2.cancel-file"] * 2
+
+
+@pytest.mark.parametrize("action, step", [("execute_local_tools", "dial"), ("execute_local_tools", "generate"),
+                                          ("generate_assistant", "generate"), ("interrupt", "calls")])
+def test_the_planted_timeout_bug_leaves_only_a_running_batch_behind(action, step):
+    """attempt_timeout_stops_calls=False keeps a timed-out attempt only while its execute
+    batch's calls run (step calls); a dial, a model answer or an interrupt ends with it."""
+    rules = replace(chatd.CONTRACT, attempt_timeout_stops_calls=False)
+    att = Attempt("replica-1-w1/t1/a1", 1, action, step)
+    assert rules.batch_left_running(att, timed_out=True) is None
+    assert rules.batch_left_running(replace(att, action="execute_local_tools", step="calls"), timed_out=True) is not None
