@@ -88,8 +88,16 @@ PROBES: dict[str, tuple[str, str]] = {
     "A4.5.request-broken": ("A4.5", "a request waiting on a run or a process is broken"),
     "A4.5.run-lost": ("A4.5", "a pending handler run never publishes"),
     # A4.6 files (agent/agentfiles api.go, HandleEditFiles, HandleWriteFile)
-    "A4.6.edit-applied": ("A4.6", "edit of existing files -> applied, 200"),
-    "A4.6.edit-missing-file": ("A4.6", "edit names a file that does not exist -> 404, earlier files stay edited"),
+    "A4.6.edit-applied": ("A4.6", "every file of an edit prepared -> all written, 200"),
+    "A4.6.edit-missing-file": ("A4.6", "edit names a file that does not exist -> 404, no file written"),
+    "A4.6.edit-no-path": ("A4.6", "an edit's file entry without a path -> 400, no file written"),
+    "A4.6.edit-not-absolute": ("A4.6", "an edit's file path is relative -> 400, no file written"),
+    "A4.6.edit-no-edits": ("A4.6", "an edit's file entry with no search/replace -> 400, no file written"),
+    "A4.6.edit-directory": ("A4.6", "an edit's path is a directory -> 400, no file written"),
+    "A4.6.edit-not-found": ("A4.6", "search found by no pass (exact, trailing or all whitespace ignored) -> 400"),
+    "A4.6.edit-ambiguous": ("A4.6", "search matches more than once without replace_all -> 400"),
+    "A4.6.edit-duplicate": ("A4.6", "an edit names one file twice -> 400 for the later entry"),
+    "A4.6.edit-none-written": ("A4.6", "one file of an edit failed -> the files that prepared well are not written"),
     "A4.6.edit-bad-body": ("A4.6", "edit body not decodable -> 400"),
     "A4.6.edit-no-files": ("A4.6", "edit names no file -> 400"),
     "A4.6.write-applied": ("A4.6", "write with a path -> written, 200"),
@@ -258,6 +266,18 @@ UNREACHABLE: dict[str, str] = {
     # agent side (issue 35, agent probes)
     "A4.6.write-no-path": "chatd's write always carries ?path= (a write_file call needs one) and a crafted "
                           "request replaces headers and body, never the query; tests/test_agent_probes.py covers it",
+    # the edit's phase 1 (issue 35, fuzzyReplace and prepareFileEdit): only unit tests
+    # (tests/test_agent_probes.py, tests/test_agent_file_edits.py) craft these edits
+    "A4.6.edit-no-path": "chatd refuses an edit_files call whose file has no path before sending it, and no "
+                         "shipped scenario crafts such a body",
+    "A4.6.edit-not-absolute": "every path the shipped scenarios and drawn stories edit is absolute",
+    "A4.6.edit-directory": "every path the shipped scenarios and drawn stories edit is a file or missing, "
+                           "never a directory of the world's files",
+    "A4.6.edit-ambiguous": "every search of the shipped scenarios and drawn stories occurs once in its file "
+                           "(a drawn file's lines differ), and a repeated edit's search once in the edited file",
+    "A4.6.edit-duplicate": "every edit of the shipped scenarios and drawn stories names one file",
+    "A4.6.edit-none-written": "a file left unwritten needs an edit of two files, one of them failing; every edit "
+                              "of the shipped scenarios and drawn stories names one file",
 }
 
 
@@ -384,7 +404,10 @@ SWARM_GAPS: dict[str, str] = {
             "only output and signal requests, and chatd's own requests are well formed"
        for pid in ("A2.4.bad-headers", "A3.bad-headers", "A3.no-headers", "A3.no-chat", "A3.bad-json",
                    "A4.1.failed-bad-body", "A4.1.failed-no-command", "A4.1.failed-workdir",
-                   "A4.3.threshold-clamped", "A4.6.edit-missing-file", "A4.6.edit-bad-body", "A4.6.edit-no-files")},
+                   "A4.3.threshold-clamped", "A4.6.edit-missing-file", "A4.6.edit-bad-body", "A4.6.edit-no-files",
+                   "A4.6.edit-no-edits")},
+    "A4.6.edit-not-found": "a drawn edit appends to the line it searches for, so a repeat still finds that line "
+                           "(and applies again); the scenarios' repeated edits replace their search string",
     **{pid: "a kill that fails is the tool call field kill_fails, which the swarm never draws"
        for pid in ("A3.stop-failed", "A4.2.kill-fails", "C4.6.cancel-http-error")},
     **{pid: "a handler panic is the handler_panic fault, not among the swarm's fault kinds"

@@ -53,8 +53,15 @@ def execute(provider_id: str, command: str, **args) -> chattool.ToolCall:
 
 
 def edit(provider_id: str, path: str = FILE) -> chattool.ToolCall:
+    """An indentation fix the agent applies on every run and that changes the file only the
+    first time: the search " one" matches the line "one" by the third pass of agentfiles'
+    search/replace (leading and trailing white space ignored, model/agent/files.py), before
+    and after it reads "\tone". So a repeat is a second side effect that leaves the disk as
+    the first left it, as every repeat of a start is a second process; a search that the
+    first run removes would make the repeat a refused edit instead (the scenarios
+    us03_edit_across_retry and us08_old_agent show that one)."""
     return chattool.ToolCall(provider_id, "edit_files", json.dumps(
-        {"files": [{"path": path, "edits": [{"search": "one", "replace": "two"}]}]}))
+        {"files": [{"path": path, "edits": [{"search": " one", "replace": "\tone\n"}]}]}))
 
 
 def _world(variant: str, chats: tuple, scripts: dict, pubsub_immediate: bool = True) -> msys.WorldConfig:

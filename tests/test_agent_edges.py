@@ -466,16 +466,18 @@ def test_edit_without_files_is_400_must_specify():
 def test_edit_and_write_answers():
     """docs/interfaces.md, agentfiles: an edit answers 200 with the edited paths and ok, its
     search/replace in the file; a write answers 200 ok with the body as the file; an edit of
-    a missing file is 404 "open P: file does not exist" (Go: os.ErrNotExist is 404), and a
-    write without a path 400 (Go's query parser: path is required)."""
+    a missing file is 404 with os.Open's error on the agent's disk, "open P: no such file or
+    directory" (Go: os.ErrNotExist is 404), and a write without a path 400 (Go's query
+    parser: path is required). tests/test_agent_file_edits.py has the edit's other answers."""
     h = AgentHarness(files=FMap({"/a": "one\n"}))
     body = json_body({"files": [{"path": "/a", "edits": [{"search": "one", "replace": "two"}]}]})
     rid = h.request("POST", agent.EDIT_PATH, body=body)
     assert (h.status(rid), h.json(rid), h.state.files["/a"]) == (200, {"files": ["/a"], "ok": True}, "two\n")
     rid = h.request("POST", agent.WRITE_PATH, query="path=/b", body=b"new\n")
     assert (h.status(rid), h.json(rid), h.state.files["/b"]) == (200, {"ok": True}, "new\n")
-    rid = h.request("POST", agent.EDIT_PATH, body=json_body({"files": [{"path": "/nope", "edits": []}]}))
-    assert (h.status(rid), h.json(rid)) == (404, {"message": "open /nope: file does not exist"})
+    edit = [{"search": "one", "replace": "two"}]
+    rid = h.request("POST", agent.EDIT_PATH, body=json_body({"files": [{"path": "/nope", "edits": edit}]}))
+    assert (h.status(rid), h.json(rid)) == (404, {"message": "open /nope: no such file or directory"})
     rid = h.request("POST", agent.WRITE_PATH, body=b"x")
     assert h.status(rid) == 400 and "/" not in h.state.files
 

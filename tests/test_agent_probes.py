@@ -220,18 +220,28 @@ def test_shutdown_of_an_idle_agent_takes_no_branch():
 
 # -- A4.6 files --------------------------------------------------------------------------------
 
-FILES = agent.FMap([("/src/a.go", "x = 1\n")])
+FILES = agent.FMap([("/src/a.go", "x = 1\n"), ("/src/b.go", "y = 1\ny = 1\n")])
 
 
 def _edit(h: ProbeHarness, body: bytes, call: str) -> str:
     return h.request("POST", agent.EDIT_PATH, body=body, m=1, call=call)
 
 
+def _one_file(path: str, *edits: tuple[str, str]) -> bytes:
+    return json_body({"files": [{"path": path, "edits": [{"search": s, "replace": r} for s, r in edits]}]})
+
+
 @pytest.mark.parametrize("body,probe,status", [
-    (json_body({"files": [{"path": "/src/a.go", "edits": [{"search": "1", "replace": "2"}]}]}), "A4.6.edit-applied", 200),
-    (json_body({"files": [{"path": "/src/nope.go", "edits": []}]}), "A4.6.edit-missing-file", 404),
+    (_one_file("/src/a.go", ("1", "2")), "A4.6.edit-applied", 200),
+    (_one_file("/src/nope.go", ("1", "2")), "A4.6.edit-missing-file", 404),
     (b"[", "A4.6.edit-bad-body", 400),
     (json_body({"files": []}), "A4.6.edit-no-files", 400),
+    (_one_file("", ("1", "2")), "A4.6.edit-no-path", 400),
+    (_one_file("src/a.go", ("1", "2")), "A4.6.edit-not-absolute", 400),
+    (_one_file("/src/a.go"), "A4.6.edit-no-edits", 400),
+    (_one_file("/src", ("1", "2")), "A4.6.edit-directory", 400),
+    (_one_file("/src/a.go", ("z", "2")), "A4.6.edit-not-found", 400),
+    (_one_file("/src/b.go", ("y = 1", "y = 2")), "A4.6.edit-ambiguous", 400),
 ])
 def test_an_edit_takes_one_branch(body, probe, status):
     h = ProbeHarness(files=FILES)
@@ -245,11 +255,21 @@ def test_an_edit_takes_one_branch(body, probe, status):
     assert taken == [probe] and h.status(rid) == status
 
 
-def test_an_edit_that_fails_after_an_applied_file_takes_the_failed_branch_only():
+def test_an_edit_whose_later_file_fails_writes_none_and_says_so():
     h = ProbeHarness(files=FILES)
-    body = json_body({"files": [{"path": "/src/a.go", "edits": []}, {"path": "/src/nope.go", "edits": []}]})
-    assert [p for p in h.taken(lambda: _edit(h, body, "e")) if p.startswith("A4.6.")] == ["A4.6.edit-missing-file"]
-    assert h.edits() == 1
+    good = {"path": "/src/a.go", "edits": [{"search": "1", "replace": "2"}]}
+    body = json_body({"files": [good, {"path": "/src/nope.go", "edits": [{"search": "1", "replace": "2"}]}]})
+    taken = [p for p in h.taken(lambda: _edit(h, body, "e")) if p.startswith("A4.6.")]
+    assert taken == ["A4.6.edit-missing-file", "A4.6.edit-none-written"]
+    assert h.edits() == 0 and h.state.files["/src/a.go"] == "x = 1\n"
+
+
+def test_an_edit_naming_a_file_twice_takes_the_duplicate_branch():
+    h = ProbeHarness(files=FILES)
+    good = {"path": "/src/a.go", "edits": [{"search": "1", "replace": "2"}]}
+    taken = [p for p in h.taken(lambda: _edit(h, json_body({"files": [good, good]}), "e")) if p.startswith("A4.6.")]
+    assert taken == ["A4.6.edit-duplicate", "A4.6.edit-none-written"]
+    assert h.edits() == 0
 
 
 @pytest.mark.parametrize("query,probe,status", [

@@ -1138,8 +1138,8 @@ def test_file_tool_requests_carry_identity_and_answer_timeout():
 
 @pytest.mark.parametrize("tool, make_answer, kind, reason, wants", [
     ("edit_files", lambda r: Response(r.req_id, 404, "application/json",
-                                       b'{"message":"open /a.txt: file does not exist"}'),
-     "failed", None, ["unexpected status code 404: open /a.txt: file does not exist"]),
+                                       b'{"message":"open /a.txt: no such file or directory"}'),
+     "failed", None, ["unexpected status code 404: open /a.txt: no such file or directory"]),
     ("edit_files", lambda r: TransportError(r.req_id, "connection reset by peer"), "unknown", "unreachable",
      ["outcome unknown: the workspace agent could not be reached", "so the edit may have been applied.",
       "Check the file before changing it again (tool call UUID)."]),
@@ -1756,3 +1756,156 @@ def test_dial_failures_read_a_decoded_tool_name_as_the_constant():
     assert r.kind == "unknown" and "may have started the command" in r.content and r.process_id == identity.uuid
     u = ct.unreachable_result(call, ct.interrupted_call(call), identity, "refused")
     assert u.kind == "unknown" and u.process_id == identity.uuid
+
+
+# Issue 35: found unpinned by the mutation run of model/chattool/calls.py and files.py:
+# a call matches its answers and timers by the value of their names (a transport hands
+# back an equal string, not the object the call made), and the file tools' edges.
+
+
+def _copy(text: str) -> str:
+    return "".join(list(text))
+
+
+def test_an_answer_is_matched_to_its_request_by_the_ids_value():
+    identity = make_identity()
+    run = begin(execute(MAKE_10M), identity)
+    req = run.last
+    run.answer(Response(_copy(req.req_id), 200, "application/json", json_body({"id": identity.uuid, "started": True}),
+                        ((RUN_AGE_MS_HEADER, "0"),)), at_ms=10)
+    assert run.last is not req and run.last.path.endswith("/output")  # accepted: the wait began
+    assert run.cs.pending_req_id == run.last.req_id
+
+
+def test_an_answer_to_any_other_request_is_stale_whichever_way_its_id_sorts():
+    identity = make_identity()
+    for other in ("a-before-all", "zzz-after-all"):
+        run = begin(execute(MAKE_10M), identity)
+        sent = len(run.sent)
+        run.answer(start_answer(ct_request_named(run.last, other), identity.uuid, 0), at_ms=10)
+        assert len(run.sent) == sent and run.result is None and run.cs.pending_req_id == run.last.req_id
+
+
+def ct_request_named(req, req_id: str):
+    return type(req)(req_id, *[getattr(req, f) for f in req.__dataclass_fields__ if f != "req_id"])
+
+
+@pytest.mark.parametrize("slot", ["answer_timer", "deadline_timer"])
+def test_a_timer_is_matched_by_its_names_value(slot):
+    identity = make_identity()
+    run = begin(execute(MAKE_10M), identity)
+    if slot == "deadline_timer":
+        run.answer(start_answer(run.last, identity.uuid, 0), at_ms=10)
+    name = getattr(run.cs, slot)
+    assert name is not None
+    before = run.cs
+    run.absorb(ct.on_timer(run.cs, _copy(name), run.timers.pop(name)))
+    assert run.cs is not before and getattr(run.cs, slot) is None
+
+
+def test_a_snapshot_timer_is_matched_by_its_names_value():
+    identity = make_identity()
+    run = begin(execute(MAKE_10M), identity)
+    run.answer(start_answer(run.last, identity.uuid, 0), at_ms=10)
+    run.answer(Response(run.last.req_id, 200, "application/json", b"{}"), at_ms=1_000)  # unreadable: a snapshot
+    name = run.cs.snapshot_timer
+    assert name is not None
+    run.absorb(ct.on_timer(run.cs, _copy(name), run.timers.pop(name)))
+    assert run.cs.snapshot_timer is None and run.result is not None
+
+
+def test_a_call_with_an_identity_sends_the_tool_call_headers_unless_told_not_to():
+    identity = make_identity()
+    default = ct.begin_call(execute({"command": "true"}), identity, SRC, "replica-1/g1/c1", CHAT, 0)
+    sent = [e.request for e in default[1] if isinstance(e, Send)]
+    assert sent and any(name.lower() == "coder-tool-call-id" for name, _ in sent[0].headers)
+
+
+@pytest.mark.parametrize("tool", ["edit_files", "write_file"])
+def test_a_file_tool_named_by_a_decoded_string_sends_and_reads_as_its_tool(tool):
+    identity = make_identity("call_f")
+    call = edit("call_f") if tool == "edit_files" else write("call_f")
+    run = begin(ct.ToolCall(call.provider_id, _copy(call.tool), call.args_json), identity)
+    assert run.last.path.endswith("/edit-files" if tool == "edit_files" else "/write-file")
+    run.answer(Response(run.last.req_id, 200, "application/json", json_body({"ok": True})), at_ms=10)
+    assert run.result.kind == "applied"
+    assert content(run.result) == ({"files": [], "ok": True} if tool == "edit_files" else {"ok": True})
+
+
+def test_file_tool_arguments_that_are_no_json_fail_without_a_request():
+    run = begin(ct.ToolCall("call_f", "edit_files", "not json"), make_identity("call_f"))
+    assert run.sent == [] and run.result.kind == "failed" and "invalid parameters" in run.result.content
+
+
+@pytest.mark.parametrize("body", [b"\xff\xfe", b"not json"])
+def test_a_recorded_edit_answer_that_is_no_json_text_fails_with_the_sdks_text(body):
+    """editFilesResult on a 2xx body it cannot read (a cancel's recorded edit answer takes
+    this path, C5.3): the failure quotes the SDK's error text, never a crash."""
+    from toolcall_sim.model.chattool.files import _edit_success
+
+    r = _edit_success(body, 200, "application/json")
+    assert (r.kind, r.is_error) == ("failed", True) and r.content == ct.sdk_error_text(200, "application/json", body)
+
+
+@pytest.mark.parametrize("tool", ["edit_files", "write_file"])
+def test_a_file_tool_without_identity_prefixes_only_a_refusal_with_its_action(tool):
+    """fileRequestErrorResult without tool call headers (C5.4's fallback): a refusal (a
+    coded 409) reads "<action>: <error>"; an error answer and no answer read as the
+    error alone."""
+    from toolcall_sim.model.chattool.classifier import _FILE_TEXTS
+
+    action = _FILE_TEXTS[tool][0]
+    call = edit() if tool == "edit_files" else write()
+    refused = begin(call, None)
+    refused.answer(Response(refused.last.req_id, 409, "application/json",
+                            json_body({"message": "no", "code": "tool_call_canceled"})), at_ms=10)
+    assert refused.result.content.startswith(f"{action}: ")
+    failed = begin(call, None)
+    failed.answer(Response(failed.last.req_id, 500, "application/json", json_body({"message": "boom"})), at_ms=10)
+    assert not failed.result.content.startswith(f"{action}: ")
+    silent = begin(call, None)
+    silent.fire_next()
+    assert silent.result is not None and not silent.result.content.startswith(f"{action}: ")
+
+
+# Issue 35: model/chattool/args.py's edges the mutation run found unpinned.
+
+
+def test_an_age_read_at_commit_grows_with_the_replicas_clock_from_zero():
+    assert ct.ToolCallAge(read_at_ms=1_000).now(1_500) == 500
+    assert ct.ToolCallAge().now(1_500) == 0  # no clock: Go's zero value reports 0
+
+
+@pytest.mark.parametrize("command, want", [
+    ("make test &", ("make test", True)), ("make test&", ("make test", True)), ("  sleep 5 &  ", ("sleep 5", True)),
+    ("a && b", ("a && b", False)), ("a |&", ("a |&", False)), ("make test", ("make test", False)),
+])
+def test_only_a_lone_trailing_ampersand_means_background(command, want):
+    assert ct.strip_trailing_ampersand(command) == want
+
+
+def test_a_calls_target_is_its_command_or_its_first_files_path():
+    from toolcall_sim.model.chattool.args import call_target
+
+    assert call_target(ct.ToolCall("c", "execute", json.dumps({"command": "make test &"}))) == "make test"
+    two = {"files": [{"path": "/a", "edits": []}, {"path": "/b", "edits": []}]}
+    assert call_target(ct.ToolCall("c", "edit_files", json.dumps(two))) == "/a"
+    for files in ([], ["x"], None):
+        assert call_target(ct.ToolCall("c", "edit_files", json.dumps({"files": files}))) == ""
+    assert call_target(ct.ToolCall("c", "write_file", json.dumps({"path": "/w", "content": ""}))) == "/w"
+    mixed = {"files": [{"path": "/a", "edits": []}, "x"]}
+    assert call_target(ct.ToolCall("c", "edit_files", json.dumps(mixed))) == "/a"
+    assert call_target(ct.ToolCall("c", _copy("execute"), json.dumps({"command": "ls"}))) == "ls"
+    assert call_target(ct.ToolCall("c", "execute", "not json")) == ""
+    assert call_target(ct.ToolCall("c", "execute", "[1]")) == ""
+
+
+def test_parsed_execute_arguments_are_immutable_since_the_parse_is_shared():
+    """parse_execute_args remembers its answers (the same arguments are parsed on every
+    retry), so every caller holds the same object: it must not change."""
+    import dataclasses
+
+    args = ct.parse_execute_args(json.dumps({"command": "make"}))
+    assert args is ct.parse_execute_args(json.dumps({"command": "make"}))
+    with pytest.raises(dataclasses.FrozenInstanceError):
+        args.command = "rm -rf /"

@@ -127,7 +127,7 @@ from ..core import EMPTY, FMap, Note, Reply, Request, Response, replace
 from ..identity import MAX_MS, Key
 from . import planted
 from .cancel import _answer_cancel, _cancel
-from .files import _apply_edit, _edit_files, _write_file
+from .files import _edit_files, _write_file
 from .middleware import _begin_run, _middleware, _recovered_reply, _run_handler, on_handler_done
 from .planted import with_bugs
 from .processes import (

@@ -67,7 +67,9 @@ START_REQUEST = Struct(
     (("command", STRING), ("workdir", STRING), ("env", MapOf(STRING, "map[string]string")), ("background", BOOL)),
 )
 SIGNAL_REQUEST = Struct("workspacesdk.SignalProcessRequest", (("signal", STRING),))
-_FILE_EDIT = Struct("workspacesdk.FileEdit", (("search", STRING), ("replace", STRING)))
+# FileEdit's replace_all (tag "replace_all,omitempty"): replace every match instead of
+# refusing a search that matches more than once (model/agent/files.py fuzzy_replace).
+_FILE_EDIT = Struct("workspacesdk.FileEdit", (("search", STRING), ("replace", STRING), ("replace_all", BOOL)))
 _FILE_EDITS = Struct("workspacesdk.FileEdits", (("path", STRING), ("edits", ListOf(_FILE_EDIT, "[]workspacesdk.FileEdit"))))
 EDIT_REQUEST = Struct("workspacesdk.FileEditRequest", (("files", ListOf(_FILE_EDITS, "[]workspacesdk.FileEdits")),))
 

@@ -5,13 +5,19 @@ Theory of operation
 For each target module (``MODULE_TESTS``: model/agent/, model/chatd/, model/chattool/,
 model/chatd_db.py, model/identity.py, model/properties/) cosmic-ray lists every mutant of
 the file (``cosmic-ray init``: one job per operator x occurrence), and ``cosmic-ray exec``
-writes each mutant into the file, runs the module's own fast tests (``-x``, one process,
-stopped at the first failure) and puts the file back. A mutant is *killed* when a test
-fails, *survived* when all pass. The module's tests are chosen by hand, so one module's
-run takes minutes, not the suite's time, and the whole set fits in about an hour on two
-cores.
+writes each mutant into the file, runs the module's tests that execute the mutated
+statement (``-x``, one process, stopped at the first failure, the ``slow`` ones last) and
+puts the file back. A mutant is *killed* when a test fails, *survived* when all pass.
 
-Before running, the jobs named in docs/mutation_equivalents.toml are marked skipped:
+Three things bound a run. (1) The coverage map (``build_map``): each run starts by running
+every module's test list once under coverage with one context per test and phase; a
+mutant runs only the tests that execute its statement (``select_tests``), as mutmut and
+Stryker do, so most mutants run a handful of tests, not the list. (2) Selective mutation
+of binary operators (``BINARY_SIBLING``): each keeps its sibling replacement only.
+(3) ``--jobs N`` (below). The module's test lists are chosen by hand among the fast tests.
+
+Before running, the jobs named in docs/mutation_equivalents.toml are marked skipped
+(and the members of the classes it argues once, ``CLASSES``):
 each entry names a mutant by module, operator, the text of its line (``code``) and which
 of that operator's mutants on lines of that text it is (``nth``), and argues in one line
 why no behaviour can tell it from the original. The text, not the line number, finds the
@@ -86,10 +92,18 @@ _PROPS = ["tests/test_properties.py", "tests/test_classify.py"]
 MODULE_TESTS: dict[str, list[str]] = {
     "model/chattool/cancel.py": _CHATTOOL,
     "model/agent/cancel.py": _AGENT,
-    **{f"model/agent/{m}.py": _AGENT for m in ("routes", "rules", "state", "wire")},
+    "model/agent/wire.py": [*_AGENT, "tests/test_agent_wire.py"],
+    # the state's shutdown (rule 7: what breaks, which timers end, the probes of A4.5) and
+    # the agent's own process IDs
+    "model/agent/state.py": [*_AGENT, "tests/test_agent_process_edges.py", "tests/test_agent_probes.py",
+                             "tests/test_agent_rules_edges.py"],
+    # the rules object: its bounds and defaults, and the old agent's routing
+    "model/agent/rules.py": [*_AGENT, "tests/test_agent_routes.py", "tests/test_agent_rules_edges.py"],
+    # which handler a method and path reach, an old agent's headers, timers and departures
+    "model/agent/routes.py": [*_AGENT, "tests/test_agent_routes.py"],
     # the file handlers' answers to bad bodies, a missing file and no path are Go edges the
     # three files above do not reach
-    "model/agent/files.py": [*_AGENT, "tests/test_agent_edges.py"],
+    "model/agent/files.py": [*_AGENT, "tests/test_agent_edges.py", "tests/test_agent_file_edits.py"],
     # the request decision and the process side: also the Go edges (panics, stopper, signal,
     # list and reaping, body decoding), which the three files above do not reach
     **{f"model/agent/{m}.py": ["tests/test_agent_store.py", "tests/test_agent_middleware.py", *_AGENT,
@@ -97,11 +111,11 @@ MODULE_TESTS: dict[str, list[str]] = {
     "model/agent/processes.py": ["tests/test_agent_process_edges.py", *_AGENT, "tests/test_agent_edges.py",
                                  "tests/test_process_probes.py", "tests/test_agent_probes.py"],
     **{f"model/chattool/{m}.py": _CHATTOOL for m in
-       ("args", "budget", "calls", "dial", "files", "interrupt", "state")},
+       ("args", "budget", "dial", "files", "interrupt", "state")},
     # the design variants' later attempts (first-attempt-only, ledger): their flaws are
     # tests/test_designs.py's, which the chattool files never run
     "model/chattool/lookup.py": [*_CHATTOOL, "tests/test_designs.py"],
-    **{f"model/chattool/{m}.py": _CHATTOOL_ROWS for m in ("classifier", "execute", "results")},
+    **{f"model/chattool/{m}.py": _CHATTOOL_ROWS for m in ("calls", "classifier", "execute", "results")},
     # the task layer's probes (C1.2-C3.2) and rule 3 on the traces of the scenarios that
     # cancel, retry or time out tasks (no timer outlives what it waits for), which the
     # replica tests never check
@@ -119,6 +133,9 @@ MODULE_TESTS: dict[str, list[str]] = {
     # (seconds): a checker mutant changes both sides alike, so only the monitor's own run it
     "model/properties/monitor.py": [*_PROPS, "tests/test_monitor.py"],
 }
+# Every module's state objects are frozen values (tests/test_model_values.py: milliseconds),
+# which is what kills a `frozen=True` made False in any of them.
+MODULE_TESTS = {m: [*tests, "tests/test_model_values.py"] for m, tests in MODULE_TESTS.items()}
 
 
 @dataclass(frozen=True)
@@ -133,7 +150,7 @@ class Equivalent:
 
 # The classes of mutants the equivalents file may argue once (``[[equivalent_class]]``),
 # each a test of the mutant's position in the module's syntax tree.
-CLASSES = ("annotation",)
+CLASSES = ("annotation", "cached_repr")
 
 
 # Selective mutation of binary operators (Offutt et al., "An experimental determination
@@ -187,6 +204,42 @@ def annotation_spans(lines: list[str]) -> list[tuple[tuple[int, int], tuple[int,
         elif isinstance(node, ast.FunctionDef | ast.AsyncFunctionDef) and node.returns is not None:
             notes.append(node.returns)
     return [((n.lineno, n.col_offset), (n.end_lineno, n.end_col_offset)) for n in notes]
+
+
+def cached_repr_spans(lines: list[str]) -> list[tuple[tuple[int, int], tuple[int, int]]]:
+    """Where ``repr=False`` stands in the ``@dataclass(...)`` of a class that derives
+    ``CachedRepr`` (model/core.py): the one value whose flip ``cached_repr`` argues."""
+    import ast
+
+    out = []
+    for node in ast.walk(ast.parse("\n".join(lines) + "\n")):
+        if not isinstance(node, ast.ClassDef) or not any(
+                isinstance(b, ast.Name) and b.id == "CachedRepr" for b in node.bases):
+            continue
+        for deco in node.decorator_list:
+            if isinstance(deco, ast.Call) and isinstance(deco.func, ast.Name) and deco.func.id == "dataclass":
+                for kw in deco.keywords:
+                    if kw.arg == "repr" and isinstance(kw.value, ast.Constant) and kw.value.value is False:
+                        v = kw.value
+                        out.append(((v.lineno, v.col_offset), (v.end_lineno, v.end_col_offset)))
+    return out
+
+
+def class_spans(lines: list[str], classes: dict[str, str]) -> dict[str, list]:
+    """Each argued class's spans in the module's text."""
+    finders = {"annotation": annotation_spans, "cached_repr": cached_repr_spans}
+    return {name: finders[name](lines) for name in classes}
+
+
+def member_of(spec, spans: dict[str, list]) -> str | None:
+    """The argued class the mutant belongs to, if any (a ``cached_repr`` member is the
+    flip of its ``False``, not another operator on that line)."""
+    for name, found in spans.items():
+        if name == "cached_repr" and not spec.operator_name.endswith("ReplaceFalseWithTrue"):
+            continue
+        if in_class(spec, found):
+            return name
+    return None
 
 
 def in_class(spec, spans) -> bool:
@@ -337,9 +390,10 @@ def build_map(modules: list[str], out: Path) -> Path:
         seconds = time.monotonic() - started
         data = coverage.CoverageData(str(data_file))
         data.read()
+        order = _collection_order(list(tests))
         for m in mods:
             by_line = data.contexts_by_lineno(str(Path(m).resolve()))
-            result[m] = {"source": source_lines(m), "order": _collection_order(tests), "seconds": seconds,
+            result[m] = {"source": source_lines(m), "order": order, "seconds": seconds,
                          "lines": {str(n): sorted(c) for n, c in by_line.items()}}
     path = out / "coverage-map.json"
     path.write_text(json.dumps(result, sort_keys=True))
@@ -466,18 +520,22 @@ def _mark_equivalents(db_path: Path, module: str, equivalents: list[Equivalent])
     mine = [e for e in equivalents if e.module == module]
     unmatched = list(mine)
     classes = load_classes()
-    spans = annotation_spans(source_lines(module)) if "annotation" in classes else []
+    spans = class_spans(source_lines(module), classes)
     with use_db(str(db_path), WorkDB.Mode.open) as db:
         keys = _db_keys(db, module)
         for item in db.work_items:
             for spec in item.mutations:
                 if deselected(spec.operator_name):
+                    # an entry arguing it still names a mutant (not stale), though none runs
+                    for e in [e for e in unmatched if _matches(_key_of(keys, spec), e)]:
+                        unmatched.remove(e)
                     db.set_result(item.job_id, WorkResult(worker_outcome=WorkerOutcome.SKIPPED,
                                                           output="not selected: a binary operator's other replacements"))
                     continue
-                if in_class(spec, spans):
+                member = member_of(spec, spans)
+                if member is not None:
                     db.set_result(item.job_id, WorkResult(worker_outcome=WorkerOutcome.SKIPPED,
-                                                          output=f"equivalent: {classes['annotation']}"))
+                                                          output=f"equivalent: {classes[member]}"))
                 for e in mine:
                     if _matches(_key_of(keys, spec), e):
                         db.set_result(item.job_id, WorkResult(worker_outcome=WorkerOutcome.SKIPPED,
@@ -510,7 +568,7 @@ def tally(db_path: Path, module: str, survivors: list[str], equivalents: list[Eq
     from cosmic_ray.work_item import TestOutcome, WorkerOutcome
 
     row = Row(module)
-    spans = annotation_spans(source_lines(module)) if "annotation" in load_classes() else []
+    spans = class_spans(source_lines(module), load_classes())
     with use_db(str(db_path), WorkDB.Mode.open) as db:
         keys = _db_keys(db, module)
         row.mutants = db.num_work_items
@@ -522,8 +580,8 @@ def tally(db_path: Path, module: str, survivors: list[str], equivalents: list[Eq
             done += 1
             key = _key_of(keys, item.mutations[0])
             if result.worker_outcome == WorkerOutcome.SKIPPED:
-                if in_class(item.mutations[0], spans) or any(_matches(key, e) for e in equivalents
-                                                             if e.module == module):
+                if member_of(item.mutations[0], spans) or any(_matches(key, e) for e in equivalents
+                                                              if e.module == module):
                     row.equivalent += 1
                 else:
                     done -= 1
