@@ -85,6 +85,7 @@ _CHATTOOL = ["tests/test_chattool.py", "tests/test_chatd_rules.py", "tests/test_
 # tests/test_chatd_probes.py reads
 _CHATTOOL_ROWS = [*_CHATTOOL, "tests/test_chatd_probes.py"]
 _CHATD = ["tests/test_chatd.py", "tests/test_chatd_rules.py", "tests/test_chatd_today.py"]
+_CHATD_TASKS = [*_CHATD, "tests/test_chatd_retry_edges.py", "tests/test_chatd_probes.py"]
 # tests/test_properties_edges.py: each check's branches and bounds (where it changes its mind)
 _PROPS = ["tests/test_properties.py", "tests/test_classify.py", "tests/test_properties_edges.py"]
 
@@ -116,9 +117,17 @@ MODULE_TESTS: dict[str, list[str]] = {
     # tests/test_designs.py's, which the chattool files never run
     "model/chattool/lookup.py": [*_CHATTOOL, "tests/test_designs.py"],
     **{f"model/chattool/{m}.py": _CHATTOOL_ROWS for m in ("calls", "classifier", "execute", "results")},
-    **{f"model/chatd/{m}.py": _CHATD for m in
-       ("batch", "interrupt", "replica", "retry", "rules", "runner", "state", "tasks")},
-    "model/chatd_db.py": _CHATD,
+    # the task layer's probes (C1.2-C3.2) and rule 3 on the traces of the scenarios that
+    # cancel, retry or time out tasks (no timer outlives what it waits for), which the
+    # replica tests never check
+    **{f"model/chatd/{m}.py": _CHATD_TASKS for m in ("batch", "interrupt", "replica", "runner", "state", "tasks")},
+    # the retry rule's own table, and the planted bugs whose hooks and zombie batch live here
+    "model/chatd/retry.py": [*_CHATD_TASKS, "tests/test_retry_wrapper.py", "tests/test_planted_bugs.py"],
+    "model/chatd/rules.py": [*_CHATD_TASKS, "tests/test_chatd_db_edges.py", "tests/test_planted_bugs.py"],
+    # the database's own edges (each fence part, message IDs, copies, cleanup), the edit
+    # transition (C3.6) and its rule coverage probes, which the replica tests never reach
+    "model/chatd_db.py": [*_CHATD, "tests/test_chatd_db_edges.py", "tests/test_message_edit.py",
+                          "tests/test_chatd_probes.py"],
     "model/identity.py": ["tests/test_identity.py", "tests/test_identity_edges.py"],
     **{f"model/properties/{m}.py": _PROPS for m in ("checks", "classify", "evidence", "risks")},
     # the incremental monitor against the whole history's verdicts, over explorations
