@@ -345,13 +345,15 @@ UE = tool_call_uuid(tp.CHAT, tp.MSG, "toolu_04")
 FILE_UUIDS = {"write_file": UW, "edit_files": UE}
 
 
-def _final(*messages):
+def _final(*messages, deleted=()):
     """The final state the recognizers read: chatd's timing and each chat's committed
-    assistant messages, given as (chat, message ID, tool calls)."""
+    assistant messages, given as (chat, message ID, tool calls); ``deleted`` the same for
+    messages a message edit soft-deleted."""
     chats: dict = {}
-    for chat_id, msg_id, calls in messages:
-        chats.setdefault(chat_id, SimpleNamespace(status="waiting", messages=[]))
-        chats[chat_id].messages.append(SimpleNamespace(role="assistant", id=msg_id, tool_calls=tuple(calls)))
+    for where, given in (("messages", messages), ("deleted_messages", deleted)):
+        for chat_id, msg_id, calls in given:
+            chats.setdefault(chat_id, SimpleNamespace(status="waiting", messages=[], deleted_messages=[]))
+            getattr(chats[chat_id], where).append(SimpleNamespace(role="assistant", id=msg_id, tool_calls=tuple(calls)))
     return SimpleNamespace(config=tp.final().config, db=SimpleNamespace(chats=chats))
 
 
@@ -503,11 +505,16 @@ def test_a_delayed_cancel_is_judged_by_the_first_never_received_mark():
     a later cancel as never received."""
     trace, evidence = _cancel_after_restart(2_000)  # 1 s of uptime: not past age + margin
     later = [tp.down(7_000, 2), _up(7_000, 3), _send(8_000, "c2", 100, route="cancel"),
-             tp.note(9_000, "agent", "cancel_never_received", uuid=U, cause="c2")]
+             tp.note(10_000, "agent", "cancel_never_received", uuid=U, cause="c2")]  # past the margin
     assert _class("truthful_result", trace + later, evidence) is None
     for run_at_ms in (1_500, 6_000):  # agent 2's run, before or after its own first mark
         trace, evidence = _cancel_after_restart(5_000, run_at_ms=run_at_ms, cause="r9")
         assert _class("truthful_result", trace + later, evidence) is None, run_at_ms
+    # agent 3's run, after agent 2's first mark and before agent 3's own
+    trace, evidence = _cancel_after_restart(5_000, run_at_ms=7_500, cause="r9")
+    evidence[0]["incarnation"] = 3
+    trace = sorted(trace + later, key=lambda r: r["t_ms"])
+    assert _class("truthful_result", trace, evidence) is None
 
 
 # -- age_check_best_effort carried by the effect's own request: committed before the
@@ -875,6 +882,8 @@ def test_the_stale_request_risk_ends_once_the_next_message_reached_the_agent():
     assert _stale_class(*_stale(extra=[after], deliveries=300)) == "stale_request_after_edit"
     # without the arrival record, the run itself is when it arrived
     assert _stale_class(*_stale(extra=[after], arrived_at_ms=None)) is None
+    later = tp.note(1_100, "agent", "run_pending", uuid=U_NEXT, cause="n1")
+    assert _stale_class(*_stale(extra=[later], arrived_at_ms=None, deliveries=300)) == "stale_request_after_edit"
 
 
 def test_the_next_message_reaching_the_agent_is_read_from_agent_records_or_its_runs():
@@ -1001,3 +1010,17 @@ def test_the_duplicate_ids_risk_reads_the_committed_message():
         assert props.classify(v, ev).residual_risk is None, elsewhere
     assert props.classify(v, props.Evidence(trace, _final(*messages), calls)).residual_risk \
         == "duplicate_ids_without_cancel"
+
+
+def test_copies_in_a_message_an_edit_deleted_are_not_the_duplicate_ids_risk():
+    """Copies whose message a message edit deleted were never the interrupt's to cancel
+    (it reads the live history): a run a request sent after the edit caused is no
+    part of this risk, whatever the chat's later messages hold."""
+    as_write = _call("toolu_01", "write_file", {"path": "/notes.txt", "content": "hi"})
+    edit, run = tp.edited(500), _start(1_000, "r1")
+    trace = [_up(0, 1), edit, _send(600, "r1", 550), run]
+    final = _final((tp.CHAT, NEXT_MSG, (WRITE,)), deleted=((tp.CHAT, tp.MSG, (EXEC, as_write)),))
+    ev = props.Evidence(json.loads(json.dumps(trace)), final)
+    assert U in ev.copied and U in ev.discarded
+    v = props.Violation("canceled_before_received_never_runs", U, "toolu_01", 1_000, "hand-built", (1, 3))
+    assert props.classify(v, ev).residual_risk is None
