@@ -282,3 +282,49 @@ def test_the_verdict_check_fires_on_a_changed_by_that_misses_a_trigger(monkeypat
     monkeypatch.setattr(monitor, "_RECHECK", {})
     with pytest.raises(AssertionError, match="monitor's verdict"):
         ex.explore(worlds.build("late-pubsub", "contract+commit-without-fences"), ex.Bounds(), max_states=5_000)
+
+
+def test_an_all_clear_state_asked_for_safety_needs_no_evidence():
+    """Rule 2: a state with no safety violation, asked for the safety properties alone,
+    gives none without building the evidence (most states of a search), whichever
+    tuple of kinds the caller built; asked for more kinds, it judges the evidence."""
+    def no_evidence():
+        raise AssertionError("evidence built for an all-clear state")
+    clear = tuple(() for _ in monitor.INCREMENTAL)
+    assert props.Monitor.violations(clear, ("always",), True, no_evidence) == []
+    assert props.Monitor.violations(clear, tuple(["always"]), True, no_evidence) == []
+    with pytest.raises(AssertionError, match="evidence built"):
+        props.Monitor.violations(clear, ("always", "eventually"), True, no_evidence)
+
+
+# A trace where at_most_once and interrupt_finishes fail, no call has a result, and one
+# sometimes-property (retry_gets_recorded_start) is reached.
+_JUDGED = sorted(tp.CASES["at_most_once"][1][0] + tp.CASES["interrupt_finishes"][1][0]
+                 + [tp.note(300, "agent", "replayed", uuid=tp.U)], key=lambda r: r["t_ms"])
+_SOMETIMES = [p.name for p in props.PROPERTIES if p.kind == "sometimes"]
+
+
+@pytest.mark.parametrize("status", ["running", "waiting"])
+def test_a_run_not_yet_quiesced_is_judged_on_every_property_but_the_waiting_ones(status):
+    """Rule 1 of the properties: the safety properties hold on any prefix; of the
+    eventually-properties one_result_eventually waits for quiescence and
+    interrupt_finishes (its own time bound) does not; the sometimes-properties not
+    reached are reported either way, in their table's order."""
+    report = props.evaluate(_JUDGED, tp.final(status))
+    found = {v.property for v in report.violations}
+    assert {"at_most_once", "interrupt_finishes"} <= found
+    assert ("one_result_eventually" in found) is (status == "waiting")
+    assert report.unreached == [n for n in _SOMETIMES if n != "retry_gets_recorded_start"]
+    assert len(_SOMETIMES) > 2
+
+
+@pytest.mark.parametrize("kinds", [("sometimes",), ("eventually",), ("eventually", "sometimes"), ("always",)])
+def test_each_kind_of_property_is_judged_alone(kinds):
+    """``evaluate`` asked for some kinds judges every property of those kinds and no other."""
+    report = props.evaluate(_JUDGED, tp.final(), kinds)
+    found = {v.property for v in report.violations}
+    expected = {"always": {"at_most_once"}, "eventually": {"one_result_eventually", "interrupt_finishes"}}
+    assert found >= set().union(*(expected.get(k, set()) for k in kinds))
+    assert {p.name for p in props.PROPERTIES if p.name in found and p.kind not in kinds} == set()
+    assert report.unreached == ([n for n in _SOMETIMES if n != "retry_gets_recorded_start"]
+                                if "sometimes" in kinds else [])

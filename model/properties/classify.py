@@ -131,8 +131,10 @@ def _is_delayed_effect_after_restart(v: Violation, ev: Evidence) -> bool:
 def _is_unknown_cancel(v: Violation, ev: Evidence) -> bool:
     """unknown_cancel_work_later: the call's first mark is the interrupt's committed
     ``unknown`` result with a reason that says the cancel got no sure answer
-    (``CANCEL_UNSURE_REASONS``), the agent never recorded a cancel before the late side
-    effect (US10's promise needs one), and the late effect is in the evidence."""
+    (``CANCEL_UNSURE_REASONS``), the agent never recorded a cancel before any of the late
+    side effects (US10's promise needs one: a run after a recorded cancel breaks the
+    promise itself, which this risk does not explain), and a late effect is in the
+    evidence."""
     if not v.evidence or not v.uuid:
         return False
     first = ev.trace[v.evidence[0]]
@@ -140,7 +142,7 @@ def _is_unknown_cancel(v: Violation, ev: Evidence) -> bool:
             and first.get("result_kind") == "unknown" and first.get("reason") in CANCEL_UNSURE_REASONS):
         return False
     late = _effects_in(v, ev)
-    return bool(late) and not any(m < late[0] for m in ev.never_received.get(v.uuid) or [])
+    return bool(late) and not any(m < i for m in ev.never_received.get(v.uuid) or [] for i in late)
 
 
 def _is_header_less_old_coderd(v: Violation, ev: Evidence) -> bool:
