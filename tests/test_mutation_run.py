@@ -79,3 +79,15 @@ def test_the_cached_repr_class_holds_the_repr_flag_of_a_cached_repr_dataclass_on
     assert member_of(spec("core/ReplaceFalseWithTrue", 0, (1, 29)), spans) == "cached_repr"
     assert member_of(spec("core/ReplaceTrueWithFalse", 0, (1, 18)), spans) is None  # frozen: a test's
     assert member_of(spec("core/ReplaceFalseWithTrue", 1, (5, 29)), spans) is None  # no cached repr
+
+
+def test_a_session_made_from_other_text_is_stale(tmp_path, monkeypatch):
+    import toolcall_sim.ci.mutation as mutation
+
+    db = tmp_path / "m.sqlite"
+    monkeypatch.setattr(mutation, "source_lines", lambda module: ["x = 1"])
+    assert not mutation.session_is_stale(db, "m.py")  # no text kept: an older session, trusted
+    mutation._source_of(db).write_text("x = 1\n")
+    assert not mutation.session_is_stale(db, "m.py")
+    monkeypatch.setattr(mutation, "source_lines", lambda module: ["x = 2"])
+    assert mutation.session_is_stale(db, "m.py")

@@ -503,6 +503,19 @@ def _matches(key: Key, e: Equivalent) -> bool:
     return operator == e.operator and nth == e.nth
 
 
+def _source_of(db_path: Path) -> Path:
+    return db_path.with_suffix(".source")
+
+
+def session_is_stale(db_path: Path, module: str) -> bool:
+    """A session's mutants name lines and columns of the text it was made from; once the
+    module changes they would mutate other code, and its keys no longer find the
+    equivalents' lines. The text is kept beside the session (``<module>.source``); a
+    session without one predates the check and is trusted."""
+    kept = _source_of(db_path)
+    return kept.exists() and kept.read_text() != "\n".join(source_lines(module)) + "\n"
+
+
 def forget_survivors(db_path: Path) -> int:
     """Make the session's survivors pending again (``--survivors``): after new tests, only
     they need a rerun, not the module's killed mutants; return how many."""
@@ -789,6 +802,10 @@ def main(argv: list[str] | None = None) -> int:
             if args.fresh or not db.exists():
                 db.unlink(missing_ok=True)
                 subprocess.run([*COSMIC_RAY, "init", str(cfg), str(db)], check=True)
+                _source_of(db).write_text("\n".join(source_lines(m)) + "\n")
+            elif session_is_stale(db, m):
+                raise SystemExit(f"{m} changed since its session in {out} began (its mutants name the old "
+                                 f"lines): run it with --fresh")
             elif args.survivors:
                 print(f"{m}: {forget_survivors(db)} survivors to run again", file=sys.stderr)
             stale += _mark_equivalents(db, m, equivalents)
@@ -801,6 +818,9 @@ def main(argv: list[str] | None = None) -> int:
     for m in modules:
         db = out / f"{_name(m)}.sqlite"
         if db.exists():
+            if session_is_stale(db, m):
+                print(f"{m}: changed since its session began; its row is of the old text (--fresh runs it anew)",
+                      file=sys.stderr)
             rows.append(tally(db, m, survivors, equivalents))
     text = table(rows)
     (out / "table.md").write_text(text)
