@@ -91,3 +91,18 @@ def test_a_session_made_from_other_text_is_stale(tmp_path, monkeypatch):
     assert not mutation.session_is_stale(db, "m.py")
     monkeypatch.setattr(mutation, "source_lines", lambda module: ["x = 2"])
     assert mutation.session_is_stale(db, "m.py")
+
+
+def test_the_maps_run_forgets_every_memo_of_the_project_before_each_test(monkeypatch):
+    """A memoized answer would hide the function's lines from the test that reuses it."""
+    import json as _json
+
+    import toolcall_sim.ci.mutation as mutation
+    from toolcall_sim.model.agent.wire import decode_start
+    from toolcall_sim.model.chattool.args import parse_execute_args
+
+    monkeypatch.setattr(mutation, "_MEMOS", None)
+    parse_execute_args(_json.dumps({"command": "memo"}))
+    decode_start(b'{"command": "memo"}')
+    mutation._clear_memos()
+    assert parse_execute_args.cache_info().currsize == 0 and decode_start.answers == {}

@@ -339,7 +339,34 @@ def pytest_collection_modifyitems(items) -> None:
 
 
 def pytest_runtest_setup(item) -> None:
-    _switch_context(f"{item.nodeid}|setup")
+    if _switch_context(f"{item.nodeid}|setup"):
+        _clear_memos()
+
+
+_MEMOS: list | None = None
+
+
+def _clear_memos() -> None:
+    """Under the map's run, forget every memo of the project's pure functions before each
+    test (each ``functools`` cache, each object with a ``cache_clear``: the agent's body
+    decoders). A test whose answer an earlier test had memoized would not execute the
+    memoized function's lines, and the map would leave it out of those lines' tests: a
+    mutant there would then skip a test that kills it when run alone."""
+    global _MEMOS
+    if _MEMOS is None:
+        # The memos are module attributes (a cached function, a decoder object); the
+        # garbage collector cannot list them here, since the suite freezes what
+        # collection built (tests/conftest.py, gc.freeze).
+        found = {}
+        for name, module in list(sys.modules.items()):
+            if not name.startswith("toolcall_sim") or module is None:
+                continue
+            for value in vars(module).values():
+                if callable(getattr(value, "cache_clear", None)) and not isinstance(value, type):
+                    found[id(value)] = value
+        _MEMOS = list(found.values())
+    for memo in _MEMOS:
+        memo.cache_clear()
 
 
 def pytest_runtest_call(item) -> None:
@@ -350,13 +377,14 @@ def pytest_runtest_teardown(item) -> None:
     _switch_context(f"{item.nodeid}|teardown")
 
 
-def _switch_context(name: str) -> None:
+def _switch_context(name: str) -> bool:
     """Under ``coverage run`` (the map's run, ``build_map``) name the lines each test's
     phases execute; a no-op in a mutant's run, where coverage is not even imported."""
     cov = sys.modules.get("coverage")
     current = cov.Coverage.current() if cov is not None else None
     if current is not None:
         current.switch_context(name)
+    return current is not None
 
 
 # ---------------------------------------------------------------------------
