@@ -3,7 +3,8 @@ coverage map), which binary operator replacements are run at all. A selection th
 a test able to kill a mutant would count a survivor that is not one, so the rules are
 pinned here on small sources."""
 
-from toolcall_sim.ci.mutation import _statement_lines, changed_lines, deselected, select_tests
+from toolcall_sim.ci.mutant_tests import _statement_lines, changed_lines, select_tests
+from toolcall_sim.ci.mutation import deselected
 
 SOURCE = [
     "def f(a, b):",            # 1
@@ -97,7 +98,7 @@ def test_the_maps_run_forgets_every_memo_of_the_project_before_each_test(monkeyp
     """A memoized answer would hide the function's lines from the test that reuses it."""
     import json as _json
 
-    import toolcall_sim.ci.mutation as mutation
+    import toolcall_sim.ci.mutant_tests as mutation
     from toolcall_sim.model.agent.wire import decode_start
     from toolcall_sim.model.chattool.args import parse_execute_args
 

@@ -11,7 +11,8 @@ puts the file back. A mutant is *killed* when a test fails, *survived* when all 
 
 Three things bound a run. (1) The coverage map (``build_map``): each run starts by running
 every module's test list once under coverage with one context per test and phase; a
-mutant runs only the tests that execute its statement (``select_tests``), as mutmut and
+mutant runs only the tests that execute its statement (sim/ci/mutant_tests.py, the command
+cosmic-ray runs per mutant, ``select_tests``), as mutmut and
 Stryker do, so most mutants run a handful of tests, not the list. (2) Selective mutation
 of binary operators (``BINARY_SIBLING``): each keeps its sibling replacement only.
 (3) ``--jobs N`` (below). The module's test lists are chosen by hand among the fast tests.
@@ -64,6 +65,8 @@ import time
 import tomllib
 from dataclasses import dataclass
 from pathlib import Path
+
+from .mutant_tests import purge_bytecode
 
 MARKER = ".toolcall-sim-mutation"
 EQUIVALENTS = Path("docs/mutation_equivalents.toml")
@@ -298,95 +301,6 @@ def _db_keys(db, module: str) -> dict:
     return mutant_keys([spec for item in db.work_items for spec in item.mutations], source_lines(module))
 
 
-def purge_bytecode(module: str) -> None:
-    """Delete the module's cached bytecode. A mutant often has the original's size (``==``
-    to ``<=``, ``1`` to ``2``), and a test that starts a subprocess writes its bytecode;
-    a pyc records the source's size and mtime in whole seconds, so the next mutant written
-    within that second would run the previous one's code (its survivors were not real)."""
-    path = Path(module)
-    for pyc in (path.parent / "__pycache__").glob(f"{path.stem}.*.pyc"):
-        pyc.unlink(missing_ok=True)
-
-
-def _pytest(tests: list[str]) -> list[str]:
-    return [sys.executable, "-B", "-m", "pytest", "-x", "-q", "-n0", "-p", "no:cacheprovider",
-            "-p", "toolcall_sim.ci.mutation", *tests]
-
-
-def run_tests(module: str, map_path: str | None = None) -> int:
-    """The test command of one mutant: fresh bytecode, then the tests that run the mutated
-    lines (``select_tests``; all of the module's tests without a map), stopped at the
-    first failure, one process, no bytecode written, the tests marked ``slow`` last (this
-    module is loaded as the pytest plugin that orders them)."""
-    purge_bytecode(module)
-    tests = MODULE_TESTS[module]
-    if map_path:
-        chosen = select_tests(json.loads(Path(map_path).read_text())[module], Path(module).read_text())
-        if chosen is not None and not chosen:
-            print(f"no test of {module}'s list runs the mutated lines: survived without a run")
-            return 0
-        tests = chosen if chosen is not None else tests
-    env = dict(os.environ, PYTHONDONTWRITEBYTECODE="1")
-    return subprocess.call(_pytest(tests), env=env)
-
-
-def pytest_collection_modifyitems(items) -> None:
-    """Run the tests marked ``slow`` (explorations, seed sweeps: seconds each) after the
-    others, each group in its own order. Most mutants are killed by some test; run with
-    ``-x``, the first failure ends the run, so a mutant a quick test kills never waits for
-    an exploration. Only the mutation run loads this hook (``-p`` above)."""
-    items[:] = sorted(items, key=lambda item: item.get_closest_marker("slow") is not None)
-
-
-def pytest_runtest_setup(item) -> None:
-    if _switch_context(f"{item.nodeid}|setup"):
-        _clear_memos()
-
-
-_MEMOS: list | None = None
-
-
-def _clear_memos() -> None:
-    """Under the map's run, forget every memo of the project's pure functions before each
-    test (each ``functools`` cache, each object with a ``cache_clear``: the agent's body
-    decoders). A test whose answer an earlier test had memoized would not execute the
-    memoized function's lines, and the map would leave it out of those lines' tests: a
-    mutant there would then skip a test that kills it when run alone."""
-    global _MEMOS
-    if _MEMOS is None:
-        # The memos are module attributes (a cached function, a decoder object); the
-        # garbage collector cannot list them here, since the suite freezes what
-        # collection built (tests/conftest.py, gc.freeze).
-        found = {}
-        for name, module in list(sys.modules.items()):
-            if not name.startswith("toolcall_sim") or module is None:
-                continue
-            for value in vars(module).values():
-                if callable(getattr(value, "cache_clear", None)) and not isinstance(value, type):
-                    found[id(value)] = value
-        _MEMOS = list(found.values())
-    for memo in _MEMOS:
-        memo.cache_clear()
-
-
-def pytest_runtest_call(item) -> None:
-    _switch_context(f"{item.nodeid}|run")
-
-
-def pytest_runtest_teardown(item) -> None:
-    _switch_context(f"{item.nodeid}|teardown")
-
-
-def _switch_context(name: str) -> bool:
-    """Under ``coverage run`` (the map's run, ``build_map``) name the lines each test's
-    phases execute; a no-op in a mutant's run, where coverage is not even imported."""
-    cov = sys.modules.get("coverage")
-    current = cov.Coverage.current() if cov is not None else None
-    if current is not None:
-        current.switch_context(name)
-    return current is not None
-
-
 # ---------------------------------------------------------------------------
 # The coverage map: which tests run which lines. A mutant changes a few lines; a test
 # that never executes them cannot tell the mutant from the original, so a mutant's run
@@ -412,7 +326,7 @@ def build_map(modules: list[str], out: Path) -> Path:
         started = time.monotonic()
         got = subprocess.run([sys.executable, "-B", "-m", "coverage", "run", f"--data-file={data_file}",
                               f"--include={','.join(str(Path(m).resolve()) for m in mods)}",
-                              "-m", "pytest", "-q", "-n0", "-p", "no:cacheprovider", "-p", "toolcall_sim.ci.mutation",
+                              "-m", "pytest", "-q", "-n0", "-p", "no:cacheprovider", "-p", "toolcall_sim.ci.mutant_tests",
                               *tests], env=env, stdout=subprocess.DEVNULL)
         if got.returncode != 0:
             raise SystemExit(f"the unmutated tests fail ({' '.join(tests)}): fix them before a mutation run")
@@ -436,59 +350,6 @@ def _collection_order(tests: list[str]) -> list[str]:
     return [line for line in got.stdout.splitlines() if "::" in line]
 
 
-def changed_lines(before: list[str], after: list[str]) -> set[int]:
-    """The lines (from 1) of ``before`` that ``after`` changed, deleted, or inserted next to."""
-    import difflib
-
-    lines: set[int] = set()
-    for tag, i1, i2, _j1, _j2 in difflib.SequenceMatcher(a=before, b=after, autojunk=False).get_opcodes():
-        if tag != "equal":
-            lines.update(range(i1 + 1, max(i2, i1 + 1) + 1))
-    return lines
-
-
-def _statement_lines(source: list[str], lines: set[int]) -> set[int]:
-    """Widen each line to the innermost simple statement (or compound statement's header)
-    holding it: coverage records a statement at some of its lines, a mutant may sit on any."""
-    import ast
-
-    spans = []
-    for node in ast.walk(ast.parse("\n".join(source) + "\n")):
-        if isinstance(node, ast.stmt):
-            body = [getattr(node, f) for f in ("body", "orelse", "finalbody", "handlers") if getattr(node, f, None)]
-            end = min((b[0].lineno - 1 for b in body), default=node.end_lineno)
-            spans.append((node.lineno, max(end, node.lineno)))
-    out = set(lines)
-    for line in lines:
-        inner = [s for s in spans if s[0] <= line <= s[1]]
-        if inner:
-            lo, hi = min(inner, key=lambda s: s[1] - s[0])
-            out.update(range(lo, hi + 1))
-    return out
-
-
-def select_tests(entry: dict, mutated_text: str) -> list[str] | None:
-    """The test node IDs that execute the mutated lines, in collection order; ``None``:
-    run the module's whole list (a line ran outside any test: at import, in collection,
-    or the change is not a line of the mapped source); ``[]``: no test runs them. A line a
-    test ran while setting up (a module-wide fixture) brings every test of its file, since
-    the fixture's value reaches them all."""
-    source = entry["source"]
-    lines = _statement_lines(source, changed_lines(source, mutated_text.splitlines()))
-    if not lines:
-        return None
-    chosen, files = set(), set()
-    for line in lines:
-        for ctx in entry["lines"].get(str(line), []):
-            if not ctx:
-                return None  # at import or collection: every test depends on it
-            nodeid, _, phase = ctx.rpartition("|")
-            chosen.add(nodeid)
-            if phase == "setup":
-                files.add(nodeid.split("::", 1)[0])
-    return [n for n in entry["order"] if n in chosen or n.split("::", 1)[0] in files]
-
-
 def _timeout_s(module: str, map_path: Path | None) -> float:
     if map_path is None:
         return TIMEOUT_S
@@ -499,7 +360,8 @@ def _timeout_s(module: str, map_path: Path | None) -> float:
 def _config(module: str, python: str, map_path: Path | None = None) -> str:
     # the file, not the module: a mutant's command then imports no package before pytest
     # does (a third of a second each, about a fifth of a quick mutant's run)
-    cmd = f"{shlex.quote(python)} -B sim/ci/mutation.py --run-tests {module}"
+    cmd = (f"{shlex.quote(python)} -B sim/ci/mutant_tests.py {module} --tests "
+           + " ".join(shlex.quote(t) for t in MODULE_TESTS[module]))
     if map_path is not None:
         cmd += f" --map {shlex.quote(str(map_path.resolve()))}"
     return (
@@ -790,14 +652,10 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--all-tests", action="store_true",
                     help="run each mutant against its module's whole test list, not only the tests that "
                          "execute its lines (slower; the check of the selection)")
-    ap.add_argument("--run-tests", metavar="MODULE", help=argparse.SUPPRESS)  # cosmic-ray's test command
-    ap.add_argument("--map", help=argparse.SUPPRESS)  # with --run-tests: the coverage map
     ap.add_argument("--list", action="store_true",
                     help="print each module and its tests and check the equivalents still match a mutant; run nothing")
     args = ap.parse_args(argv)
 
-    if args.run_tests:
-        return run_tests(args.run_tests, args.map)
     if not Path("model/agent").is_dir():
         raise SystemExit("run from the checkout's root (model/ must be here: cosmic-ray mutates the files in place)")
     modules = args.modules or list(MODULE_TESTS)
