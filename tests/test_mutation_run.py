@@ -107,3 +107,13 @@ def test_the_maps_run_forgets_every_memo_of_the_project_before_each_test(monkeyp
     decode_start(b'{"command": "memo"}')
     mutation._clear_memos()
     assert parse_execute_args.cache_info().currsize == 0 and decode_start.answers == {}
+
+
+def test_the_equivalents_check_lists_a_copy_of_the_module_with_the_modules_own_tests():
+    # --list mutates a throwaway copy of each module's text: the copy's path names no list,
+    # the module it stands for does (a KeyError here once made --list crash)
+    from toolcall_sim.ci.mutation import MODULE_TESTS, _config
+
+    config = _config("/tmp/x/model_agent_cancel.py", "python", tests_of="model/agent/cancel.py")
+    assert 'module-path = "/tmp/x/model_agent_cancel.py"' in config
+    assert " ".join(MODULE_TESTS["model/agent/cancel.py"]) in config

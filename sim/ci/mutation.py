@@ -357,11 +357,12 @@ def _timeout_s(module: str, map_path: Path | None) -> float:
     return max(TIMEOUT_MIN_S, round(TIMEOUT_FACTOR * seconds, 1))
 
 
-def _config(module: str, python: str, map_path: Path | None = None) -> str:
+def _config(module: str, python: str, map_path: Path | None = None, tests_of: str | None = None) -> str:
     # the file, not the module: a mutant's command then imports no package before pytest
-    # does (a third of a second each, about a fifth of a quick mutant's run)
+    # does (a third of a second each, about a fifth of a quick mutant's run). tests_of names
+    # the target whose list it is when module is a stand-in (check_equivalents' copy)
     cmd = (f"{shlex.quote(python)} -B sim/ci/mutant_tests.py {module} --tests "
-           + " ".join(shlex.quote(t) for t in MODULE_TESTS[module]))
+           + " ".join(shlex.quote(t) for t in MODULE_TESTS[tests_of or module]))
     if map_path is not None:
         cmd += f" --map {shlex.quote(str(map_path.resolve()))}"
     return (
@@ -534,7 +535,7 @@ def check_equivalents(modules: list[str]) -> int:
         for m in sorted({e.module for e in equivalents} & set(modules)):
             cfg, db, copy = (Path(tmp) / f"{_name(m)}{ext}" for ext in (".toml", ".sqlite", ".py"))
             copy.write_text("\n".join(source_lines(m)) + "\n")
-            cfg.write_text(_config(str(copy), sys.executable))
+            cfg.write_text(_config(str(copy), sys.executable, tests_of=m))
             subprocess.run([*COSMIC_RAY, "init", str(cfg), str(db)], check=True)
             stale += _mark_equivalents(db, m, equivalents)
     return _report_stale(stale)
