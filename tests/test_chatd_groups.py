@@ -452,6 +452,32 @@ def test_g33_truncate_tool_result_text():
     assert cut("界" * 10, 10)[0] == "界" * 3  # the hard cut: 10 bytes hold 3 whole runes
 
 
+def test_g33_budget_constants_and_boundaries_are_gos():
+    """tooltruncate.go's numbers, not the model's names for them (16 << 10 floor, 64 << 10
+    when the window is unknown, 256 bytes reserved for the marker), and where each rule
+    changes its mind: a window of 1 token is known (the floor, not the default); a budget
+    of 0 or below leaves the text alone, 1 byte cuts it; at twice the reserve the cut is
+    still a plain head cut, one byte more brings the marker."""
+    budget, cut = chattool.tool_result_byte_budget, chattool.truncate_tool_result_text
+    assert (budget(0), budget(1), budget(-5)) == (65536, 16384, 65536)
+    # the thirds rule gives multiples of 3: 16383 is under the floor, 16386 is over it
+    assert (budget(16385), budget(16386)) == (16384, 16386)
+    assert budget(2**63 - 1) == (2**63 - 1) // 3 * 3  # Go's largest int64 window: no clamp binds on 64-bit
+    assert cut("abc", -1) == ("abc", False) and cut("ab", 1) == ("a", True)
+    text = "x" * 2000
+    at, above = cut(text, 512)[0], cut(text, 513)[0]
+    assert at == "x" * 512  # 512 = 2 x 256: a hard cut, no marker
+    assert "Coder truncated" in above and len(above.encode()) <= 513
+
+
+def test_g33_a_cut_that_is_still_json_is_stored_as_it_is():
+    """MarshalToolResultContent wraps a cut non-error text only when it is no longer JSON:
+    a long run of digits cut to its head is still a JSON number, and is stored bare."""
+    digits = chattool.Result("completed", False, "7" * 20_000, exit_code=0)
+    cut = chattool.fit_result_to_context(digits, 100)
+    assert cut.content == "7" * 100
+
+
 def test_g33_cut_results_are_stored_like_chatd_stores_them():
     """TestInterruptTask_ResultsTruncatedLikeLiveResults, the storage rule it relies on
     (chatprompt MarshalToolResultContent): a result that fits is kept as it is; a cut

@@ -29,18 +29,20 @@ BYTES_PER_TOKEN_ESTIMATE = 3  # conservative: dense JSON/log output runs below 4
 MIN_TOOL_RESULT_BYTES = 16 * 1024  # the floor, so small windows still see useful output
 DEFAULT_TOOL_RESULT_BYTES = 64 * 1024  # the window is unknown (context limit <= 0)
 TRUNCATION_MARKER_RESERVE_BYTES = 256  # room kept for the marker: the result never exceeds the budget
-_MAX_GO_INT = 2**63 - 1
 
 
 def tool_result_byte_budget(context_limit_tokens: int) -> int:
     """``toolResultByteBudget``: the most bytes one tool result may put into the prompt
-    for a model whose context window is ``context_limit_tokens`` (<= 0: unknown)."""
+    for a model whose context window is ``context_limit_tokens`` (<= 0: unknown). Go then
+    clamps the budget to the platform's int, which binds only on a 32-bit build (a window
+    above 2^31 tokens): the model is of a 64-bit build, where an int64 window divided by
+    3 and times 3 always fits, so it has no clamp."""
     if context_limit_tokens <= 0:
         return DEFAULT_TOOL_RESULT_BYTES
     budget_bytes = context_limit_tokens // TOOL_RESULT_CONTEXT_DIVISOR * BYTES_PER_TOKEN_ESTIMATE
     if budget_bytes < MIN_TOOL_RESULT_BYTES:
         return MIN_TOOL_RESULT_BYTES
-    return min(budget_bytes, _MAX_GO_INT)
+    return budget_bytes
 
 
 def _utf8_valid_part(raw: bytes) -> str:
