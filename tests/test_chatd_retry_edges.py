@@ -327,17 +327,18 @@ def test_a_reacquired_chat_gets_a_runner_id_never_used_before():
 
 
 def test_one_poll_claims_at_most_the_batch_size():
-    """C2.1: a poll claims up to ACQUISITION_BATCH_SIZE runnable chats; the rest wait for
-    the next poll (or a hint)."""
+    """C2.1: a poll claims up to chatworker's defaultAcquisitionBatchSize (10) runnable
+    chats; the rest wait for the next poll (or a hint). Go's number, not the model's name
+    for it: 11 chats, 10 claimed."""
     db = chatd_db.db_empty()
-    n = chatd.ACQUISITION_BATCH_SIZE + 1
+    n = 11
     for i in range(n):
         chat_id = f"00000000-0000-4000-8000-{i:012d}"
         db, _ = chatd_db.db_new_chat(db, chat_id, [()], 1_000, 0)
         db, _ = chatd_db.db_send_user_message(db, chat_id, "go", 0)
     rep, db, _ = runner_mod._acquire(_replica(), db, 0, 0)
-    assert len(rep.runners) == chatd.ACQUISITION_BATCH_SIZE
-    assert sum(1 for c in db.chats.values() if c.owned) == n - 1
+    assert len(rep.runners) == 10
+    assert sum(1 for c in db.chats.values() if c.owned) == 10
 
 
 # ---------------------------------------------------------------------------
