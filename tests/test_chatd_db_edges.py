@@ -320,3 +320,12 @@ def test_a_message_to_an_unknown_or_archived_chat_is_refused():
     archived, _ = chatd_db.db_archive(db, CHAT, 30)
     same, eff = chatd_db.db_send_user_message(archived, CHAT, "hi", 40)
     assert same is archived and eff[0].get("reason") == "no_chat"
+
+
+def test_a_new_database_has_heard_of_no_agent_start():
+    """The incarnation the agent last reported is 0 until a boot reports one (the world
+    writes it at every boot): the incarnation-token design stores no token for a call
+    before the agent has said which incarnation runs it (model/chatd/designs.py)."""
+    assert chatd_db.db_empty().agent_incarnation == 0
+    db, _ = chatd_db.db_new_chat(chatd_db.db_empty(), "c", [()], 1_000, 0)
+    assert db.agent_incarnation == 0
