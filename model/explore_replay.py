@@ -17,9 +17,10 @@ steps:
 - ``edited``: a table's keyed edits made in one copy, the same table ``FMap.set`` and
   ``remove`` would make, and the same object where they change nothing.
 
-Nothing here decides when a delta fits or computes a key: ``Context`` does, and under
-``CHECK_MEMO`` checks every replay against ``system.apply``. Split from
-model/explore_context.py, which names these ``_Delta``, ``_replay`` and so on.
+Nothing here decides when a delta fits or computes a key: model/explore_memo.py's
+``TransitionMemo`` does, and under ``CHECK_MEMO`` checks every replay against
+``system.apply``; it and model/explore_context.py name these ``_Delta``, ``_replay`` and
+so on.
 """
 
 from __future__ import annotations
