@@ -127,6 +127,10 @@ MODULE_TESTS: dict[str, list[str]] = {
     # the retry rule's own table, and the planted bugs whose hooks and zombie batch live here
     "model/chatd/retry.py": [*_CHATD_TASKS, "tests/test_retry_wrapper.py", "tests/test_planted_bugs.py"],
     "model/chatd/rules.py": [*_CHATD_TASKS, "tests/test_chatd_db_edges.py", "tests/test_planted_bugs.py"],
+    # the routing of every name (stale timers, late answers of earlier attempts, a worker
+    # ID sorting before the loops' timers, replayed timer names) and the quiet-publish
+    # predicate against the handler, which no world of the lists above reaches
+    "model/chatd/replica.py": [*_CHATD_TASKS, "tests/test_chatd_replica.py"],
     # the database's own edges (each fence part, message IDs, copies, cleanup), the edit
     # transition (C3.6) and its rule coverage probes, which the replica tests never reach
     "model/chatd_db.py": [*_CHATD, "tests/test_chatd_db_edges.py", "tests/test_message_edit.py",
