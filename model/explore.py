@@ -18,7 +18,7 @@ Rule 1 (time). Time is discrete and advances only when something waits for it: a
         Durations are the small, order-preserving ``Timing.explorer()`` (1 small ms
         stands for ``scale`` real ms).
 Rule 2 (budgets). Faults are actions limited by budgets: agent restarts, ownership changes
-        (an immediate takeover by the other replica), interrupts, lost responses and task
+        (an immediate takeover by any live replica but the owner), interrupts, lost responses and task
         retries (attempt timeouts that fire). A spent budget disables its action.
 Rule 3 (ghost history). Properties are functions of a trace. Each explored state carries
         the records the properties read (ground truth, commits, interrupts, ownership,

@@ -132,9 +132,12 @@ def enabled(node: Node, bounds: Bounds) -> list:
                 if row is not None and row.worker_id and row.status in chatd.RUNNABLE:
                     owner = msys.chat_owner(s, chat)
                     others = [r for r in s.config.replicas if r != owner and s.replicas.get(r) is not None]
-                    if owner is not None and others:
-                        actions.append(_action(_FAULT, at_ms=now, kind="takeover",
-                                                   params=(("chat", chat), ("to", others[0]))))
+                    if owner is not None:
+                        # to any live replica but the owner: with three, a third can take
+                        # over while the second's stale attempt is still in flight
+                        for other in others:
+                            actions.append(_action(_FAULT, at_ms=now, kind="takeover",
+                                                   params=(("chat", chat), ("to", other))))
     return actions
 
 

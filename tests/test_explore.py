@@ -194,3 +194,35 @@ def test_a_search_warm_from_another_finds_the_same_and_steps_nothing():
     assert {k: [str(x) for x in v.path] for k, v in first.found.items()} == \
         {k: [str(x) for x in v.path] for k, v in again.found.items()} != {}
     assert (len(again.ctx.memo), len(again.ctx.verdicts), again.ctx.misses) == (memo, verdicts, misses)
+
+
+def test_a_takeover_may_go_to_any_live_replica_but_the_owner():
+    """Rule 2: with three replicas, an owned chat may be taken over by either of the two
+    others, so two ownership changes reach a chat whose attempts ran on three workers,
+    which two replicas cannot (the second change can only go back to the first owner)."""
+    def owners_after_two_takeovers(replicas):
+        config = replace(worlds.two_messages("contract"), replicas=replicas)
+        b = bounds(ownership_changes=2)
+        node = ex.initial_node(config)
+        workers, targets = [], set()
+        for _ in range(200):
+            actions = ex.enabled(node, b)
+            takeovers = [a for a in actions if getattr(a, "kind", None) == "takeover"]
+            row = node.system.db.chats.get(worlds.CHAT_1)
+            if row is not None and row.worker_id and (not workers or workers[-1] != row.worker_id):
+                workers.append(row.worker_id)
+            if takeovers and len(workers) < 3:
+                targets.add(tuple(sorted(dict(a.params)["to"] for a in takeovers)))
+                # the last-named live replica: a third one whenever there is one
+                node, _ = ex.step(node, takeovers[-1])
+                continue
+            if not actions:
+                break
+            node, _ = ex.step(node, actions[0])
+        return workers, targets
+
+    workers, targets = owners_after_two_takeovers(("replica-1", "replica-2", "replica-3"))
+    assert len(set(workers)) == 3
+    assert any(len(t) == 2 for t in targets)
+    workers, targets = owners_after_two_takeovers(("replica-1", "replica-2"))
+    assert len(set(workers)) == 2 and all(len(t) == 1 for t in targets)
