@@ -122,8 +122,10 @@ MODULE_TESTS: dict[str, list[str]] = {
     **{f"model/chattool/{m}.py": _CHATTOOL_ROWS for m in ("calls", "classifier", "execute", "results")},
     # the task layer's probes (C1.2-C3.2) and rule 3 on the traces of the scenarios that
     # cancel, retry or time out tasks (no timer outlives what it waits for), which the
-    # replica tests never check
-    **{f"model/chatd/{m}.py": _CHATD_TASKS for m in ("batch", "interrupt", "replica", "runner", "state", "tasks")},
+    # replica tests never check; and the batch after its dial (each dial answer's result and
+    # probes, C4.2 step 1, C3.2, C4.4, C5.6), serial calls, the routing of names and the IDs
+    **{f"model/chatd/{m}.py": [*_CHATD_TASKS, "tests/test_chatd_batch.py"]
+       for m in ("batch", "interrupt", "replica", "runner", "state", "tasks")},
     # the retry rule's own table, and the planted bugs whose hooks and zombie batch live here
     "model/chatd/retry.py": [*_CHATD_TASKS, "tests/test_retry_wrapper.py", "tests/test_planted_bugs.py"],
     "model/chatd/rules.py": [*_CHATD_TASKS, "tests/test_chatd_db_edges.py", "tests/test_planted_bugs.py"],
