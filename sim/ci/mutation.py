@@ -88,7 +88,12 @@ _CHATTOOL = ["tests/test_chattool.py", "tests/test_chatd_rules.py", "tests/test_
 # tests/test_chatd_probes.py reads
 _CHATTOOL_ROWS = [*_CHATTOOL, "tests/test_chatd_probes.py"]
 _CHATD = ["tests/test_chatd.py", "tests/test_chatd_rules.py", "tests/test_chatd_today.py"]
-_CHATD_TASKS = [*_CHATD, "tests/test_chatd_retry_edges.py", "tests/test_chatd_probes.py"]
+# and the task layer's own entry points, which the replica tests' worlds never hand a
+# name that names nothing waiting (tests/test_chatd_replica.py), nor each dial answer,
+# serial calls or a stale task name (tests/test_chatd_batch.py): the task layer's modules
+# call each other, so each file serves every one of them
+_CHATD_TASKS = [*_CHATD, "tests/test_chatd_retry_edges.py", "tests/test_chatd_probes.py", "tests/test_chatd_batch.py",
+                "tests/test_chatd_replica.py"]
 # tests/test_properties_edges.py: each check's branches and bounds (where it changes its mind)
 _PROPS = ["tests/test_properties.py", "tests/test_classify.py", "tests/test_properties_edges.py"]
 
@@ -127,10 +132,6 @@ MODULE_TESTS: dict[str, list[str]] = {
     # the retry rule's own table, and the planted bugs whose hooks and zombie batch live here
     "model/chatd/retry.py": [*_CHATD_TASKS, "tests/test_retry_wrapper.py", "tests/test_planted_bugs.py"],
     "model/chatd/rules.py": [*_CHATD_TASKS, "tests/test_chatd_db_edges.py", "tests/test_planted_bugs.py"],
-    # the routing of every name (stale timers, late answers of earlier attempts, a worker
-    # ID sorting before the loops' timers, replayed timer names) and the quiet-publish
-    # predicate against the handler, which no world of the lists above reaches
-    "model/chatd/replica.py": [*_CHATD_TASKS, "tests/test_chatd_replica.py"],
     # the database's own edges (each fence part, message IDs, copies, cleanup), the edit
     # transition (C3.6) and its rule coverage probes, which the replica tests never reach
     "model/chatd_db.py": [*_CHATD, "tests/test_chatd_db_edges.py", "tests/test_message_edit.py",
