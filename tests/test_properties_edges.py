@@ -1166,3 +1166,25 @@ def test_completes_after_the_first_ownership_change():
     moves came after it."""
     trace = [_fault(0, "replica_crash"), result(1_000, "completed"), _fault(2_000, "ownership_change")]
     assert judge("completes_after_ownership_change", trace) == []
+
+
+def test_only_truth_records_are_filed_under_a_call():
+    """``Evidence.marks`` holds every note, every record of kind truth and any other
+    record with a ``truth`` field, each once; ``marks_by`` files a note with a truth
+    field under both of its kinds (``record_tags``). Only records of kind truth are
+    ground truth filed under a call: a note or another record that carries a truth
+    field (a probe's answer quoting one), or a truth of a kind no property reads, starts
+    no process and commits no result."""
+    trace = [note(0, "agent", "replayed", truth="process_started", uuid=U, pid="p1", incarnation=1),
+             r(1, "agent", "truth", uuid=U),  # a truth record without its field: a mark, nothing more
+             r(2, "world", "probe_answer", truth="process_started", uuid=U, pid="p2", incarnation=1),
+             start(3, pid="p3"),
+             r(4, "agent", "truth", truth="process_signaled", uuid=U, pid="p3", incarnation=1),
+             r(5, "world", "tick")]
+    ev = props.Evidence(_decoded(trace), world())
+    assert ev.marks == [0, 1, 2, 3, 4]
+    assert ev.marks_by == {("note", "replayed"): [0], ("truth", "process_started"): [0, 2, 3],
+                           ("truth", "process_signaled"): [4]}
+    assert ev.starts == {U: [3], UB: []}
+    assert ev.results == ev.exits == ev.kills == {U: [], UB: []}
+    assert ev.pid_start == {"1/p3": 3} and ev.pid_owner == {"1/p3": U}
