@@ -1188,3 +1188,14 @@ def test_only_truth_records_are_filed_under_a_call():
     assert ev.starts == {U: [3], UB: []}
     assert ev.results == ev.exits == ev.kills == {U: [], UB: []}
     assert ev.pid_start == {"1/p3": 3} and ev.pid_owner == {"1/p3": U}
+
+
+def test_another_chats_acquisition_does_not_make_the_chat_unowned():
+    """The runner's own acquisition of this chat after the request gives the acquisition
+    poll's bound; its acquisition of another chat, whichever way that ID sorts, does not."""
+    final = world(chats=(CHAT, OTHER))
+    for mine, theirs in ((CHAT, OTHER), (OTHER, CHAT)):
+        trace = [_asked(1_000, chat=mine), dict(_acquired(5_000, "replica-1"), chat_id=theirs),
+                 _itask(21_000, chat=mine), _finished(22_000, chat=mine)]
+        (v,) = judge("interrupt_finishes", trace, final)
+        assert v.detail.endswith(f"(bound: the runner's sync interval, {SYNC_MS} ms)"), mine
