@@ -1199,3 +1199,25 @@ def test_another_chats_acquisition_does_not_make_the_chat_unowned():
                  _itask(21_000, chat=mine), _finished(22_000, chat=mine)]
         (v,) = judge("interrupt_finishes", trace, final)
         assert v.detail.endswith(f"(bound: the runner's sync interval, {SYNC_MS} ms)"), mine
+
+
+def test_an_agent_restart_alone_rechecks_no_property():
+    """``Property.changed_by`` (monitor.py Rule 1): unknown_only_when_unknowable reads the
+    agent's restarts, but finds each violation at an unknown result from the restarts
+    before it, so a restart alone re-checks nothing; a new result or side effect does."""
+    from toolcall_sim.model.properties import monitor
+
+    assert monitor.recheck(props.record_tags(down(0))) == ()
+    unknown_only = [p.name for p in monitor.INCREMENTAL].index("unknown_only_when_unknowable")
+    for rec in (unknown(0, "not_found"), start(0), write(0)):
+        assert unknown_only in monitor.recheck(props.record_tags(rec)), rec
+
+
+def test_a_replaced_attempt_is_told_by_its_own_replica():
+    """The commit's own attempt is its replica's begin of that generation attempt: another
+    replica's later begin of the same number, whichever way its name sorts, replaced it."""
+    for mine, theirs in (("replica-1", "replica-2"), ("replica-2", "replica-1")):
+        trace = [_task(1, "replica-1"), _batch(2, mine, 1), _batch(5, theirs, 1),
+                 result(3_000, "completed", gen=1, replica=mine)]
+        (v,) = judge("fenced_commits", trace)
+        assert v.detail == f"{mine}'s generation attempt 1 committed after {theirs} began attempt 1 of the chat"
