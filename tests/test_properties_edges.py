@@ -1221,3 +1221,16 @@ def test_a_replaced_attempt_is_told_by_its_own_replica():
                  result(3_000, "completed", gen=1, replica=mine)]
         (v,) = judge("fenced_commits", trace)
         assert v.detail == f"{mine}'s generation attempt 1 committed after {theirs} began attempt 1 of the chat"
+
+
+def test_a_refusal_by_chatds_database_is_no_refused_start():
+    """cancel_first_refuses_start is the agent's refusal of a start with
+    tool_call_canceled; chatd's database notes its own refusals under the same name (an
+    action and a reason, no code: chatd_db.py), which are not that, and neither is the
+    agent's refusal with another code."""
+    db_refusal = note(0, "db", "refused", action="interrupt", chat_id=CHAT, reason="not running")
+    other_code = note(1, "agent", "refused", code="input_mismatch", uuid=U)
+    agents = note(2, "agent", "refused", code="tool_call_canceled", uuid=U)
+    (v,) = judge("cancel_first_refuses_start", [db_refusal, other_code])
+    assert v.detail == "never reached"
+    assert judge("cancel_first_refuses_start", [db_refusal, other_code, agents]) == []
