@@ -1234,3 +1234,12 @@ def test_a_refusal_by_chatds_database_is_no_refused_start():
     (v,) = judge("cancel_first_refuses_start", [db_refusal, other_code])
     assert v.detail == "never reached"
     assert judge("cancel_first_refuses_start", [db_refusal, other_code, agents]) == []
+
+
+def test_an_exempted_interrupt_leaves_the_later_ones_judged():
+    """A chatd fault exempts the interrupts whose window it falls in, not the ones after:
+    a later interrupt that never finishes is still reported."""
+    trace = [_fault(0, "replica_crash"), _asked(1_000), _finished(2_000), _asked(1_000_000),
+             _tick(1_000_000 + WHOLE_MS + 1)]
+    (v,) = judge("interrupt_finishes", trace)
+    assert v.evidence == (3,) and "not started" in v.detail
