@@ -1168,6 +1168,14 @@ def test_completes_after_the_first_ownership_change():
     assert judge("completes_after_ownership_change", trace) == []
 
 
+def test_a_takeover_is_an_ownership_change():
+    """A takeover (the explorer's ownership change, a scenario's ``takeover`` fault) moves
+    the chat at once: a completion after it reached the path, as after any ownership
+    change. Before, the check knew only ``ownership_change`` and ``replica_crash``, so a
+    takeover's completion was reported unreached."""
+    assert judge("completes_after_ownership_change", [_fault(0, "takeover"), result(1_000, "completed")]) == []
+
+
 def test_only_truth_records_are_filed_under_a_call():
     """``Evidence.marks`` holds every note, every record of kind truth and any other
     record with a ``truth`` field, each once; ``marks_by`` files a note with a truth
