@@ -1042,3 +1042,212 @@ def test_a_commit_is_fenced_by_the_attempts_begun_after_its_own_newest_batch():
     trace = [_task(1, "replica-1"), _batch(2, "replica-2", 1), _batch(5, "replica-1", 2),
              result(3_000, "completed", gen=2)]
     assert judge("fenced_commits", trace) == []
+
+
+# ---------------------------------------------------------------------------
+# issue 35, checks.py's later survivors: what each check declares it reads, the
+# interrupt's whole bound from a late request, the fences' own attempt
+# ---------------------------------------------------------------------------
+
+
+def test_each_incremental_check_reads_only_what_it_declares():
+    """``Property.reads`` is what the explorer's monitors re-check a property on
+    (model/properties/monitor.py Rule 1): a record the check reads but does not declare
+    would leave a stale verdict (a checker that cannot fire). Over the hand-written
+    traces, each check asks an evidence that notes every index it reads only for records
+    of the tags it declares (tests/test_monitor.py checks the same over explored histories,
+    and that every declared tag is read)."""
+    from test_monitor import _Log, _Recording, _traces
+    from toolcall_sim.model.properties import monitor
+
+    samples = [(trace, tp.final()) for _, trace in _traces()]
+    samples += [(trace, tp.write_final()) for trace, _ in tp.FAILED_WRITE_CASES]
+    seen = {p.name: set() for p in monitor.INCREMENTAL}
+    for trace, final in samples:
+        ev = props.Evidence(trace, final)
+        for prop in monitor.INCREMENTAL:
+            log = _Log()
+            prop.check(_Recording(ev, log))
+            assert set(log) <= prop.reads, (prop.name, set(log) - prop.reads)
+            seen[prop.name] |= set(log)
+    # each of these three reads results, effects and more, which a narrower set would miss
+    assert seen["truthful_result"] >= {("truth", "edit_applied"), ("truth", "process_exited"),
+                                       ("truth", "process_killed"), ("truth", "process_started")}
+    assert seen["canceled_before_received_never_runs"] >= {("truth", "result_committed"),
+                                                           ("truth", "process_started")}
+    assert seen["unknown_only_when_unknowable"] >= {("truth", "process_started"), ("kind", "agent_down")}
+
+
+def test_only_a_sent_request_can_have_reached_a_gone_agent():
+    """A request fault's record names its route and tool call before the fault sends
+    anything (model/system.py ``_fault``); skipped because the call's message was not
+    committed yet, it sent nothing, so no gone agent can have received it and the unknown
+    is still one chatd could have known."""
+    forged = r(100, "world", "fault", fault="request", name="forged", route="start", tool_call="toolu_01")
+    skipped = r(100, "world", "fault_skipped", fault="request", why="the tool call's message is not committed yet")
+    (v,) = judge("unknown_only_when_unknowable", [forged, skipped, down(200), unknown(1_000, "not_found")])
+    assert v.evidence == (3,)
+    assert judge("unknown_only_when_unknowable", [forged, sent(100), down(200), unknown(1_000, "not_found")]) == []
+
+
+@pytest.mark.parametrize("late_ms,found", [(WHOLE_MS, False), (WHOLE_MS + 1, True)])
+def test_an_interrupt_without_a_task_is_timed_from_its_request(late_ms, found):
+    """The whole bound runs from the user's request, not from the run's start: a request
+    at 1000 s that ends within the bound holds; one bound + 1 ms later says so."""
+    got = judge("interrupt_finishes", [_tick(0), _asked(1_000_000), _finished(1_000_000 + late_ms)])
+    assert bool(got) == found
+    if found:
+        assert got[0].detail == (f"the interrupt of chat {CHAT}: no interrupt task started, finished "
+                                 f"{WHOLE_MS + 1} ms later (bound {WHOLE_MS} ms)")
+        assert got[0].at_ms == 1_000_000 + late_ms and got[0].evidence == (1,)
+
+
+def test_another_chats_interruption_finished_does_not_end_this_one():
+    """An interrupt ends with its own chat's interruption_finished note: another chat's,
+    whichever way its ID sorts, leaves it open."""
+    final = world(chats=(CHAT, OTHER))
+    for mine, theirs in ((CHAT, OTHER), (OTHER, CHAT)):
+        trace = [_asked(0, chat=mine), _asked(0, chat=theirs), _finished(1_000, chat=theirs), _tick(WHOLE_MS + 1)]
+        (v,) = judge("interrupt_finishes", trace, final)
+        assert v.detail.startswith(f"the interrupt of chat {mine}: no interrupt task started, not started")
+
+
+def test_an_acquisition_after_the_tasks_start_does_not_make_the_chat_unowned():
+    """Whether the runner came after the request is read from its acquisitions before
+    the task started: a later re-acquisition by the same replica leaves the chat owned
+    at the request, so the sync interval bounds the notice."""
+    late = 1_000 + SYNC_MS + 1
+    trace = [_acquired(0, "replica-1"), _asked(1_000), _itask(late), _acquired(late + 1, "replica-1"),
+             _finished(late + 100)]
+    (v,) = judge("interrupt_finishes", trace)
+    assert v.detail.endswith(f"(bound: the runner's sync interval, {SYNC_MS} ms)")
+
+
+def test_another_replicas_acquisition_does_not_make_the_starter_unowned():
+    """Only the starting replica's own acquisition after the request gives it the
+    acquisition poll's bound; another replica's, whichever way its name sorts, does not."""
+    for acquirer, starter in (("replica-1", "replica-2"), ("replica-2", "replica-1")):
+        trace = [_asked(1_000), _acquired(5_000, acquirer), _itask(21_000, node=starter),
+                 _finished(22_000, node=starter)]
+        (v,) = judge("interrupt_finishes", trace)
+        assert v.detail.endswith(f"(bound: the runner's sync interval, {SYNC_MS} ms)"), (acquirer, starter)
+
+
+def test_interrupt_finishes_is_judged_before_the_run_quiesces():
+    """It has its own time bound (``needs_quiescence=False``): a run still going, whose
+    interrupt is long overdue, reports it; ``one_result_eventually`` waits."""
+    trace = [_asked(0), _tick(WHOLE_MS + 1)]
+    running = tp.final("running")
+    assert not props.quiesced(running)
+    found = props.violations_of(trace, running, ("always", "eventually"))
+    assert [v.property for v in found] == ["interrupt_finishes"]
+
+
+def test_a_commit_is_fenced_by_its_own_attempts_begin_only():
+    """The own attempt is the replica's begin of the commit's generation attempt; a
+    commit of an attempt whose begin the trace does not hold (a generate-assistant
+    attempt emits none) is not judged by an older attempt's begin."""
+    trace = [_task(1, "replica-1"), _batch(2, "replica-1", 1), _batch(5, "replica-2", 2),
+             result(3_000, "completed", gen=3)]
+    assert judge("fenced_commits", trace) == []
+
+
+def test_a_long_chats_generation_attempts_are_compared_by_value():
+    """Attempt numbers past the small integers Python shares, read back from JSON, are
+    the same attempt (``judge`` checks the decoded trace against the literal one)."""
+    trace = [_task(1, "replica-1"), _batch(2, "replica-1", 300), _batch(5, "replica-2", 301),
+             result(3_000, "completed", gen=300)]
+    (v,) = judge("fenced_commits", trace)
+    assert v.detail == "replica-1's generation attempt 300 committed after replica-2 began attempt 301 of the chat"
+
+
+def test_completes_after_the_first_ownership_change():
+    """A completion after the first of several moves reached the path, however many
+    moves came after it."""
+    trace = [_fault(0, "replica_crash"), result(1_000, "completed"), _fault(2_000, "ownership_change")]
+    assert judge("completes_after_ownership_change", trace) == []
+
+
+def test_a_takeover_is_an_ownership_change():
+    """A takeover (the explorer's ownership change, a scenario's ``takeover`` fault) moves
+    the chat at once: a completion after it reached the path, as after any ownership
+    change. Before, the check knew only ``ownership_change`` and ``replica_crash``, so a
+    takeover's completion was reported unreached."""
+    assert judge("completes_after_ownership_change", [_fault(0, "takeover"), result(1_000, "completed")]) == []
+
+
+def test_only_truth_records_are_filed_under_a_call():
+    """``Evidence.marks`` holds every note, every record of kind truth and any other
+    record with a ``truth`` field, each once; ``marks_by`` files a note with a truth
+    field under both of its kinds (``record_tags``). Only records of kind truth are
+    ground truth filed under a call: a note or another record that carries a truth
+    field (a probe's answer quoting one), or a truth of a kind no property reads, starts
+    no process and commits no result."""
+    trace = [note(0, "agent", "replayed", truth="process_started", uuid=U, pid="p1", incarnation=1),
+             r(1, "agent", "truth", uuid=U),  # a truth record without its field: a mark, nothing more
+             r(2, "world", "probe_answer", truth="process_started", uuid=U, pid="p2", incarnation=1),
+             start(3, pid="p3"),
+             r(4, "agent", "truth", truth="process_signaled", uuid=U, pid="p3", incarnation=1),
+             r(5, "world", "tick")]
+    ev = props.Evidence(_decoded(trace), world())
+    assert ev.marks == [0, 1, 2, 3, 4]
+    assert ev.marks_by == {("note", "replayed"): [0], ("truth", "process_started"): [0, 2, 3],
+                           ("truth", "process_signaled"): [4]}
+    assert ev.starts == {U: [3], UB: []}
+    assert ev.results == ev.exits == ev.kills == {U: [], UB: []}
+    assert ev.pid_start == {"1/p3": 3} and ev.pid_owner == {"1/p3": U}
+
+
+def test_another_chats_acquisition_does_not_make_the_chat_unowned():
+    """The runner's own acquisition of this chat after the request gives the acquisition
+    poll's bound; its acquisition of another chat, whichever way that ID sorts, does not."""
+    final = world(chats=(CHAT, OTHER))
+    for mine, theirs in ((CHAT, OTHER), (OTHER, CHAT)):
+        trace = [_asked(1_000, chat=mine), dict(_acquired(5_000, "replica-1"), chat_id=theirs),
+                 _itask(21_000, chat=mine), _finished(22_000, chat=mine)]
+        (v,) = judge("interrupt_finishes", trace, final)
+        assert v.detail.endswith(f"(bound: the runner's sync interval, {SYNC_MS} ms)"), mine
+
+
+def test_an_agent_restart_alone_rechecks_no_property():
+    """``Property.changed_by`` (monitor.py Rule 1): unknown_only_when_unknowable reads the
+    agent's restarts, but finds each violation at an unknown result from the restarts
+    before it, so a restart alone re-checks nothing; a new result or side effect does."""
+    from toolcall_sim.model.properties import monitor
+
+    assert monitor.recheck(props.record_tags(down(0))) == ()
+    unknown_only = [p.name for p in monitor.INCREMENTAL].index("unknown_only_when_unknowable")
+    for rec in (unknown(0, "not_found"), start(0), write(0)):
+        assert unknown_only in monitor.recheck(props.record_tags(rec)), rec
+
+
+def test_a_replaced_attempt_is_told_by_its_own_replica():
+    """The commit's own attempt is its replica's begin of that generation attempt: another
+    replica's later begin of the same number, whichever way its name sorts, replaced it."""
+    for mine, theirs in (("replica-1", "replica-2"), ("replica-2", "replica-1")):
+        trace = [_task(1, "replica-1"), _batch(2, mine, 1), _batch(5, theirs, 1),
+                 result(3_000, "completed", gen=1, replica=mine)]
+        (v,) = judge("fenced_commits", trace)
+        assert v.detail == f"{mine}'s generation attempt 1 committed after {theirs} began attempt 1 of the chat"
+
+
+def test_a_refusal_by_chatds_database_is_no_refused_start():
+    """cancel_first_refuses_start is the agent's refusal of a start with
+    tool_call_canceled; chatd's database notes its own refusals under the same name (an
+    action and a reason, no code: chatd_db.py), which are not that, and neither is the
+    agent's refusal with another code."""
+    db_refusal = note(0, "db", "refused", action="interrupt", chat_id=CHAT, reason="not running")
+    other_code = note(1, "agent", "refused", code="input_mismatch", uuid=U)
+    agents = note(2, "agent", "refused", code="tool_call_canceled", uuid=U)
+    (v,) = judge("cancel_first_refuses_start", [db_refusal, other_code])
+    assert v.detail == "never reached"
+    assert judge("cancel_first_refuses_start", [db_refusal, other_code, agents]) == []
+
+
+def test_an_exempted_interrupt_leaves_the_later_ones_judged():
+    """A chatd fault exempts the interrupts whose window it falls in, not the ones after:
+    a later interrupt that never finishes is still reported."""
+    trace = [_fault(0, "replica_crash"), _asked(1_000), _finished(2_000), _asked(1_000_000),
+             _tick(1_000_000 + WHOLE_MS + 1)]
+    (v,) = judge("interrupt_finishes", trace)
+    assert v.evidence == (3,) and "not started" in v.detail

@@ -564,8 +564,13 @@ def _never_reached(ev: Evidence) -> list[Violation]:
     return [Violation("", None, None, ev.end_ms(), "never reached")]
 
 
+# The faults that move a chat to another runner: a takeover is an ownership change at once
+# (model/vocabulary.py: the explorer's, and a scenario's ``takeover``).
+_MOVES = ("ownership_change", "takeover", "replica_crash")
+
+
 def _completes_after_ownership_change(ev: Evidence):
-    moved = [i for i in ev.faults if ev.trace[i].get("fault") in ("ownership_change", "replica_crash")]
+    moved = [i for i in ev.faults if ev.trace[i].get("fault") in _MOVES]
     return _reached_mark(ev, lambda i, r: moved and i > moved[0] and r.get("truth") == "result_committed"
                          and r.get("result_kind") in ("completed", "applied"), ("truth", "result_committed"))
 
