@@ -173,6 +173,22 @@ def test_cancel_answers_are_probed_by_their_row():
     assert probes_of(ct.on_answer(cs, answer, 5)[1]) == ["C5.4.not-applied"]
 
 
+@pytest.mark.parametrize("tool", ["execute", "write_file"])
+def test_only_an_http_error_answer_to_a_cancel_is_probed_as_one(tool):
+    """C4.6: a cancel that got an HTTP error answer (an old agent's 404) keeps the generic
+    result and says so; a cancel refused as stale (409) keeps it too, but that is the
+    agent's refusal, not an HTTP error, and is not probed as one. Both tool families."""
+    call = execute({"command": "make", "timeout": "10m"}) if tool == "execute" else write()
+    plan = ct.interrupted_call(call)
+    cs, req = _cancel(call, plan)
+    got = probes_of(ct.on_answer(cs, Response(req.req_id, 404, "text/plain", b"404 page not found"), 5)[1])
+    assert "C4.6.cancel-http-error" in got
+    cs, req = _cancel(call, plan)
+    refused = Response(req.req_id, 409, "application/json", tool_call_error(STALE_TOOL_CALL).body())
+    cs, effects = ct.on_answer(cs, refused, 5)
+    assert "C4.6.cancel-http-error" not in probes_of(effects) and cs.result is not None
+
+
 def test_the_selection_probes_each_call_and_each_shared_provider_id():
     fg = execute({"command": "make", "timeout": "10m"}, "a")
     bg = execute({"command": "dev", "run_in_background": True}, "b")

@@ -99,7 +99,9 @@ _PROPS = ["tests/test_properties.py", "tests/test_classify.py", "tests/test_prop
 
 # module -> the fast tests that exercise it (the bound of the run: per mutant, only these)
 MODULE_TESTS: dict[str, list[str]] = {
-    "model/chattool/cancel.py": _CHATTOOL,
+    # the cancel answers' rows also say which they took (C4.6, C5.3, C5.4), as probes only
+    # tests/test_chatd_probes.py reads
+    "model/chattool/cancel.py": _CHATTOOL_ROWS,
     "model/agent/cancel.py": _AGENT,
     "model/agent/wire.py": [*_AGENT, "tests/test_agent_wire.py"],
     # the state's shutdown (rule 7: what breaks, which timers end, the probes of A4.5) and
