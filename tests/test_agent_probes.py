@@ -119,6 +119,17 @@ def test_no_drop_without_a_pending_record():
     assert "A2.7.drop-pending" not in taken and "A2.7.publish-dropped" not in taken
 
 
+def test_a_second_call_of_the_same_message_drops_nothing():
+    """A2.7 is about a newer message: a second call of the message a pending record
+    belongs to keeps it, and its run publishes into its own record. Message 1000: IDs
+    parsed from two requests' headers are equal, not the same object."""
+    h = ProbeHarness()
+    h.start(m=1000, call="a", run=False)
+    assert "A2.7.drop-pending" not in h.taken(lambda: h.start(m=1000, call="b", run=False))
+    assert "A2.7.publish-dropped" not in h.taken(h.run_handlers)
+    assert h.current(m=1000, call="a") and h.current(m=1000, call="b")
+
+
 # -- A4.1 start with a tool call -------------------------------------------------------------
 
 @pytest.mark.parametrize("body,probe,status", [

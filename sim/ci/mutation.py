@@ -102,7 +102,9 @@ MODULE_TESTS: dict[str, list[str]] = {
     # the cancel answers' rows also say which they took (C4.6, C5.3, C5.4), as probes only
     # tests/test_chatd_probes.py reads
     "model/chattool/cancel.py": _CHATTOOL_ROWS,
-    "model/agent/cancel.py": _AGENT,
+    # the cancel's and the store's A2.7 and A4.3 probes (a pending record a newer message
+    # dropped, a clamped threshold), which only tests/test_agent_probes.py reads
+    "model/agent/cancel.py": [*_AGENT, "tests/test_agent_probes.py"],
     "model/agent/wire.py": [*_AGENT, "tests/test_agent_wire.py"],
     # the state's shutdown (rule 7: what breaks, which timers end, the probes of A4.5) and
     # the agent's own process IDs
@@ -118,7 +120,7 @@ MODULE_TESTS: dict[str, list[str]] = {
     # the request decision and the process side: also the Go edges (panics, stopper, signal,
     # list and reaping, body decoding), which the three files above do not reach
     **{f"model/agent/{m}.py": ["tests/test_agent_store.py", "tests/test_agent_middleware.py", *_AGENT,
-                               "tests/test_agent_edges.py"] for m in ("middleware", "store")},
+                               "tests/test_agent_edges.py", "tests/test_agent_probes.py"] for m in ("middleware", "store")},
     "model/agent/processes.py": ["tests/test_agent_process_edges.py", *_AGENT, "tests/test_agent_edges.py",
                                  "tests/test_process_probes.py", "tests/test_agent_probes.py"],
     **{f"model/chattool/{m}.py": _CHATTOOL for m in
