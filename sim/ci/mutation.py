@@ -127,7 +127,7 @@ MODULE_TESTS: dict[str, list[str]] = {
        ("args", "budget", "dial", "files", "interrupt", "state")},
     # the design variants' later attempts (first-attempt-only, ledger): their flaws are
     # tests/test_designs.py's, which the chattool files never run
-    "model/chattool/lookup.py": [*_CHATTOOL, "tests/test_designs.py"],
+    "model/chattool/lookup.py": [*_CHATTOOL, "tests/test_designs.py", "tests/test_chattool_lookup.py"],
     **{f"model/chattool/{m}.py": _CHATTOOL_ROWS for m in ("calls", "classifier", "execute", "results")},
     # the task layer's probes (C1.2-C3.2) and rule 3 on the traces of the scenarios that
     # cancel, retry or time out tasks (no timer outlives what it waits for), which the
