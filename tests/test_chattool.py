@@ -1962,3 +1962,80 @@ def test_an_identity_with_an_incarnation_sends_it_and_one_without_does_not():
         run = begin(execute(MAKE_10M), identity)
         sent = dict((k.lower(), v) for k, v in run.last.headers).get(AGENT_INCARNATION_HEADER.lower())
         assert sent == want
+
+
+# Timers (docs/contract.md rule 3, no timer outlives what it waits for): a step cancels
+# only timers the call armed and has not cancelled yet, never a slot that holds none, and
+# a finished call has none left; also when the finishing step disarmed some of them first.
+
+
+class ArmedClock(Clock):
+    """A ``Clock`` that checks each step's cancels against the timers armed before it."""
+
+    def absorb(self, step):
+        armed = set(self.timers)
+        for eff in step[1]:
+            if isinstance(eff, CancelTimer):
+                assert eff.name in armed, (eff, armed)  # never None, never one already ended
+                armed.discard(eff.name)
+            elif isinstance(eff, SetTimer):
+                armed.add(eff.name)
+        super().absorb(step)
+        if self.cs.result is not None:
+            assert self.timers == {} and self.cs.armed_timers() == ()
+        return self
+
+
+def test_a_calls_steps_cancel_only_the_timers_it_armed():
+    identity = make_identity()
+    # foreground on a new agent: the start arms the answer timer and the deadline, the
+    # start answer ends the one and re-arms the other, the output answer finishes
+    fg = ArmedClock(ct.begin_call(execute(FOREGROUND_2H), identity, SRC, "replica-1/g1/c1", CHAT, 0))
+    assert not any(isinstance(e, CancelTimer) for e in fg.effects)
+    assert {n.split(":")[1].rstrip("0123456789") for n in fg.timers} == {"answer", "deadline"}
+    fg.answer(start_answer(fg.last, identity.uuid, 0), at_ms=10)
+    assert [n.split(":")[1].rstrip("0123456789") for n in fg.timers] == ["deadline"]
+    fg.answer(output_answer(fg.last, False, 0, "ok"), at_ms=20)
+    assert fg.result.kind == "completed"
+    # background: the start answer disarms the answer timer and finishes in one step
+    bg = ArmedClock(ct.begin_call(execute(BACKGROUND), identity, SRC, "replica-1/g1/c2", CHAT, 0))
+    answer_timer = bg.cs.answer_timer
+    bg.answer(start_answer(bg.last, identity.uuid, 0), at_ms=10)
+    assert bg.result.kind == "background_started"
+    assert [e for e in bg.effects if isinstance(e, CancelTimer)] == [CancelTimer(answer_timer)]
+    # an interrupt's cancel: its answer disarms the answer timer and finishes
+    plan = ct.interrupted_call(execute(FOREGROUND_2H))
+    cx = ArmedClock(ct.begin_cancel(execute(FOREGROUND_2H), plan, identity, SRC, "replica-1/i1/c1", CHAT, 0))
+    assert not any(isinstance(e, CancelTimer) for e in cx.effects)
+    answer_timer = cx.cs.answer_timer
+    cx.answer(cancel_answer(cx.last, False), at_ms=10)
+    assert cx.result is not None
+    assert [e for e in cx.effects if isinstance(e, CancelTimer)] == [CancelTimer(answer_timer)]
+    # a file tool: its first step arms only the answer timer
+    ed = ArmedClock(ct.begin_call(edit(), make_identity("call_e"), SRC, "replica-1/g1/c3", CHAT, 0))
+    assert not any(isinstance(e, CancelTimer) for e in ed.effects)
+
+
+def test_a_finish_through_a_steps_edits_cancels_exactly_the_timers_still_armed():
+    from toolcall_sim.model.chattool.state import _finish
+
+    cs = begin(execute(FOREGROUND_2H), make_identity()).cs
+    answer_timer, deadline_timer = cs.answer_timer, cs.deadline_timer
+    assert answer_timer is not None and deadline_timer is not None and cs.snapshot_timer is None
+    # the step disarmed the answer timer already (its CancelTimer is among its effects)
+    done, effects = _finish(cs, ct.Result("completed", False, "{}"), (CancelTimer(answer_timer),),
+                            {"answer_timer": None})
+    cancels = [e for e in effects if isinstance(e, CancelTimer)]
+    assert cancels == [CancelTimer(answer_timer), CancelTimer(deadline_timer)]
+    assert done.armed_timers() == () and done.result is not None
+
+
+def test_arming_an_armed_slot_ends_the_timer_it_replaces():
+    """No step re-arms a slot that still holds a timer today (each disarms first); the
+    helper still ends the old one, so a step that did would leave no timer behind."""
+    from toolcall_sim.model.chattool.state import _arm
+
+    cs = begin(execute(FOREGROUND_2H), make_identity()).cs
+    old = cs.deadline_timer
+    again, effects = _arm(cs, "deadline_timer", 5_000)
+    assert effects == [CancelTimer(old), SetTimer(again.deadline_timer, 5_000)] and again.deadline_timer != old

@@ -84,10 +84,6 @@ class CallState(CachedRepr):
     read_error: str = ""
     result: Result | None = None
 
-    @property
-    def done(self) -> bool:
-        return self.result is not None
-
     def armed_timers(self) -> tuple[str, ...]:
         return tuple(t for t in (self.answer_timer, self.deadline_timer, self.snapshot_timer) if t is not None)
 
@@ -95,13 +91,6 @@ class CallState(CachedRepr):
 # What every step of a call returns: its new state and the effects to perform. Named
 # CallStep, not Step: model/system.py's Step is one step of the whole world.
 CallStep = tuple[CallState, tuple[Effect, ...]]
-
-
-def _next_seq_name(cs: CallState, kind: str) -> tuple[int, str]:
-    """The next sequence number and the name it gives, for a caller that copies the
-    state once with its other changes (a call step's copies are most of its cost)."""
-    seq = cs.seq + 1
-    return seq, f"{cs.req_prefix}:{kind}{seq}"
 
 
 def _headers(cs: CallState, now_ms: int, tool_call: bool) -> Headers:
@@ -127,7 +116,7 @@ def _send_into(changes: dict, cs: CallState, op: str, method: str, path: str, qu
     """``_send`` into a step's collected edits ``changes`` of ``cs`` (the module's
     docstring): the request's number follows the sequence number as edited so far."""
     seq = changes.get("seq", cs.seq) + 1
-    req_id = f"{cs.req_prefix}:r{seq}"  # (``_next_seq_name``)
+    req_id = f"{cs.req_prefix}:r{seq}"  # one sequence for requests and timers: no name repeats
     url = AGENT_URL + path + (f"?{query}" if query else "")
     changes["seq"] = seq
     changes["pending_req_id"] = req_id
@@ -153,7 +142,7 @@ def _arm_into(changes: dict, cs: CallState, slot: str, after_ms: int, effects: l
     if old is not None:
         effects.append(CancelTimer(old))
     seq = changes.get("seq", cs.seq) + 1
-    name = f"{cs.req_prefix}:{slot.replace('_timer', '')}{seq}"  # (``_next_seq_name``)
+    name = f"{cs.req_prefix}:{slot.replace('_timer', '')}{seq}"  # the sequence ``_send_into`` numbers from
     effects.append(SetTimer(name, after_ms))
     changes["seq"] = seq
     changes[slot] = name

@@ -124,7 +124,10 @@ MODULE_TESTS: dict[str, list[str]] = {
     "model/agent/processes.py": ["tests/test_agent_process_edges.py", *_AGENT, "tests/test_agent_edges.py",
                                  "tests/test_process_probes.py", "tests/test_agent_probes.py"],
     **{f"model/chattool/{m}.py": _CHATTOOL for m in
-       ("args", "budget", "dial", "files", "interrupt", "state")},
+       ("args", "budget", "dial", "files", "interrupt")},
+    # every finish says which result row the call took (C5.2-C5.4), as probes only
+    # tests/test_chatd_probes.py reads
+    "model/chattool/state.py": _CHATTOOL_ROWS,
     # the design variants' later attempts (first-attempt-only, ledger): their flaws are
     # tests/test_designs.py's, which the chattool files never run
     "model/chattool/lookup.py": [*_CHATTOOL, "tests/test_designs.py", "tests/test_chattool_lookup.py"],
