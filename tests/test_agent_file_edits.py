@@ -82,6 +82,34 @@ def test_pass_three_ignores_indentation_and_the_replacement_is_inserted_verbatim
         fuzzy_replace("\x1cfoo \n", "foo\n", "bar\n", False)
 
 
+@pytest.mark.parametrize("char,space", [
+    ("\u2000", True), ("\u200a", True),  # the ends of unicode.IsSpace's U+2000..U+200A run
+    ("\u1fff", False), ("\u200b", False),  # just outside it: zero width space is no space to Go
+])
+def test_pass_three_trims_exactly_gos_unicode_spaces(char, space):
+    # The trailing blank keeps pass 1 out; the leading character keeps pass 2 out.
+    content = f"{char}foo \n"
+    if space:
+        assert fuzzy_replace(content, "foo\n", "bar\n", False) == "bar\n"
+    else:
+        with pytest.raises(ValueError, match="^search string not found"):
+            fuzzy_replace(content, "foo\n", "bar\n", False)
+
+
+def test_the_line_passes_compare_lines_for_equality_not_order():
+    # Every line of the file sorts after the search's; none equals it, so no pass matches.
+    with pytest.raises(ValueError, match="^search string not found"):
+        fuzzy_replace("zeta \nomega\n", "  alpha\n", "X\n", False)
+
+
+def test_the_text_after_the_last_newline_is_a_line_the_line_passes_match_once():
+    # strings.SplitAfter leaves "b  " as the file's last line; seekLines reaches it (its
+    # loop runs to len(contentLines)-len(searchLines) inclusive) and counts it once.
+    assert fuzzy_replace("a\nb  ", "b\n", "X", False) == "a\nX"
+    assert fuzzy_replace("a \nb  ", "a\nb\n", "X", False) == "X"
+    assert fuzzy_replace("b\t\na\nb  ", "b\n", "X\n", True) == "X\na\nX\n"
+
+
 def test_the_line_passes_count_matches_without_overlap_and_refuse_a_second():
     # "a\na" matches lines 0-1 and (overlapping) 1-2; Go counts the first only.
     assert fuzzy_replace("a \na \na \n", "a\na", "X\n", False) == "X\na \n"
@@ -98,6 +126,9 @@ def test_the_first_pass_that_matches_decides():
     assert fuzzy_replace("ab \nab\n", "ab\n", "Z\n", False) == "ab \nZ\n"
     # Trailing-only match wins over a second, indentation-only match.
     assert fuzzy_replace("x \n  x \n", "x\n", "y\n", False) == "y\n  x \n"
+    # The same with lines longer than one character (CPython caches one-character strings,
+    # which two equal longer lines after a trim are not).
+    assert fuzzy_replace("let x \n  let x \n", "let x\n", "y\n", False) == "y\n  let x \n"
 
 
 def test_an_empty_search_matches_everywhere():
@@ -143,6 +174,11 @@ def test_a_file_named_twice_is_refused_and_nothing_is_written():
     # second the only one, and only the failure is answered.
     rid = _edit(h, _file("/a.go", ("zzz", "x")), _file("/a.go", ("one", "two")))
     assert _answer(h, rid) == (400, f"edit /a.go: {NOT_FOUND}")
+    # The duplicate refuses its own entry only: the entries after it are still prepared
+    # (HandleEditFiles goes on with the next entry), and their failures join the answer.
+    rid = _edit(h, _file("/a.go", ("one", "two")), _file("/a.go", ("one", "3")), _file("/c.go", ("x", "y")))
+    assert _answer(h, rid) == (404, "/a.go: duplicate file path in request\nopen /c.go: no such file or directory")
+    assert h.state.files["/a.go"] == "one\n" and h.edits() == 0
 
 
 @pytest.mark.parametrize("entry,status,message", [

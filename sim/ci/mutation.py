@@ -115,12 +115,16 @@ MODULE_TESTS: dict[str, list[str]] = {
     # which handler a method and path reach, an old agent's headers, timers and departures
     "model/agent/routes.py": [*_AGENT, "tests/test_agent_routes.py"],
     # the file handlers' answers to bad bodies, a missing file and no path are Go edges the
-    # three files above do not reach
-    "model/agent/files.py": [*_AGENT, "tests/test_agent_edges.py", "tests/test_agent_file_edits.py"],
+    # three files above do not reach; which A4.6 branch an edit counts (not found, ambiguous,
+    # none written) only tests/test_agent_probes.py reads
+    "model/agent/files.py": [*_AGENT, "tests/test_agent_edges.py", "tests/test_agent_file_edits.py",
+                             "tests/test_agent_probes.py"],
     # the request decision and the process side: also the Go edges (panics, stopper, signal,
-    # list and reaping, body decoding), which the three files above do not reach
+    # list and reaping, body decoding), which the three files above do not reach, and the
+    # A2.5/A2.7 branches a panic or a dropped record counts (tests/test_agent_probes.py)
     **{f"model/agent/{m}.py": ["tests/test_agent_store.py", "tests/test_agent_middleware.py", *_AGENT,
-                               "tests/test_agent_edges.py", "tests/test_agent_probes.py"] for m in ("middleware", "store")},
+                               "tests/test_agent_edges.py", "tests/test_agent_probes.py"]
+       for m in ("middleware", "store")},
     "model/agent/processes.py": ["tests/test_agent_process_edges.py", *_AGENT, "tests/test_agent_edges.py",
                                  "tests/test_process_probes.py", "tests/test_agent_probes.py"],
     **{f"model/chattool/{m}.py": _CHATTOOL for m in
