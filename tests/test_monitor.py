@@ -224,16 +224,15 @@ class _Recording(props.Evidence):
         return object.__getattribute__(self, name)
 
 
-def test_each_incremental_property_reads_what_it_declares(checked_searches):
-    """Run every incremental check on an evidence that records what it asks for, over the
-    hand-written traces and a sample of explored ghost histories: it reads only records
-    with the tags it declares (never the trace's end, never every mark), and over all of
-    them every tag it declares (a declaration wider than the check only costs time, but
-    one that names a record the check never reads is a mistake too)."""
-    _, histories = checked_searches
-    samples = [(trace, tp.final()) for _, trace in _traces()] + histories
-    samples += [(trace, tp.write_final()) for trace, _ in tp.FAILED_WRITE_CASES]  # a file call's result
-    assert len(samples) > 500
+def hand_written_samples() -> list:
+    """The hand-written traces with their final states, and a file call's failed write."""
+    samples = [(trace, tp.final()) for _, trace in _traces()]
+    return samples + [(trace, tp.write_final()) for trace, _ in tp.FAILED_WRITE_CASES]
+
+
+def reads_seen(samples) -> dict:
+    """Every incremental check run on each sample's evidence, asserting it reads only
+    records of the tags it declares; per property, the tags it read."""
     seen = {p.name: set() for p in monitor.INCREMENTAL}
     for trace, final in samples:
         ev = props.Evidence(trace, final)
@@ -243,6 +242,19 @@ def test_each_incremental_property_reads_what_it_declares(checked_searches):
             read = set(log)
             assert read <= prop.reads, (prop.name, read - prop.reads)
             seen[prop.name] |= read
+    return seen
+
+
+def test_each_incremental_property_reads_what_it_declares(checked_searches):
+    """Run every incremental check on an evidence that records what it asks for, over the
+    hand-written traces and a sample of explored ghost histories: it reads only records
+    with the tags it declares (never the trace's end, never every mark), and over all of
+    them every tag it declares (a declaration wider than the check only costs time, but
+    one that names a record the check never reads is a mistake too)."""
+    _, histories = checked_searches
+    samples = hand_written_samples() + histories
+    assert len(samples) > 500
+    seen = reads_seen(samples)
     for prop in monitor.INCREMENTAL:
         unseen = prop.reads - seen[prop.name] - _NOT_REACHED.get(prop.name, set())
         assert not unseen, (prop.name, unseen)

@@ -1057,19 +1057,9 @@ def test_each_incremental_check_reads_only_what_it_declares():
     traces, each check asks an evidence that notes every index it reads only for records
     of the tags it declares (tests/test_monitor.py checks the same over explored histories,
     and that every declared tag is read)."""
-    from test_monitor import _Log, _Recording, _traces
-    from toolcall_sim.model.properties import monitor
+    from test_monitor import hand_written_samples, reads_seen
 
-    samples = [(trace, tp.final()) for _, trace in _traces()]
-    samples += [(trace, tp.write_final()) for trace, _ in tp.FAILED_WRITE_CASES]
-    seen = {p.name: set() for p in monitor.INCREMENTAL}
-    for trace, final in samples:
-        ev = props.Evidence(trace, final)
-        for prop in monitor.INCREMENTAL:
-            log = _Log()
-            prop.check(_Recording(ev, log))
-            assert set(log) <= prop.reads, (prop.name, set(log) - prop.reads)
-            seen[prop.name] |= set(log)
+    seen = reads_seen(hand_written_samples())
     # each of these three reads results, effects and more, which a narrower set would miss
     assert seen["truthful_result"] >= {("truth", "edit_applied"), ("truth", "process_exited"),
                                        ("truth", "process_killed"), ("truth", "process_started")}
