@@ -260,9 +260,23 @@ class _Builder:
         within the step that committed it (a publish may cause more)."""
         while self.pending_publishes:
             eff = self.pending_publishes.pop(0)
-            for name in self.s.config.replicas:
+            for name in self.publish_order():
                 self.record(name, "deliver", route="publish", what=f"{eff.channel} {eff.chat_id} db -> {name}")
                 self.replica_step(name, chatd.replica_on_publish, eff.channel, eff.chat_id)
+
+    def publish_order(self) -> list[str]:
+        """The replicas in the order they first acted (``ReplicaState.joined``), then the
+        untouched ones in the world's order: the real replicas race for a publish, and an
+        order by name would let a replica's name decide who wins (replica-2 before
+        replica-3 when both are idle and the owner is not), which no real chatd does and
+        which breaks the symmetry of interchangeable replicas (model/explore_symmetry.py).
+        With one untouched replica left, or none, it is the order they joined in."""
+        names = self.s.config.replicas
+        replicas = self.fields["replicas"]._index
+        joined = [(rep.joined if rep is not None and rep.joined else len(names) + i + 1, name)
+                  for i, name in enumerate(names) for rep in (replicas.get(name),)]
+        joined.sort()
+        return [name for _, name in joined]
 
     def set(self, **changes):
         # The private copy's fields are plain instance-dict entries (the frozen
@@ -455,6 +469,9 @@ class _Builder:
         else:
             rep, db, effects = fn(rep, db, *args, now_ms, db_now_ms)
         if rep is not before:  # most answers and timers leave the replica as it was: no copy
+            if not before.joined:
+                # its first change: it joins the story after those that acted before it
+                rep = replace(rep, joined=1 + max([r.joined for r in replicas._index.values() if r is not None]))
             fields_["replicas"] = replicas.set(name, rep)
         fields_["db"] = db
         if effects:  # (a third of replica steps have none: a publish or answer for nothing)

@@ -25,6 +25,7 @@ from . import chatd
 from . import system as msys
 from .core import Response
 from .explore_context import Node, _is_attempt_timeout
+from .explore_symmetry import prune
 from .system import Tick
 
 
@@ -42,6 +43,10 @@ class Bounds:
     scale: int = 1000  # real ms per small ms (Timing.explorer's age margin 2 stands for 2 s)
     fifo_links: bool = True  # each directed link delivers in send order
     merge_reordered: bool = True  # Rule 5: histories that differ only in order merge
+    # Symmetry (model/explore_symmetry.py): of interchangeable untouched replicas, only the
+    # first acts; ``pinned_replicas`` are named by a property or an expectation and never fold.
+    symmetry: bool = True
+    pinned_replicas: tuple[str, ...] = ()
 
 
 LOSABLE_ROUTES = ("start", "edit", "write", "cancel")  # the tool call answers whose loss matters
@@ -138,6 +143,8 @@ def enabled(node: Node, bounds: Bounds) -> list:
                         for other in others:
                             actions.append(_action(_FAULT, at_ms=now, kind="takeover",
                                                    params=(("chat", chat), ("to", other))))
+    if bounds.symmetry and len(s.config.replicas) > 1:
+        return prune(node, actions, bounds.pinned_replicas)
     return actions
 
 

@@ -88,6 +88,12 @@ class ReplicaState(CachedRepr):
     next_seq: int = 1  # source of runner and task IDs (deterministic "random" IDs)
     runners: FMap = EMPTY  # chat_id -> Runner
     heartbeats_paused: bool = False
+    # The world's bookkeeping, not chatd's: when this replica first changed its state
+    # among the world's replicas (1 = the first), 0 while it never has. An immediate
+    # publish reaches the replicas in this order (model/builder.py ``flush_publishes``),
+    # so which replica acts first depends on the story, never on a replica's name: what
+    # makes untouched replicas interchangeable (model/explore_symmetry.py).
+    joined: int = 0
 
 
 Out = tuple[ReplicaState, Db, list]
