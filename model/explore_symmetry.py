@@ -11,11 +11,11 @@ class is there to take it (``prune``): the classic reduction by the state's stab
 give), which here needs no renaming of states, because an untouched replica is named
 nowhere in the state but in its own entries.
 
-Rule 1 (the class). A replica is untouched while ``ReplicaState.joined`` is 0: it never
-        changed its state, so it holds no runner, owns no chat row, made no request and
-        paused no heartbeat. Two untouched replicas are in one class when they have the
-        same rules (a replica of a mixed-version rollout is its own class), the same
-        clock, as many boots, the same timers (by name and due time) and the same
+Rule 1 (the class). A replica is untouched while ``ReplicaState.joined`` is 0 on its
+        first boot: it never changed its state, so it holds no runner, owns no chat
+        row, made no request and paused no heartbeat. Two untouched replicas are in one
+        class when they have the same rules (a replica of a mixed-version rollout is its
+        own class), the same clock, the same timers (by name and due time) and the same
         messages waiting for them (by sender, route, payload and sending time: the late
         pub/sub world sends each replica its publishes), and no property or expectation
         names either (``Bounds.pinned_replicas``: a scenario that expects replica-3 to
@@ -81,7 +81,11 @@ def interchangeable(s: msys.System, pinned: tuple = ()) -> dict:
     representative (Rule 1); empty when there is none."""
     names = s.config.replicas
     replicas = s.replicas._index
-    untouched = [n for n in names if (rep := replicas.get(n)) is not None and not rep.joined and n not in pinned]
+    boots = s.replica_boots._index
+    # (a replica booted again is fresh but its old worker may still own a chat row, which
+    # names it: only a replica on its first boot is untouched)
+    untouched = [n for n in names if (rep := replicas.get(n)) is not None and not rep.joined
+                 and boots.get(n) == 1 and n not in pinned]
     if len(untouched) < 2:
         return {}
     classes: dict = {}
@@ -101,7 +105,7 @@ def _signature(s: msys.System, name: str) -> tuple:
     waiting = tuple(sorted(
         (env.src if env.dst == name else ("to", env.dst), env.route, repr(env.payload), env.sent_at_ms)
         for env in s.in_flight + s.dials_waiting if env.dst == name or env.src == name))
-    return (rep.rules, s.config.clocks.get(name), s.replica_boots.get(name), timers, waiting)
+    return (rep.rules, s.config.clocks.get(name), timers, waiting)
 
 
 def _in_flight(s: msys.System, seq: int):
