@@ -57,8 +57,17 @@ PROGRESS_STATES = 5_000  # states between progress lines of explore (TOOLCALL_SI
 def add_arguments(parser) -> None:
     from toolcall_sim.model import worlds
 
-    parser.add_argument("--variant", default="contract",
-                        help="variant to explore, e.g. today or contract+no-age-margin (default contract)")
+    parser.add_argument("scenario", nargs="?", default=None, metavar="SCENARIO.toml",
+                        help="a scenario file to explore exhaustively (sim/world/explore_scenario.py: its world on "
+                             "the explorer's clock, its faults as budgets, its expectations checked); instead of "
+                             "--world")
+    parser.add_argument("--variant", default=None,
+                        help="variant to explore, e.g. today or contract+no-age-margin (default contract; with a "
+                             "scenario, the scenario's own variant)")
+    parser.add_argument("--faults", choices=("anywhere", "at-trigger"), default=None,
+                        help="with a scenario: each fault it names may strike at any point (anywhere, the default) "
+                             "or only at its trigger (at-trigger: refused for now, the explorer cannot hold a fault "
+                             "to its trigger)")
     parser.add_argument("--world", choices=worlds.names(), default=None,
                         help="the one small world to explore (model/worlds.py): "
                         + "; ".join(f"{w.name}: {w.summary}" for w in worlds.WORLDS)
@@ -72,10 +81,12 @@ def add_arguments(parser) -> None:
     parser.add_argument("--max-states", type=int, default=None,
                         help=f"stop after this many states (1..{MAX_STATES}; default 200000 with --world and "
                              "for the tour)")
-    parser.add_argument("--horizon", default="30s",
-                        help="explore no further than this (real units, above 0, at most 168h)")
+    parser.add_argument("--horizon", default=None,
+                        help="explore no further than this (real units, above 0, at most 168h; default 30s, with a "
+                             "scenario its until)")
     for budget in BUDGET_FLAGS:
-        parser.add_argument(f"--{budget}", type=int, default=1, help=f"0..{MAX_FAULT_BUDGET} (default 1)")
+        parser.add_argument(f"--{budget}", type=int, default=None,
+                            help=f"0..{MAX_FAULT_BUDGET} (default 1; with a scenario, how often it names the fault)")
     parser.add_argument("--out", default=default_out_dir("explore"), metavar="DIR",
                         help="folder for counterexample files (default ./reports/out/explore, under the current "
                              "directory)")
@@ -104,6 +115,19 @@ def main(args, out) -> int:
     from toolcall_sim.drivers import counterexample as cx
 
     check_variant(args.variant)
+    if args.scenario is not None:
+        if args.world is not None:
+            raise BadFlag("--world: explores a named world; a SCENARIO file names its own (give one of the two)")
+        from toolcall_sim.cli.commands.explore_scenario import scenario_main
+
+        return scenario_main(args, out)
+    if args.faults is not None:
+        raise BadFlag("--faults: says how a scenario's faults become budgets; use it with a SCENARIO file")
+    args.variant = args.variant or "contract"
+    args.horizon = args.horizon or "30s"
+    for budget in ex.BUDGETS:
+        if getattr(args, budget) is None:
+            setattr(args, budget, 1)
     if args.world is None:
         return tour_main(args, out)
     args.second = args.second or "background"

@@ -1,0 +1,189 @@
+"""``toolcall-sim explore SCENARIO.toml``: every interleaving of a scenario's world.
+
+Theory of operation
+-------------------
+sim/world/explore_scenario.py builds the world (or refuses, one line, exit 2); this module
+checks the flags the way ``explore --world`` does, runs the same search, saves each
+violation's shortest path as a counterexample whose world embeds the scenario (so
+``toolcall-sim replay FILE`` rebuilds it from the file alone), and checks the scenario's
+``[expect.<variant>]`` against the whole search:
+
+- ``violations`` and ``residual_risks``: the properties violated anywhere in the search
+  (always-properties in every state, eventually-properties in terminal states), split as
+  ``run`` splits them (a known finding is a violation; a residual risk is named). Once the
+  search is exhausted they must equal the expectation; before that, a property found that
+  the expectation does not name is already a mismatch, one it names but not found yet is
+  "not decided" (the cap stopped the search).
+- every other key describes one timed run (a tool call's counts and results, crafted
+  requests' answers, records at the end, how fast an interrupt finished, which faults
+  fired, the seeds, the sometimes-properties it reached): listed as not checked.
+
+Exit code: 2 on a refusal, 130 when interrupted, 1 on an expectation mismatch or (with no
+expectation for the variant, or one that does not say ``violations``) a new finding, else 0.
+Durations on the command line (``--max-in-flight``, ``--horizon``) are real and go onto
+the scenario's clock with its ratio.
+"""
+
+from __future__ import annotations
+
+import time
+import tomllib
+
+from toolcall_sim.io.output import check_out_dir, check_out_file, sigint_flag
+from toolcall_sim.io.progress import Progress
+from toolcall_sim.reports import explore as report
+from toolcall_sim.reports.json_text import json_text
+from toolcall_sim.world.inputs import EXIT_INTERRUPTED, EXIT_OK, EXIT_VIOLATION, BadFlag, check_duration, check_variant
+
+# Expectation keys that describe one timed run (Expectation's fields) and the file's words for them.
+TIMED_KEYS = (("tool_calls", "<tool call> rows"), ("sometimes", "sometimes"),
+              ("interrupt_finished_within_ms", "interrupt_finished_within"), ("requests", "requests"),
+              ("faults_never_fired", "faults_never_fired"), ("records_at_end", "records_at_end"))
+
+
+def scenario_main(args, out) -> int:
+    from toolcall_sim.cli.commands.explore import PROGRESS_STATES, check_sizes, stop_rule, write_graph
+    from toolcall_sim.drivers import counterexample as cx
+    from toolcall_sim.model import explore as ex
+    from toolcall_sim.model.properties import KNOWN_FINDINGS
+    from toolcall_sim.world import explore_scenario as es
+    from toolcall_sim.world.scenario import load
+
+    if args.second is not None:
+        raise BadFlag("--second: shapes only the default world; a scenario names its own tool calls")
+    if args.report is not None:
+        raise BadFlag("--report: draws a named world's search; for a scenario use --json (or explore a --world)")
+    scenario = load(args.scenario)
+    variant = args.variant or scenario.variant
+    check_variant(variant)
+    max_states = 200_000 if args.max_states is None else args.max_states
+    budgets = {b: getattr(args, b) for b in ex.BUDGETS}
+    check_sizes(_Filled(args, budgets), max_states)
+    ratio = es.ratio_of(scenario)
+    in_flight = None if args.max_in_flight is None else int(check_duration(args.max_in_flight, "--max-in-flight") / ratio)
+    horizon = None
+    if args.horizon is not None:
+        horizon = es.small(check_duration(args.horizon, "--horizon", above_zero=True), ratio)
+        if horizon < 1:
+            raise BadFlag(f"--horizon: must be at least one small ms ({es.format_duration(int(ratio))} here), "
+                          f"got {args.horizon}")
+    if args.graph and args.workers > 1:
+        raise BadFlag("--graph: the state graph is drawn by one process; use it with --workers 1")
+    out_dir = check_out_dir(args.out)
+    if args.graph:
+        check_out_file(args.graph, "--graph")
+    stop_on = stop_rule(args.stop_at_first, args.stop_properties)
+    built = es.build(scenario, variant, args.faults or "anywhere", in_flight, horizon, budgets)
+    if not args.json:
+        out.write(f"explore {variant} of {scenario.name} ({args.scenario}): counterexamples go to {out_dir}\n")
+        out.write("".join(f"  {line}\n" for line in built.lines))
+        out.flush()
+    bar = Progress.for_command(args, f"explore {variant}", max_states, unit="states", every=PROGRESS_STATES,
+                               line=lambda states, _total, _what: report.progress_line(states))
+    started = time.perf_counter()  # reported only, never enters a run
+    with sigint_flag() as interrupted, bar as show:
+
+        def progress(states: int) -> bool:
+            show(states)
+            return interrupted()
+        if args.workers > 1:
+            from toolcall_sim.drivers.explore_parallel import explore as explore_parallel
+
+            result = explore_parallel(built.config, built.bounds, max_states=max_states, stop_on=stop_on,
+                                      on_progress=progress, workers=args.workers)
+        else:
+            result = ex.explore(built.config, built.bounds, max_states=max_states, keep_edges=bool(args.graph),
+                                stop_on=stop_on, on_progress=progress)
+        was_interrupted = interrupted()
+        if not was_interrupted:
+            show.finish()
+    elapsed_s = max(time.perf_counter() - started, 1e-9)
+    with open(args.scenario, "rb") as f:  # (read and checked by load above: its dict is embedded)
+        raw = tomllib.load(f)
+    world = scenario_world(raw, scenario.name, variant, built.bounds, args.faults or "anywhere")
+    violations = []
+    for v in sorted(result.violations, key=lambda v: (v.property, v.residual_risk or "")):
+        name = v.property + (f"-{v.residual_risk}" if v.residual_risk else "")
+        path = out_dir / f"{scenario.name}-{variant.replace('+', '_')}-{name}.json"
+        cx.save_actions(path, world, v.property, v.residual_risk, v.path, "explore", v.detail)
+        violations.append(report.violation_json(v, str(path)))
+    if args.graph and not was_interrupted:
+        write_graph(result.edges, args.graph)
+    verdict = expectation_verdict(scenario.expectation(variant), result, KNOWN_FINDINGS)
+    doc = report.explore_json(scenario.name, variant, result, elapsed_s, violations, world["bounds"], out_dir,
+                              was_interrupted, result.processes)
+    doc.update(scenario=args.scenario, ratio_ms=str(built.ratio), built=list(built.lines), expectations=verdict)
+    if args.json:
+        out.write(json_text(doc))
+    else:
+        b = built.bounds
+        out.write(report.summary(doc, max_in_flight=f"{b.max_in_flight_ms} small ms",
+                                 horizon=f"{b.horizon_ms} small ms",
+                                 budgets={n: getattr(b, n) for n in ex.BUDGETS}, max_states=max_states,
+                                 wrote_graph=bool(args.graph), known_findings=KNOWN_FINDINGS))
+        out.write(verdict_text(verdict, variant))
+    if was_interrupted:
+        return EXIT_INTERRUPTED
+    if verdict["expected"] and verdict["checks_violations"]:
+        return EXIT_VIOLATION if verdict["mismatches"] else EXIT_OK
+    if verdict["mismatches"]:
+        return EXIT_VIOLATION
+    return EXIT_VIOLATION if any(v["residual_risk"] is None for v in violations) else EXIT_OK
+
+
+class _Filled:
+    """The flags as ``check_sizes`` reads them, each budget not given counted as 0 (a
+    budget the scenario sets is at most its fault count, far below the cap)."""
+
+    def __init__(self, args, budgets: dict):
+        self.workers = args.workers
+        for b, n in budgets.items():
+            setattr(self, b, 0 if n is None else n)
+
+
+def scenario_world(raw: dict, name: str, variant: str, bounds, faults: str) -> dict:
+    """The world spec a counterexample records (sim/drivers/counterexample.py): the
+    scenario itself, so ``replay`` rebuilds the same world from the file alone."""
+    return {"kind": "explore-scenario", "name": name, "scenario": raw, "variant": variant, "faults": faults,
+            "bounds": {k: getattr(bounds, k) for k in bounds.__dataclass_fields__}}
+
+
+def expectation_verdict(exp, result, known_findings) -> dict:
+    """The scenario's expectation for the variant against the whole search (this module's
+    docstring): what was found, what differs, what is not decided, what is not checked."""
+    found = sorted({v.property for v in result.violations if v.residual_risk is None or v.residual_risk in known_findings})
+    risks = sorted({v.residual_risk for v in result.violations
+                    if v.residual_risk is not None and v.residual_risk not in known_findings})
+    out = {"expected": exp is not None, "checks_violations": exp is not None and exp.violations is not None,
+           "violations": found, "residual_risks": risks, "mismatches": [], "undecided": [], "not_checked": []}
+    if exp is None:
+        return out
+    for key, got in (("violations", found), ("residual_risks", risks)):
+        wanted = getattr(exp, key)
+        if wanted is None:
+            continue
+        extra = sorted(set(got) - set(wanted))
+        missing = sorted(set(wanted) - set(got))
+        if extra:
+            out["mismatches"].append(f"{key}: found {', '.join(extra)}, which the expectation does not name")
+        if missing:
+            (out["mismatches"] if result.exhausted else out["undecided"]).append(
+                f"{key}: {', '.join(missing)} expected, "
+                + ("never reached in the exhausted search" if result.exhausted else "not found before the search stopped"))
+    out["not_checked"] = [word for field, word in TIMED_KEYS if getattr(exp, field)]
+    if exp.seeds != "any":
+        out["not_checked"].append("seeds")
+    return out
+
+
+def verdict_text(verdict: dict, variant: str) -> str:
+    if not verdict["expected"]:
+        return f"  expectations: the scenario has none for {variant}\n"
+    lines = [f"  expectations of {variant}: " + ("MISMATCH" if verdict["mismatches"] else
+                                                 "not decided" if verdict["undecided"] else "met")]
+    lines += [f"    mismatch: {m}" for m in verdict["mismatches"]]
+    lines += [f"    not decided: {m}" for m in verdict["undecided"]]
+    if verdict["not_checked"]:
+        lines.append(f"    not checked by explore: {', '.join(verdict['not_checked'])} (they describe the timed run)")
+    return "".join(line + "\n" for line in lines)
+
