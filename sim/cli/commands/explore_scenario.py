@@ -33,7 +33,8 @@ from toolcall_sim.io.output import check_out_dir, check_out_file, sigint_flag
 from toolcall_sim.io.progress import Progress
 from toolcall_sim.reports import explore as report
 from toolcall_sim.reports.json_text import json_text
-from toolcall_sim.world.inputs import EXIT_INTERRUPTED, EXIT_OK, EXIT_VIOLATION, BadFlag, check_duration, check_variant
+from toolcall_sim.world.inputs import (EXIT_INTERRUPTED, EXIT_OK, EXIT_VIOLATION, BadFlag, check_duration, check_variant,
+                                      resolve_scenario)
 
 # Expectation keys that describe one timed run (Expectation's fields) and the file's words for them.
 TIMED_KEYS = (("tool_calls", "<tool call> rows"), ("sometimes", "sometimes"),
@@ -53,6 +54,7 @@ def scenario_main(args, out) -> int:
         raise BadFlag("--second: shapes only the default world; a scenario names its own tool calls")
     if args.report is not None:
         raise BadFlag("--report: draws a named world's search; for a scenario use --json (or explore a --world)")
+    args.scenario = resolve_scenario(args.scenario)  # a file, or a shipped scenario's name
     scenario = load(args.scenario)
     variant = args.variant or scenario.variant
     check_variant(variant)
