@@ -1,5 +1,5 @@
 """``toolcall-sim explore SCENARIO.toml`` (sim/world/explore_scenario.py,
-sim/cli/commands/explore_scenario.py): the scenario's world on the explorer's clock, its
+sim/cli/explore_scenario.py): the scenario's world on the explorer's clock, its
 faults as budgets, every part the explorer cannot honour refused in one line (exit 2),
 the small worlds as scenario files, counterexamples that replay, expectations checked
 against the whole search. Every search here is small (seconds)."""

@@ -118,7 +118,7 @@ def main(args, out) -> int:
     if args.scenario is not None:
         if args.world is not None:
             raise BadFlag("--world: explores a named world; a SCENARIO file names its own (give one of the two)")
-        from toolcall_sim.cli.commands.explore_scenario import scenario_main
+        from toolcall_sim.cli.explore_scenario import scenario_main
 
         return scenario_main(args, out)
     if args.faults is not None:
@@ -150,38 +150,13 @@ def main(args, out) -> int:
     bounds = ex.Bounds(max_in_flight_ms=max_in_flight_ms, horizon_ms=horizon_ms,
                        agent_restarts=args.agent_restarts, ownership_changes=args.ownership_changes,
                        interrupts=args.interrupts, lost_responses=args.lost_responses, task_retries=args.task_retries)
-    bar = Progress.for_command(args, f"explore {args.variant}", args.max_states, unit="states", every=PROGRESS_STATES,
-                               line=lambda states, _total, _what: report.progress_line(states))
     if not args.json:
         out.write(report.first_line(args.variant, args.world, out_dir))
         out.flush()
-    # Wall-clock time is read here only to report speed; it never enters a run.
-    started = time.perf_counter()
-    with sigint_flag() as interrupted, bar as show:
-
-        def progress(states: int) -> bool:
-            show(states)
-            return interrupted()
-        if args.workers > 1:
-            from toolcall_sim.drivers.explore_parallel import explore as explore_parallel
-
-            result = explore_parallel(config, bounds, max_states=args.max_states, stop_on=stop_on,
-                                      on_progress=progress, workers=args.workers)
-        else:
-            result = ex.explore(config, bounds, max_states=args.max_states, keep_edges=bool(args.graph),
-                                stop_on=stop_on, on_progress=progress)
-        was_interrupted = interrupted()
-        if not was_interrupted:
-            show.finish()
-    elapsed_s = max(time.perf_counter() - started, 1e-9)
+    result, was_interrupted, elapsed_s = search(args, args.variant, config, bounds, args.max_states, stop_on)
     world = cx.explore_world(args.world, args.variant, bounds, args.second)
-    violations = []
-    for v in sorted(result.violations, key=lambda v: (v.property, v.residual_risk or "")):
-        name = v.property + (f"-{v.residual_risk}" if v.residual_risk else "")
-        where = "" if args.world == "default" else f"{args.world}-"
-        path = out_dir / f"{where}{args.variant.replace('+', '_')}-{name}.json"
-        cx.save_actions(path, world, v.property, v.residual_risk, v.path, "explore", v.detail)
-        violations.append(report.violation_json(v, str(path)))
+    violations = save_counterexamples(result, out_dir, "" if args.world == "default" else f"{args.world}-",
+                                      args.variant, world)
     if args.graph and not was_interrupted:
         write_graph(result.edges, args.graph)
     doc = report.explore_json(args.world, args.variant, result, elapsed_s, violations, world["bounds"], out_dir,
@@ -200,6 +175,48 @@ def main(args, out) -> int:
         if not args.json:
             out.write(report.report_written(report_dir))
     return code
+
+
+def search(args, variant: str, config, bounds, max_states: int, stop_on):
+    """One search as the flags ask (``--workers``, ``--graph``, the progress bar), with
+    Ctrl-C recorded, not raised: (result, interrupted, seconds). Wall-clock time is read
+    here only to report speed; it never enters a run."""
+    from toolcall_sim.model import explore as ex
+
+    bar = Progress.for_command(args, f"explore {variant}", max_states, unit="states", every=PROGRESS_STATES,
+                               line=lambda states, _total, _what: report.progress_line(states))
+    started = time.perf_counter()
+    with sigint_flag() as interrupted, bar as show:
+
+        def progress(states: int) -> bool:
+            show(states)
+            return interrupted()
+        if args.workers > 1:
+            from toolcall_sim.drivers.explore_parallel import explore as explore_parallel
+
+            result = explore_parallel(config, bounds, max_states=max_states, stop_on=stop_on,
+                                      on_progress=progress, workers=args.workers)
+        else:
+            result = ex.explore(config, bounds, max_states=max_states, keep_edges=bool(args.graph),
+                                stop_on=stop_on, on_progress=progress)
+        was_interrupted = interrupted()
+        if not was_interrupted:
+            show.finish()
+    return result, was_interrupted, max(time.perf_counter() - started, 1e-9)
+
+
+def save_counterexamples(result, out_dir, prefix: str, variant: str, world: dict) -> list[dict]:
+    """Each violation's shortest path as a counterexample file in ``out_dir``, named
+    ``<prefix><variant>-<property>[-<risk>].json``; their JSON rows."""
+    from toolcall_sim.drivers import counterexample as cx
+
+    violations = []
+    for v in sorted(result.violations, key=lambda v: (v.property, v.residual_risk or "")):
+        name = v.property + (f"-{v.residual_risk}" if v.residual_risk else "")
+        path = out_dir / f"{prefix}{variant.replace('+', '_')}-{name}.json"
+        cx.save_actions(path, world, v.property, v.residual_risk, v.path, "explore", v.detail)
+        violations.append(report.violation_json(v, str(path)))
+    return violations
 
 
 def one_run_report(args, bounds, max_in_flight_ms: int, horizon_ms: int, result, code: int):

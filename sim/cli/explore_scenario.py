@@ -26,11 +26,9 @@ the scenario's clock with its ratio.
 
 from __future__ import annotations
 
-import time
 import tomllib
 
-from toolcall_sim.io.output import check_out_dir, check_out_file, sigint_flag
-from toolcall_sim.io.progress import Progress
+from toolcall_sim.io.output import check_out_dir, check_out_file
 from toolcall_sim.reports import explore as report
 from toolcall_sim.reports.json_text import json_text
 from toolcall_sim.world.inputs import (EXIT_INTERRUPTED, EXIT_OK, EXIT_VIOLATION, BadFlag, check_duration, check_variant,
@@ -43,8 +41,7 @@ TIMED_KEYS = (("tool_calls", "<tool call> rows"), ("sometimes", "sometimes"),
 
 
 def scenario_main(args, out) -> int:
-    from toolcall_sim.cli.commands.explore import PROGRESS_STATES, check_sizes, stop_rule, write_graph
-    from toolcall_sim.drivers import counterexample as cx
+    from toolcall_sim.cli.commands.explore import check_sizes, save_counterexamples, search, stop_rule, write_graph
     from toolcall_sim.model import explore as ex
     from toolcall_sim.model.properties import KNOWN_FINDINGS
     from toolcall_sim.world import explore_scenario as es
@@ -80,35 +77,11 @@ def scenario_main(args, out) -> int:
         out.write(f"explore {variant} of {scenario.name} ({args.scenario}): counterexamples go to {out_dir}\n")
         out.write("".join(f"  {line}\n" for line in built.lines))
         out.flush()
-    bar = Progress.for_command(args, f"explore {variant}", max_states, unit="states", every=PROGRESS_STATES,
-                               line=lambda states, _total, _what: report.progress_line(states))
-    started = time.perf_counter()  # reported only, never enters a run
-    with sigint_flag() as interrupted, bar as show:
-
-        def progress(states: int) -> bool:
-            show(states)
-            return interrupted()
-        if args.workers > 1:
-            from toolcall_sim.drivers.explore_parallel import explore as explore_parallel
-
-            result = explore_parallel(built.config, built.bounds, max_states=max_states, stop_on=stop_on,
-                                      on_progress=progress, workers=args.workers)
-        else:
-            result = ex.explore(built.config, built.bounds, max_states=max_states, keep_edges=bool(args.graph),
-                                stop_on=stop_on, on_progress=progress)
-        was_interrupted = interrupted()
-        if not was_interrupted:
-            show.finish()
-    elapsed_s = max(time.perf_counter() - started, 1e-9)
+    result, was_interrupted, elapsed_s = search(args, variant, built.config, built.bounds, max_states, stop_on)
     with open(args.scenario, "rb") as f:  # (read and checked by load above: its dict is embedded)
         raw = tomllib.load(f)
     world = scenario_world(raw, scenario.name, variant, built.bounds, args.faults or "anywhere")
-    violations = []
-    for v in sorted(result.violations, key=lambda v: (v.property, v.residual_risk or "")):
-        name = v.property + (f"-{v.residual_risk}" if v.residual_risk else "")
-        path = out_dir / f"{scenario.name}-{variant.replace('+', '_')}-{name}.json"
-        cx.save_actions(path, world, v.property, v.residual_risk, v.path, "explore", v.detail)
-        violations.append(report.violation_json(v, str(path)))
+    violations = save_counterexamples(result, out_dir, f"{scenario.name}-", variant, world)
     if args.graph and not was_interrupted:
         write_graph(result.edges, args.graph)
     verdict = expectation_verdict(scenario.expectation(variant), result, KNOWN_FINDINGS)
