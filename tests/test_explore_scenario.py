@@ -122,7 +122,20 @@ def test_latency_becomes_the_in_flight_bound_unless_the_flag_says():
     assert built(slow, max_in_flight_ms=0).bounds.max_in_flight_ms == 0
 
 
+def test_a_delayed_request_widens_the_in_flight_bound():
+    """Rule 6: a start delayed by 4m (plus the 40 ms latency) may be held 3 small ms, and
+    so may any request; the line names the fault."""
+    e = built(scenario(faults=[{"kind": "delay", "by": "4m", "message": {"route": "start", "tool_call": "toolu_01"}}]))
+    assert e.bounds.max_in_flight_ms == 3
+    assert any("faults[0] delays a request by 4m" in line for line in e.lines)
+
+
 REFUSED = [
+    ("delayed answer", {"faults": [{"kind": "delay", "by": "3m", "message": {"route": "start", "tool_call": "toolu_01",
+                                                                             "direction": "response"}}]},
+     "faults[0].message"),
+    ("delay past the age margin", {"world": {"age_margin": "3m"}, "faults": [
+        {"kind": "delay", "by": "3m10s", "message": {"route": "start", "tool_call": "toolu_01"}}]}, "faults[0].by"),
     ("clock", {"clocks": {"agent": {"offset": "-2h"}}}, "clocks.agent"),
     ("latency shape", {"network": {"latency": {"shape": "lognormal", "median": "20ms", "p99": "1s"}}},
      "network.latency.shape"),

@@ -54,14 +54,18 @@ Rule 5 (faults become budgets). Each fault kind the scenario names may happen as
         fault's ``chat`` is widened, like its time, and the lines say so. Attempt
         timeouts are no fault of the scenario: ``task_retries`` stays the explorer's 1
         unless ``--task-retries`` says otherwise. Every other kind (a clock step, a database outage,
-        a workspace change, a partition, a crash, a crafted request, a delay, a handler
-        panic, a second user message, an edit) is refused. ``--faults at-trigger`` (only at
+        a workspace change, a partition, a crash, a crafted request, a delayed answer, a handler
+        panic, a second user message, an edit) is refused; a delayed request is Rule 6. ``--faults at-trigger`` (only at
         the scenario's trigger) is refused for every trigger: the explorer offers a
         budgeted fault in every state and has no way yet to hold one to its trigger.
 Rule 6 (the network). The explorer's messages take any order and at most
         ``max_in_flight`` small ms (model/explore.py Rule 1): the scenario's largest
-        latency ``floor(max / R)``, unless ``--max-in-flight`` is given (it wins, and the
-        lines say which). A latency shape, stalls, a loss rate, per-link settings and
+        latency ``floor(max / R)``, or, when the scenario delays a request (a ``delay``
+        fault of a start, edit, write or cancel: the messages the explorer holds while
+        time passes), that delay plus the latency, rounded as any duration (Rule 2) and
+        kept on the same side of the age margin and the answer timeout (Rule 3): every
+        such request may then be that late, the named one among them. ``--max-in-flight``
+        wins when given, and the lines say which. A latency shape, stalls, a loss rate, per-link settings and
         node clocks (offset, drift, steps) have no counterpart: refused.
 Rule 7 (publishes). ``[world] pubsub`` decides whether database events are messages
         (``late``, the default, as in production and in the timed run) or reach every
@@ -147,9 +151,14 @@ def _check_unsupported(scenario: Scenario, faults_mode: str) -> None:
     replicas = scenario.replicas()
     for i, fault in enumerate(scenario.faults):
         where = f"faults[{i}]"
-        if fault.kind not in BUDGET_OF_FAULT:
+        if fault.kind not in BUDGET_OF_FAULT and fault.kind != "delay":
             _refuse(scenario, where, f"a {fault.kind} fault: the explorer's faults are "
-                    f"{', '.join(BUDGET_OF_FAULT)}")
+                    f"{', '.join(BUDGET_OF_FAULT)} and a delay of a request")
+        if fault.kind == "delay":
+            m = fault.get("message")
+            if m.direction != "request" or m.route not in LOSABLE_ROUTES:
+                _refuse(scenario, f"{where}.message", "the explorer holds only chatd's requests on "
+                        f"{', '.join(LOSABLE_ROUTES)} while time passes, not a delayed {m.direction} on {m.route}")
         if fault.kind == "agent_restart" and fault.get("downtime"):
             _refuse(scenario, f"{where}.downtime", "the explorer's agent restart boots again at once")
         if fault.kind in ("takeover", "ownership_change") and fault.get("to") is not None and len(replicas) > 2:
@@ -178,6 +187,10 @@ def _durations(scenario: Scenario, ratio: Fraction) -> list[tuple[str, int, int]
                 out.append((f"{tc.id}.runs_for", tc.runs_for_ms, small(tc.runs_for_ms, ratio)))
                 if tc.timeout_ms is not None:
                     out.append((f"{tc.id}.timeout", tc.timeout_ms, small(tc.timeout_ms, ratio)))
+    for i, fault in enumerate(scenario.faults):
+        if fault.kind == "delay":
+            by = fault.get("by") + scenario.latency_max_ms
+            out.append((f"faults[{i}].by", by, small(by, ratio)))
     out.append(("until", scenario.until_ms, small(scenario.until_ms, ratio)))
     return out
 
@@ -205,6 +218,9 @@ def _check_orders(scenario: Scenario, ratio: Fraction, durations: list[tuple[str
     if handler:
         pairs += [(handler, answer), (handler, attempt)]
     until = ("until", sm["until"])
+    for name in sm:
+        if name.startswith("faults["):  # a delayed request against the age rule's transit allowance
+            pairs += [((name, sm[name]), margin), ((name, sm[name]), answer)]
     for turn in scenario.turns:
         for tc in turn.tool_calls:
             if tc.tool != "execute":
@@ -296,7 +312,11 @@ def build(scenario: Scenario, variant: str, faults_mode: str = "anywhere", max_i
     counts = dict.fromkeys(BUDGETS, 0)
     counts["task_retries"] = 1
     widened = []
+    delays = []
     for i, fault in enumerate(scenario.faults):
+        if fault.kind == "delay":
+            delays.append((sm[f"faults[{i}].by"], i))
+            continue
         counts[BUDGET_OF_FAULT[fault.kind]] += 1
         if fault.get("chat") is not None and len(config.chats) > 1:
             widened.append(f"faults[{i}].chat")
@@ -305,11 +325,14 @@ def build(scenario: Scenario, variant: str, faults_mode: str = "anywhere", max_i
     lines.append("budgets: " + ", ".join(f"{b} {n}" + (" (flag)" if b in given else "") for b, n in counts.items())
                  + "; each at any point" + (f" (and any chat: {', '.join(widened)})" if widened else ""))
     latency_small = int(Fraction(scenario.latency_max_ms) / ratio)
-    in_flight = latency_small if max_in_flight_ms is None else max_in_flight_ms
+    implied, why = latency_small, f"the scenario's latency up to {format_duration(scenario.latency_max_ms)}"
+    if delays and max(delays)[0] > latency_small:
+        implied, i = max(delays)
+        why = f"faults[{i}] delays a request by {format_duration(scenario.faults[i].get('by'))}, latency included"
+    in_flight = implied if max_in_flight_ms is None else max_in_flight_ms
     horizon = sm["until"] + shift if horizon_ms is None else horizon_ms
     lines.append(f"in flight: at most {in_flight} small ms ("
-                 + (f"--max-in-flight; the scenario's latency gives {latency_small})" if max_in_flight_ms is not None
-                    else f"the scenario's latency up to {format_duration(scenario.latency_max_ms)})")
+                 + (f"--max-in-flight; the scenario gives {implied})" if max_in_flight_ms is not None else why + ")")
                  + f", horizon {horizon} small ms (" + ("--horizon)" if horizon_ms is not None else
                                                      f"until, after the chats' start {shift} small ms later)"))
     bounds = Bounds(max_in_flight_ms=in_flight, horizon_ms=horizon, scale=max(int(ratio), 1), **counts)
