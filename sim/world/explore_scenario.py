@@ -154,21 +154,18 @@ def _check_unsupported(scenario: Scenario, faults_mode: str) -> None:
         if fault.kind not in BUDGET_OF_FAULT and fault.kind != "delay":
             _refuse(scenario, where, f"a {fault.kind} fault: the explorer's faults are "
                     f"{', '.join(BUDGET_OF_FAULT)} and a delay of a request")
-        if fault.kind == "delay":
-            m = fault.get("message")
-            if m.direction != "request" or m.route not in LOSABLE_ROUTES:
-                _refuse(scenario, f"{where}.message", "the explorer holds only chatd's requests on "
-                        f"{', '.join(LOSABLE_ROUTES)} while time passes, not a delayed {m.direction} on {m.route}")
         if fault.kind == "agent_restart" and fault.get("downtime"):
             _refuse(scenario, f"{where}.downtime", "the explorer's agent restart boots again at once")
         if fault.kind in ("takeover", "ownership_change") and fault.get("to") is not None and len(replicas) > 2:
             _refuse(scenario, f"{where}.to", f"the explorer's takeover goes to any live replica but the owner, "
                     f"not only {fault.get('to')} of {len(replicas)}")
-        if fault.kind == "lose":
-            m = fault.get("message")
-            if m.direction != "response" or m.route not in LOSABLE_ROUTES:
-                _refuse(scenario, f"{where}.message", "the explorer loses only the agent's answers on "
-                        f"{', '.join(LOSABLE_ROUTES)}")
+        # A message fault the explorer has: the loss of an answer, a request held late.
+        wanted = {"lose": ("response", "loses only the agent's answers"),
+                  "delay": ("request", "holds only chatd's requests while time passes")}.get(fault.kind)
+        m = fault.get("message")
+        if wanted and (m.direction != wanted[0] or m.route not in LOSABLE_ROUTES):
+            _refuse(scenario, f"{where}.message", f"the explorer {wanted[1]} (on {', '.join(LOSABLE_ROUTES)}), "
+                    f"not a {m.direction} on {m.route}")
     if faults_mode == "at-trigger" and scenario.faults:
         _refuse(scenario, "--faults at-trigger", f"faults[0..{len(scenario.faults) - 1}]: the explorer offers a "
                 "budgeted fault in every state and cannot hold one to its trigger yet; use --faults anywhere")
