@@ -260,3 +260,13 @@ def test_a_refused_scenario_is_one_line_exit_2(tmp_path, capsys, monkeypatch):
     code, _, err = run(["explore", str(ROOT / "scenarios" / "clock_skew_negative.toml"), "--out", str(tmp_path / "o")],
                        capsys)
     assert code == 2 and len(err.strip().splitlines()) == 1 and "clocks." in err
+
+
+def test_report_writes_the_page_with_the_command_that_repeats_it(tmp_path, capsys, monkeypatch):
+    monkeypatch.chdir(tmp_path)
+    code, out, _ = run(["explore", "us01_ownership_change", "--variant", "today", "--out", str(tmp_path / "o"),
+                        "--report", str(tmp_path / "r"), "--quiet"], capsys)
+    assert code == 0 and "report:" in out
+    doc = json.loads((tmp_path / "r" / "report.json").read_text())
+    assert "toolcall-sim explore us01_ownership_change --variant today --max-states 200000" in json.dumps(doc)
+    assert len(list((tmp_path / "r" / "counterexamples").glob("*.json"))) == 2

@@ -41,6 +41,7 @@ TIMED_KEYS = (("tool_calls", "<tool call> rows"), ("sometimes", "sometimes"),
 
 
 def scenario_main(args, out) -> int:
+    from toolcall_sim.cli.commands.check import check_report_dir, write_one_run
     from toolcall_sim.cli.commands.explore import check_sizes, save_counterexamples, search, stop_rule, write_graph
     from toolcall_sim.model import explore as ex
     from toolcall_sim.model.properties import KNOWN_FINDINGS
@@ -49,8 +50,7 @@ def scenario_main(args, out) -> int:
 
     if args.second is not None:
         raise BadFlag("--second: shapes only the default world; a scenario names its own tool calls")
-    if args.report is not None:
-        raise BadFlag("--report: draws a named world's search; for a scenario use --json (or explore a --world)")
+    args.typed = args.scenario  # (what the report's command repeats: a shipped name works anywhere)
     args.scenario = resolve_scenario(args.scenario)  # a file, or a shipped scenario's name
     scenario = load(args.scenario)
     variant = args.variant or scenario.variant
@@ -69,6 +69,7 @@ def scenario_main(args, out) -> int:
     if args.graph and args.workers > 1:
         raise BadFlag("--graph: the state graph is drawn by one process; use it with --workers 1")
     out_dir = check_out_dir(args.out)
+    report_dir = check_report_dir(args.report) if args.report is not None else None
     if args.graph:
         check_out_file(args.graph, "--graph")
     stop_on = stop_rule(args.stop_at_first, args.stop_properties)
@@ -97,6 +98,16 @@ def scenario_main(args, out) -> int:
                                  budgets={n: getattr(b, n) for n in ex.BUDGETS}, max_states=max_states,
                                  wrote_graph=bool(args.graph), known_findings=KNOWN_FINDINGS))
         out.write(verdict_text(verdict, variant))
+    code = exit_code(was_interrupted, verdict, violations)
+    if report_dir is not None:
+        write_one_run(one_run_report(args, scenario.name, variant, built, max_states, result, world, verdict, code),
+                      report_dir)
+        if not args.json:
+            out.write(report.report_written(report_dir))
+    return code
+
+
+def exit_code(was_interrupted: bool, verdict: dict, violations: list[dict]) -> int:
     if was_interrupted:
         return EXIT_INTERRUPTED
     if verdict["expected"] and verdict["checks_violations"]:
@@ -104,6 +115,38 @@ def scenario_main(args, out) -> int:
     if verdict["mismatches"]:
         return EXIT_VIOLATION
     return EXIT_VIOLATION if any(v["residual_risk"] is None for v in violations) else EXIT_OK
+
+
+def one_run_report(args, name: str, variant: str, built, max_states: int, result, world: dict, verdict: dict,
+                   code: int):
+    """This search as one-run report data (sim/ci/check.py Rule 6), as ``explore --world``
+    writes its own: the bounds in real units (the scenario's ratio), the counterexamples'
+    world the scenario's, and the command that reproduces it as it ran."""
+    from toolcall_sim.ci import check
+    from toolcall_sim.ci.suite import ExploreRun
+    from toolcall_sim.model import explore as ex
+    from toolcall_sim.world.scenario import format_duration
+
+    b = built.bounds
+    budgets = tuple((n, getattr(b, n)) for n in ex.BUDGETS)
+    run = ExploreRun(name, name, variant, "background", format_duration(int(b.max_in_flight_ms * built.ratio)),
+                     format_duration(int(b.horizon_ms * built.ratio)), b.max_in_flight_ms, b.horizon_ms, max_states,
+                     budgets, False)
+    # The command the fold writes for a named world, and the one that repeats this search.
+    default = "toolcall-sim explore " + " ".join(
+        [f"--world {run.world}", f"--variant {run.variant}", f"--max-in-flight {run.max_in_flight}",
+         f"--horizon {run.horizon}", f"--max-states {run.max_states}",
+         *(f"--{n.replace('_', '-')} {count}" for n, count in budgets)])
+    actual = (f"toolcall-sim explore {args.typed} --variant {variant} --max-states {max_states}"
+              + "".join(f" --{n.replace('_', '-')} {getattr(args, n)}" for n in ex.BUDGETS if getattr(args, n) is not None)
+              + (f" --faults {args.faults}" if args.faults else ""))
+    reasons = None
+    if code == EXIT_INTERRUPTED:
+        reasons = [f"interrupted at {result.states} states: the report holds what was found by then"]
+    elif verdict["mismatches"]:
+        reasons = [f"expectation of {variant} not met: {m}" for m in verdict["mismatches"]]
+    return check.one_run("explore", f"{name} explored under {variant}", name,
+                         check.explore_output(run, result, world=world), code, reasons, reproduce=(default, actual))
 
 
 class _Filled:
