@@ -18,6 +18,9 @@ violation's shortest path as a counterexample whose world embeds the scenario (s
   requests' answers, records at the end, how fast an interrupt finished, which faults
   fired, the seeds, the sometimes-properties it reached): listed as not checked.
 
+``--report DIR`` writes the one-run report page as ``explore --world`` does, with the
+counterexamples' world the scenario's and the command that repeats this search.
+
 Exit code: 2 on a refusal, 130 when interrupted, 1 on an expectation mismatch or (with no
 expectation for the variant, or one that does not say ``violations``) a new finding, else 0.
 Durations on the command line (``--max-in-flight``, ``--horizon``) are real and go onto
