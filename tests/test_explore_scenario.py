@@ -270,3 +270,15 @@ def test_report_writes_the_page_with_the_command_that_repeats_it(tmp_path, capsy
     doc = json.loads((tmp_path / "r" / "report.json").read_text())
     assert "toolcall-sim explore us01_ownership_change --variant today --max-states 200000" in json.dumps(doc)
     assert len(list((tmp_path / "r" / "counterexamples").glob("*.json"))) == 2
+
+
+def test_the_table_command_writes_a_row_per_scenario_and_variant(capsys):
+    """sim/ci/explore_table.py, the command the how-to's table comes from: one cell per
+    variant, refusals with their line, searches with their states."""
+    from toolcall_sim.ci import explore_table
+
+    assert explore_table.main(["--only", "bug_stale_attempt_commit,clock_skew_negative", "--max-states", "1000"]) == 0
+    out = capsys.readouterr().out
+    assert "| `bug_stale_attempt_commit` | exhausted, " in out  # (its states: the search's, which reduction changes)
+    assert "| `clock_skew_negative` | refused: clocks.agent:" in out
+    assert "- today: 1 exhausted, 0 at the cap of 1,000 states, 1 refused" in out
