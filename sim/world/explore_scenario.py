@@ -80,6 +80,7 @@ from fractions import Fraction
 from toolcall_sim.model import agent, planted_bugs
 from toolcall_sim.model import system as msys
 from toolcall_sim.model.explore_actions import LOSABLE_ROUTES, Bounds
+from toolcall_sim.model.explore_context import BUDGETS
 from toolcall_sim.model.timing import DEFAULT_TIMING, Timing
 from toolcall_sim.model import vocabulary
 from toolcall_sim.model.core import EMPTY, FMap
@@ -92,11 +93,9 @@ LOOP_KEYS = ("heartbeat_interval", "heartbeat_stale", "acquisition_interval")
 # Scenario fault kind -> the explorer's budget (model/explore_context.py BUDGETS).
 BUDGET_OF_FAULT = {"agent_restart": "agent_restarts", "ownership_change": "ownership_changes",
                    "takeover": "ownership_changes", "interrupt": "interrupts", "lose": "lost_responses"}
-BUDGETS = ("agent_restarts", "ownership_changes", "interrupts", "lost_responses", "task_retries")
-FAULT_MODES = ("anywhere", "at-trigger")
-# Durations of a scenario besides the timing keys, with the explorer's value when unset.
-_WORLD_DURATIONS = {"generation_time": "default_gen_time_ms", "age_margin": "agent_age_margin_ms",
-                    "handler_time": None, "agent_boot_at": None, "chat_start": None, "chat_stagger": None}
+FAULT_MODES = ("anywhere", "at-trigger")  # --faults: at any point, or only at the trigger (refused for now)
+# [world] durations besides the timing keys (Rule 2).
+_WORLD_DURATIONS = ("generation_time", "age_margin", "handler_time", "agent_boot_at", "chat_start", "chat_stagger")
 
 
 @dataclass(frozen=True)
@@ -264,6 +263,8 @@ def build(scenario: Scenario, variant: str, faults_mode: str = "anywhere", max_i
     are flags given on the command line: they win over what the scenario implies."""
     from toolcall_sim.world import run
 
+    if faults_mode not in FAULT_MODES:
+        raise ScenarioError(f"{scenario.path}: faults: unknown mode {faults_mode!r} (known: {', '.join(FAULT_MODES)})")
     _check_unsupported(scenario, faults_mode)
     ratio = ratio_of(scenario)
     durations = _durations(scenario, ratio)
@@ -320,7 +321,8 @@ def build(scenario: Scenario, variant: str, faults_mode: str = "anywhere", max_i
     given = {b: n for b, n in (budgets or {}).items() if n is not None}
     counts.update(given)
     lines.append("budgets: " + ", ".join(f"{b} {n}" + (" (flag)" if b in given else "") for b, n in counts.items())
-                 + "; each at any point" + (f" (and any chat: {', '.join(widened)})" if widened else ""))
+                 + "; each at any point" + (f" (and any chat: {', '.join(widened)})" if widened else "")
+                 + ("; a lost answer: any answer to a start, edit, write or cancel" if counts["lost_responses"] else ""))
     latency_small = int(Fraction(scenario.latency_max_ms) / ratio)
     implied, why = latency_small, f"the scenario's latency up to {format_duration(scenario.latency_max_ms)}"
     if delays and max(delays)[0] > latency_small:

@@ -56,6 +56,7 @@ PROGRESS_STATES = 5_000  # states between progress lines of explore (TOOLCALL_SI
 
 def add_arguments(parser) -> None:
     from toolcall_sim.model import worlds
+    from toolcall_sim.world.explore_scenario import FAULT_MODES
 
     parser.add_argument("scenario", nargs="?", default=None, metavar="SCENARIO.toml",
                         help="a scenario file to explore exhaustively (sim/world/explore_scenario.py: its world on "
@@ -64,7 +65,7 @@ def add_arguments(parser) -> None:
     parser.add_argument("--variant", default=None,
                         help="variant to explore, e.g. today or contract+no-age-margin (default contract; with a "
                              "scenario, the scenario's own variant)")
-    parser.add_argument("--faults", choices=("anywhere", "at-trigger"), default=None,
+    parser.add_argument("--faults", choices=FAULT_MODES, default=None,
                         help="with a scenario: each fault it names may strike at any point (anywhere, the default) "
                              "or only at its trigger (at-trigger: refused for now, the explorer cannot hold a fault "
                              "to its trigger)")
