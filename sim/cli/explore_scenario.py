@@ -45,7 +45,7 @@ TIMED_KEYS = (("tool_calls", "<tool call> rows"), ("sometimes", "sometimes"),
 
 def scenario_main(args, out) -> int:
     from toolcall_sim.cli.commands.check import check_report_dir, write_one_run
-    from toolcall_sim.cli.commands.explore import check_sizes, save_counterexamples, search, stop_rule, write_graph
+    from toolcall_sim.cli.explore_search import check_sizes, save_counterexamples, search, stop_rule, write_graph
     from toolcall_sim.model import explore as ex
     from toolcall_sim.model.properties import KNOWN_FINDINGS
     from toolcall_sim.world import explore_scenario as es
