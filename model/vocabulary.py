@@ -197,6 +197,13 @@ WORLD_KEYS: dict[str, WorldKey] = {k.name: k for k in (
     WorldKey("chat_start", "duration", '"0s"',
              "when each chat's first user message is sent: an agent booted long before the chats (production) "
              "does not refuse their first calls inside its age margin", "3s"),
+    WorldKey("chat_stagger", "duration", '"0s"',
+             "each chat starts this much later than the chat before it (in the order the turns name them): "
+             "the second chat's first message comes while the first chat's command runs", "3s"),
+    WorldKey("pubsub", "string", '"late"',
+             "how database events reach the replicas: `late` (as messages with the network's latency, as in "
+             "production) or `at_commit` (every replica handles each within the commit's step: the explorer's "
+             "small worlds, fewer interleavings)", "at_commit"),
     WorldKey("age_margin", "duration", '"2s"',
              "the agent's age margin (and the mirror chatd's checkers read: explores the residual risk)", "0s"),
     WorldKey("handler_time", "duration", '"0s"',
@@ -230,6 +237,8 @@ WORLD_KEYS: dict[str, WorldKey] = {k.name: k for k in (
 # binding while a world runs, so ``none`` is a starting state only.
 WORKSPACE_STATES = ("running", "none", "stopped", "deleted")
 WORKSPACE_FAULT_STATES = ("running", "stopped", "deleted")
+# ``[world] pubsub``: "late" (publishes are messages) or "at_commit" (``WorldConfig.pubsub_immediate``).
+PUBSUB_DELIVERY = ("late", "at_commit")
 
 
 @dataclass(frozen=True)

@@ -434,8 +434,7 @@ def toolcall_explore(tmp_path):
         from toolcall_sim.model import explore as ex
         from toolcall_sim.model import properties as props
         from toolcall_sim.model import worlds
-        from toolcall_sim.reports import explore as report
-
+        from toolcall_sim.cli.explore_search import save_counterexamples
         from toolcall_sim.drivers import counterexample as cx
         from toolcall_sim.world.scenario import parse_duration
 
@@ -443,13 +442,8 @@ def toolcall_explore(tmp_path):
         bounds = ex.Bounds(max_in_flight_ms=parse_duration(max_in_flight, "max_in_flight") // scale,
                            horizon_ms=parse_duration(horizon, "horizon") // scale, **budgets)
         result = ex.explore(worlds.build(world, variant, second), bounds, max_states=max_states)
-        spec = cx.explore_world(world, variant, bounds, second)
-        found = []
-        for v in sorted(result.violations, key=lambda v: (v.property, v.residual_risk or "")):
-            name = v.property + (f"-{v.residual_risk}" if v.residual_risk else "")
-            path = tmp_path / f"{world}-{variant.replace('+', '_')}-{name}.json"
-            cx.save_actions(path, spec, v.property, v.residual_risk, v.path, "explore", v.detail)
-            found.append(report.violation_json(v, str(path)))
+        found = save_counterexamples(result, tmp_path, f"{world}-", variant,
+                                     cx.explore_world(world, variant, bounds, second))
         verdicts = {p.name: "holds" if result.exhausted else "holds so far" for p in props.PROPERTIES
                     if p.kind != "sometimes"}
         for c in found:

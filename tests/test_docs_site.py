@@ -54,6 +54,7 @@ NOT_RUN = {
     "how-to/compare-designs.md": 1,  # the full comparison: about a minute of two cores
     "how-to/risk-sweeps.md": 1,  # the 16,800-run sweep: ten minutes of two cores
     "how-to/measure-the-search.md": 1,  # every bug through every driver: about a minute
+    "how-to/explore-a-scenario.md": 1,  # every shipped scenario explored under two variants: minutes
     "how-to/mutation-score.md": 1,  # the mutation run: minutes a module, about an hour in all
     "tutorials/ci.md": 2,  # the shipped suite in full (about two minutes); a screenshot in headless Chromium
     "performance.md": 1,  # the full bench: up to three minutes, and it reads the wall clock

@@ -26,7 +26,7 @@ from toolcall_sim.world.run import run_scenario
 from toolcall_sim.world.scenario import load
 
 ROOT = pathlib.Path(__file__).resolve().parent.parent
-SCENARIOS = sorted((ROOT / "scenarios").glob("*.toml"))
+SCENARIOS = sorted((ROOT / "scenarios").glob("*.toml")) + sorted((ROOT / "scenarios").glob("explore/*.toml"))
 GOLDEN = ROOT / "tests" / "golden" / "scenario_hashes.json"
 
 

@@ -165,12 +165,15 @@ def job_explore(run: suites.ExploreRun) -> dict:
     return explore_output(run, result, probes)
 
 
-def explore_output(run: suites.ExploreRun, result, probes: list | None = None) -> dict:
+def explore_output(run: suites.ExploreRun, result, probes: list | None = None, world: dict | None = None) -> dict:
     """An explorer job's output from its search (``toolcall_sim.model.explore.Result``): what
-    ``job_explore`` returns, and what ``toolcall-sim explore --report`` folds (Rule 6)."""
+    ``job_explore`` returns, and what ``toolcall-sim explore --report`` folds (Rule 6).
+    ``world``: the counterexamples' world spec when it is not the named world ``run.world``
+    (an explored scenario's, which embeds the scenario)."""
     from toolcall_sim.drivers.counterexample import explore_world
 
-    world = explore_world(run.world, run.variant, explore_bounds(run), run.second)
+    if world is None:
+        world = explore_world(run.world, run.variant, explore_bounds(run), run.second)
     findings = []
     for v in sorted(result.violations, key=lambda v: (v.property, v.residual_risk or "")):
         f = _finding("explore", run.name, run.variant, v.property, v.residual_risk, v.detail, world, v.path,

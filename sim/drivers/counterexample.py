@@ -1,8 +1,9 @@
 """Counterexamples: one file format for every driver, and replay through the pure model.
 
 A counterexample is JSON: the world it happened in (an explorer world of
-``model/worlds.py`` by name, with its variant and bounds, or a scenario file with variant
-and seed), the property it violates, and the labelled actions that lead there from the
+``model/worlds.py`` by name, with its variant and bounds; a scenario explored on the
+explorer's clock, ``explore-scenario``, with the scenario embedded, rebuilt by
+sim/world/explore_scenario.py; or a scenario file with variant and seed), the property it violates, and the labelled actions that lead there from the
 initial state. Labels, not positions: each delivery names its message ("start toolu_fg
 replica-1 -> agent"), each timer its node and name, each fault its kind, so a replay that
 stops fitting after the code changed says at which step and why. A recorded trace
@@ -82,6 +83,13 @@ def world_of(spec, base: Path | None = None, scenario_file: str | None = None) -
                 return worlds.build(spec.get("name", "default"), variant, second)
             except worlds.UnknownWorld as err:
                 raise BadInput(f"world.name: {err}") from None
+        if kind == "explore-scenario":
+            from toolcall_sim.world import explore_scenario
+
+            if not isinstance(spec.get("scenario"), dict):
+                raise BadInput("world.scenario: an explored scenario's world embeds its scenario (an object)")
+            faults = spec.get("faults", "anywhere")
+            return explore_scenario.build(from_dict(spec["scenario"], "world.scenario"), variant, faults).config
         if kind == "scenario":
             if scenario_file is not None:
                 scenario = load(scenario_file)
@@ -102,7 +110,7 @@ def world_of(spec, base: Path | None = None, scenario_file: str | None = None) -
         raise BadInput(str(err)) from None
     except (planted_bugs.UnknownVariant, ValueError, TypeError) as err:
         raise BadInput(f"world: {err}") from None
-    raise BadInput(f"world.kind: unknown world kind {kind!r} (known: explore, scenario)")
+    raise BadInput(f"world.kind: unknown world kind {kind!r} (known: explore, explore-scenario, scenario)")
 
 
 def scenario_dirs(base: Path | None = None) -> list[Path]:
@@ -329,7 +337,8 @@ def replay(path: str | Path, scenario_file: str | None = None) -> Replayed:
     # The explorer judges eventually-properties only in the terminal state a path ends in,
     # so only a counterexample of one is judged by them.
     eventually = {p.name for p in props.PROPERTIES if p.kind == "eventually"}
-    kinds = ("always",) if world.get("kind") == "explore" and wanted not in eventually else ("always", "eventually")
+    explored = world.get("kind") in ("explore", "explore-scenario")
+    kinds = ("always",) if explored and wanted not in eventually else ("always", "eventually")
     report = props.evaluate(result.trace, result.final, kinds)
     risk = doc.get("residual_risk")
     hits = [v for v in report.violations if wanted is None or (v.property == wanted and v.residual_risk == risk)]

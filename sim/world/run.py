@@ -114,8 +114,10 @@ def build(scenario: Scenario, variant: str) -> tuple[msys.WorldConfig, WorldOpti
                 )
     gen_ms = world.get("generation_time", chatd.DEFAULT_GEN_TIME_MS)
     start_ms = world.get("chat_start", 0)
+    stagger_ms = world.get("chat_stagger", 0)
     chat_specs = tuple([
-        msys.ChatSpec(name, chat_uuid(name), tuple(turns), gen_ms, start_ms) for name, turns in chats.items()
+        msys.ChatSpec(name, chat_uuid(name), tuple(turns), gen_ms, start_ms + i * stagger_ms)
+        for i, (name, turns) in enumerate(chats.items())
     ])
     clocks = FMap(
         (node, msys.ClockSpec(dict(v)["offset_ms"], dict(v)["drift_ppm"], dict(v)["steps"]))
@@ -142,6 +144,7 @@ def build(scenario: Scenario, variant: str) -> tuple[msys.WorldConfig, WorldOpti
         message_ids_per_chat=world.get("message_ids_per_chat", False),
         workspace=world.get("workspace", "running"),
         replica_rules=FMap(replica_rules) if replica_rules else EMPTY,
+        pubsub_immediate=world.get("pubsub", "late") == "at_commit",
         reference_timing=timing,  # the world's clock before the variant's planted bugs
     )
     shape = latency.shape_of(scenario.latency_shape)

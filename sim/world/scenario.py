@@ -235,6 +235,8 @@ def _read_world(c: _Checker, value: Any) -> tuple[tuple[str, Any], ...]:
                 c.name(value, "world.agent")
             if key == "workspace" and value not in vocabulary.WORKSPACE_STATES:
                 c.fail("world.workspace", f"unknown state {value!r} (known: {', '.join(vocabulary.WORKSPACE_STATES)})")
+            if key == "pubsub" and value not in vocabulary.PUBSUB_DELIVERY:
+                c.fail("world.pubsub", f"unknown delivery {value!r} (known: {', '.join(vocabulary.PUBSUB_DELIVERY)})")
             if key in ("files", "replica_variants"):
                 c.capped(value, vocabulary.MAX_ITEMS, f"world.{key}", "entries")
                 read = c.text if key == "files" else c.name

@@ -35,30 +35,39 @@ search's, an interrupted one's too (its report holds what it found).
 
 from __future__ import annotations
 
-import json
 import time
 
 from toolcall_sim.reports import explore as report
 from toolcall_sim.reports.json_text import json_text
 
-from toolcall_sim.io.output import check_out_dir, check_out_file, default_out_dir, sigint_flag, write_atomic
+from toolcall_sim.io.output import check_out_dir, check_out_file, default_out_dir, sigint_flag
 from toolcall_sim.io.progress import Progress, add_quiet_flag
-from toolcall_sim.world.scenario import ScenarioError
 from toolcall_sim.cli.commands.check import add_report_flag, check_report_dir, write_one_run
+from toolcall_sim.cli.explore_search import (  # noqa: F401 (also this command's names)
+    PROGRESS_STATES, check_sizes, save_counterexamples, search, stop_rule, write_graph)
 from toolcall_sim.world.inputs import (EXIT_INTERRUPTED, EXIT_OK, EXIT_VIOLATION, MAX_FAULT_BUDGET, MAX_STATES, MAX_WORKERS, BadFlag,
-                     check_duration, check_range, check_variant)
+                     check_duration, check_variant)
 
 NAME = "explore"
 HELP = "exhaustive breadth-first search of a small world"
 BUDGET_FLAGS = ("agent-restarts", "ownership-changes", "interrupts", "lost-responses", "task-retries")
-PROGRESS_STATES = 5_000  # states between progress lines of explore (TOOLCALL_SIM_PROGRESS=lines)
 
 
 def add_arguments(parser) -> None:
     from toolcall_sim.model import worlds
+    from toolcall_sim.world.explore_scenario import FAULT_MODES
 
-    parser.add_argument("--variant", default="contract",
-                        help="variant to explore, e.g. today or contract+no-age-margin (default contract)")
+    parser.add_argument("scenario", nargs="?", default=None, metavar="SCENARIO.toml",
+                        help="a scenario file to explore exhaustively (sim/world/explore_scenario.py: its world on "
+                             "the explorer's clock, its faults as budgets, its expectations checked); instead of "
+                             "--world")
+    parser.add_argument("--variant", default=None,
+                        help="variant to explore, e.g. today or contract+no-age-margin (default contract; with a "
+                             "scenario, the scenario's own variant)")
+    parser.add_argument("--faults", choices=FAULT_MODES, default=None,
+                        help="with a scenario: each fault it names may strike at any point (anywhere, the default) "
+                             "or only at its trigger (at-trigger: refused for now, the explorer cannot hold a fault "
+                             "to its trigger)")
     parser.add_argument("--world", choices=worlds.names(), default=None,
                         help="the one small world to explore (model/worlds.py): "
                         + "; ".join(f"{w.name}: {w.summary}" for w in worlds.WORLDS)
@@ -72,10 +81,12 @@ def add_arguments(parser) -> None:
     parser.add_argument("--max-states", type=int, default=None,
                         help=f"stop after this many states (1..{MAX_STATES}; default 200000 with --world and "
                              "for the tour)")
-    parser.add_argument("--horizon", default="30s",
-                        help="explore no further than this (real units, above 0, at most 168h)")
+    parser.add_argument("--horizon", default=None,
+                        help="explore no further than this (real units, above 0, at most 168h; default 30s, with a "
+                             "scenario its until)")
     for budget in BUDGET_FLAGS:
-        parser.add_argument(f"--{budget}", type=int, default=1, help=f"0..{MAX_FAULT_BUDGET} (default 1)")
+        parser.add_argument(f"--{budget}", type=int, default=None,
+                            help=f"0..{MAX_FAULT_BUDGET} (default 1; with a scenario, how often it names the fault)")
     parser.add_argument("--out", default=default_out_dir("explore"), metavar="DIR",
                         help="folder for counterexample files (default ./reports/out/explore, under the current "
                              "directory)")
@@ -104,6 +115,19 @@ def main(args, out) -> int:
     from toolcall_sim.drivers import counterexample as cx
 
     check_variant(args.variant)
+    if args.scenario is not None:
+        if args.world is not None:
+            raise BadFlag("--world: explores a named world; a SCENARIO file names its own (give one of the two)")
+        from toolcall_sim.cli.explore_scenario import scenario_main
+
+        return scenario_main(args, out)
+    if args.faults is not None:
+        raise BadFlag("--faults: says how a scenario's faults become budgets; use it with a SCENARIO file")
+    args.variant = args.variant or "contract"
+    args.horizon = args.horizon or "30s"
+    for budget in ex.BUDGETS:
+        if getattr(args, budget) is None:
+            setattr(args, budget, 1)
     if args.world is None:
         return tour_main(args, out)
     args.second = args.second or "background"
@@ -126,38 +150,13 @@ def main(args, out) -> int:
     bounds = ex.Bounds(max_in_flight_ms=max_in_flight_ms, horizon_ms=horizon_ms,
                        agent_restarts=args.agent_restarts, ownership_changes=args.ownership_changes,
                        interrupts=args.interrupts, lost_responses=args.lost_responses, task_retries=args.task_retries)
-    bar = Progress.for_command(args, f"explore {args.variant}", args.max_states, unit="states", every=PROGRESS_STATES,
-                               line=lambda states, _total, _what: report.progress_line(states))
     if not args.json:
         out.write(report.first_line(args.variant, args.world, out_dir))
         out.flush()
-    # Wall-clock time is read here only to report speed; it never enters a run.
-    started = time.perf_counter()
-    with sigint_flag() as interrupted, bar as show:
-
-        def progress(states: int) -> bool:
-            show(states)
-            return interrupted()
-        if args.workers > 1:
-            from toolcall_sim.drivers.explore_parallel import explore as explore_parallel
-
-            result = explore_parallel(config, bounds, max_states=args.max_states, stop_on=stop_on,
-                                      on_progress=progress, workers=args.workers)
-        else:
-            result = ex.explore(config, bounds, max_states=args.max_states, keep_edges=bool(args.graph),
-                                stop_on=stop_on, on_progress=progress)
-        was_interrupted = interrupted()
-        if not was_interrupted:
-            show.finish()
-    elapsed_s = max(time.perf_counter() - started, 1e-9)
+    result, was_interrupted, elapsed_s = search(args, args.variant, config, bounds, args.max_states, stop_on)
     world = cx.explore_world(args.world, args.variant, bounds, args.second)
-    violations = []
-    for v in sorted(result.violations, key=lambda v: (v.property, v.residual_risk or "")):
-        name = v.property + (f"-{v.residual_risk}" if v.residual_risk else "")
-        where = "" if args.world == "default" else f"{args.world}-"
-        path = out_dir / f"{where}{args.variant.replace('+', '_')}-{name}.json"
-        cx.save_actions(path, world, v.property, v.residual_risk, v.path, "explore", v.detail)
-        violations.append(report.violation_json(v, str(path)))
+    violations = save_counterexamples(result, out_dir, "" if args.world == "default" else f"{args.world}-",
+                                      args.variant, world)
     if args.graph and not was_interrupted:
         write_graph(result.edges, args.graph)
     doc = report.explore_json(args.world, args.variant, result, elapsed_s, violations, world["bounds"], out_dir,
@@ -203,18 +202,6 @@ def one_run_report(args, bounds, max_in_flight_ms: int, horizon_ms: int, result,
                          check.explore_output(run, result), code, reasons, reproduce=(default, actual))
 
 
-def check_sizes(args, max_states: int) -> None:
-    """The integer flags of one world and of the tour alike, each within its range
-    (sim/world/inputs.py): the state cap, each fault budget (one per ``ex.BUDGETS``),
-    the workers."""
-    from toolcall_sim.model import explore as ex
-
-    check_range(max_states, "--max-states", 1, MAX_STATES)
-    for budget in ex.BUDGETS:
-        check_range(getattr(args, budget), f"--{budget.replace('_', '-')}", 0, MAX_FAULT_BUDGET)
-    check_range(args.workers, "--workers", 1, MAX_WORKERS)
-
-
 def horizon_of(text: str) -> int:
     """``--horizon`` on the explorer's clock: above 0 there, at most ``MAX_UNTIL_MS``."""
     from toolcall_sim.model import explore as ex
@@ -224,45 +211,6 @@ def horizon_of(text: str) -> int:
     if horizon_ms < 1:
         raise BadFlag(f"--horizon: must be above 0 (at least {scale} ms on the explorer's clock), got {text}")
     return horizon_ms
-
-
-def stop_rule(at_first: bool, wanted: list[str]):
-    """When the search may stop early (None: never before it is exhausted). Breadth-first
-    order makes every counterexample found so far a shortest one, so stopping loses none."""
-    from toolcall_sim.model import properties as props
-
-    unknown = [p for p in wanted if p not in {q.name for q in props.PROPERTIES}]
-    if unknown:
-        raise ScenarioError(f"--property: unknown property {unknown[0]!r} (toolcall-sim list shows them)")
-    if at_first:
-        return lambda found: True
-    if not wanted:
-        return None
-    seen: set[str] = set()
-
-    def every_wanted_found(found) -> bool:
-        if found.property in wanted:
-            seen.add(found.property)
-        return seen == set(wanted)
-    return every_wanted_found
-
-
-def write_graph(edges, path: str) -> None:
-    """The explored state graph: DOT for a ``.dot`` file, else GraphML (for networkx)."""
-    import networkx as nx
-
-    graph = nx.DiGraph()
-    for a, b, label in edges:
-        graph.add_edge(a[:12], b[:12], label=label)
-    if path.endswith(".dot"):
-        lines = ["digraph explore {"]
-        for a, b, data in graph.edges(data=True):
-            lines.append(f'  "{a}" -> "{b}" [label={json.dumps(data["label"])}];')
-        lines.append("}")
-        write_atomic(path, "\n".join(lines) + "\n")
-    else:
-        write_atomic(path, "".join(line + "\n" for line in nx.generate_graphml(graph)))
-
 
 
 def tour_main(args, out) -> int:

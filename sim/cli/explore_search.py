@@ -1,0 +1,112 @@
+"""The search behind ``toolcall-sim explore``, shared by a named world and a scenario file.
+
+Theory of operation
+-------------------
+``explore --world NAME`` (sim/cli/commands/explore.py) and ``explore SCENARIO.toml``
+(sim/cli/explore_scenario.py) build different worlds and then do the same things, here
+once: check the integer flags (``check_sizes``) and the stopping rule (``stop_rule``),
+run the search with its progress bar and Ctrl-C recorded, not raised (``search``), save
+each violation's shortest path as a counterexample (``save_counterexamples``) and draw
+the state graph (``write_graph``).
+"""
+
+from __future__ import annotations
+
+import json
+import time
+
+from toolcall_sim.io.output import sigint_flag, write_atomic
+from toolcall_sim.io.progress import Progress
+from toolcall_sim.reports import explore as report
+from toolcall_sim.world.inputs import MAX_FAULT_BUDGET, MAX_STATES, MAX_WORKERS, check_range
+from toolcall_sim.world.scenario import ScenarioError
+
+PROGRESS_STATES = 5_000  # states between progress lines of explore (TOOLCALL_SIM_PROGRESS=lines)
+
+
+def search(args, variant: str, config, bounds, max_states: int, stop_on):
+    """One search as the flags ask (``--workers``, ``--graph``, the progress bar), with
+    Ctrl-C recorded, not raised: (result, interrupted, seconds). Wall-clock time is read
+    here only to report speed; it never enters a run."""
+    from toolcall_sim.model import explore as ex
+
+    bar = Progress.for_command(args, f"explore {variant}", max_states, unit="states", every=PROGRESS_STATES,
+                               line=lambda states, _total, _what: report.progress_line(states))
+    started = time.perf_counter()
+    with sigint_flag() as interrupted, bar as show:
+
+        def progress(states: int) -> bool:
+            show(states)
+            return interrupted()
+        if args.workers > 1:
+            from toolcall_sim.drivers.explore_parallel import explore as explore_parallel
+
+            result = explore_parallel(config, bounds, max_states=max_states, stop_on=stop_on,
+                                      on_progress=progress, workers=args.workers)
+        else:
+            result = ex.explore(config, bounds, max_states=max_states, keep_edges=bool(args.graph),
+                                stop_on=stop_on, on_progress=progress)
+        was_interrupted = interrupted()
+        if not was_interrupted:
+            show.finish()
+    return result, was_interrupted, max(time.perf_counter() - started, 1e-9)
+
+def save_counterexamples(result, out_dir, prefix: str, variant: str, world: dict) -> list[dict]:
+    """Each violation's shortest path as a counterexample file in ``out_dir``, named
+    ``<prefix><variant>-<property>[-<risk>].json``; their JSON rows."""
+    from toolcall_sim.drivers import counterexample as cx
+
+    violations = []
+    for v in sorted(result.violations, key=lambda v: (v.property, v.residual_risk or "")):
+        name = v.property + (f"-{v.residual_risk}" if v.residual_risk else "")
+        path = out_dir / f"{prefix}{variant.replace('+', '_')}-{name}.json"
+        cx.save_actions(path, world, v.property, v.residual_risk, v.path, "explore", v.detail)
+        violations.append(report.violation_json(v, str(path)))
+    return violations
+
+def check_sizes(args, max_states: int) -> None:
+    """The integer flags of one world and of the tour alike, each within its range
+    (sim/world/inputs.py): the state cap, each fault budget (one per ``ex.BUDGETS``),
+    the workers."""
+    from toolcall_sim.model import explore as ex
+
+    check_range(max_states, "--max-states", 1, MAX_STATES)
+    for budget in ex.BUDGETS:
+        check_range(getattr(args, budget), f"--{budget.replace('_', '-')}", 0, MAX_FAULT_BUDGET)
+    check_range(args.workers, "--workers", 1, MAX_WORKERS)
+
+def stop_rule(at_first: bool, wanted: list[str]):
+    """When the search may stop early (None: never before it is exhausted). Breadth-first
+    order makes every counterexample found so far a shortest one, so stopping loses none."""
+    from toolcall_sim.model import properties as props
+
+    unknown = [p for p in wanted if p not in {q.name for q in props.PROPERTIES}]
+    if unknown:
+        raise ScenarioError(f"--property: unknown property {unknown[0]!r} (toolcall-sim list shows them)")
+    if at_first:
+        return lambda found: True
+    if not wanted:
+        return None
+    seen: set[str] = set()
+
+    def every_wanted_found(found) -> bool:
+        if found.property in wanted:
+            seen.add(found.property)
+        return seen == set(wanted)
+    return every_wanted_found
+
+def write_graph(edges, path: str) -> None:
+    """The explored state graph: DOT for a ``.dot`` file, else GraphML (for networkx)."""
+    import networkx as nx
+
+    graph = nx.DiGraph()
+    for a, b, label in edges:
+        graph.add_edge(a[:12], b[:12], label=label)
+    if path.endswith(".dot"):
+        lines = ["digraph explore {"]
+        for a, b, data in graph.edges(data=True):
+            lines.append(f'  "{a}" -> "{b}" [label={json.dumps(data["label"])}];')
+        lines.append("}")
+        write_atomic(path, "\n".join(lines) + "\n")
+    else:
+        write_atomic(path, "".join(line + "\n" for line in nx.generate_graphml(graph)))
