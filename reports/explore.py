@@ -53,7 +53,9 @@ def summary(doc: dict, *, max_in_flight: str, horizon: str, budgets: dict[str, i
                  f"depth {doc['depth']}, {doc['states_per_s']} states/s"
                  + (f" on {doc['workers']} processes" if doc.get("workers", 1) > 1 else ""))
     lines.append(f"  max in flight {max_in_flight}, horizon {horizon}, budgets: "
-                 + ", ".join(f"{b} {n}" for b, n in budgets.items()))
+                 + ", ".join(f"{b} {n}" for b, n in budgets.items())
+                 + ("; no reduction: every replica acts (--no-reduction)"
+                    if doc.get("bounds", {}).get("symmetry") is False else ""))
     violations = doc["violations"]
     if not violations:
         lines.append("  exhausted, no violation" if doc["exhausted"] else

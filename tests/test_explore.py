@@ -228,3 +228,4 @@ def test_a_takeover_may_go_to_any_live_replica_but_the_owner():
     assert any(len(t) == 2 for t in targets)
     workers, targets = owners_after_two_takeovers(("replica-1", "replica-2"))
     assert len(set(workers)) == 2 and all(len(t) == 1 for t in targets)
+

@@ -168,6 +168,18 @@ def test_a_named_target_is_honoured_when_it_is_the_only_other_replica():
     assert b.ownership_changes == 1
 
 
+def test_a_replica_the_expectations_name_is_kept_apart_by_symmetry():
+    """model/explore_symmetry.py Rule 1: a result expected from replica-3 keeps replica-3
+    out of the untouched replicas' class, so its stories are not folded into replica-2's."""
+    data = scenario(world={"replicas": 3},
+                    expect={"contract": {"toolu_01": {"result": {"kind": "completed", "replica": "replica-3"}}}})
+    e = built(data)
+    assert e.bounds.pinned_replicas == ("replica-3",) and e.bounds.symmetry
+    assert any("replica-3 named by the scenario" in line for line in e.lines)
+    assert built(scenario(world={"replicas": 3})).bounds.pinned_replicas == ()
+    assert not built(data, symmetry=False).bounds.symmetry
+
+
 # --- the small worlds as files -----------------------------------------------
 
 
@@ -282,3 +294,42 @@ def test_the_table_command_writes_a_row_per_scenario_and_variant(capsys):
     assert "| `bug_stale_attempt_commit` | exhausted, " in out  # (its states: the search's, which reduction changes)
     assert "| `clock_skew_negative` | refused: clocks.agent:" in out
     assert "- today: 1 exhausted, 0 at the cap of 1,000 states, 1 refused" in out
+
+
+THREE_REPLICAS = """
+name = "three-replicas"
+summary = "An ownership change among three replicas while an edit runs."
+until = "20m"
+
+[world]
+replicas = 3
+
+[[turns]]
+chat = "chat-1"
+tool_calls = [ { id = "toolu_01", tool = "edit_files", path = "/w/a.txt", edits = [ { search = "one", replace = "two" } ] } ]
+
+[[faults]]
+at = "1m"
+kind = "ownership_change"
+"""
+
+
+def test_no_reduction_lets_every_replica_act_and_finds_the_same(tmp_path, capsys, monkeypatch):
+    """``--no-reduction`` switches symmetry off (docs/pages/explanation/reduction.md): the
+    two replicas that never acted may both take the chat over and hear every publish, so
+    the search visits more states, and finds the same (nothing, under the contract); the
+    summary and the report's command say it was unreduced."""
+    monkeypatch.chdir(tmp_path)
+    (tmp_path / "three.toml").write_text(THREE_REPLICAS)
+    docs = {}
+    for flags in ([], ["--no-reduction"]):
+        code, out, _ = run(["explore", "three.toml", "--json", "--quiet", "--out", "o", *flags], capsys)
+        assert code == 0
+        docs[bool(flags)] = json.loads(out)
+    assert docs[False]["bounds"]["symmetry"] and not docs[True]["bounds"]["symmetry"]
+    assert docs[False]["states"] < docs[True]["states"]
+    assert docs[False]["exhausted"] and docs[True]["exhausted"]
+    assert [v["property"] for v in docs[False]["violations"]] == [v["property"] for v in docs[True]["violations"]]
+    code, out, _ = run(["explore", "three.toml", "--no-reduction", "--quiet", "--out", "o", "--report", "r"], capsys)
+    assert "no reduction: every replica acts (--no-reduction)" in out
+    assert "three.toml --variant contract --max-states 200000 --no-reduction" in (tmp_path / "r" / "report.json").read_text()

@@ -76,7 +76,8 @@ def scenario_main(args, out) -> int:
     if args.graph:
         check_out_file(args.graph, "--graph")
     stop_on = stop_rule(args.stop_at_first, args.stop_properties)
-    built = es.build(scenario, variant, args.faults or "anywhere", in_flight, horizon, budgets)
+    built = es.build(scenario, variant, args.faults or "anywhere", in_flight, horizon, budgets,
+                     symmetry=not args.no_reduction)
     if not args.json:
         out.write(f"explore {variant} of {scenario.name} ({args.scenario}): counterexamples go to {out_dir}\n")
         out.write("".join(f"  {line}\n" for line in built.lines))
@@ -142,7 +143,10 @@ def one_run_report(args, name: str, variant: str, built, max_states: int, result
          *(f"--{n.replace('_', '-')} {count}" for n, count in budgets)])
     actual = (f"toolcall-sim explore {args.typed} --variant {variant} --max-states {max_states}"
               + "".join(f" --{n.replace('_', '-')} {getattr(args, n)}" for n in ex.BUDGETS if getattr(args, n) is not None)
-              + (f" --faults {args.faults}" if args.faults else ""))
+              + (f" --faults {args.faults}" if args.faults else "")
+              + (f" --max-in-flight {args.max_in_flight}" if args.max_in_flight is not None else "")
+              + (f" --horizon {args.horizon}" if args.horizon is not None else "")
+              + (" --no-reduction" if args.no_reduction else ""))
     reasons = None
     if code == EXIT_INTERRUPTED:
         reasons = [f"interrupted at {result.states} states: the report holds what was found by then"]

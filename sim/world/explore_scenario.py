@@ -74,6 +74,8 @@ Rule 7 (publishes). ``[world] pubsub`` decides whether database events are messa
 
 from __future__ import annotations
 
+import dataclasses
+
 from dataclasses import dataclass, replace
 from fractions import Fraction
 
@@ -257,10 +259,11 @@ def _timing(scenario: Scenario, ratio: Fraction) -> Timing:
 
 
 def build(scenario: Scenario, variant: str, faults_mode: str = "anywhere", max_in_flight_ms: int | None = None,
-          horizon_ms: int | None = None, budgets: dict | None = None) -> Explorable:
+          horizon_ms: int | None = None, budgets: dict | None = None, symmetry: bool = True) -> Explorable:
     """The scenario under ``variant`` as the explorer's world and bounds (Rules 1-7).
     ``max_in_flight_ms`` and ``horizon_ms`` (small ms) and ``budgets`` (budget -> count)
-    are flags given on the command line: they win over what the scenario implies."""
+    are flags given on the command line: they win over what the scenario implies;
+    ``symmetry`` False is ``--no-reduction``."""
     from toolcall_sim.world import run
 
     if faults_mode not in FAULT_MODES:
@@ -334,5 +337,33 @@ def build(scenario: Scenario, variant: str, faults_mode: str = "anywhere", max_i
                  + (f"--max-in-flight; the scenario gives {implied})" if max_in_flight_ms is not None else why + ")")
                  + f", horizon {horizon} small ms (" + ("--horizon)" if horizon_ms is not None else
                                                      f"until, after the chats' start {shift} small ms later)"))
-    bounds = Bounds(max_in_flight_ms=in_flight, horizon_ms=horizon, scale=max(int(ratio), 1), **counts)
+    named = named_replicas(scenario, config.replicas)
+    if named:
+        lines.append(f"symmetry: {', '.join(named)} named by the scenario, never folded with another replica")
+    bounds = Bounds(max_in_flight_ms=in_flight, horizon_ms=horizon, scale=max(int(ratio), 1),
+                    pinned_replicas=named, symmetry=symmetry, **counts)
     return Explorable(config, bounds, ratio, tuple(lines))
+
+
+def named_replicas(scenario: Scenario, replicas: tuple[str, ...]) -> tuple[str, ...]:
+    """The replicas the scenario's faults or expectations name (a takeover ``to``, a result
+    expected from one): the search keeps each apart from the others (model/explore_symmetry.py
+    Rule 1), so a story about replica-3 is never told as one about replica-2."""
+    found: set[str] = set()
+
+    def walk(value) -> None:
+        if isinstance(value, str):
+            if value in replicas:
+                found.add(value)
+        elif isinstance(value, (tuple, list)):
+            for v in value:
+                walk(v)
+        elif isinstance(value, dict):
+            for v in value.values():
+                walk(v)
+        elif dataclasses.is_dataclass(value) and not isinstance(value, type):
+            for f in dataclasses.fields(value):
+                walk(getattr(value, f.name))
+    walk(scenario.faults)
+    walk(scenario.expect)
+    return tuple(r for r in replicas if r in found)

@@ -102,6 +102,10 @@ def add_arguments(parser) -> None:
                         help=f"processes to search with (1..{MAX_WORKERS}, default 1); the result is the same for "
                              "any number, only the speed differs (sim/drivers/explore_parallel.py); a search that ends "
                              "before the workers would start runs in this one process, and says so")
+    parser.add_argument("--no-reduction", action="store_true",
+                        help="search without symmetry reduction (docs/pages/explanation/reduction.md): every "
+                             "untouched replica acts, not only the first of those alike; the same violations are "
+                             "found in more states, a check of the reduced search")
     parser.add_argument("--json", action="store_true", help="print the verdicts and counterexamples as one JSON object")
     add_quiet_flag(parser)
     add_report_flag(parser)
@@ -149,7 +153,8 @@ def main(args, out) -> int:
     config = worlds.build(args.world, args.variant, args.second)
     bounds = ex.Bounds(max_in_flight_ms=max_in_flight_ms, horizon_ms=horizon_ms,
                        agent_restarts=args.agent_restarts, ownership_changes=args.ownership_changes,
-                       interrupts=args.interrupts, lost_responses=args.lost_responses, task_retries=args.task_retries)
+                       interrupts=args.interrupts, lost_responses=args.lost_responses, task_retries=args.task_retries,
+                       symmetry=not args.no_reduction)
     if not args.json:
         out.write(report.first_line(args.variant, args.world, out_dir))
         out.flush()
@@ -193,6 +198,8 @@ def one_run_report(args, bounds, max_in_flight_ms: int, horizon_ms: int, result,
              *(f"--{b.replace('_', '-')} {n}" for b, n in run.budgets)]
     if run.second != "background":
         flags.insert(1, f"--second {run.second}")
+    if args.no_reduction:
+        flags.append("--no-reduction")  # (the same search: the states differ, the findings do not)
     default = "toolcall-sim explore " + " ".join(flags)
     actual = default + (" --stop-at-first" if args.stop_at_first else "") + "".join(
         f" --property {p}" for p in args.stop_properties)
@@ -235,7 +242,8 @@ def tour_main(args, out) -> int:
     horizon_ms = horizon_of(args.horizon)
     out_dir = check_out_dir(args.out)
     stop_on = stop_rule(args.stop_at_first, args.stop_properties)
-    budgets = ex.Bounds(horizon_ms=horizon_ms, **{b: getattr(args, b) for b in ex.BUDGETS})
+    budgets = ex.Bounds(horizon_ms=horizon_ms, symmetry=not args.no_reduction,
+                        **{b: getattr(args, b) for b in ex.BUDGETS})
     if not any(getattr(budgets, b) for b in ex.BUDGETS):
         raise BadFlag("the tour needs at least one fault budget above 0 (or explore one world with --world)")
     if not args.json:
