@@ -20,7 +20,8 @@ bug with every budget at 1 (seconds to its first counterexample), the 9 h incide
 simulation (against a raw simpy loop) and the swarm (against a toy control-plane
 simulation in simpy; and --workers 2 against 1). Issue 36's rows: reduction (every
 small world with three replicas, every budget at 1, at 0 s and 1 s in flight: states of
-the unreduced and the reduced search, their ratio, seconds and bytes per state each;
+the unreduced and the reduced search, their ratio, seconds (and CPU seconds, which
+say how much of a shared machine each search had) and bytes per state each;
 the reduction is symmetry's, partial-order reduction beyond quiet deliveries is not
 implemented) and largest_world (a ladder of ever larger variants of issue 36's goal
 world, each stopped after 10 minutes: the largest exhausted, and how far the next got).
@@ -134,7 +135,8 @@ def _swarm(row: dict) -> list[str]:
 
 def _search(m: dict) -> str:
     extent = "exhausted" if m["exhausted"] else "at the cap"
-    return f"{m['states']:>9,} states {m['seconds']:7.1f} s {m['bytes_per_state']:>7,.0f} B/state ({extent})"
+    return (f"{m['states']:>9,} states {m['seconds']:7.1f} s ({m['cpu_seconds']:.1f} s CPU) "
+            f"{m['bytes_per_state']:>7,.0f} B/state ({extent})")
 
 
 def _reduction(row: dict) -> list[str]:
