@@ -17,6 +17,12 @@ one agent, two replicas, one assistant message with a foreground and a backgroun
   every replica within the commit's step, so a replica can still act after its chat was
   taken over and before it hears of it (the commit fences, chatd 2.4).
 
+One world is not small: ``goal`` is issue 36's goal world, the union of the default
+world and two-messages on three replicas (three parallel calls, then a second message),
+which no class of races needs whole; it is named so that ``toolcall-sim explore --world
+goal`` and the bench's ``largest_world`` row (sim/ci/bench.py) search the same world, and
+``small_names()`` leaves it out of what iterates over the small worlds.
+
 Rule 1. Every world runs on the explorer's clock (``Timing.explorer()``); a planted
         bug's changes to chatd's timing or to the agent's rules win over it.
 Rule 2. A world is built by name (``build(name, variant, second)``); counterexample files
@@ -64,9 +70,10 @@ def edit(provider_id: str, path: str = FILE) -> chattool.ToolCall:
         {"files": [{"path": path, "edits": [{"search": " one", "replace": "\tone\n"}]}]}))
 
 
-def _world(variant: str, chats: tuple, scripts: dict, pubsub_immediate: bool = True) -> msys.WorldConfig:
-    """Two replicas, one agent, ``/w/a.txt`` reading "one", and ``chats``: (chat ID,
-    scripted turns, how long after the first chat it starts)."""
+def _world(variant: str, chats: tuple, scripts: dict, pubsub_immediate: bool = True,
+           replicas: tuple[str, ...] = ("replica-1", "replica-2")) -> msys.WorldConfig:
+    """Two replicas (or ``replicas``), one agent, ``/w/a.txt`` reading "one", and
+    ``chats``: (chat ID, scripted turns, how long after the first chat it starts)."""
     c_rules, a_rules = rules(variant)
     timing = c_rules.timing
     start_ms = 4 * timing.agent_age_margin_ms  # Rule 3
@@ -76,7 +83,7 @@ def _world(variant: str, chats: tuple, scripts: dict, pubsub_immediate: bool = T
         for i, (chat_id, turns, later_ms) in enumerate(chats, 1)
     )
     return msys.WorldConfig(
-        replicas=("replica-1", "replica-2"),
+        replicas=replicas,
         chatd_rules=c_rules,
         agent_config=agent.AgentConfig(rules=a_rules, scripts=FMap(scripts)),
         chats=specs,
@@ -127,6 +134,21 @@ def late_pubsub(variant: str = "contract") -> msys.WorldConfig:
     return _world(variant, ((CHAT_1, ((edit("toolu_ed"),),), 0),), {}, pubsub_immediate=False)
 
 
+THREE_REPLICAS = ("replica-1", "replica-2", "replica-3")
+
+
+def goal(variant: str = "contract", calls: int = 3) -> msys.WorldConfig:
+    """Issue 36's goal world: three replicas, one chat whose model answers twice, first
+    with ``calls`` parallel calls (the default world's foreground execute that outlives an
+    attempt, its background execute, two-messages' edit; fewer take them in that order),
+    then with text. The bench's ladder (sim/ci/bench.py ``largest_world``) builds it with
+    fewer calls on its lower rungs."""
+    batch = (execute("toolu_fg", "make test", timeout="8ms"),
+             execute("toolu_bg", "make serve", run_in_background=True), edit("toolu_ed"))[:calls]
+    scripts = {"make test": agent.Script(runs_for_ms=12), "make serve": agent.Script(runs_for_ms=10**6)}
+    return _world(variant, ((CHAT_1, (batch, ()), 0),), scripts, replicas=THREE_REPLICAS)
+
+
 @dataclass(frozen=True)
 class SmallWorld:
     """One of the explorer's named worlds: its name (what counterexample files record),
@@ -135,6 +157,7 @@ class SmallWorld:
     name: str
     summary: str
     build: Callable[[str], msys.WorldConfig]  # variant -> world
+    small: bool = True  # False: a world beyond exhaustive search's everyday reach (``goal``)
 
 
 WORLDS: tuple[SmallWorld, ...] = (
@@ -142,6 +165,8 @@ WORLDS: tuple[SmallWorld, ...] = (
     SmallWorld("two-chats", "two chats, each one foreground execute of the same command", two_chats),
     SmallWorld("two-messages", "one chat whose model answers with an edit, then with text", two_messages),
     SmallWorld("late-pubsub", "one chat, one edit, database events delivered late like any message", late_pubsub),
+    SmallWorld("goal", "issue 36's goal: three replicas, one chat: a foreground and a background execute and an edit, "
+               "then text (large: see toolcall-sim bench's largest_world)", goal, small=False),
 )
 
 
@@ -151,6 +176,11 @@ class UnknownWorld(ValueError):
 
 def names() -> list[str]:
     return [w.name for w in WORLDS]
+
+
+def small_names() -> list[str]:
+    """The small worlds: what tests and the bench's reduction row run over every one of."""
+    return [w.name for w in WORLDS if w.small]
 
 
 def build(name: str = "default", variant: str = "contract", second: str = "background") -> msys.WorldConfig:

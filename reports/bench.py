@@ -18,7 +18,15 @@ ratio and the goal beside it: the explorer over the default world (against a pla
 BFS over a counter system), the 1 s world (seconds and bytes per state), every planted
 bug with every budget at 1 (seconds to its first counterexample), the 9 h incident
 simulation (against a raw simpy loop) and the swarm (against a toy control-plane
-simulation in simpy; and --workers 2 against 1).
+simulation in simpy; and --workers 2 against 1). Issue 36's rows: reduction (every
+small world with three replicas, every budget at 1, at 0 s and 1 s in flight: states of
+the unreduced and the reduced search, their ratio, seconds (and CPU seconds, which
+say how much of a shared machine each search had) and bytes per state each;
+the reduction is symmetry's, partial-order reduction beyond quiet deliveries is not
+implemented) and largest_world (a ladder of ever larger variants of issue 36's goal
+world, up to the goal and one rung beyond it, each stopped after 10 minutes: the
+largest exhausted, and how far the next got).
+--rows picks rows (e.g. --rows reduction,largest_world).
 
 The explorer rows run each search with 1 process and with 2 (--workers 2: the same
 search, state for state) and show both; the faster decides the goal. The default and
@@ -26,9 +34,11 @@ search, state for state) and show both; the faster decides the goal. The default
 judged, its ceiling: the same search again with every expansion already in memory,
 what the search's own bookkeeping allows with the model's steps free. The full bench
 exhausts the --max-in-flight 1s world twice (329,000 states) and runs all 15 planted
-bugs twice: 1.5-3 minutes, by how fast the host is. --quick measures prefixes and
-three bugs (5-15 s); its bytes per state are those of a prefix, whose frontier (whole
-states, not yet only keys) is a larger part.
+bugs twice: 1.5-3 minutes, by how fast the host is; issue 36's two rows add up to
+5 minutes a reduction search and 10 a ladder rung (--rows leaves them out). --quick
+measures prefixes, three bugs and the smallest world's reduction (10-30 s); its bytes
+per state are those of a prefix, whose frontier (whole states, not yet only keys) is a
+larger part.
 Figures are wall-clock on whatever else the machine is doing: read the ratios. Exit
 status 0 unless the bench itself failed; a goal not met is reported, not an error."""
 
@@ -39,6 +49,8 @@ _TITLES = {
     "planted_bugs": "planted bugs, every budget at 1",
     "incident": "9 h incident simulation",
     "swarm": "swarm",
+    "reduction": "reduction, three replicas, every budget at 1",
+    "largest_world": "largest world exhausted (issue 36's goal world ladder)",
 }
 
 
@@ -124,8 +136,49 @@ def _swarm(row: dict) -> list[str]:
             f"  ratio     {row['ratio']:.3g}x"]
 
 
+def _search(m: dict) -> str:
+    extent = "exhausted" if m["exhausted"] else "at the cap"
+    return (f"{m['states']:>9,} states {m['seconds']:7.1f} s ({m['cpu_seconds']:.1f} s CPU) "
+            f"{m['bytes_per_state']:>7,.0f} B/state ({extent})")
+
+
+def _reduction(row: dict) -> list[str]:
+    caps = f"{row['cap_s']:g} s" + (f" or {row['max_states']:,} states" if row["max_states"] else "")
+    ratio = f"{row['states_ratio']:.3g}x fewer states" if row["states_ratio"] else "no pair exhausted"
+    lines = [f"  measured  {ratio} over the {row['exhausted_pairs']} of {len(row['searches'])} pairs both "
+             f"exhausted; each search alone, capped at {caps}; bytes: {row['memory_method']}",
+             f"            by: {', '.join(row['reductions'])}; {row['not_implemented']}"]
+    for r in row["searches"]:
+        each = (f"{r['states_ratio']:.3g}x states, {r['seconds_ratio']:.3g}x time" if r["states_ratio"]
+                else "no ratio: not both exhausted")
+        lines += [f"    {r['world']:<13} {r['max_in_flight_ms']} s in flight: {each}",
+                  f"      unreduced {_search(r['unreduced'])}",
+                  f"      reduced   {_search(r['reduced'])}"]
+    lines += [f"  baseline  plain Python BFS with hashing: {_rate(row['baseline_states_per_s'])} states/s "
+              f"(the reduced searches exhausted: {_rate(row['states_per_s'])} states/s)",
+              f"  ratio     {row['ratio']:.3g}x"]
+    return lines
+
+
+def _largest_world(row: dict) -> list[str]:
+    caps = f"{row['cap_s']:g} s" + (f" or {row['max_states']:,} states" if row["max_states"] else "")
+    lines = [f"  measured  world {row['world']}, each rung alone with {_processes(row['workers'])}, capped at {caps}; "
+             f"load average {row['load_average_1m']} before; bytes: {row['memory_method']}"]
+    for r in row["rungs"]:
+        lines.append(f"    {_search(r)}  {r['rung']}")
+    largest, beyond = row["largest"], row["not_exhausted"]
+    lines.append("  largest   " + (f"{largest['rung']}: {largest['states']:,} states in {largest['seconds']:.1f} s"
+                                   if largest else "no rung exhausted"))
+    if beyond:
+        lines.append(f"  stopped   {beyond['rung']}: {beyond['states']:,} states at the cap ({beyond['seconds']:.1f} s)")
+    lines += [f"  baseline  plain Python BFS with hashing: {_rate(row['baseline_states_per_s'])} states/s "
+              f"(the largest rung: {_rate(row['states_per_s'])} states/s)",
+              f"  ratio     {row['ratio']:.3g}x"]
+    return lines
+
+
 _ROWS = {"explorer_default": _explorer_default, "explorer_1s": _explorer_1s, "planted_bugs": _planted_bugs,
-         "incident": _incident, "swarm": _swarm}
+         "incident": _incident, "swarm": _swarm, "reduction": _reduction, "largest_world": _largest_world}
 
 
 def text(doc: dict) -> str:

@@ -58,7 +58,12 @@ FIGURES = {
     "incident": (("seconds", "steps", "steps_per_s", "simulated_hours"), "baseline_seconds"),
     "swarm": (("seeds", "seconds", "repeats", "per_core_per_s", "workers_seeds", "workers_repeats", "workers1_seconds",
                "workers2_seconds", "speedup_2_workers", "baseline_toy_runs"), "baseline_toy_per_s"),
+    "reduction": (("replicas", "budgets", "cap_s", "exhausted_pairs", "states_ratio", "states_per_s"),
+                  "baseline_states_per_s"),
+    "largest_world": (("cap_s", "workers", "states_per_s"), "baseline_states_per_s"),
 }
+# a search of the reduction row or a rung of the ladder: figures that must be positive
+SEARCH_FIGURES = ("states", "seconds", "cpu_seconds", "bytes_per_state")
 
 
 def _positive(x) -> bool:
@@ -128,11 +133,76 @@ def test_text_shows_every_row_its_baseline_ratio_and_goals(tiny):
 
     text = report.text(tiny)
     for title in ("explorer, default world", "explorer, --max-in-flight 1s", "planted bugs, every budget at 1",
-                  "9 h incident simulation", "swarm"):
+                  "9 h incident simulation", "swarm", "reduction, three replicas, every budget at 1",
+                  "largest world exhausted (issue 36's goal world ladder)"):
         assert f"\n{title}\n" in text
-    assert text.count("  baseline  ") == 5 and text.count("  ratio     ") == 5 and text.count("  goal      ") == 5
+    assert text.count("  baseline  ") == 7 and text.count("  ratio     ") == 7 and text.count("  goal      ") == 7
+    assert "partial-order reduction beyond Rule 6's quiet deliveries: not implemented" in text
+    assert "  largest   " in text and "  stopped   " in text
     assert text.count("  ceiling   ") == 1  # the default world's, not judged
     assert "not judged here" in text and "goals met" in text
+
+
+@pytest.mark.slow  # one tiny bench run, about 4 s of CPU: the fast run stays under 30 s
+def test_the_reduction_row_measures_each_search_unreduced_and_reduced(tiny):
+    """Issue 36: per small world and time in flight, both searches' states, seconds and
+    bytes per state, and (both exhausted, as the tiny sizes make them) the ratio; the row
+    says the ratio is symmetry's, partial-order reduction not being implemented."""
+    row = {r["name"]: r for r in tiny["rows"]}["reduction"]
+    assert [(r["world"], r["max_in_flight_ms"]) for r in row["searches"]] == [
+        (w, ms) for w in bench.TINY.reduction_worlds for ms in bench.TINY.reduction_in_flight_ms]
+    for r in row["searches"]:
+        for side in ("unreduced", "reduced"):
+            for name in SEARCH_FIGURES:
+                assert _positive(r[side][name]), (r["world"], side, name, r[side][name])
+            assert r[side]["exhausted"]
+        assert _positive(r["states_ratio"]) and _positive(r["seconds_ratio"])
+        assert r["states_ratio"] == pytest.approx(r["unreduced"]["states"] / r["reduced"]["states"], rel=0.01)
+        assert r["reduced"]["states"] < r["unreduced"]["states"]  # three replicas: something folds
+    assert row["reductions"] and "not implemented" in row["not_implemented"]
+    assert row["exhausted_pairs"] == len(row["searches"])
+
+
+@pytest.mark.slow  # one tiny bench run, about 4 s of CPU: the fast run stays under 30 s
+def test_the_largest_world_row_reports_the_largest_rung_and_the_first_it_could_not_exhaust(tiny):
+    """The tiny ladder's cap (states, not seconds) exhausts the first rung and stops the
+    second: the row names the first as the largest and the second's states at the cap."""
+    row = {r["name"]: r for r in tiny["rows"]}["largest_world"]
+    assert row["world"] == "goal" and len(row["rungs"]) == 2
+    first, second = row["rungs"]
+    assert first["exhausted"] and not second["exhausted"] and second["at_cap"]
+    assert row["largest"] == first and row["not_exhausted"] == second
+    for rung in row["rungs"]:
+        for name in SEARCH_FIGURES:
+            assert _positive(rung[name]), (rung["rung"], name, rung[name])
+        assert rung["rung"] and _positive(rung["calls"]) and rung["load_average_1m"] >= 0
+    assert second["states"] > bench.TINY.ladder_max_states
+    assert not row["goal_exhausted"] and row["goals"][0]["met"] is None
+    assert bench.GOAL_RUNG in bench.LADDER and bench.GOAL_RUNG.calls == 3 and bench.GOAL_RUNG.max_in_flight_ms == 1
+    assert bench.GOAL_RUNG.ownership_changes == 1 and row["goal"] == bench.GOAL_RUNG.describe()
+
+
+def test_the_ladder_climbs_to_the_worlds_goal():
+    """The ladder's rungs are the named goal world (``explore --world goal``) with fewer
+    calls or less time in flight, every budget at 1; the top rung is the goal itself."""
+    from toolcall_sim.model import worlds
+
+    goal = worlds.build("goal", "contract")
+    assert goal.replicas == ("replica-1", "replica-2", "replica-3")
+    (chat,) = goal.chats
+    calls, answer = chat.turns
+    assert [c.provider_id for c in calls] == ["toolu_fg", "toolu_bg", "toolu_ed"] and answer == ()
+    assert worlds.goal("contract", bench.GOAL_RUNG.calls) == goal
+    assert "goal" in worlds.names() and "goal" not in worlds.small_names()
+    assert len(set(bench.LADDER)) == len(bench.LADDER)
+
+
+def test_rows_flag_measures_only_the_rows_named(capsys):
+    assert main(["bench", "--tiny", "--rows", "incident", "--json"]) == 0
+    doc = json.loads(capsys.readouterr().out)
+    assert [r["name"] for r in doc["rows"]] == ["incident"]
+    assert main(["bench", "--tiny", "--rows", "incident,nonsense"]) == 2
+    assert "--rows: unknown row nonsense" in capsys.readouterr().err
 
 
 def test_bench_worlds_are_the_explorer_bug_tests_worlds():

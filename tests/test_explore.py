@@ -53,6 +53,16 @@ def test_default_world_is_exhausted_without_violation_and_its_size_is_pinned(tmp
     assert doc["states"] == PINNED_DEFAULT_STATES
 
 
+def test_the_goal_world_is_explored_by_name(tmp_path, capsys):
+    """Issue 36's goal world (three replicas, three parallel calls, then text) is a named
+    world: ``explore --world goal`` searches it like any other (here a prefix; the
+    bench's largest_world row exhausts it), with three replicas."""
+    code = main(["explore", "--world", "goal", "--max-states", "300", "--json", "--out", str(tmp_path)])
+    doc = json.loads(capsys.readouterr().out)
+    assert code == 0 and doc["world"] == "goal" and not doc["exhausted"] and doc["states"] > 300
+    assert len(worlds.build("goal").replicas) == 3
+
+
 @pytest.mark.slow
 def test_in_flight_within_the_margin_finds_only_the_cancel_gap(tmp_path):
     """Messages 1 s in flight (still below the 2 s margin) with an agent restart and an

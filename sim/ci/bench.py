@@ -43,6 +43,28 @@ ratio, goals met), one row per line of issue 14's table:
    ``SWARM_WORKERS_TARGET_S`` on one core, so cheap seeds do not leave start-up as all
    that is timed, the fastest of ``SWARM_WORKERS_REPEATS`` alternate runs. Baseline: a toy control-plane simulation in simpy
    (``toy_control_plane``).
+6. ``reduction`` (issue 36): what the search's reductions save. Every small world of
+   model/worlds.py with three replicas (what symmetry folds is the third), every budget
+   at 1, at 0 s and 1 s in flight: the unreduced search (``Bounds(symmetry=False)``) and
+   the reduced one (the default), each the only search of a fresh process with 1 worker:
+   states, seconds, bytes per state (explorer_1s's method, of the same run), and the
+   ratio of states when both exhausted. A search is stopped by a wall-clock cap
+   (``on_progress``: a stop rule, never a judgement) and is then reported at the cap.
+   Today the only reduction switched by ``Bounds(symmetry=...)`` is symmetry
+   (model/explore_symmetry.py): partial-order reduction beyond the quiet deliveries of
+   model/explore.py Rule 6 is not implemented, and the row says so (``REDUCTIONS``); a
+   later one shows up in the same figures.
+7. ``largest_world`` (issue 36): how far exhaustive search reaches towards the issue's
+   goal world (model/worlds.py ``goal``: three replicas, three parallel calls and a
+   second message, every budget at 1, 1 s in flight). A ladder (``LADDER``) of that
+   world with fewer calls or less time in flight, smallest first, then one rung beyond
+   the goal (a second ownership change), each rung alone in a
+   fresh process with 1 worker (so its bytes per state are measured in the same run) and
+   stopped after ``ladder_cap_s`` (10 minutes in the full bench); the ladder stops at the
+   first rung that does not exhaust. Reported: the largest rung exhausted and the states
+   the next reached at its cap. The small sizes cap both rows by states instead (the
+   same searches exhaust on any machine), so the test suite's figures do not depend on
+   the machine's speed.
 
 Wall-clock time is read here and only here (``time.perf_counter``); nothing it reads
 enters a run, so every run stays deterministic. The figures go to ``reports/bench.py``
@@ -107,13 +129,28 @@ class Sizes:
     wide_max_states: int | None
     bugs: tuple[str, ...] | None  # None: every planted bug
     swarm_seeds: int
+    # The reduction row (issue 36): which small worlds (None: every one) at which times
+    # in flight (small ms), each search stopped at a number of states (None: none) or
+    # after a wall-clock cap in seconds, whichever comes first.
+    reduction_worlds: tuple[str, ...] | None = None
+    reduction_in_flight_ms: tuple[int, ...] = (0, 1)
+    reduction_max_states: int | None = None
+    reduction_cap_s: float = 300.0
+    # The largest_world row: its ladder's rungs are stopped the same two ways.
+    ladder_max_states: int | None = None
+    ladder_cap_s: float = 600.0
 
 
 FULL = Sizes("full", 58, None, None, None, 200)
 # The bugs of --quick are three the explorer finds within a few thousand states today.
-QUICK = Sizes("quick", 30, 5_000, 20_000, ("run-before-record", "cancel-without-marker", "interrupt-without-cancel"), 40)
+QUICK = Sizes("quick", 30, 5_000, 20_000, ("run-before-record", "cancel-without-marker", "interrupt-without-cancel"), 40,
+              ("two-messages",), (0, 1), 20_000, 600.0, 10_000, 600.0)
 # For the test suite: every row and figure, each as small as still measures something.
-TINY = Sizes("tiny", 12, 300, 2_000, ("interrupt-without-cancel",), 2)
+# Its caps are states, not seconds, so the same searches exhaust on any machine: the
+# smallest world at 0 s in flight (5,029 states unreduced, 2,641 reduced), and the
+# ladder's first rung (5,013 states) but not its second.
+TINY = Sizes("tiny", 12, 300, 2_000, ("interrupt-without-cancel",), 2,
+             ("two-messages",), (0,), 20_000, 600.0, 6_000, 600.0)
 
 
 def _seconds(started: float) -> float:
@@ -590,36 +627,201 @@ def swarm(sizes: Sizes) -> dict:
     }
 
 
-ROWS = ("explorer_default", "explorer_1s", "planted_bugs", "incident", "swarm")
+# ---------------------------------------------------------------------------
+# Issue 36: what reduction saves, and the largest world exhausted
+# ---------------------------------------------------------------------------
+
+THREE_REPLICAS = ("replica-1", "replica-2", "replica-3")
+# Partial-order reduction beyond the quiet deliveries of model/explore.py Rule 6 is not
+# implemented: the reduction row's ratio is symmetry's (model/explore_symmetry.py) alone.
+# When it is, ``Bounds(symmetry=False)`` stays the unreduced search and these rows show it.
+REDUCTIONS = ("symmetry (model/explore_symmetry.py)",)
+REDUCTIONS_NOT_DONE = "partial-order reduction beyond Rule 6's quiet deliveries: not implemented"
+MEMORY_METHOD = "growth of a fresh process's peak resident set (1 process)"
 
 
-def run(sizes: Sizes, on_row=None) -> dict:
-    """Every row, each with its baseline measured in this run. ``on_row(name)`` is called
-    before each row starts (the command prints progress)."""
+def _search_in_own_process(world: tuple, max_in_flight_ms: int, symmetry: bool, max_states: int,
+                           cap_s: float, ownership_changes: int = 1) -> dict:
+    """Module level: a spawned process imports it by name. One search of ``world`` (a
+    small world's name with three replicas, or ``("goal", calls)``), every budget at 1
+    but ``ownership_changes``, alone in this fresh process with 1 worker, stopped after ``cap_s`` seconds of wall
+    clock (a stop rule, as Ctrl-C stops ``explore``: ``on_progress``). Time and memory are
+    of the same run (``_wide_in_own_process``'s method)."""
+    import dataclasses
+
+    from toolcall_sim.model import explore as ex
+    from toolcall_sim.model import worlds
+
+    if world[0] == "goal":
+        config = worlds.goal("contract", world[1])
+    else:
+        config = dataclasses.replace(worlds.build(world[0], "contract"), replicas=THREE_REPLICAS)
+    bounds = ex.Bounds(max_in_flight_ms=max_in_flight_ms, symmetry=symmetry, ownership_changes=ownership_changes)
+    before = _rss_bytes()
+    cpu_started = time.process_time()
+    started = time.perf_counter()
+    deadline = started + cap_s
+    result = ex.explore(config, bounds, max_states, on_progress=lambda _: time.perf_counter() > deadline)
+    seconds = _seconds(started)
+    # On a shared machine the wall clock is also the others' load: the process's own CPU
+    # time beside it says how much of the cap the search had (the cap stays wall clock).
+    return {"states": result.states, "exhausted": result.exhausted, "seconds": round(seconds, 3),
+            "cpu_seconds": round(max(time.process_time() - cpu_started, 1e-9), 3),
+            "load_average_1m": round(os.getloadavg()[0], 2),
+            "bytes_per_state": round(max(_rss_bytes() - before, 1) / result.states, 1),
+            "at_cap": not result.exhausted}
+
+
+def reduction(sizes: Sizes, bfs_rate: float) -> dict:
+    """Every small world with three replicas (a third is what symmetry folds), every
+    budget at 1, at each time in flight: the unreduced search (``Bounds(symmetry=False)``)
+    and the reduced one (the default), each alone in a fresh process. The ratio is
+    states unreduced over reduced, given only when both exhausted (two prefixes cut by a
+    clock say nothing about the spaces)."""
+    from toolcall_sim.model import worlds
+
+    names = sizes.reduction_worlds or tuple(worlds.small_names())
+    max_states = sizes.reduction_max_states or WHOLE_SPACE
+    searches = []
+    for name in names:
+        for ms in sizes.reduction_in_flight_ms:
+            unreduced, reduced = (in_fresh_process(_search_in_own_process, (name,), ms, sym, max_states,
+                                                   sizes.reduction_cap_s) for sym in (False, True))
+            both = unreduced["exhausted"] and reduced["exhausted"]
+            searches.append({"world": name, "max_in_flight_ms": ms, "unreduced": unreduced, "reduced": reduced,
+                             "states_ratio": _ratio(unreduced["states"], reduced["states"]) if both else None,
+                             "seconds_ratio": _ratio(unreduced["seconds"], reduced["seconds"]) if both else None})
+    exhausted = [r for r in searches if r["states_ratio"] is not None]
+    states_reduced = sum(r["reduced"]["states"] for r in exhausted)
+    seconds_reduced = sum(r["reduced"]["seconds"] for r in exhausted)
+    rate = states_reduced / seconds_reduced if seconds_reduced else 0.0
+    return {
+        "name": "reduction",
+        "replicas": len(THREE_REPLICAS),
+        "budgets": 1,
+        "reductions": list(REDUCTIONS),
+        "not_implemented": REDUCTIONS_NOT_DONE,
+        "cap_s": sizes.reduction_cap_s,
+        "max_states": sizes.reduction_max_states,
+        "memory_method": MEMORY_METHOD + ", of the same run as the seconds",
+        "searches": searches,
+        "exhausted_pairs": len(exhausted),
+        # Over the pairs both searches exhausted: every state the unreduced searches
+        # visited per state the reduced ones did.
+        "states_ratio": _ratio(sum(r["unreduced"]["states"] for r in exhausted), states_reduced) if exhausted else None,
+        "states_per_s": round(rate, 1),
+        "baseline_states_per_s": round(bfs_rate, 1),
+        "ratio": _ratio(rate, bfs_rate),
+        # Issue 36 sets no number for the ratio: the row reports it.
+        "goals": [{"goal": "reduced and unreduced searches of every small world exhausted",
+                   "met": len(exhausted) == len(searches) if sizes.reduction_worlds is None else None}],
+    }
+
+
+@dataclass(frozen=True)
+class Rung:
+    """One world of the largest_world ladder: the goal world with its first ``calls``
+    tool calls (model/worlds.py ``goal``), messages up to ``max_in_flight_ms`` in flight,
+    every budget at 1 (1 agent restart, 1 ownership change, 1 interrupt, 1 lost response,
+    1 task retry) but ``ownership_changes``."""
+
+    calls: int
+    max_in_flight_ms: int
+    ownership_changes: int = 1
+
+    def describe(self) -> str:
+        which = ("a foreground execute", "a background execute", "an edit")[:self.calls]
+        budgets = ("every budget at 1" if self.ownership_changes == 1 else
+                   f"{self.ownership_changes} ownership changes, every other budget at 1")
+        return f"3 replicas, one chat: {', '.join(which)}, then text; {budgets}; {self.max_in_flight_ms} s in flight"
+
+
+# Smallest first, as measured (one call at 1 s in flight is 55,368 states, two at 0 s
+# 38,557); each rung adds a call or the second in flight, up to the issue's goal
+# (``GOAL_RUNG``, 2,189,640 states on 2026-12-06). The goal exhausted, one rung beyond it
+# says how far past it the search reaches: a second ownership change, so a third replica
+# can take over while the second's attempt is still in flight (issue 36's race of three).
+GOAL_RUNG = Rung(3, 1)
+LADDER = (Rung(1, 0), Rung(2, 0), Rung(1, 1), Rung(3, 0), Rung(2, 1), GOAL_RUNG, Rung(3, 1, ownership_changes=2))
+
+
+def largest_world(sizes: Sizes, bfs_rate: float) -> dict:
+    """The ladder of ``LADDER``, each rung alone in a fresh process with 1 worker (its
+    bytes per state from the same run), stopped after ``ladder_cap_s`` of wall clock; the
+    ladder stops at the first rung that does not exhaust. Reports the largest rung
+    exhausted and the states the next one reached at the cap."""
+    max_states = sizes.ladder_max_states or WHOLE_SPACE
+    load_1m = round(os.getloadavg()[0], 2)
+    rungs = []
+    for rung in LADDER:
+        m = in_fresh_process(_search_in_own_process, ("goal", rung.calls), rung.max_in_flight_ms, True, max_states,
+                             sizes.ladder_cap_s, rung.ownership_changes)
+        rungs.append({"rung": rung.describe(), "calls": rung.calls, "max_in_flight_ms": rung.max_in_flight_ms,
+                      "ownership_changes": rung.ownership_changes, **m})
+        if not m["exhausted"]:
+            break
+    done = [r for r in rungs if r["exhausted"]]
+    largest = done[-1] if done else None
+    stopped = rungs[-1] if not rungs[-1]["exhausted"] else None
+    return {
+        "name": "largest_world",
+        "world": "goal",
+        "cap_s": sizes.ladder_cap_s,
+        "max_states": sizes.ladder_max_states,
+        "workers": 1,
+        "load_average_1m": load_1m,
+        "memory_method": MEMORY_METHOD + ", of the same run as the seconds",
+        "rungs": rungs,
+        "largest": largest,
+        "not_exhausted": stopped,
+        "goal": GOAL_RUNG.describe(),
+        "goal_exhausted": any(r["exhausted"] and r["rung"] == GOAL_RUNG.describe() for r in rungs),
+        "states_per_s": round(largest["states"] / largest["seconds"], 1) if largest else 0.0,
+        "baseline_states_per_s": round(bfs_rate, 1),
+        "ratio": _ratio(largest["states"] / largest["seconds"], bfs_rate) if largest else 0.0,
+        "goals": [{"goal": f"the goal world exhausted within {sizes.ladder_cap_s:g} s",
+                   "met": any(r["exhausted"] and r["rung"] == GOAL_RUNG.describe() for r in rungs)
+                   if sizes.ladder_max_states is None else None}],
+    }
+
+
+ROWS = ("explorer_default", "explorer_1s", "planted_bugs", "incident", "swarm", "reduction", "largest_world")
+
+
+def run(sizes: Sizes, on_row=None, rows_wanted: tuple[str, ...] = ROWS) -> dict:
+    """Every row (or those of ``rows_wanted``, in ``ROWS`` order), each with its baseline
+    measured in this run. ``on_row(name)`` is called before each row starts (the command
+    prints progress)."""
     def starting(name):
         if on_row is not None:
             on_row(name)
 
+    # Read before the first row: issue 36's rows take minutes, and the load at the end
+    # is not what the text calls the load at the start.
+    load_1m = round(os.getloadavg()[0], 2)
     starting("baseline")
     bfs_states, bfs_s = counter_bfs(sizes.bfs_side)
     bfs_rate = bfs_states / bfs_s
+    measure = {
+        "explorer_default": lambda: explorer_default(sizes, bfs_rate),
+        "explorer_1s": lambda: explorer_1s(sizes, bfs_rate),
+        "planted_bugs": lambda: planted_bugs(sizes, bfs_rate),
+        "incident": incident,
+        "swarm": lambda: swarm(sizes),
+        "reduction": lambda: reduction(sizes, bfs_rate),
+        "largest_world": lambda: largest_world(sizes, bfs_rate),
+    }
     rows = []
-    starting("explorer_default")
-    rows.append(explorer_default(sizes, bfs_rate))
-    starting("explorer_1s")
-    rows.append(explorer_1s(sizes, bfs_rate))
-    starting("planted_bugs")
-    rows.append(planted_bugs(sizes, bfs_rate))
-    starting("incident")
-    rows.append(incident())
-    starting("swarm")
-    rows.append(swarm(sizes))
+    for name in ROWS:
+        if name in rows_wanted:
+            starting(name)
+            rows.append(measure[name]())
     return {
         "mode": sizes.mode,
         "sizes": asdict(sizes),
         "machine": {"cpus": os.cpu_count(), "python": platform.python_version(),
                     "implementation": platform.python_implementation(),
-                    "load_average_1m": round(os.getloadavg()[0], 2)},
+                    "load_average_1m": load_1m},
         "baseline_bfs": {"states": bfs_states, "seconds": round(bfs_s, 4), "states_per_s": round(bfs_rate, 1)},
         "rows": rows,
     }
