@@ -22,7 +22,9 @@ Rule 2. The baseline (``--baseline``, default ``reports/baseline.json`` under th
         why); the exit code stays the verdict's. A missing file named by the flag is bad
         input, unless ``--update-baseline`` is to create it. ``--update-baseline``
         accepts every finding of this run (so none is new), drops what is fixed, keeps
-        entries of runs this suite did not run, and rewrites the file.
+        entries of runs this suite did not run, and rewrites the file, making its
+        missing folders (a fresh repository has no ``reports/`` yet; sim/io/output.py
+        Rule 3 checks the way there before the suite runs).
 Rule 3. Exit 0 when nothing is new (sim/ci/check.py Rule 3), 1 otherwise, 2 on bad input,
         130 on Ctrl-C or SIGTERM: the old report stays, and stdout gets the summary so
         far (the jobs finished, the findings and failed scenarios they gave). While the jobs run, ``toolcall_sim.io.progress`` draws
@@ -108,7 +110,9 @@ def main(args, out) -> int:
     out_dir = check_replaceable_dir(args.out if args.out is not None else DEFAULT_OUT / "check" / suite.name, "--out")
     baseline_path = args.baseline
     if args.update_baseline:  # before it is read: a FIFO or device there is refused unopened
-        check_out_file(baseline_path if baseline_path is not None else str(DEFAULT_BASELINE), "--baseline")
+        # A fresh repository has no reports/ yet: its folders are made when it is written.
+        check_out_file(baseline_path if baseline_path is not None else str(DEFAULT_BASELINE), "--baseline",
+                       make_folders=True)
     if baseline_path is None:
         baseline_path = str(DEFAULT_BASELINE)
         entries = check.load_baseline(baseline_path) if DEFAULT_BASELINE.is_file() else []
