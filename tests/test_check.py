@@ -738,3 +738,47 @@ def test_a_known_finding_is_named_as_one_in_every_renderer():
     assert junit._note(known) == ("truthful_result: known finding read_failure_after_restart_is_failed: "
                                   "toolu_01: failed")
     assert junit._note(risk).startswith("truthful_result: residual risk age_check_best_effort: ")
+
+
+def test_a_huge_summary_is_trimmed_under_githubs_limit_with_a_pointer(tiny):
+    """summary.md of a report with many findings (each with a long detail) stays under
+    GitHub's 1 MiB step-summary limit, in UTF-8 bytes, keeps the headline and the
+    properties table first, says it was trimmed and points to the whole report; the
+    same report gives the same bytes. A report that fits is not trimmed."""
+    from toolcall_sim.reports import check_markdown
+
+    doc = json.loads((tiny / "second" / "report.json").read_text())
+    assert "Trimmed" not in check_markdown.summary(doc)
+    template = dict(doc["findings"][0], status="new", counterexample=None)
+    doc["findings"] = [dict(template, where=f"seed-{i}", detail=f"toolu_{i:05d}: started twice — é " + "x" * 300,
+                            reproduce=[f"toolcall-sim replay counterexamples/seed-{i}.json"]) for i in range(20_000)]
+    doc["findings"].insert(0, dict(template, where="huge", detail="y" * 3_000_000))  # one line over 1 MiB
+    doc["verdict"] = {"ok": False, "exit_code": 1,
+                      "reasons": [f"new finding: {f['property']} ({f['where']})" for f in doc["findings"]]}
+    text = check_markdown.summary(doc)
+    raw = text.encode("utf-8")
+    assert len(raw) < 1_048_576 and len(raw) <= check_markdown.SUMMARY_LIMIT_BYTES
+    assert text == check_markdown.summary(doc)  # deterministic
+    lines = text.splitlines()
+    assert lines[0] == "# toolcall-sim check: tiny" and "**FAIL** (exit 1):" in lines
+    assert text.index("## Properties by variant") < text.index("## New against the baseline")
+    assert "more (`report.json`: verdict.reasons)" in text  # the reasons list is cut to a few
+    assert "(cut: report.json has it whole)" in text and "counterexamples/seed-5.json" in text  # cut, then on
+    assert "**Trimmed**" in lines[-2] and "index.html" in lines[-1] and "report.json" in lines[-1]
+    assert text.count("<details>") == text.count("</details>")
+
+
+def test_quick_says_what_its_part_ran(tiny, tmp_path, monkeypatch):
+    """Under --quick the suite's summary describes more than ran: the summary and the
+    page say first what the quick part ran (counted from the report), then the whole."""
+    _draw_each_task_once(monkeypatch)
+    each_job_once(monkeypatch, _JOBS)
+    assert _check(str(tiny / "tiny.toml"), "--quick", "--out", str(tmp_path / "q"), "--baseline",
+                  str(tiny / "baseline.json")) == 0
+    said = ("Quick part (--quick) of the suite; it ran 4 scenario run(s) of 2 scenario file(s); 1 planted bug(s) "
+            "by scenario. The whole suite: a suite small enough for a test")
+    md = (tmp_path / "q" / "summary.md").read_text()
+    assert md.splitlines()[2] == said and "explorer on" not in md.split("**PASS**")[0]
+    assert f"<p>{said}</p>" in (tmp_path / "q" / "index.html").read_text()
+    full = (tiny / "second" / "summary.md").read_text().splitlines()[2]
+    assert full == "a suite small enough for a test"  # the whole suite: its own words

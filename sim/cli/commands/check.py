@@ -74,7 +74,8 @@ def add_arguments(parser) -> None:
     parser.add_argument("--workers", type=int, default=1,
                         help=f"processes to run the suite's jobs with (1..{MAX_WORKERS}, default 1); the report is "
                              "the same for any")
-    parser.add_argument("--quick", action="store_true", help="run only the part of the suite marked quick")
+    parser.add_argument("--quick", action="store_true",
+                        help="run only the part of the suite marked quick; the report says what that part ran")
     add_cluster_flag(parser, "the suite's jobs")
     add_quiet_flag(parser)
 
