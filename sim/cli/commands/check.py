@@ -215,7 +215,7 @@ def write_report(result, out_dir: Path, cx, workers: int = 1, junit_xml: bool = 
         (tmp / "report.json").write_text(json_text(report), encoding="utf-8")
         (tmp / "summary.md").write_text(check_markdown.summary(report), encoding="utf-8")
         if junit_xml:
-            (tmp / "junit.xml").write_text(junit.junit(report), encoding="utf-8")
+            (tmp / "junit.xml").write_text(junit.junit(report, result.seconds), encoding="utf-8")
         (tmp / "index.html").write_text(check_html.page(report, pictures), encoding="utf-8")
         replace_dir(tmp, out_dir)
     except BaseException as err:
