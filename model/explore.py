@@ -20,6 +20,9 @@ Rule 1 (time). Time is discrete and advances only when something waits for it: a
 Rule 2 (budgets). Faults are actions limited by budgets: agent restarts, ownership changes
         (an immediate takeover by any live replica but the owner), interrupts, lost responses and task
         retries (attempt timeouts that fire). A spent budget disables its action.
+        ``Bounds.fault_windows`` may hold a budget's fault to windows the system state
+        shows (a time on, a message in flight, a process running, a commit made:
+        model/explore_actions.py), which a scenario's ``--faults at-trigger`` sets.
 Rule 3 (ghost history). Properties are functions of a trace. Each explored state carries
         the records the properties read (ground truth, commits, interrupts, ownership,
         restarts, the start requests' ages) for the path that reached it; it is part of the

@@ -10,10 +10,27 @@ lost-response budget lasts, the loss of a tool call answer), the timers due firs
 the horizon (a task attempt's timeout only while the task-retry budget lasts), a ``Tick``
 of 1 small ms while only held tool call requests are in flight, then the faults whose
 budgets are left (an agent restart, an interrupt of a running chat, a takeover of an owned
-chat by the other replica). A connection delivers in order (chatd dials the agent once per
+chat by any live replica but its owner). A connection delivers in order (chatd dials the agent once per
 task attempt and its answers ride back on it); different connections race freely.
 Actions are made without their dataclass ``__init__`` (``_action``, ``_message_action``):
 a listing makes one per message and timer of every state.
+
+Fault windows (``Bounds.fault_windows``, ``--faults at-trigger`` of a scenario). Empty, the
+default, every budgeted fault may strike in every state. Otherwise each entry
+``(budget, window, chat, to)`` says where that budget's fault may strike: a budget with
+windows is offered only in a state where one of them holds (``_holds``), restricted to
+its ``chat`` (an interrupt's or takeover's; "" any) and ``to`` (a takeover's target; ""
+any); a budget without any keeps striking anywhere. A window reads the system state only
+(model/explore.py Rule 10: a state's children depend on its system and its budgets):
+``("after", t)`` the clock is at ``t`` small ms or later (the clock jumps from timer to
+timer, so a state exactly at ``t`` may not exist; once open the window stays open);
+``("message", direction, route, tool_call)`` such a message is in flight (a request from a
+replica to the agent, or the agent's answer; "" any tool call), and for the lost-response
+budget only such an answer may be dropped; ``("process", tool_call)`` a process of the
+tool call runs on the agent; ``("result", tool_call)`` its result is committed in the
+database; ``("message_committed", tool_call)`` the assistant message carrying it is. A
+budget's windows share its count: two interrupts at two triggers may both strike in
+either window while the budget lasts.
 """
 
 from __future__ import annotations
@@ -47,6 +64,10 @@ class Bounds:
     # first acts; ``pinned_replicas`` are named by a property or an expectation and never fold.
     symmetry: bool = True
     pinned_replicas: tuple[str, ...] = ()
+    # Where each budget's fault may strike (module docstring): (budget, window, chat, to)
+    # tuples of strings and ints, so a counterexample file records them as lists; empty:
+    # every budgeted fault anywhere.
+    fault_windows: tuple = ()
 
 
 LOSABLE_ROUTES = ("start", "edit", "write", "cancel")  # the tool call answers whose loss matters
@@ -93,8 +114,10 @@ def enabled(node: Node, bounds: Bounds) -> list:
             heads = sorted(links.values(), key=_SEQ)
         actions = [_message_action(_DELIVER, now, env.seq, env.what) for env in heads]
         if lost < bounds.lost_responses:
+            losable = _windows(bounds.fault_windows, "lost_responses")
             for env in heads:
-                if env.src == msys.AGENT and env.route in LOSABLE_ROUTES and isinstance(env.payload, Response):
+                if env.src == msys.AGENT and env.route in LOSABLE_ROUTES and isinstance(env.payload, Response) \
+                        and (losable is None or any(_names(w, env) for w, _, _ in losable)):
                     actions.append(_message_action(msys.Drop, now, env.seq, env.what))
     timers = s.timers._items
     nxt = None  # the first timer due, and the first due within the horizon (one pass, no generator)
@@ -120,17 +143,24 @@ def enabled(node: Node, bounds: Bounds) -> list:
     if in_flight and now + 1 <= min(deadline, bounds.horizon_ms) and held:
         if nxt is None or now + 1 <= nxt:
             actions.append(_action(Tick, at_ms=now + 1))
-    if restarts < bounds.agent_restarts and s.agent is not None:
+    windows = bounds.fault_windows
+    if restarts < bounds.agent_restarts and s.agent is not None and _open(s, windows, "agent_restarts") != []:
         actions.append(_action(_FAULT, at_ms=now, kind="agent_restart", params=()))
-    # Interrupts and ownership changes may strike any chat, in the world's chat order.
+    # Interrupts and ownership changes may strike any chat, in the world's chat order
+    # (within their windows' chats and targets, when they have windows).
     may_interrupt = interrupts < bounds.interrupts
     may_take_over = ownership < bounds.ownership_changes
+    where_interrupt = _open(s, windows, "interrupts") if may_interrupt else None
+    where_take_over = _open(s, windows, "ownership_changes") if may_take_over else None
+    may_interrupt = may_interrupt and where_interrupt != []
+    may_take_over = may_take_over and where_take_over != []
     if may_interrupt or may_take_over:
         chats = s.db.chats
         rows = [(spec.chat_id, chats._index.get(spec.chat_id)) for spec in s.config.chats]  # (no method call)
         if may_interrupt:
             for chat, row in rows:
-                if row is not None and row.status == chatd.RUNNING:
+                if row is not None and row.status == chatd.RUNNING and \
+                        (where_interrupt is None or any(c in ("", chat) for c, _ in where_interrupt)):
                     actions.append(_action(_FAULT, at_ms=now, kind="interrupt", params=(("chat", chat),)))
         if may_take_over:
             for chat, row in rows:
@@ -141,11 +171,60 @@ def enabled(node: Node, bounds: Bounds) -> list:
                         # to any live replica but the owner: with three, a third can take
                         # over while the second's stale attempt is still in flight
                         for other in others:
+                            if where_take_over is not None and not any(
+                                    c in ("", chat) and to in ("", other) for c, to in where_take_over):
+                                continue
                             actions.append(_action(_FAULT, at_ms=now, kind="takeover",
                                                    params=(("chat", chat), ("to", other))))
     if bounds.symmetry and len(s.config.replicas) > 1:
         return prune(node, actions, bounds.pinned_replicas)
     return actions
+
+
+def _windows(windows: tuple, budget: str) -> list | None:
+    """``budget``'s windows as (window, chat, to); None when it has none (anywhere)."""
+    if not windows:
+        return None
+    found = [(w, chat, to) for b, w, chat, to in windows if b == budget]
+    return found or None
+
+
+def _open(s: msys.System, windows: tuple, budget: str) -> list | None:
+    """The (chat, to) restrictions of ``budget``'s windows that hold in ``s``; None when
+    the budget has no windows (it strikes anywhere), [] when none holds."""
+    found = _windows(windows, budget)
+    if found is None:
+        return None
+    return [(chat, to) for w, chat, to in found if _holds(s, w)]
+
+
+def _names(window: tuple, env: msys.Envelope) -> bool:
+    """Whether a ``("message", direction, route, tool_call)`` window names ``env``."""
+    if window[0] != "message" or env.route == "publish" or msys.PROBE in (env.src, env.dst):
+        return False
+    _, direction, route, tool_call = window
+    return (direction == ("response" if env.src == _AGENT else "request") and route in ("", env.route)
+            and tool_call in ("", env.tool_call))
+
+
+def _holds(s: msys.System, window: tuple) -> bool:
+    """Whether ``window`` (module docstring) holds in the system state ``s``: it reads
+    nothing else (model/explore.py Rule 10)."""
+    kind = window[0]
+    if kind == "after":
+        return s.now_ms >= window[1]
+    if kind == "message":
+        return any(_names(window, env) for env in s.in_flight)
+    tool_call = window[1]
+    if kind == "process":
+        return s.agent is not None and any(p.running and p.key is not None and p.key.tool_call_id == tool_call
+                                           for p in s.agent.processes.values())
+    if kind == "result":
+        return any(m.role == "tool" and m.provider_id == tool_call for c in s.db.chats.values() for m in c.messages)
+    if kind == "message_committed":
+        return any(m.role == "assistant" and any(tc.provider_id == tool_call for tc in m.tool_calls)
+                   for c in s.db.chats.values() for m in c.messages)
+    raise ValueError(f"unknown fault window {window!r}")
 
 
 def _action(cls, **fields_):

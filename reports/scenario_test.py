@@ -15,7 +15,8 @@ expectation (the line CI summaries show), the scenario and its
 story, what happened to each tool call, the unmet expectations, each violation with the
 trace records it cites as evidence, the command that reproduces the run, and the path of
 its sequence diagram (drawn by ``toolcall_sim.reports.figures.sequence_svg``, written by the plugin). Times are
-true time from the start of the run, in seconds.
+true time from the start of the run, in seconds. ``noop_faults`` is the text of sim/api.py's
+``FaultDidNothing``: a run whose faults did nothing, never fired or raced nothing.
 """
 
 from __future__ import annotations
@@ -95,6 +96,18 @@ def expected(sentence: str, value) -> str:
 
 def unmet(scenario: str, variant: str, failures: list[str]) -> str:
     return f"scenario {scenario} under {variant}: expectations not met:\n" + "\n".join(f"  {f}" for f in failures)
+
+
+def noop_faults(scenario: str, variant: str, seed: int, problems: list[str], indexes: list[int]) -> str:
+    """sim/api.py ``run``'s failure when faults did not make their race: the first fault
+    first (the line CI summaries show), then the run, each fault, and how to opt out."""
+    lines = [problems[0] + (f" (and {len(problems) - 1} more)" if len(problems) > 1 else ""),
+             f"scenario {scenario} under {variant}, seed {seed}: the race this test tells did not happen"]
+    if len(problems) > 1:
+        lines.extend(f"  {p}" for p in problems)
+    lines.append("make it happen (another target, trigger or time), or say the test means it: "
+                 f"allow_noop_faults=[{', '.join(str(i) for i in indexes)}]")
+    return "\n".join(lines)
 
 
 def violations(expected_names: list[str], found: list[dict]) -> str:

@@ -44,6 +44,23 @@ incarnation 1); expected 1``). A tool call's counts and result kinds are an ``in
 ``list`` that carry that sentence (``Told``): a plain ``assert call.process_starts == 1``
 compares numbers as always, and the pytest plugin (sim/pytest_plugin.py) prints the
 sentence when it fails. The sentences are written by reports/scenario_test.py.
+
+A race that did not happen fails. A test's asserts can all hold in a run whose fault
+did nothing: a takeover by the replica that already owns the chat, a trigger whose nth
+event never came, a fault aimed at a tool call that was already over when it fired.
+The test would then pass on a story that was never told. So ``run`` checks the faults
+before it returns and raises ``FaultDidNothing`` (an ``AssertionError``: a failed test,
+not an error) naming each such fault by index, kind and trigger, and why:
+``faults[0] (takeover to replica-1 when request_sent of toolu_01 (nth 1)) fired at
+0.042 s and did nothing: the new owner already owns the chat``. The three checks are
+``RunResult.fault_problems`` (what a scenario file's expectations already fail on; a
+fault the variant's ``faults_never_fired`` lists may stay unfired) and
+``RunResult.race_problems`` (the API's own: a story's racing steps overlapped, i.e. a
+fault aimed at a tool call by its trigger or message fired before that call was over).
+Opting out is explicit and per run: ``allow_noop_faults=True`` (every fault) or a list
+of fault indexes; the pytest marker ``toolcall_allow_noop_faults`` does the same for a
+test's ``toolcall_run``. The error carries the run (``err.result``), and
+``Result.fault_problems()`` lists the problems whatever the opt-out.
 """
 
 from __future__ import annotations
@@ -66,7 +83,7 @@ from toolcall_sim.world.scenario_spec import Scenario as ScenarioValue
 from toolcall_sim.world.scenario_toml import exact_toml
 
 __all__ = [
-    "Scenario", "Fault", "Result", "Call", "Told", "run", "on", "FAULT_MAKERS",
+    "Scenario", "Fault", "Result", "Call", "Told", "run", "on", "FAULT_MAKERS", "FaultDidNothing",
     "agent_restart", "agent_shutdown", "replica_crash", "ownership_change", "takeover", "interrupt",
     "user_message", "message_edit", "workspace", "partition", "heal", "db_outage", "request", "lose", "delay",
     "handler_panic",
@@ -634,6 +651,20 @@ class Result:
     def expectation_failures(self) -> list[str]:
         return self.run_result.expectation_failures()
 
+    def _fault_problems(self) -> list:
+        """The faults that did nothing, never fired (but those the variant's
+        ``faults_never_fired`` lists) or raced nothing (``FaultProblem``s, by index)."""
+        rr = self.run_result
+        exp = rr.scenario.expectation(rr.variant)
+        never = exp.faults_never_fired if exp is not None else ()
+        found = [p for p in rr.fault_problems(never) if p.problem in ("did_nothing", "never_fired")]
+        return sorted(found + rr.race_problems(), key=lambda p: p.index)
+
+    def fault_problems(self) -> list[str]:
+        """What ``run`` fails on unless allowed, whatever was allowed: each fault that did
+        nothing, never fired or raced nothing, in words (empty: every fault made its race)."""
+        return [p.text for p in self._fault_problems()]
+
     def assert_expectations(self) -> None:
         """The scenario's ``[expect.<variant>]`` holds (with none: nothing is violated)."""
         failures = self.expectation_failures()
@@ -652,10 +683,42 @@ class Result:
             raise AssertionError(told.violations(sorted(set(names)), new))
 
 
+class FaultDidNothing(AssertionError):
+    """``run``'s failure when a fault did nothing, never fired or raced nothing (the
+    module's theory of operation): the message names each such fault and why; ``result``
+    is the run, ``problems`` the ``FaultProblem``s (index, problem, text)."""
+
+    def __init__(self, message: str, result: "Result", problems: list):
+        super().__init__(message)
+        self.result = result
+        self.problems = problems
+
+
+def _allowed(allow_noop_faults, faults: int, name: str) -> frozenset[int]:
+    """The fault indexes ``allow_noop_faults`` lets do nothing: all of them (True), none
+    (False) or the ones listed; anything else is refused (never taken and ignored)."""
+    if allow_noop_faults is True or allow_noop_faults is False:
+        return frozenset(range(faults)) if allow_noop_faults else frozenset()
+    if not isinstance(allow_noop_faults, (list, tuple, set, frozenset)) \
+            or not all(type(i) is int for i in allow_noop_faults):
+        raise TypeError(f"allow_noop_faults: expected True, False or a list of fault indexes, "
+                        f"got {allow_noop_faults!r}")
+    for i in sorted(allow_noop_faults):
+        if not 0 <= i < faults:
+            have = f"faults[0]..faults[{faults - 1}]" if faults else "no faults"
+            raise ValueError(f"allow_noop_faults: {name} has no faults[{i}] (it has {have})")
+    return frozenset(allow_noop_faults)
+
+
 def run(world: "Scenario | ScenarioValue | str | Path", variant: str | None = None, seed: int | None = None,
-        until: str | None = None) -> Result:
+        until: str | None = None, *, allow_noop_faults: "bool | list[int]" = False) -> Result:
     """Run a builder, a scenario value or a scenario file under ``variant`` (default: the
-    scenario's) with ``seed`` (default: the scenario's) for ``until`` (a duration)."""
+    scenario's) with ``seed`` (default: the scenario's) for ``until`` (a duration).
+
+    Raises ``FaultDidNothing`` when a fault did nothing, never fired (unless the
+    variant's ``faults_never_fired`` lists it) or raced nothing, except the faults
+    ``allow_noop_faults`` lets (True: all; a list: those indexes)."""
+    __tracebackhide__ = True  # (pytest shows the test's line, not this one)
     from toolcall_sim.world.scenario_spec import parse_duration
 
     file = None
@@ -667,5 +730,12 @@ def run(world: "Scenario | ScenarioValue | str | Path", variant: str | None = No
         value, file = load(world), str(world)
     else:
         raise TypeError(f"run: expected a Scenario, a scenario value or a path, got {type(world).__name__}")
+    allowed = _allowed(allow_noop_faults, len(value.faults), value.name)
     until_ms = None if until is None else parse_duration(until, "until")
-    return Result(run_scenario(value, variant, seed, until_ms), file)
+    result = Result(run_scenario(value, variant, seed, until_ms), file)
+    problems = [p for p in result._fault_problems() if p.index not in allowed]
+    if problems:
+        raise FaultDidNothing(told.noop_faults(value.name, result.variant, result.seed,
+                                               [p.text for p in problems], sorted({p.index for p in problems})),
+                              result, problems)
+    return result

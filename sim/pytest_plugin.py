@@ -41,7 +41,9 @@ reproduce command; a test's ``toolcall_run`` calls add the same properties per r
 ``toolcall_explore`` a ``toolcall-sim replay`` command per counterexample).
 
 Fixtures: ``toolcall_run`` (sim/api.py's ``run``; a builder is also written to the
-test's tmp_path, so a failing test prints a reproduce command for it),
+test's tmp_path, so a failing test prints a reproduce command for it; a fault that did
+nothing, never fired or raced nothing fails the test unless the keyword
+``allow_noop_faults`` or the marker ``toolcall_allow_noop_faults`` allows it),
 ``toolcall_explore`` (an exhaustive search of a small world: verdicts and
 counterexample files) and ``toolcall_swarm`` (swarm seeds, by default
 ``--toolcall-seeds``). ``HYPOTHESIS_PROFILE`` names the hypothesis profile
@@ -144,6 +146,8 @@ def _hypothesis_profile() -> None:
 
 def pytest_configure(config) -> None:
     config.addinivalue_line("markers", "toolcall_scenario: a scenario file run under one variant (toolcall_sim.pytest_plugin)")
+    config.addinivalue_line("markers", f"{ALLOW_NOOP_MARKER}(*indexes): this test's toolcall_run runs may have faults "
+                                       "that do nothing, never fire or race nothing (all, or those indexes)")
     seeds = config.getoption("--toolcall-seeds")
     hashes = config.getini("toolcall_trace_hashes")
     base = config.inipath.parent if config.inipath else config.rootpath
@@ -378,29 +382,59 @@ def pytest_runtest_makereport(item, call):
 # ---------------------------------------------------------------------------
 
 
+ALLOW_NOOP_MARKER = "toolcall_allow_noop_faults"
+
+
+def _marked_allowance(node) -> "bool | list[int]":
+    """What ``@pytest.mark.toolcall_allow_noop_faults`` lets a test's runs do: with no
+    arguments every fault may do nothing, with indexes (``(0, 2)``) those faults."""
+    marker = node.get_closest_marker(ALLOW_NOOP_MARKER)
+    if marker is None:
+        return False
+    if marker.kwargs:
+        raise pytest.UsageError(f"@pytest.mark.{ALLOW_NOOP_MARKER}: takes fault indexes, not {sorted(marker.kwargs)}")
+    return list(marker.args) if marker.args else True
+
+
 @pytest.fixture
 def toolcall_run(request, tmp_path):
-    """``toolcall_run(world, variant=None, seed=None, until=None)``: run a builder
-    (sim/api.py ``Scenario``), a scenario value or a scenario file; returns an
-    ``toolcall_sim.api.Result``. A builder is written to the test's tmp_path first, so a failing
-    test lists a command that runs it again."""
+    """``toolcall_run(world, variant=None, seed=None, until=None, allow_noop_faults=None)``:
+    run a builder (sim/api.py ``Scenario``), a scenario value or a scenario file; returns
+    an ``toolcall_sim.api.Result``. A builder is written to the test's tmp_path first, so a
+    failing test lists a command that runs it again. A fault that did nothing, never
+    fired or raced nothing fails the test (sim/api.py ``FaultDidNothing``) unless
+    ``allow_noop_faults`` (True, or fault indexes) or the test's
+    ``@pytest.mark.toolcall_allow_noop_faults`` marker allows it; the keyword wins."""
     from toolcall_sim import api
 
     runs = request.node.stash.setdefault(_RUNS, [])
+    marked = _marked_allowance(request.node)
 
-    def run(world, variant: str | None = None, seed: int | None = None, until: str | None = None) -> api.Result:
+    def run(world, variant: str | None = None, seed: int | None = None, until: str | None = None,
+            allow_noop_faults: "bool | list[int] | None" = None) -> api.Result:
+        __tracebackhide__ = True
         file = None
         if isinstance(world, api.Scenario):
             slug = "".join(ch if ch.isalnum() else "_" for ch in world.name)[:60] or "scenario"
             file = world.write(tmp_path / f"{slug}.toml")
-        result = api.run(file or world, variant, seed, until)
-        shown = None if result.file is None else _shown(Path(result.file), request.config)
-        reproduce = text.reproduce(shown, result.variant, result.seed) + (f" --until {until}" if until else "")
-        runs.append(reproduce)
-        # --junitxml: the properties a scenario item carries, one set per run of the test
-        for prop in (("scenario", result.scenario), ("variant", result.variant), ("seed", result.seed),
-                     ("trace_sha256", result.trace_sha256), ("reproduce", reproduce)):
-            request.node.user_properties.append(prop)
+        allowed = marked if allow_noop_faults is None else allow_noop_faults
+
+        def record(result: api.Result) -> None:
+            """The run's reproduce command for the failure text, and for --junitxml the
+            properties a scenario item carries (one set per run of the test)."""
+            shown = None if result.file is None else _shown(Path(result.file), request.config)
+            reproduce = text.reproduce(shown, result.variant, result.seed) + (f" --until {until}" if until else "")
+            runs.append(reproduce)
+            for prop in (("scenario", result.scenario), ("variant", result.variant), ("seed", result.seed),
+                         ("trace_sha256", result.trace_sha256), ("reproduce", reproduce)):
+                request.node.user_properties.append(prop)
+
+        try:
+            result = api.run(file or world, variant, seed, until, allow_noop_faults=allowed)
+        except api.FaultDidNothing as err:  # (the failure lists the run's command too)
+            record(err.result)
+            raise
+        record(result)
         return result
 
     return run

@@ -6,6 +6,7 @@ from __future__ import annotations
 import dataclasses
 import inspect
 import pathlib
+import re
 import tomllib
 
 import pytest
@@ -190,3 +191,106 @@ def test_a_files_mistake_survives_the_builder_for_the_loader_to_refuse(mistake):
         Scenario.from_dict(data).scenario
     # The same field and reason; the builder names the world by its name (or "scenario").
     assert str(built.value).split(": ", 1)[1] == str(direct.value).split(": ", 1)[1]
+
+
+# -- a race that did not happen fails (issue 37) ----------------------------------------
+
+def takeover_as_the_start_is_sent(to: str) -> Scenario:
+    """The README's example world on two replicas, whose chat changes owner as chatd
+    sends the start (chat-1's owner at seed 1 is replica-2)."""
+    world = Scenario("takeover at the start").world(replicas=2).chat("chat-1")
+    world = world.execute("toolu_01", "make", runs_for="20m", timeout="30m")
+    return world.fault(api.takeover(to, when=api.on("request_sent", tool_call="toolu_01")))
+
+
+OWNER_MESSAGE = ("faults[0] (takeover to replica-2 when request_sent of toolu_01 (nth 1)) fired at 2.106 s and did "
+                 "nothing: the new owner already owns the chat")
+
+
+def test_a_takeover_to_the_owner_fails_the_run_by_default():
+    """The test a user writes after the README, with the takeover aimed at the replica
+    that already owns the chat: every assert of it would hold (one start, completed), so
+    ``run`` itself fails, naming the fault by index, kind and trigger, and why."""
+    with pytest.raises(api.FaultDidNothing) as failed:
+        api.run(takeover_as_the_start_is_sent("replica-2"), variant="contract")
+    assert isinstance(failed.value, AssertionError)  # a failed test, not an error
+    assert str(failed.value) == (
+        OWNER_MESSAGE + "\n"
+        "scenario takeover at the start under contract, seed 1: the race this test tells did not happen\n"
+        "make it happen (another target, trigger or time), or say the test means it: allow_noop_faults=[0]")
+    result = failed.value.result  # the run is still there to look at
+    assert result.call("toolu_01").process_starts == 1 and result.call("toolu_01").results == ["completed"]
+    assert [(p.index, p.problem) for p in failed.value.problems] == [(0, "did_nothing")]
+
+
+@pytest.mark.parametrize("allow", [True, [0], (0,)])
+def test_the_opt_out_lets_that_run_pass_and_still_says_why(allow):
+    result = api.run(takeover_as_the_start_is_sent("replica-2"), variant="contract", allow_noop_faults=allow)
+    assert result.fault_problems() == [OWNER_MESSAGE]
+    with pytest.raises(AssertionError, match=r"did nothing: the new owner already owns the chat"):
+        result.assert_expectations()  # a file's rule, unchanged by the opt-out
+
+
+def test_a_real_takeover_passes():
+    result = api.run(takeover_as_the_start_is_sent("replica-1"), variant="contract")
+    assert result.fault_problems() == []
+    acquired = [r["node"] for r in result.trace if r.get("note") == "acquired"]
+    assert acquired[-1] == "replica-1"  # the chat did change owner
+
+
+def test_a_trigger_that_never_fires_fails_unless_the_variant_says_so():
+    world = lost_start_answer().fault(api.interrupt("chat-1", when=api.on("process_started", tool_call="toolu_01",
+                                                                           nth=2)))
+    with pytest.raises(api.FaultDidNothing, match=r"^faults\[1\] \(interrupt when process_started of toolu_01 "
+                                                  r"\(nth 2\)\) never fired: its trigger did not come before the run "
+                                                  r"ended at 1h\n(?s:.*)allow_noop_faults=\[1\]$") as failed:
+        api.run(world, variant="contract")
+    assert [(p.index, p.problem) for p in failed.value.problems] == [(1, "never_fired")]
+    # The scenario's own word for it: the variant's faults_never_fired.
+    api.run(world.expect("contract", faults_never_fired=[1]), variant="contract")
+    api.run(world, variant="contract", allow_noop_faults=[1])
+    with pytest.raises(api.FaultDidNothing):
+        api.run(world, variant="contract", allow_noop_faults=[0])  # the other fault's leave is not this one's
+
+
+def test_a_fault_aimed_at_a_call_that_was_over_raced_nothing():
+    """A story's racing steps must overlap: an interrupt aimed at toolu_01 a minute after
+    its result was committed races nothing (the call is over), one in the same
+    millisecond as the commit still races it."""
+    base = Scenario("late interrupt").chat("chat-1").execute("toolu_01", "make", runs_for="20s", timeout="30m")
+    late = base.fault(api.interrupt("chat-1", when=api.on("result_committed", tool_call="toolu_01"), offset="1m"))
+    with pytest.raises(api.FaultDidNothing) as failed:
+        api.run(late, variant="contract")
+    # (docs/pages/how-to/pytest.md shows this sentence)
+    assert str(failed.value).splitlines()[0] == (
+        "faults[0] (interrupt when result_committed of toolu_01 (nth 1) + 1m) raced nothing: it fired at 82.167 s, "
+        "after toolu_01 was over (its last result committed at 22.167 s, its last process ended at 22.138 s)")
+    assert [(p.index, p.problem) for p in failed.value.problems] == [(0, "raced_nothing")]
+    at_once = base.fault(api.interrupt("chat-1", when=api.on("result_committed", tool_call="toolu_01")))
+    assert api.run(at_once, variant="contract").fault_problems() == []
+    # A fault at a time aims at no call: nothing to overlap (issue 37's narrow meaning).
+    assert api.run(base.fault(api.interrupt("chat-1", at="5m")), variant="contract").fault_problems() == []
+
+
+def test_every_problem_is_listed_and_the_first_leads():
+    world = takeover_as_the_start_is_sent("replica-2").fault(
+        api.interrupt("chat-1", when=api.on("process_started", tool_call="toolu_01", nth=3)))
+    with pytest.raises(api.FaultDidNothing) as failed:
+        api.run(world, variant="contract")
+    lines = str(failed.value).splitlines()
+    assert lines[0] == OWNER_MESSAGE + " (and 1 more)"
+    assert lines[2:4] == ["  " + OWNER_MESSAGE, "  faults[1] (interrupt when process_started of toolu_01 (nth 3)) "
+                          "never fired: its trigger did not come before the run ended at 1h"]
+    assert lines[-1].endswith("allow_noop_faults=[0, 1]")
+
+
+@pytest.mark.parametrize("allow, error", [
+    ([3], "allow_noop_faults: takeover at the start has no faults[3] (it has faults[0]..faults[0])"),
+    ([-1], "has no faults[-1]"),
+    ("0", "expected True, False or a list of fault indexes"),
+    ([True], "expected True, False or a list of fault indexes"),
+    (1, "expected True, False or a list of fault indexes"),
+])
+def test_an_opt_out_naming_no_fault_is_refused(allow, error):
+    with pytest.raises((ValueError, TypeError), match=re.escape(error)):
+        api.run(takeover_as_the_start_is_sent("replica-1"), variant="contract", allow_noop_faults=allow)

@@ -1,6 +1,6 @@
 """``toolcall-sim explore SCENARIO.toml`` (sim/world/explore_scenario.py,
 sim/cli/explore_scenario.py): the scenario's world on the explorer's clock, its
-faults as budgets, every part the explorer cannot honour refused in one line (exit 2),
+faults as budgets (anywhere, or at their trigger), every part the explorer cannot honour refused in one line (exit 2),
 the small worlds as scenario files, counterexamples that replay, expectations checked
 against the whole search. Every search here is small (seconds)."""
 
@@ -158,9 +158,115 @@ def test_what_the_explorer_cannot_honour_is_refused_by_name(name, changes, named
     assert named in refusal(scenario(**changes))
 
 
-def test_faults_at_their_trigger_are_refused_for_now():
-    text = refusal(scenario(faults=[{"kind": "interrupt", "at": "1m"}]), faults_mode="at-trigger")
-    assert "--faults at-trigger" in text
+# --- faults at their trigger (Rule 8) -----------------------------------------
+
+
+def searched(data: dict, variant: str, mode: str, **kw):
+    e = built(data, variant, faults_mode=mode)
+    return e, ex.explore(e.config, e.bounds, max_states=20_000, **kw)
+
+
+def test_each_trigger_becomes_its_window():
+    """Rule 8: a time on the small clock after the chats' start shift (8), a sent
+    message in flight, a process running, a commit made, a lost answer's own message;
+    a fault's chat and a takeover's target restrict it; the budgets line names each."""
+    faults = [{"kind": "interrupt", "chat": "chat-1", "at": "3m"},
+              {"kind": "takeover", "to": "replica-2", "when": {"event": "result_committed", "tool_call": "toolu_01"}},
+              {"kind": "agent_restart", "when": {"event": "process_started", "tool_call": "toolu_01"}},
+              {"kind": "interrupt", "when": {"event": "request_sent", "route": "start", "tool_call": "toolu_01"},
+               "offset": "10s"},
+              {"kind": "lose", "message": {"route": "start", "tool_call": "toolu_01", "direction": "response"}}]
+    e = built(scenario(faults=faults), faults_mode="at-trigger")
+    chat = e.config.chats[0].chat_id
+    assert e.bounds.fault_windows == (
+        ("interrupts", ("after", 2 + 8), chat, ""), ("ownership_changes", ("result", "toolu_01"), "", "replica-2"),
+        ("agent_restarts", ("process", "toolu_01"), "", ""),
+        ("interrupts", ("message", "request", "start", "toolu_01"), "", ""),  # 10s: below half a small ms
+        ("lost_responses", ("message", "response", "start", "toolu_01"), "", ""))
+    assert (e.bounds.interrupts, e.bounds.ownership_changes) == (2, 1)
+    line = next(line for line in e.lines if line.startswith("budgets:"))
+    assert "each only at its trigger: interrupts from 10 small ms on (chat chat-1) (faults[0])" in line
+    assert "lost_responses while a start response of toolu_01 is in flight (faults[4])" in line
+    assert built(scenario(faults=faults)).bounds.fault_windows == ()  # anywhere: today's search
+
+
+def test_a_fault_at_its_trigger_finds_what_anywhere_finds_in_fewer_states():
+    """A takeover while the command runs, held to 3m: under today the retry runs the
+    command again (the violations anywhere finds too), in about half the states."""
+    data = scenario(faults=[{"kind": "takeover", "to": "replica-2", "at": "3m"}])
+    _, anywhere = searched(data, "today", "anywhere")
+    _, at_trigger = searched(data, "today", "at-trigger")
+    assert anywhere.exhausted and at_trigger.exhausted and at_trigger.states < anywhere.states
+    found = sorted(f.property for f in at_trigger.violations)
+    assert found == sorted(f.property for f in anywhere.violations) == ["at_most_once", "retry_changes_nothing"]
+
+
+def test_a_fault_at_its_trigger_makes_a_narrower_claim():
+    """An agent restart at 35m, after the command's result is committed: anywhere it may
+    also strike while the command runs, which makes the result untruthful even under the
+    contract; held to its time it finds nothing."""
+    data = scenario(faults=[{"kind": "agent_restart", "at": "35m"}])
+    _, anywhere = searched(data, "contract", "anywhere")
+    _, at_trigger = searched(data, "contract", "at-trigger")
+    assert at_trigger.exhausted and at_trigger.states < anywhere.states
+    assert "truthful_result" in {f.property for f in anywhere.violations}
+    assert at_trigger.violations == []
+
+
+TWO_CALLS = [{"chat": "chat-1", "tool_calls": [
+    {"id": "toolu_01", "tool": "execute", "command": "make build", "runs_for": "20m", "timeout": "30m"},
+    {"id": "toolu_02", "tool": "write_file", "path": "/w/a.txt", "content": "x"}]}]
+
+
+def test_a_lose_at_its_trigger_drops_only_its_answer():
+    data = scenario(turns=TWO_CALLS, faults=[{"kind": "lose", "message": {"route": "write", "tool_call": "toolu_02",
+                                                                          "direction": "response"}}])
+    losses = {}
+    for mode in ("anywhere", "at-trigger"):
+        _, result = searched(data, "today", mode, keep_edges=True)
+        losses[mode] = {label.split()[3] for _, _, label in result.edges if label.startswith("lose ")}
+    assert losses == {"anywhere": {"toolu_01", "toolu_02"}, "at-trigger": {"toolu_02"}}
+
+
+def test_windows_read_only_the_system_state_so_the_memos_agree():
+    """model/explore.py Rule 10: with ``CHECK_MEMO`` every reused expansion and step is
+    computed again and compared, so a window that read the ghost history would fail."""
+    from toolcall_sim.model import explore_context
+
+    data = scenario(turns=TWO_CALLS, faults=[
+        {"kind": "interrupt", "when": {"event": "process_started", "tool_call": "toolu_01"}},
+        {"kind": "lose", "message": {"route": "start", "tool_call": "toolu_01", "direction": "response"}}])
+    _, plain = searched(data, "today", "at-trigger")
+    with pytest.MonkeyPatch.context() as patch:
+        patch.setattr(explore_context, "CHECK_MEMO", True)
+        _, checked = searched(data, "today", "at-trigger")
+    assert checked.exhausted and (checked.states, checked.transitions) == (plain.states, plain.transitions)
+
+
+AT_TRIGGER_REFUSED = [
+    ("nth", {"kind": "interrupt", "when": {"event": "request_sent", "route": "start", "tool_call": "toolu_01", "nth": 2}},
+     "faults[0].when.nth"),
+    ("offset", {"kind": "interrupt", "when": {"event": "process_started", "tool_call": "toolu_01"}, "offset": "5m"},
+     "faults[0].offset"),
+    ("delivered", {"kind": "interrupt", "when": {"event": "request_delivered", "route": "start", "tool_call": "toolu_01"}},
+     "faults[0].when"),
+    ("any tool call", {"kind": "interrupt", "when": {"event": "result_committed"}}, "faults[0].when"),
+    ("nth answer", {"kind": "lose", "message": {"route": "start", "tool_call": "toolu_01", "direction": "response",
+                                                "nth": 2}}, "faults[0].message.nth"),
+]
+
+
+@pytest.mark.parametrize("name,fault,named", AT_TRIGGER_REFUSED, ids=[c[0] for c in AT_TRIGGER_REFUSED])
+def test_a_trigger_with_no_window_is_refused(name, fault, named):
+    text = refusal(scenario(faults=[fault]), faults_mode="at-trigger")
+    assert f"--faults at-trigger: {named}" in text
+    built(scenario(faults=[fault]))  # anywhere, the same fault is a budget
+
+
+def test_a_named_target_of_three_is_honoured_at_its_trigger():
+    e = built(scenario(world={"replicas": 3}, faults=[{"kind": "takeover", "to": "replica-3", "at": "1m"}]),
+              faults_mode="at-trigger")
+    assert e.bounds.fault_windows[0][3] == "replica-3" and e.bounds.pinned_replicas == ("replica-3",)
 
 
 def test_a_named_target_is_honoured_when_it_is_the_only_other_replica():
@@ -257,14 +363,41 @@ def test_an_expectation_mismatch_exits_1(tmp_path, capsys, monkeypatch):
 
 @pytest.mark.parametrize("argv,named", [
     (["--world", "default"], "--world"),
-    (["--faults", "at-trigger"], "--faults at-trigger"),
+    (["--faults", "at-trigger", "--world", "default"], "--world"),
     (["--second", "edit"], "--second"),
-], ids=["with --world", "at-trigger", "--second"])
+], ids=["with --world", "at-trigger with --world", "--second"])
 def test_bad_combinations_are_one_line_exit_2(argv, named, tmp_path, capsys, monkeypatch):
     monkeypatch.chdir(tmp_path)
     code, _, err = run(["explore", str(ROOT / "scenarios" / "us01_ownership_change.toml"), *argv,
                         "--out", str(tmp_path / "o")], capsys)
     assert code == 2 and len(err.strip().splitlines()) == 1 and named in err
+
+
+def test_a_trigger_the_state_cannot_show_is_one_line_exit_2(tmp_path, capsys, monkeypatch):
+    monkeypatch.chdir(tmp_path)
+    code, _, err = run(["explore", str(ROOT / "scenarios" / "bug_delayed_retry_across_restart.toml"),
+                        "--faults", "at-trigger", "--out", str(tmp_path / "o")], capsys)
+    assert code == 2 and len(err.strip().splitlines()) == 1 and "--faults at-trigger: faults[0].when.nth" in err
+
+
+def test_windows_round_trip_in_a_counterexample_that_replays(tmp_path, capsys, monkeypatch):
+    """us01_ownership_change at its trigger under today: the counterexample records the
+    windows (as lists, read back as the same tuples) and the faults mode, and replays."""
+    monkeypatch.chdir(tmp_path)
+    code, out, _ = run(["explore", str(ROOT / "scenarios" / "us01_ownership_change.toml"), "--variant", "today",
+                        "--faults", "at-trigger", "--out", str(tmp_path / "o"), "--json", "--quiet"], capsys)
+    doc = json.loads(out)
+    assert code == 0 and doc["exhausted"] and doc["violations"]
+    expected = es.build(load(ROOT / "scenarios" / "us01_ownership_change.toml"), "today", "at-trigger").bounds
+    for v in doc["violations"]:
+        world = json.loads(Path(v["counterexample"]).read_text())["world"]
+        assert world["faults"] == "at-trigger"
+        windows = world["bounds"]["fault_windows"]
+        assert windows and tuple((b, tuple(w), c, t) for b, w, c, t in windows) == expected.fault_windows
+        replayed = cx.replay(v["counterexample"])
+        assert replayed.reproduced and replayed.trace_sha256 == replayed.expected_sha256
+        code, out, _ = run(["replay", v["counterexample"]], capsys)
+        assert code == 1 and "REPRODUCED" in out
 
 
 def test_a_refused_scenario_is_one_line_exit_2(tmp_path, capsys, monkeypatch):

@@ -95,6 +95,84 @@ def test_a_failure_tells_the_story(pytester):
     assert svg.startswith("<?xml") and 'id="evidence-46"' in svg and "lost-start-answer under today" in svg
 
 
+TAKEOVER_TESTS = """
+import pytest
+from toolcall_sim.api import Scenario, on, takeover
+
+
+def takeover_at_the_start(to):
+    world = Scenario("takeover at the start").world(replicas=2).chat("chat-1")
+    world = world.execute("toolu_01", "make", runs_for="20m", timeout="30m")
+    return world.fault(takeover(to, when=on("request_sent", tool_call="toolu_01")))
+
+
+def test_to_the_owner(toolcall_run):  # replica-2 owns chat-1: the README's test, a race that never happened
+    result = toolcall_run(takeover_at_the_start("replica-2"), variant="contract")
+    assert result.call("toolu_01").process_starts == 1
+
+
+def test_to_the_owner_allowed(toolcall_run):
+    result = toolcall_run(takeover_at_the_start("replica-2"), variant="contract", allow_noop_faults=[0])
+    assert result.fault_problems()
+
+
+@pytest.mark.toolcall_allow_noop_faults
+def test_to_the_owner_marked(toolcall_run):
+    assert toolcall_run(takeover_at_the_start("replica-2"), variant="contract").fault_problems()
+
+
+@pytest.mark.toolcall_allow_noop_faults(0)
+def test_to_the_owner_marked_by_index(toolcall_run):
+    assert toolcall_run(takeover_at_the_start("replica-2"), variant="contract").fault_problems()
+
+
+@pytest.mark.toolcall_allow_noop_faults
+def test_the_keyword_wins_over_the_marker(toolcall_run):
+    toolcall_run(takeover_at_the_start("replica-2"), variant="contract", allow_noop_faults=False)
+
+
+def test_a_real_takeover(toolcall_run):
+    assert toolcall_run(takeover_at_the_start("replica-1"), variant="contract").fault_problems() == []
+"""
+
+
+def test_a_race_that_never_happened_fails_a_test_by_default(pytester):
+    """issue 37: a README-style test whose takeover targets the chat's owner fails, in
+    the fault's words, with the command that runs the world again; the keyword and the
+    marker opt out; a real takeover passes."""
+    pytester.makepyfile(test_takeover=TAKEOVER_TESTS)
+    result = _run(pytester, "-rf")
+    result.assert_outcomes(passed=4, failed=2)
+    out = result.stdout.str()
+    message = ("faults[0] (takeover to replica-2 when request_sent of toolu_01 (nth 1)) fired at 2.106 s and did "
+               "nothing: the new owner already owns the chat")
+    assert f"E       toolcall_sim.api.FaultDidNothing: {message}" in out
+    assert "FAILED test_takeover.py::test_to_the_owner - " in out
+    assert "FAILED test_takeover.py::test_the_keyword_wins_over_the_marker - " in out
+    assert "allow_noop_faults=[0]" in out
+    assert "toolcall-sim runs of this test" in out
+    assert "takeover_at_the_start.toml --variant contract --seed 1" in out
+    assert "def run(" not in out  # the plugin's and the API's frames are hidden
+
+
+def test_the_pages_race_that_never_happened_fails_as_the_page_shows(pytester):
+    """docs/pages/how-to/pytest.md's example of a takeover to the chat's owner, run as
+    written: it fails with the lines the page shows (the temporary path aside)."""
+    import re
+
+    page = (ROOT / "docs" / "pages" / "how-to" / "pytest.md").read_text()
+    section = page.split("## A race that did not happen fails", 1)[1].split("\n## ", 1)[0]
+    code, shown = re.findall(r"```(?:python|text)\n(.*?)```", section, re.S)[:2]
+    pytester.makepyfile(test_page=code)
+    result = _run(pytester)
+    result.assert_outcomes(failed=1)
+    out = result.stdout.str()
+    for line in shown.splitlines():
+        if line.startswith("toolcall-sim run "):
+            line = "takeover_at_the_start.toml " + line.split(".toml ", 1)[1]
+        assert line in out, line
+
+
 def test_x_stops_at_the_first_failing_race_and_junitxml_reports_each(pytester):
     _folder(pytester, {"scenarios/a.toml": WRONG, "scenarios/b.toml": WRONG})
     _run(pytester, "-x", "scenarios").assert_outcomes(passed=1, failed=1)

@@ -55,9 +55,8 @@ Rule 5 (faults become budgets). Each fault kind the scenario names may happen as
         timeouts are no fault of the scenario: ``task_retries`` stays the explorer's 1
         unless ``--task-retries`` says otherwise. Every other kind (a clock step, a database outage,
         a workspace change, a partition, a crash, a crafted request, a delayed answer, a handler
-        panic, a second user message, an edit) is refused; a delayed request is Rule 6. ``--faults at-trigger`` (only at
-        the scenario's trigger) is refused for every trigger: the explorer offers a
-        budgeted fault in every state and has no way yet to hold one to its trigger.
+        panic, a second user message, an edit) is refused; a delayed request is Rule 6.
+        ``--faults at-trigger`` holds each fault to its trigger instead (Rule 8).
 Rule 6 (the network). The explorer's messages take any order and at most
         ``max_in_flight`` small ms (model/explore.py Rule 1): the scenario's largest
         latency ``floor(max / R)``, or, when the scenario delays a request (a ``delay``
@@ -70,6 +69,24 @@ Rule 6 (the network). The explorer's messages take any order and at most
 Rule 7 (publishes). ``[world] pubsub`` decides whether database events are messages
         (``late``, the default, as in production and in the timed run) or reach every
         replica within the commit's step (``at_commit``, the explorer's small worlds).
+Rule 8 (faults at their trigger). Under ``--faults at-trigger`` each budget above comes
+        with one window per fault (``Bounds.fault_windows``, model/explore_actions.py),
+        and the budget's fault is offered only in a state where one holds. A window reads
+        the system state alone (model/explore.py Rule 10), so it can only say what the
+        state shows: an ``at`` time (plus its offset) is ``after`` that time on the
+        small clock moved by the chats' start (Rule 4), from then on, since the clock
+        jumps from timer to timer and may never stop at the exact ms; a
+        ``request_sent`` or ``response_sent`` event is ``message``: such a message in
+        flight; ``process_started`` is ``process``: the tool call's process runs on the
+        agent; ``result_committed`` and ``message_committed``: the result, or the
+        assistant message carrying the call, is in the database. A ``lose`` drops only
+        the answer its ``message`` names. A fault's ``chat`` restricts it to that chat,
+        a takeover's ``to`` to that replica (so with any number of replicas). Refused,
+        one line: an ``nth`` above 1 (the state counts no events: a window would open at
+        every one), a delivered-message event (the state keeps no record of a delivery),
+        a process or commit event of any tool call, an event's offset of half a small
+        ms or more (the state does not record when the event happened; a smaller one
+        is the event's own ms). The faults of one budget share its count.
 """
 
 from __future__ import annotations
@@ -95,7 +112,7 @@ LOOP_KEYS = ("heartbeat_interval", "heartbeat_stale", "acquisition_interval")
 # Scenario fault kind -> the explorer's budget (model/explore_context.py BUDGETS).
 BUDGET_OF_FAULT = {"agent_restart": "agent_restarts", "ownership_change": "ownership_changes",
                    "takeover": "ownership_changes", "interrupt": "interrupts", "lose": "lost_responses"}
-FAULT_MODES = ("anywhere", "at-trigger")  # --faults: at any point, or only at the trigger (refused for now)
+FAULT_MODES = ("anywhere", "at-trigger")  # --faults: at any point, or only at the trigger (Rule 8)
 # [world] durations besides the timing keys (Rule 2).
 _WORLD_DURATIONS = ("generation_time", "age_margin", "handler_time", "agent_boot_at", "chat_start", "chat_stagger")
 
@@ -131,7 +148,7 @@ def small(real_ms: int, ratio: Fraction) -> int:
 
 
 def _check_unsupported(scenario: Scenario, faults_mode: str) -> None:
-    """Rules 5 and 6: every part the explorer has no counterpart for, refused by name."""
+    """Rules 5, 6 and 8: every part the explorer has no counterpart for, refused by name."""
     if scenario.clocks:
         node = scenario.clocks[0][0]
         _refuse(scenario, f"clocks.{node}", "the explorer runs every node on true time (no offset, drift or steps)")
@@ -157,7 +174,8 @@ def _check_unsupported(scenario: Scenario, faults_mode: str) -> None:
                     f"{', '.join(BUDGET_OF_FAULT)} and a delay of a request")
         if fault.kind == "agent_restart" and fault.get("downtime"):
             _refuse(scenario, f"{where}.downtime", "the explorer's agent restart boots again at once")
-        if fault.kind in ("takeover", "ownership_change") and fault.get("to") is not None and len(replicas) > 2:
+        if fault.kind in ("takeover", "ownership_change") and fault.get("to") is not None and len(replicas) > 2 \
+                and faults_mode != "at-trigger":
             _refuse(scenario, f"{where}.to", f"the explorer's takeover goes to any live replica but the owner, "
                     f"not only {fault.get('to')} of {len(replicas)}")
         # A message fault the explorer has: the loss of an answer, a request held late.
@@ -167,9 +185,57 @@ def _check_unsupported(scenario: Scenario, faults_mode: str) -> None:
         if wanted and (m.direction != wanted[0] or m.route not in LOSABLE_ROUTES):
             _refuse(scenario, f"{where}.message", f"the explorer {wanted[1]} (on {', '.join(LOSABLE_ROUTES)}), "
                     f"not a {m.direction} on {m.route}")
-    if faults_mode == "at-trigger" and scenario.faults:
-        _refuse(scenario, "--faults at-trigger", f"faults[0..{len(scenario.faults) - 1}]: the explorer offers a "
-                "budgeted fault in every state and cannot hold one to its trigger yet; use --faults anywhere")
+    if faults_mode == "at-trigger":
+        for i, fault in enumerate(scenario.faults):
+            if fault.kind != "delay":
+                _window_of(scenario, i, fault, 0, ratio_of(scenario))  # refuses what has no window
+
+
+# Trigger events -> the window kind that holds from the event on (Rule 8); the message
+# events are ("message", ...) windows, the delivered ones refused (the state keeps no
+# record of a delivered message).
+_STATE_WINDOWS = {"process_started": "process", "result_committed": "result", "message_committed": "message_committed"}
+_MESSAGE_EVENTS = ("request_sent", "response_sent")
+
+
+def _window_of(scenario: Scenario, i: int, fault, shift_ms: int, ratio: Fraction) -> tuple:
+    """Rule 8: scenario fault ``i``'s window (model/explore_actions.py) on the explorer's
+    clock, the story moved ``shift_ms`` later by the chats' start (Rule 4); refused in
+    one line when the system state cannot say when its trigger holds."""
+    where = f"--faults at-trigger: faults[{i}]"
+    if fault.kind == "lose":
+        m = fault.get("message")
+        if m.nth != 1:
+            _refuse(scenario, f"{where}.message.nth", f"nth {m.nth} of the matching answers: the explorer's state does "
+                    "not count answers, so a window for it would open at every one")
+        return ("message", "response", m.route or "", m.tool_call or "")
+    t = fault.trigger
+    if t.at_ms is not None:
+        return ("after", small(t.at_ms + t.offset_ms, ratio) + shift_ms)
+    if int(Fraction(t.offset_ms) / ratio + Fraction(1, 2)):  # an offset below half a small ms is the event's ms
+        _refuse(scenario, f"{where}.offset", f"{format_duration(t.offset_ms)} after a {t.event} event "
+                f"({format_duration(int(ratio))} a small ms): the explorer's state does not record when an event happened")
+    m = t.match
+    if m.nth != 1:
+        _refuse(scenario, f"{where}.when.nth", f"nth {m.nth} of the {t.event} events: the explorer's state does not "
+                "count events, so a window for it would open at every one")
+    if t.event in _MESSAGE_EVENTS:
+        return ("message", m.direction, m.route or "", m.tool_call or "")
+    if t.event in _STATE_WINDOWS and m.tool_call is not None:
+        return (_STATE_WINDOWS[t.event], m.tool_call)
+    _refuse(scenario, f"{where}.when", f"a {t.event} event" + (" of any tool call" if t.event in _STATE_WINDOWS else
+            ": the explorer's state keeps no record of a delivered message"))
+
+
+def _window_words(window: tuple) -> str:
+    """A window for the budgets line."""
+    kind = window[0]
+    if kind == "after":
+        return f"from {window[1]} small ms on"
+    if kind == "message":
+        return f"while a {window[2] or 'any'} {window[1]}" + (f" of {window[3]}" if window[3] else "") + " is in flight"
+    return {"process": "while a process of {} runs", "result": "once the result of {} is committed",
+            "message_committed": "once the message carrying {} is committed"}[kind].format(window[1])
 
 
 def _durations(scenario: Scenario, ratio: Fraction) -> list[tuple[str, int, int]]:
@@ -260,7 +326,7 @@ def _timing(scenario: Scenario, ratio: Fraction) -> Timing:
 
 def build(scenario: Scenario, variant: str, faults_mode: str = "anywhere", max_in_flight_ms: int | None = None,
           horizon_ms: int | None = None, budgets: dict | None = None, symmetry: bool = True) -> Explorable:
-    """The scenario under ``variant`` as the explorer's world and bounds (Rules 1-7).
+    """The scenario under ``variant`` as the explorer's world and bounds (Rules 1-8).
     ``max_in_flight_ms`` and ``horizon_ms`` (small ms) and ``budgets`` (budget -> count)
     are flags given on the command line: they win over what the scenario implies;
     ``symmetry`` False is ``--no-reduction``."""
@@ -314,18 +380,32 @@ def build(scenario: Scenario, variant: str, faults_mode: str = "anywhere", max_i
     counts["task_retries"] = 1
     widened = []
     delays = []
+    windows = []
+    words = []
+    chat_ids = {c.name: c.chat_id for c in config.chats}
     for i, fault in enumerate(scenario.faults):
         if fault.kind == "delay":
             delays.append((sm[f"faults[{i}].by"], i))
             continue
-        counts[BUDGET_OF_FAULT[fault.kind]] += 1
-        if fault.get("chat") is not None and len(config.chats) > 1:
+        budget = BUDGET_OF_FAULT[fault.kind]
+        counts[budget] += 1
+        if faults_mode == "at-trigger":
+            chat, to = fault.get("chat"), fault.get("to") or ""
+            window = _window_of(scenario, i, fault, shift, ratio)
+            windows.append((budget, window, "" if chat is None else chat_ids.get(chat, chat), to))
+            words.append(f"{budget} {_window_words(window)}" + (f" (chat {chat})" if chat else "")
+                         + (f" (to {to})" if to else "") + f" (faults[{i}])")
+        elif fault.get("chat") is not None and len(config.chats) > 1:
             widened.append(f"faults[{i}].chat")
     given = {b: n for b, n in (budgets or {}).items() if n is not None}
     counts.update(given)
-    lines.append("budgets: " + ", ".join(f"{b} {n}" + (" (flag)" if b in given else "") for b, n in counts.items())
-                 + "; each at any point" + (f" (and any chat: {', '.join(widened)})" if widened else "")
+    if windows:
+        where = "; each only at its trigger: " + "; ".join(words)
+    else:
+        where = ("; each at any point" + (f" (and any chat: {', '.join(widened)})" if widened else "")
                  + ("; a lost answer: any answer to a start, edit, write or cancel" if counts["lost_responses"] else ""))
+    lines.append("budgets: " + ", ".join(f"{b} {n}" + (" (flag)" if b in given else "") for b, n in counts.items())
+                 + where)
     latency_small = int(Fraction(scenario.latency_max_ms) / ratio)
     implied, why = latency_small, f"the scenario's latency up to {format_duration(scenario.latency_max_ms)}"
     if delays and max(delays)[0] > latency_small:
@@ -341,7 +421,7 @@ def build(scenario: Scenario, variant: str, faults_mode: str = "anywhere", max_i
     if named:
         lines.append(f"symmetry: {', '.join(named)} named by the scenario, never folded with another replica")
     bounds = Bounds(max_in_flight_ms=in_flight, horizon_ms=horizon, scale=max(int(ratio), 1),
-                    pinned_replicas=named, symmetry=symmetry, **counts)
+                    pinned_replicas=named, symmetry=symmetry, fault_windows=tuple(windows), **counts)
     return Explorable(config, bounds, ratio, tuple(lines))
 
 

@@ -429,15 +429,70 @@ class RunResult:
         message never came before the run ended: sim/world/simulation.py Rule 5), makes the scenario
         say something that did not happen, unless the expectation says it never fires
         (``faults_never_fired``: then firing is the failure)."""
-        out = [f"faults: {r['fault']} at {r['t_ms'] / 1000}s did nothing: {r['why']}"
-               for r in self.world.trace if r.get("kind") == "fault_skipped"]
-        fired = self.world.fired
+        return [p.text for p in self.fault_problems(never)]
+
+    def fault_problems(self, never: tuple[int, ...] = ()) -> list["FaultProblem"]:
+        """Each fault that did nothing (``did_nothing``), never fired (``never_fired``,
+        unless ``never`` lists it) or fired although ``never`` lists it (``fired``), in
+        the scenario's order, named by index, kind and trigger."""
+        fired, skipped = self.world.fired, self.world.skipped
+        out = []
         for i, fault in enumerate(self.world.options.faults):
-            if i in never and i in fired:
-                out.append(f"faults_never_fired: faults[{i}] ({fault.kind} {_trigger_words(fault)}) fired")
+            name = f"faults[{i}] ({fault_words(fault)})"
+            if i in skipped:
+                out.append(FaultProblem(i, "did_nothing", f"{name} fired at {fired[i] / 1000:g} s and did nothing: "
+                                                          f"{skipped[i]}"))
+            elif i in never and i in fired:
+                out.append(FaultProblem(i, "fired", f"faults_never_fired: {name} fired at {fired[i] / 1000:g} s"))
             elif i not in fired and i not in never:
-                out.append(f"faults: faults[{i}] ({fault.kind} {_trigger_words(fault)}) never fired: "
-                           f"its trigger did not come before the run ended at {format_duration(self.until_ms)}")
+                out.append(FaultProblem(i, "never_fired", f"{name} never fired: its trigger did not come before the "
+                                                          f"run ended at {format_duration(self.until_ms)}"))
+        return out
+
+    def race_problems(self) -> list["FaultProblem"]:
+        """Each fault aimed at a tool call that fired when that call was already over
+        (``raced_nothing``). A fault is aimed at a call when its trigger names it
+        (``when = { event = ..., tool_call = "toolu_01" }``) or the message it loses,
+        delays or panics on is the call's; a crafted request (``request``) names a call
+        to forge a request about it, not to race it, and a fault at a time names none.
+        The call is over once its last result is committed and its last process has
+        exited or been killed; a call with no result, or a process still running at the
+        end, is never over. A fault in the same millisecond as the call's end still
+        raced it. This is the scenario API's check that a story's racing steps
+        overlapped (sim/api.py ``run``); a scenario file's expectations do not ask it."""
+        spans = self._call_ends()
+        out = []
+        for i, fault in enumerate(self.world.options.faults):
+            call = aimed_call(fault)
+            if call is None or i not in self.world.fired or call not in spans:
+                continue
+            at_ms, (end_ms, committed_ms, exited_ms) = self.world.fired[i], spans[call]
+            if end_ms is None or at_ms <= end_ms:
+                continue
+            parts = [f"its last result committed at {committed_ms / 1000:g} s"]
+            if exited_ms is not None:
+                parts.append(f"its last process ended at {exited_ms / 1000:g} s")
+            out.append(FaultProblem(i, "raced_nothing", f"faults[{i}] ({fault_words(fault)}) raced nothing: it fired "
+                                                        f"at {at_ms / 1000:g} s, after {call} was over "
+                                                        f"({', '.join(parts)})"))
+        return out
+
+    def _call_ends(self) -> dict[str, tuple]:
+        """Scenario ``id`` -> (the true time the call was over, or None while it is not;
+        its last result's commit time; its last process end, or None without one). Copies
+        of one ID (a model's duplicate provider IDs) are over when all of them are."""
+        ev = props.Evidence(self.world.trace, self.world.system)
+        trace = self.world.trace
+        rows: dict[str, list[dict]] = {}
+        for row in self.tool_call_rows():
+            rows.setdefault(row["id"], []).append(row)
+        out: dict[str, tuple] = {}
+        for call, copies in rows.items():
+            commits = [round(r["committed_at_s"] * 1000) for row in copies for r in row["results"]]
+            ends = [trace[i]["t_ms"] for row in copies for i in ev.exits[row["uuid"]] + ev.kills[row["uuid"]]]
+            open_ = any(not row["results"] or row["processes_running_at_end"] > 0 for row in copies)
+            committed, exited = max(commits, default=None), max(ends, default=None)
+            out[call] = (None if open_ else max(commits + ends), committed, exited)
         return out
 
     def _interrupt_failures(self, within_ms: int) -> list[str]:
@@ -494,6 +549,44 @@ def run_scenario(scenario: Scenario, variant: str | None = None, seed: int | Non
     world.run(until_ms)
     report = props.evaluate(world.trace, world.system)
     return RunResult(scenario, variant, seed, until_ms, world, report.violations, report=report)
+
+
+@dataclass(frozen=True)
+class FaultProblem:
+    """A fault that did not make the story it is in: ``problem`` is ``did_nothing``,
+    ``never_fired``, ``fired`` (``faults_never_fired`` lists it) or ``raced_nothing``
+    (``RunResult.race_problems``); ``text`` names it by index, kind and trigger."""
+
+    index: int
+    problem: str
+    text: str
+
+
+# The field that tells one fault of a kind from another, and how its words show it.
+_FAULT_TARGET = {"takeover": ("to", "to {}"), "ownership_change": ("to", "to {}"), "replica_crash": ("replica", "of {}"),
+                 "workspace": ("state", "{}"), "request": ("name", "{!r}"), "partition": ("between", "between {}"),
+                 "heal": ("between", "between {}")}
+
+
+def fault_words(fault) -> str:
+    """A fault in words, its kind, target and trigger: ``takeover to replica-1 at 1m``,
+    ``lose when response on start of toolu_01 (nth 1)``."""
+    key, shape = _FAULT_TARGET.get(fault.kind, (None, ""))
+    value = fault.get(key) if key else None
+    if isinstance(value, (list, tuple)):
+        value = " and ".join(str(v) for v in value)
+    target = f" {shape.format(value)}" if value is not None else ""
+    return f"{fault.kind}{target} {_trigger_words(fault)}"
+
+
+def aimed_call(fault) -> str | None:
+    """The tool call a fault races (``RunResult.race_problems``): the one its trigger or
+    its message names; None for a crafted request, a fault at a time, or one naming no call."""
+    if fault.kind == "request":
+        return None
+    t = fault.trigger
+    match = t.match if t.event is not None else fault.get("message")
+    return getattr(match, "tool_call", None)
 
 
 def _trigger_words(fault) -> str:

@@ -58,12 +58,15 @@ Rule 4. Each fault counts the messages or events it matches, so ``nth`` is the n
         started, a result or an assistant message committed (``_events_of``). Each
         watched fault starts once, so when the last has started the world stops reading
         records for events (``_retire_one``).
-Rule 5. ``fired`` holds the index of every fault that fired: a scheduled fault when it is
-        applied (at its time, or at its nth event plus its offset, before ``until``), a
-        lose or delay when its nth message is sent, a handler panic when its nth request
-        is delivered. A fault that never fired (its nth never came, or came too late)
+Rule 5. ``fired`` maps the index of every fault that fired to the true time it fired: a
+        scheduled fault when it is applied (at its time, or at its nth event plus its
+        offset, before ``until``), a lose or delay when its nth message is sent, a
+        handler panic when its nth request is delivered; ``skipped`` maps the index of a
+        scheduled fault that fired and did nothing (its step recorded ``fault_skipped``)
+        to the reason. A fault that never fired (its nth never came, or came too late)
         fails the scenario's expectations (sim/world/run.py), as one that fired and did
-        nothing (``fault_skipped``) does. The trace is the same either way.
+        nothing does; both are kept by index, beside the trace, so a failure names the
+        fault (``faults[0]``), never only its kind. The trace is the same either way.
 """
 
 from __future__ import annotations
@@ -145,7 +148,8 @@ class Simulation:
         self.actions: list[Any] = []
         self.sent_counts: dict[int, int] = {}  # message fault index -> messages it matched
         self.event_counts: dict[int, int] = {}  # fault index -> events it matched, up to its nth (``_retire_one``)
-        self.fired: set[int] = set()  # indexes of the faults that fired (Rule 5)
+        self.fired: dict[int, int] = {}  # index of each fault that fired -> true time it fired (Rule 5)
+        self.skipped: dict[int, str] = {}  # index of each fault that fired and did nothing -> why (Rule 5)
         self.panic_runs: dict[str, bool] = {}  # run ID -> the handler panics after its spawn
         self.req_tool_call: dict[str, str | None] = {}  # request ID -> tool call, from send records
         self.req_of_seq: dict[int, str] = {}  # message sequence number -> request ID
@@ -450,14 +454,17 @@ class Simulation:
             self.sent_counts[i] = self.sent_counts.get(i, 0) + 1
             if self.sent_counts[i] == m.nth and fate is None:
                 fate = (kind, by_ms if kind == "delay" else 0)
-                self.fired.add(i)
+                self.fired[i] = self.now_ms
         return fate
 
     def _fault_now(self, index: int, _event=None):
         """Fault ``index`` of the scenario fires now (Rule 5)."""
-        self.fired.add(index)
+        self.fired[index] = self.now_ms
         names = {c.name: c.chat_id for c in self.system.config.chats}
-        self.step(_fault_action(self.options.faults[index], self.now_ms, names))
+        step = self.step(_fault_action(self.options.faults[index], self.now_ms, names))
+        for rec in step.records:  # (a fault's handler records its skip in the fault's own step)
+            if rec.get("kind") == "fault_skipped":
+                self.skipped[index] = rec.get("why", "")
 
     def _watch(self, records, at_ms: int):
         """Event triggers: each fault counts the events it matches and starts on the nth."""
@@ -478,7 +485,7 @@ class Simulation:
                                 and _matches(m, route, tool_call, "request"):
                             self.event_counts[i] = self.event_counts.get(i, 0) + 1
                             if self.event_counts[i] == m.nth:
-                                self.fired.add(i)  # (the named run panics when its handler finishes)
+                                self.fired[i] = at_ms  # (the named run panics when its handler finishes)
                                 self.panic_runs[self.req_of_seq.get(rec.get("seq"), "")] = bool(spec.get("after_spawn", False))
                                 self._retire_one()
                         continue

@@ -66,8 +66,9 @@ def add_arguments(parser) -> None:
                              "scenario, the scenario's own variant)")
     parser.add_argument("--faults", choices=FAULT_MODES, default=None,
                         help="with a scenario: each fault it names may strike at any point (anywhere, the default) "
-                             "or only at its trigger (at-trigger: refused for now, the explorer cannot hold a fault "
-                             "to its trigger)")
+                             "or only at its trigger (at-trigger: while a window the state shows holds: from its time "
+                             "on, while its message is in flight, while its process runs, once its result or "
+                             "message is committed; a trigger with no such window is refused)")
     parser.add_argument("--world", choices=worlds.names(), default=None,
                         help="the one small world to explore (model/worlds.py): "
                         + "; ".join(f"{w.name}: {w.summary}" for w in worlds.WORLDS)
