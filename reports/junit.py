@@ -35,7 +35,7 @@ one search or one run checks all their properties at once (so a suite's cases ad
 the time its jobs took); a coverage case, counted from the other runs, takes 0. A test
 suite's time is the sum of its cases'. This makes junit.xml the one file of a report that
 differs from run to run; ``report.json``, ``summary.md``, ``index.html`` and the pictures
-read no clock. Without times (``seconds`` None: one run's report) every time is 0.
+read no clock. Without times (``seconds`` None) every time is 0.
 """
 
 from __future__ import annotations
@@ -108,8 +108,8 @@ def junit(report: dict, seconds: dict | None = None) -> str:
             if new:
                 said.append(f"{len(new)} new finding(s): " + "; ".join(_named(f) for f in new))
             failure = ("; ".join(said), FAILURE_TYPE["scenario"], "\n".join(text))
-        _case(s, f"scenarios.{x['scenario']}", x["variant"], failure,
-              [_note(f) for f in mine if f["status"] != "new"], took.get(("scenario", x["scenario"], x["variant"]), 0.0))
+        _case(s, f"scenarios.{x['scenario']}", x["variant"], failure, [_note(f) for f in mine if f["status"] != "new"],
+              took.get(("scenario", x["scenario"], x["variant"]), 0.0))
     suites.append(s)
 
     s = ET.Element("testsuite", name="explore")

@@ -190,7 +190,7 @@ def test_x_stops_at_the_first_failing_race_and_junitxml_reports_each(pytester):
 
 
 API_TESTS = '''
-from toolcall_sim.api import Scenario, lose
+from toolcall_sim.api import Scenario, lose, on, takeover
 
 
 def lost():
@@ -209,6 +209,11 @@ def test_fails(toolcall_run):
 
 def test_explores(toolcall_explore):
     assert toolcall_explore(variant="today", max_states=300).counterexamples
+
+
+def test_noop(toolcall_run):  # a takeover to the owner already: FaultDidNothing fails it
+    world = Scenario("noop").world(replicas=2).chat("chat-1").execute("toolu_01", "make", runs_for="1m", timeout="30m")
+    toolcall_run(world.fault(takeover("replica-2", when=on("request_sent", tool_call="toolu_01"))), variant="contract")
 '''
 
 
@@ -218,7 +223,7 @@ def test_api_test_cases_carry_the_reproduce_commands_in_junitxml(pytester):
     failed; ``toolcall_explore`` a replay command per counterexample."""
     pytester.makepyfile(test_api_race=API_TESTS)
     result = _run(pytester, "--junitxml=out.xml")
-    result.assert_outcomes(passed=2, failed=1)
+    result.assert_outcomes(passed=2, failed=2)
     cases = {c.get("name"): c for c in ET.parse(pytester.path / "out.xml").getroot().iter("testcase")}
 
     def props(name: str) -> list[tuple[str, str]]:
@@ -235,6 +240,10 @@ def test_api_test_cases_carry_the_reproduce_commands_in_junitxml(pytester):
     # the same text a scenario item's reproduce property has: toolcall-sim run FILE --variant V --seed S
     replays = [value for name, value in props("test_explores") if name == "reproduce"]
     assert replays and all(v.startswith("toolcall-sim replay ") and v.endswith(".json") for v in replays)
+    # a run that fails with FaultDidNothing still names its command
+    (noop,) = [value for name, value in props("test_noop") if name == "reproduce"]
+    assert "FaultDidNothing" in cases["test_noop"].find("failure").get("message")
+    assert noop.startswith("toolcall-sim run ") and noop.endswith("noop.toml --variant contract --seed 1")
 
 
 def test_variant_and_seed_options(pytester):
