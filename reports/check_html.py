@@ -26,7 +26,7 @@ from html import escape
 from toolcall_sim.model.explore import Bounds
 
 from . import figures
-from .check_markdown import LEGEND, pass_text, replay_lines, status_label, title as title_of
+from .check_markdown import LEGEND, description, pass_text, replay_lines, status_label, title as title_of
 
 CSS = """
 body { font-family: system-ui, sans-serif; margin: 2em; color: #222; max-width: 1200px; }
@@ -245,7 +245,7 @@ def page(report: dict, pictures: dict[str, str]) -> str:
     """The whole of index.html."""
     s, v, c = report["suite"], report["verdict"], report["counts"]
     title = title_of(report)
-    body = [f"<h1>{escape(title)}</h1>", f"<p>{escape(s['summary'])}</p>" if s["summary"] else ""]
+    body = [f"<h1>{escape(title)}</h1>", f"<p>{escape(description(report))}</p>" if description(report) else ""]
     if v["ok"]:
         text = "nothing new against the baseline" if "one_run" not in report else pass_text(report)
         body.append(f'<p class="verdict pass">PASS: {escape(text)}</p>')

@@ -15,6 +15,17 @@ through each driver from its default settings) and the rule coverage section
 relative to the report folder (``toolcall-sim replay counterexamples/X.json`` run from
 it), so the text is the same wherever the report was written.
 
+Under ``--quick`` the line under the title says what the quick part ran (``ran_text``,
+counted from the report's sections), then the suite's own summary as the whole suite's.
+
+GitHub shows at most 1 MiB of a job's step summary, and CI appends ``summary.md`` to it:
+a summary over ``SUMMARY_LIMIT_BYTES`` of UTF-8 is ``trimmed``: at most
+``REASONS_WHEN_TRIMMED`` reasons listed, a line over ``LINE_LIMIT_BYTES`` cut, then the
+lines in their order until the budget ends (the headline, the counts, the properties
+table and what is new come first), an open ``<details>`` closed, and a last line that
+says it was trimmed and points to ``index.html`` and ``report.json``. It depends on the
+report alone, so the same report gives the same bytes.
+
 One run's report (``toolcall-sim run|explore|replay --report DIR``, sim/ci/check.py Rule 6)
 is the same document with ``one_run`` (which command, about what) and, for a replay,
 ``replay``: ``title`` and ``pass_text`` name the command instead of the suite, and there
@@ -55,6 +66,46 @@ def title(report: dict) -> str:
         return f"toolcall-sim {one['command']}: {one['title']}"
     s = report["suite"]
     return f"toolcall-sim check: {s['name']}" + (" (quick)" if s["quick"] else "")
+
+
+def _grouped(pairs: list[tuple[str, str]]) -> str:
+    """``[(name, variant), ...]`` as ``name (v1, v2), other (v1)``, in the report's order."""
+    by: dict[str, list[str]] = {}
+    for name, variant in pairs:
+        by.setdefault(name, []).append(variant)
+    return ", ".join(f"{name} ({', '.join(vs)})" for name, vs in by.items())
+
+
+def ran_text(report: dict) -> str:
+    """What this run ran, counted from the report's own sections (so it is what ran, not
+    what the suite file says the whole suite is): said under ``--quick``, where the
+    suite's summary describes more than the quick part ran."""
+    parts = []
+    scenarios = report["scenarios"]
+    if scenarios:
+        files = len({x["scenario"] for x in scenarios})
+        parts.append(f"{len(scenarios)} scenario run(s) of {files} scenario file(s)")
+    if report["explore"]:
+        parts.append("the explorer on " + _grouped([(x["name"], x["variant"]) for x in report["explore"]]))
+    for x in report["swarm"]:
+        parts.append(f"{x['seeds']} swarm seed(s) under {x['variant']} from seed {x['first_seed']}")
+    if report["planted"] is not None:
+        parts.append(f"{len(report['planted']['bugs'])} planted bug(s) by {', '.join(report['planted']['drivers'])}")
+    if report.get("compare") is not None:
+        parts.append(f"the design comparison of {', '.join(report['compare']['designs'])}")
+    if report.get("detection") is not None:
+        parts.append(f"the detection table by {', '.join(report['detection']['drivers'])}")
+    return "; ".join(parts) or "nothing"
+
+
+def description(report: dict) -> str:
+    """The line under the title: the suite's summary, and under ``--quick`` what the
+    quick part ran first (the summary describes the whole suite)."""
+    s = report["suite"]
+    if not s["quick"]:
+        return s["summary"]
+    whole = f" The whole suite: {s['summary']}" if s["summary"] else ""
+    return f"Quick part (--quick) of the suite; it ran {ran_text(report)}.{whole}"
 
 
 def pass_text(report: dict) -> str:
@@ -107,20 +158,77 @@ def _finding(f: dict, label: str) -> list[str]:
     return lines
 
 
-def summary(report: dict) -> str:
-    """The whole of summary.md."""
+# GitHub shows at most 1 MiB (1,048,576 bytes) of a step's summary and drops the rest
+# with an error; the margin leaves room for a line or two the workflow adds.
+SUMMARY_LIMIT_BYTES = 1_000_000
+REASONS_WHEN_TRIMMED = 50  # a trimmed summary lists this many reasons (report.json: all)
+LINE_LIMIT_BYTES = 4_000  # a trimmed summary cuts a longer line (a huge detail) to this
+FOOTER = "Commands run from the report folder; `report.json` holds all of it as data."
+
+
+def summary(report: dict, limit_bytes: int = SUMMARY_LIMIT_BYTES) -> str:
+    """The whole of summary.md: every section when it fits in ``limit_bytes`` of UTF-8,
+    else ``trimmed``. Either is a function of the report alone (the same bytes for the
+    same report)."""
+    lines = _summary_lines(report, None)
+    text = "\n".join(lines) + "\n"
+    if len(text.encode("utf-8")) <= limit_bytes:
+        return text
+    return trimmed(_summary_lines(report, REASONS_WHEN_TRIMMED), report, limit_bytes)
+
+
+def trim_notice(report: dict) -> list[str]:
+    """The last lines of a trimmed summary.md: that it was trimmed, and where it all is."""
+    return ["", f"**Trimmed**: this summary stops here to stay under GitHub's 1 MiB step summary limit "
+                f"({len(report['findings'])} finding(s) in all).",
+            "The whole report is `index.html` (the page) and `report.json` (all of it as data) in the report folder."]
+
+
+def trimmed(lines: list[str], report: dict, limit_bytes: int) -> str:
+    """``lines`` cut to fit ``limit_bytes`` with ``trim_notice`` at the end. Sections keep
+    their order, so the headline, the counts, the properties table and what is new come
+    first; the cut falls between lines (a line longer than ``LINE_LIMIT_BYTES`` is cut
+    first), a ``<details>`` block left open is closed, and nothing depends on anything
+    but the report."""
+    tail = trim_notice(report)
+    room = limit_bytes - sum(len(t.encode("utf-8")) + 1 for t in tail) - len("</details>\n".encode("utf-8"))
+    kept: list[str] = []
+    open_details = False
+    for line in lines:
+        raw = line.encode("utf-8")
+        if len(raw) > LINE_LIMIT_BYTES:
+            line = raw[:LINE_LIMIT_BYTES].decode("utf-8", "ignore") + " … (cut: report.json has it whole)"
+            raw = line.encode("utf-8")
+        if len(raw) + 1 > room:
+            break
+        room -= len(raw) + 1
+        kept.append(line)
+        if line.startswith("<details>"):
+            open_details = True
+        elif line == "</details>":
+            open_details = False
+    if open_details:
+        kept += ["", "</details>"] if kept[-1] else ["</details>"]
+    return "\n".join(kept + tail) + "\n"
+
+
+def _summary_lines(report: dict, max_reasons: int | None) -> list[str]:
+    """summary.md's lines; ``max_reasons``: list at most this many reasons (a trimmed summary)."""
     s, v, c = report["suite"], report["verdict"], report["counts"]
     one = report.get("one_run") is not None
     out = [f"# {title(report)}", ""]
-    if s["summary"]:
-        out += [s["summary"], ""]
+    if description(report):
+        out += [description(report), ""]
     if "replay" in report:
         out += replay_lines(report) + [""]
     if v["ok"]:
         out.append(f"**PASS**: {pass_text(report)}.")
     else:
         out.append(f"**FAIL** (exit {v['exit_code']}):")
-        out += [""] + [f"- {_cell(r)}" for r in v["reasons"]]
+        shown = v["reasons"] if max_reasons is None else v["reasons"][:max_reasons]
+        out += [""] + [f"- {_cell(r)}" for r in shown]
+        if len(shown) < len(v["reasons"]):
+            out.append(f"- … and {len(v['reasons']) - len(shown)} more (`report.json`: verdict.reasons)")
     f = c["findings"]
     if not one:  # one run's counts are its one section
         out += ["", f"{c['scenario_runs']} scenario runs ({c['scenarios_failed']} failed), {c['explore_runs']} "
@@ -187,8 +295,8 @@ def summary(report: dict) -> str:
         out += ["", "## Residual risks and known findings seen (never fail the run)", ""]
         out += [f"- `{r}`: {report['residual_risks'][r]}" if r in report["residual_risks"]
                 else f"- `{r}` (known finding): {known[r]}" for r in risks]
-    out += ["", "Commands run from the report folder; `report.json` holds all of it as data."]
-    return "\n".join(out) + "\n"
+    out += ["", FOOTER]
+    return out
 
 
 VERDICT_WORDS = {"violated": "violated", "known_finding": "known finding", "residual_risk": "residual risk",

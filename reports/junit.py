@@ -24,8 +24,18 @@ detail and counterexample) and the commands that reproduce it. The cases:
   ``UNREACHABLE`` does not list it.
 
 An accepted finding, an expected violation and a residual risk pass, and say so in the
-case's ``<system-out>``. Times are 0: the report holds no clock reading, so two runs
-write the same bytes.
+case's ``<system-out>``. A failure's ``message`` names every finding and unmet
+expectation of its case, not only the first (a CI tool's list of failures shows the
+message alone); its text adds each one's evidence and reproduce commands.
+
+Times are wall seconds, measured apart from the report (sim/ci/check_jobs.py
+``job_seconds``): a scenario or planted-bug or detection case gets its run's time; the
+cases of one explorer run, one swarm window or one design share its time evenly, since
+one search or one run checks all their properties at once (so a suite's cases add up to
+the time its jobs took); a coverage case, counted from the other runs, takes 0. A test
+suite's time is the sum of its cases'. This makes junit.xml the one file of a report that
+differs from run to run; ``report.json``, ``summary.md``, ``index.html`` and the pictures
+read no clock. Without times (``seconds`` None) every time is 0.
 """
 
 from __future__ import annotations
@@ -37,9 +47,14 @@ FAILURE_TYPE = {"scenario": "ExpectationNotMet", "finding": "NewFinding", "plant
                 "coverage": "RuleUnreached"}
 
 
+def _time(seconds: float) -> str:
+    """A ``time`` attribute: seconds with millisecond resolution."""
+    return f"{seconds:.3f}" if seconds else "0"
+
+
 def _case(suite: ET.Element, classname: str, name: str, failure: tuple[str, str, str] | None = None,
-          out: list[str] = ()) -> None:
-    case = ET.SubElement(suite, "testcase", classname=classname, name=name, time="0")
+          out: list[str] = (), seconds: float = 0.0) -> None:
+    case = ET.SubElement(suite, "testcase", classname=classname, name=name, time=_time(seconds))
     if failure is not None:
         message, kind, text = failure
         ET.SubElement(case, "failure", message=message, type=kind).text = text
@@ -63,8 +78,15 @@ def _note(f: dict) -> str:
     return f"{f['property']}: {what}: {f['detail']}"
 
 
-def junit(report: dict) -> str:
-    """The whole of junit.xml."""
+def _named(f: dict) -> str:
+    """A new finding in a failure's message: its property, where, and its detail."""
+    return f"{f['property']} ({f['driver']} {f['where']}): {f['detail']}"
+
+
+def junit(report: dict, seconds: dict | None = None) -> str:
+    """The whole of junit.xml; ``seconds``: each run's wall time (``CheckResult.seconds``)."""
+    took = seconds or {}
+    n_props = max(1, len(report["properties"]))
     one = report.get("one_run")
     name = f"toolcall-sim {one['command']} {one['title']}" if one else f"toolcall-sim check {report['suite']['name']}"
     root = ET.Element("testsuites", name=name)
@@ -82,17 +104,21 @@ def junit(report: dict) -> str:
         if x["failures"] or new:
             text = [f"expectation not met: {r}" for r in x["failures"]] + [_finding_text(f) for f in new]
             text += [f"reproduce: {cmd}" for cmd in x["reproduce"]]
-            msg = x["failures"][0] if x["failures"] else f"new finding: {new[0]['property']}"
-            failure = (msg, FAILURE_TYPE["scenario"], "\n".join(text))
-        _case(s, f"scenarios.{x['scenario']}", x["variant"], failure,
-              [_note(f) for f in mine if f["status"] != "new"])
+            said = [f"expectation not met: {r}" for r in x["failures"]]
+            if new:
+                said.append(f"{len(new)} new finding(s): " + "; ".join(_named(f) for f in new))
+            failure = ("; ".join(said), FAILURE_TYPE["scenario"], "\n".join(text))
+        _case(s, f"scenarios.{x['scenario']}", x["variant"], failure, [_note(f) for f in mine if f["status"] != "new"],
+              took.get(("scenario", x["scenario"], x["variant"]), 0.0))
     suites.append(s)
 
     s = ET.Element("testsuite", name="explore")
     for x in report["explore"]:
         mine = of("explore", x["name"], x["variant"])
+        share = took.get(("explore", x["name"], x["variant"]), 0.0) / n_props
         for p in report["properties"]:
-            _property_case(s, f"explore.{x['name']}.{x['variant']}", p, [f for f in mine if f["property"] == p])
+            _property_case(s, f"explore.{x['name']}.{x['variant']}", p, [f for f in mine if f["property"] == p],
+                           share)
     suites.append(s)
 
     s = ET.Element("testsuite", name="swarm")
@@ -100,9 +126,10 @@ def junit(report: dict) -> str:
         last = x["first_seed"] + x["seeds"] - 1
         mine = [f for f in findings if f["driver"] == "swarm" and f["variant"] == x["variant"]
                 and x["first_seed"] <= f["seed"] <= last]
+        share = took.get(("swarm", x["variant"], x["first_seed"], x["seeds"]), 0.0) / n_props
         for p in report["properties"]:
             _property_case(s, f"swarm.{x['variant']}.seeds-{x['first_seed']}-{last}", p,
-                           [f for f in mine if f["property"] == p])
+                           [f for f in mine if f["property"] == p], share)
     suites.append(s)
 
     if report["planted"] is not None:
@@ -115,7 +142,8 @@ def junit(report: dict) -> str:
                     failure = (f"{b['bug']} no longer caught by {d}", FAILURE_TYPE["planted"],
                                f"{b['caught_by']} should catch {b['variant']} in {d} {r['where']}: {r['detail']}")
                 _case(s, f"planted.{d}", b["bug"], failure,
-                      [f"caught: {b['caught_by']} in {r['where']}: {r['detail']}"] if r["caught"] else [])
+                      [f"caught: {b['caught_by']} in {r['where']}: {r['detail']}"] if r["caught"] else [],
+                      took.get(("planted", d, b["bug"]), 0.0))
         suites.append(s)
 
     compared = report.get("compare")
@@ -124,6 +152,7 @@ def junit(report: dict) -> str:
 
         s = ET.Element("testsuite", name="compare")
         for row in compared["rows"]:
+            share = took.get(("compare", row["design"]), 0.0) / max(1, len(compared["properties"]))
             for p in compared["properties"]:
                 cell = row["matrix"][p]
                 failure = None
@@ -132,7 +161,7 @@ def junit(report: dict) -> str:
                                f"{VERDICT_WORDS[cell['expected']]}", FAILURE_TYPE["compare"],
                                f"{compare_cell(cell)}\nexpected by the suite's compare.expect.{row['design']}")
                 _case(s, f"compare.{row['design']}", p, failure, [f"{VERDICT_WORDS[cell['verdict']]}: "
-                                                                  f"{compare_cell(cell)}"])
+                                                                  f"{compare_cell(cell)}"], share)
         suites.append(s)
     detected = report.get("detection")
     if detected is not None:
@@ -149,7 +178,8 @@ def junit(report: dict) -> str:
                            FAILURE_TYPE["detection"], f"not found within {row['budget']} {row['unit']}")
             _case(s, f"detection.{row['driver']}", row["bug"], failure,
                   [] if failure else [detection_cell(row).replace("**", "") + (f" ({row['where']})" if row["where"]
-                                                                               else "")])
+                                                                               else "")],
+                  took.get(("detection", row["driver"], row["bug"]), 0.0))
         suites.append(s)
     coverage = report.get("coverage")
     if coverage is not None:
@@ -175,20 +205,23 @@ def junit(report: dict) -> str:
         s.set("failures", str(sum(1 for c in cases if c.find("failure") is not None)))
         s.set("errors", "0")
         s.set("skipped", "0")
-        s.set("time", "0")
+        # the sum of the times as written, so a reader that adds the cases gets the suite's
+        s.set("time", _time(sum(float(c.get("time")) for c in cases)))
         root.append(s)
     root.set("tests", str(sum(int(s.get("tests")) for s in suites)))
     root.set("failures", str(sum(int(s.get("failures")) for s in suites)))
     root.set("errors", "0")
-    root.set("time", "0")
+    root.set("time", _time(sum(float(s.get("time")) for s in suites)))
     ET.indent(root)
     return '<?xml version="1.0" encoding="UTF-8"?>\n' + ET.tostring(root, encoding="unicode") + "\n"
 
 
-def _property_case(s: ET.Element, classname: str, prop: str, mine: list[dict]) -> None:
+def _property_case(s: ET.Element, classname: str, prop: str, mine: list[dict], seconds: float = 0.0) -> None:
     new = [f for f in mine if f["status"] == "new"]
     failure = None
-    if new:
-        failure = (f"new finding: {prop}: {new[0]['detail']}", FAILURE_TYPE["finding"],
-                   "\n\n".join(_finding_text(f) for f in new))
-    _case(s, classname, prop, failure, [_note(f) for f in mine if f["status"] != "new"])
+    if len(new) == 1:
+        failure = (f"new finding: {prop}: {new[0]['detail']}", FAILURE_TYPE["finding"], _finding_text(new[0]))
+    elif new:
+        failure = (f"{len(new)} new findings of {prop}: " + "; ".join(f"{f['where']}: {f['detail']}" for f in new),
+                   FAILURE_TYPE["finding"], "\n\n".join(_finding_text(f) for f in new))
+    _case(s, classname, prop, failure, [_note(f) for f in mine if f["status"] != "new"], seconds)

@@ -37,7 +37,8 @@ expectations, each violation with its evidence records, the reproduce command an
 sequence diagram's path. ``-k`` matches the file name, the variant and the scenario's
 ``name``; ``-m toolcall_scenario`` selects the items; ``-x`` and ``--junitxml`` work as
 for any item (the junit ``properties`` carry the variant, seed, trace hash and the
-reproduce command).
+reproduce command; a test's ``toolcall_run`` calls add the same properties per run, and
+``toolcall_explore`` a ``toolcall-sim replay`` command per counterexample).
 
 Fixtures: ``toolcall_run`` (sim/api.py's ``run``; a builder is also written to the
 test's tmp_path, so a failing test prints a reproduce command for it; a fault that did
@@ -417,15 +418,23 @@ def toolcall_run(request, tmp_path):
             slug = "".join(ch if ch.isalnum() else "_" for ch in world.name)[:60] or "scenario"
             file = world.write(tmp_path / f"{slug}.toml")
         allowed = marked if allow_noop_faults is None else allow_noop_faults
-        def command(result: api.Result) -> str:
-            return text.reproduce(result.file, result.variant, result.seed) + (f" --until {until}" if until else "")
+
+        def record(result: api.Result) -> None:
+            """The run's reproduce command for the failure text, and for --junitxml the
+            properties a scenario item carries (one set per run of the test)."""
+            shown = None if result.file is None else _shown(Path(result.file), request.config)
+            reproduce = text.reproduce(shown, result.variant, result.seed) + (f" --until {until}" if until else "")
+            runs.append(reproduce)
+            for prop in (("scenario", result.scenario), ("variant", result.variant), ("seed", result.seed),
+                         ("trace_sha256", result.trace_sha256), ("reproduce", reproduce)):
+                request.node.user_properties.append(prop)
 
         try:
             result = api.run(file or world, variant, seed, until, allow_noop_faults=allowed)
         except api.FaultDidNothing as err:  # (the failure lists the run's command too)
-            runs.append(command(err.result))
+            record(err.result)
             raise
-        runs.append(command(result))
+        record(result)
         return result
 
     return run
@@ -453,7 +462,7 @@ class Explored:
 
 
 @pytest.fixture
-def toolcall_explore(tmp_path):
+def toolcall_explore(request, tmp_path):
     """``toolcall_explore(world="default", variant="contract", max_states=20_000,
     horizon="30s", max_in_flight="0s", second="background", **budgets)``: an exhaustive
     breadth-first search of a small world of model/worlds.py (``toolcall-sim explore``);
@@ -479,6 +488,8 @@ def toolcall_explore(tmp_path):
                     if p.kind != "sometimes"}
         for c in found:
             verdicts[c["property"]] = f"residual risk {c['residual_risk']}" if c["residual_risk"] else "violated"
+            # --junitxml: the command that replays it, as a check report's explorer case says
+            request.node.user_properties.append(("reproduce", f"toolcall-sim replay {c['counterexample']}"))
         return Explored(result.states, result.exhausted, verdicts, found)
 
     return explore

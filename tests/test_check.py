@@ -247,8 +247,18 @@ def test_two_runs_write_identical_report_and_pictures(tiny):
     svgs = sorted(p.name for p in (a / "figures").glob("*.svg"))
     assert svgs and svgs == sorted(p.name for p in (b / "figures").glob("*.svg"))
     assert all((a / "figures" / n).read_bytes() == (b / "figures" / n).read_bytes() for n in svgs)
-    for name in ("summary.md", "junit.xml", "index.html"):
+    for name in ("summary.md", "index.html"):
         assert (a / name).read_bytes() == (b / name).read_bytes()
+    # junit.xml carries each case's wall time and nothing else that differs (reports/junit.py)
+    assert _timeless(a / "junit.xml") == _timeless(b / "junit.xml")
+
+
+_TIME = re.compile(r' time="[0-9.]+"')
+
+
+def _timeless(path: Path) -> str:
+    """junit.xml with every time attribute 0: what must be the same bytes run to run."""
+    return _TIME.sub(' time="0"', path.read_text(encoding="utf-8"))
 
 
 def test_counterexamples_replay(tiny, monkeypatch):
@@ -275,10 +285,55 @@ def test_junit_parses_with_the_structure_ci_tools_expect(tiny):
     # one case per declared probe; the tiny suite does not require coverage: none fails
     assert suites_by_name["coverage"].tests == doc["coverage"]["declared"] and not doc["coverage"]["required"]
     for s in xml:
-        assert s.failures == 0 and s.errors == 0 and s.skipped == 0 and s.time == 0
+        assert s.failures == 0 and s.errors == 0 and s.skipped == 0
         for case in s:
             assert case.classname and case.name and case.result == []
+        # a suite's time is its cases' (to the millisecond each)
+        assert s.time == pytest.approx(sum(case.time for case in s), abs=1e-6)
     assert xml.tests == sum(s.tests for s in xml)
+
+
+def test_junit_times_are_the_runs_wall_times(tiny):
+    """The third run computed its own jobs: each scenario, explorer run, swarm window and
+    planted bug took measurable time, and the cases of one explorer run share it."""
+    xml = junitparser.JUnitXml.fromfile(str(tiny / "third" / "junit.xml"))
+    by = {s.name: s for s in xml}
+    for name in ("scenarios", "explore", "swarm", "planted"):
+        assert by[name].time > 0 and all(case.time > 0 for case in by[name]), name
+    assert by["coverage"].time == 0  # counted from the other runs, which have the time
+    explore = [c for c in by["explore"] if c.classname == "explore.two-messages.today"]
+    assert len({c.time for c in explore}) == 1  # one search checks every property at once
+    assert xml.time == pytest.approx(sum(s.time for s in xml), abs=1e-6) and xml.time > 0
+    # and no time anywhere else in the report
+    doc = json.loads((tiny / "third" / "report.json").read_text())
+    assert "seconds" not in json.dumps(doc) and "_seconds" not in (tiny / "third" / "summary.md").read_text()
+
+
+def test_a_failure_message_names_every_finding_of_its_case(tiny):
+    """A scenario case with two unmet expectations and two new findings, and a swarm
+    property case with two new findings: each message names all of them, not the first."""
+    from toolcall_sim.reports import junit
+
+    doc = json.loads((tiny / "second" / "report.json").read_text())
+    x = doc["scenarios"][0]
+    x["failures"] = ["toolu_01: process_starts 2, expected 1", "violations: at_most_once not expected"]
+    template = dict(doc["findings"][0], status="new", counterexample=None, reproduce=["toolcall-sim run X"])
+    mine = [dict(template, driver="scenario", where=x["scenario"], variant=x["variant"], property=p, detail=d)
+            for p, d in (("at_most_once", "2 process starts for toolu_01"), ("truthful_result", "toolu_02: lied"))]
+    w = doc["swarm"][0]
+    swarmed = [dict(template, driver="swarm", where=f"seed-{seed}", seed=seed, variant=w["variant"],
+                    property="at_most_once", detail=f"seed {seed} started twice")
+               for seed in (w["first_seed"], w["first_seed"] + 1)]
+    doc["findings"] = mine + swarmed
+    xml = junitparser.JUnitXml.fromstring(junit.junit(doc))
+    failures = {(c.classname, c.name): c.result[0] for s in xml for c in s if c.result}
+    scenario = failures[(f"scenarios.{x['scenario']}", x["variant"])]
+    for said in (*x["failures"], "2 process starts for toolu_01", "truthful_result", "toolu_02: lied"):
+        assert said in scenario.message, said
+    last = w["first_seed"] + w["seeds"] - 1
+    swarm = failures[(f"swarm.{w['variant']}.seeds-{w['first_seed']}-{last}", "at_most_once")]
+    assert swarm.message.startswith("2 new findings of at_most_once")
+    assert all(f"seed {f['seed']} started twice" in swarm.message for f in swarmed)
 
 
 class _Page(HTMLParser):
@@ -503,7 +558,7 @@ def test_interrupted_write_keeps_the_old_report(tiny, tmp_path, monkeypatch):
     shutil.copytree(tiny / "second", out)
     before = (out / "report.json").read_bytes()
 
-    def boom(report):
+    def boom(report, seconds=None):
         raise KeyboardInterrupt
     monkeypatch.setattr(junit_writer, "junit", boom)
     assert _check(str(tiny / "tiny.toml"), "--quick", "--out", str(out)) == 130
@@ -721,7 +776,9 @@ def test_the_test_caches_hand_back_what_the_real_calls_give(monkeypatch):
     each_job_once(monkeypatch, jobs)
     job = [(check_jobs.job_detection, ("swarm", "interrupt-without-cancel", 2))]
     first, again = check.run_jobs(job, 1), check.run_jobs(job, 1)
-    assert first == again == check_jobs.run_jobs(job, 1) and first[0] is not again[0] and len(jobs) == 1
+    real_out = check_jobs.run_jobs(job, 1)
+    assert real_out[0].pop(check_jobs.SECONDS) > 0  # the real job's wall time; a memoized one has none
+    assert first == again == real_out and first[0] is not again[0] and len(jobs) == 1
 
 
 def test_a_known_finding_is_named_as_one_in_every_renderer():
@@ -738,3 +795,47 @@ def test_a_known_finding_is_named_as_one_in_every_renderer():
     assert junit._note(known) == ("truthful_result: known finding read_failure_after_restart_is_failed: "
                                   "toolu_01: failed")
     assert junit._note(risk).startswith("truthful_result: residual risk age_check_best_effort: ")
+
+
+def test_a_huge_summary_is_trimmed_under_githubs_limit_with_a_pointer(tiny):
+    """summary.md of a report with many findings (each with a long detail) stays under
+    GitHub's 1 MiB step-summary limit, in UTF-8 bytes, keeps the headline and the
+    properties table first, says it was trimmed and points to the whole report; the
+    same report gives the same bytes. A report that fits is not trimmed."""
+    from toolcall_sim.reports import check_markdown
+
+    doc = json.loads((tiny / "second" / "report.json").read_text())
+    assert "Trimmed" not in check_markdown.summary(doc)
+    template = dict(doc["findings"][0], status="new", counterexample=None)
+    doc["findings"] = [dict(template, where=f"seed-{i}", detail=f"toolu_{i:05d}: started twice — é " + "x" * 300,
+                            reproduce=[f"toolcall-sim replay counterexamples/seed-{i}.json"]) for i in range(20_000)]
+    doc["findings"].insert(0, dict(template, where="huge", detail="y" * 3_000_000))  # one line over 1 MiB
+    doc["verdict"] = {"ok": False, "exit_code": 1,
+                      "reasons": [f"new finding: {f['property']} ({f['where']})" for f in doc["findings"]]}
+    text = check_markdown.summary(doc)
+    raw = text.encode("utf-8")
+    assert len(raw) < 1_048_576 and len(raw) <= check_markdown.SUMMARY_LIMIT_BYTES
+    assert text == check_markdown.summary(doc)  # deterministic
+    lines = text.splitlines()
+    assert lines[0] == "# toolcall-sim check: tiny" and "**FAIL** (exit 1):" in lines
+    assert text.index("## Properties by variant") < text.index("## New against the baseline")
+    assert "more (`report.json`: verdict.reasons)" in text  # the reasons list is cut to a few
+    assert "(cut: report.json has it whole)" in text and "counterexamples/seed-5.json" in text  # cut, then on
+    assert "**Trimmed**" in lines[-2] and "index.html" in lines[-1] and "report.json" in lines[-1]
+    assert text.count("<details>") == text.count("</details>")
+
+
+def test_quick_says_what_its_part_ran(tiny, tmp_path, monkeypatch):
+    """Under --quick the suite's summary describes more than ran: the summary and the
+    page say first what the quick part ran (counted from the report), then the whole."""
+    _draw_each_task_once(monkeypatch)
+    each_job_once(monkeypatch, _JOBS)
+    assert _check(str(tiny / "tiny.toml"), "--quick", "--out", str(tmp_path / "q"), "--baseline",
+                  str(tiny / "baseline.json")) == 0
+    said = ("Quick part (--quick) of the suite; it ran 4 scenario run(s) of 2 scenario file(s); 1 planted bug(s) "
+            "by scenario. The whole suite: a suite small enough for a test")
+    md = (tmp_path / "q" / "summary.md").read_text()
+    assert md.splitlines()[2] == said and "explorer on" not in md.split("**PASS**")[0]
+    assert f"<p>{said}</p>" in (tmp_path / "q" / "index.html").read_text()
+    full = (tiny / "second" / "summary.md").read_text().splitlines()[2]
+    assert full == "a suite small enough for a test"  # the whole suite: its own words

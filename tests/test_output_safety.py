@@ -333,6 +333,59 @@ def test_check_below_a_file_is_refused_before_the_suite_runs(tmp_path, monkeypat
     _refused(code, err, "not a folder")
 
 
+FRESH_SUITE = """
+name = "fresh"
+[[scenarios]]
+files = ["us02_interrupt_stops_foreground"]
+variants = ["contract"]
+"""
+
+
+@pytest.mark.parametrize("umask", [0o022, 0o027])
+def test_update_baseline_in_a_fresh_repository_makes_its_folders_with_the_umask(tmp_path, umask):
+    """A fresh repository has no reports/: ``check --update-baseline`` makes it (and the
+    report's folders) with the umask's modes, writes the baseline, and exits 0; a fresh
+    process, since the umask is read at import."""
+    subprocess.run(["git", "init", "-q", str(tmp_path)], check=False)
+    (tmp_path / "suite.toml").write_text(FRESH_SUITE)
+    env = dict(os.environ, PYTHONPATH=str(ROOT))
+    proc = subprocess.run([sys.executable, "-m", "toolcall_sim", "check", "suite.toml", "--update-baseline"],
+                          cwd=tmp_path, env=env, capture_output=True, text=True, check=False,
+                          preexec_fn=lambda: os.umask(umask))
+    assert proc.returncode == 0, proc.stderr
+    assert "baseline written: reports/baseline.json" in proc.stdout
+    base = tmp_path / "reports" / "baseline.json"
+    assert base.is_file() and '"schema": "toolcall-sim/baseline/1"' in base.read_text()
+    assert stat.S_IMODE(os.stat(base).st_mode) == 0o666 & ~umask
+    for folder in (tmp_path / "reports", tmp_path / "reports" / "out", tmp_path / "reports" / "out" / "check"):
+        assert stat.S_IMODE(os.stat(folder).st_mode) == 0o777 & ~umask, folder
+    assert (tmp_path / "reports" / "out" / "check" / "fresh" / "summary.md").is_file()
+
+
+@pytest.mark.parametrize("kind", ["file", "dangling symlink"])
+def test_update_baseline_below_a_file_or_a_dangling_link_is_refused_before_the_suite_runs(
+        tmp_path, monkeypatch, capsys, kind):
+    """The folders the baseline needs are made only where nothing is in the way: a file or
+    a symlink to nothing named ``reports`` is one line, exit 2, before the suite runs, and
+    stays what it was."""
+    from toolcall_sim.ci import check
+
+    (tmp_path / "suite.toml").write_text(FRESH_SUITE)
+    reports = tmp_path / "reports"
+    if kind == "file":
+        reports.write_text("the user's notes\n")
+    else:
+        os.symlink("gone", reports)
+    monkeypatch.setattr(check, "run_check", lambda *a, **k: pytest.fail("the suite ran"))
+    code, _, err = _run(["check", "suite.toml", "--update-baseline", "--out", str(tmp_path / "o")], tmp_path,
+                        monkeypatch, capsys)
+    _refused(code, err, "not a folder")
+    if kind == "file":
+        assert reports.read_text() == "the user's notes\n"
+    else:
+        assert reports.is_symlink() and os.readlink(reports) == "gone" and "symlink to nothing" in err
+
+
 def test_a_folder_that_vanishes_mid_run_is_one_line(tmp_path, monkeypatch, capsys):
     """The --out folder removed between the check and the write: the write makes it
     again (mkdir -p), and when it cannot, says so in one line."""

@@ -189,6 +189,63 @@ def test_x_stops_at_the_first_failing_race_and_junitxml_reports_each(pytester):
     assert props["variant"] == "contract" and props["seed"] == "41" and len(props["trace_sha256"]) == 64
 
 
+API_TESTS = '''
+from toolcall_sim.api import Scenario, lose, on, takeover
+
+
+def lost():
+    world = Scenario("lost start answer").chat("chat-1").execute("toolu_01", "make", runs_for="20m", timeout="30m")
+    return world.fault(lose(route="start", tool_call="toolu_01", direction="response"))
+
+
+def test_passes(toolcall_run):
+    assert toolcall_run(lost(), variant="contract").call("toolu_01").process_starts == 1
+
+
+def test_fails(toolcall_run):
+    toolcall_run(lost(), variant="contract")
+    assert toolcall_run(lost(), variant="today", until="20m").call("toolu_01").process_starts == 1
+
+
+def test_explores(toolcall_explore):
+    assert toolcall_explore(variant="today", max_states=300).counterexamples
+
+
+def test_noop(toolcall_run):  # a takeover to the owner already: FaultDidNothing fails it
+    world = Scenario("noop").world(replicas=2).chat("chat-1").execute("toolu_01", "make", runs_for="1m", timeout="30m")
+    toolcall_run(world.fault(takeover("replica-2", when=on("request_sent", tool_call="toolu_01"))), variant="contract")
+'''
+
+
+def test_api_test_cases_carry_the_reproduce_commands_in_junitxml(pytester):
+    """A test built with the API (``toolcall_run``) carries in junit.xml the properties a
+    scenario item carries, the same reproduce command text, one set per run, passed or
+    failed; ``toolcall_explore`` a replay command per counterexample."""
+    pytester.makepyfile(test_api_race=API_TESTS)
+    result = _run(pytester, "--junitxml=out.xml")
+    result.assert_outcomes(passed=2, failed=2)
+    cases = {c.get("name"): c for c in ET.parse(pytester.path / "out.xml").getroot().iter("testcase")}
+
+    def props(name: str) -> list[tuple[str, str]]:
+        return [(p.get("name"), p.get("value")) for p in cases[name].iter("property")]
+
+    (scenario, variant, seed, sha, reproduce) = props("test_passes")
+    assert scenario == ("scenario", "lost start answer") and variant == ("variant", "contract")
+    assert sha[0] == "trace_sha256" and len(sha[1]) == 64
+    assert reproduce[0] == "reproduce" and reproduce[1].startswith("toolcall-sim run ")
+    assert reproduce[1].endswith(f"lost_start_answer.toml --variant contract --seed {seed[1]}")
+    failed = [value for name, value in props("test_fails") if name == "reproduce"]
+    assert len(failed) == 2 and failed[1].endswith("--variant today --seed 1 --until 20m")
+    assert cases["test_fails"].find("failure") is not None
+    # the same text a scenario item's reproduce property has: toolcall-sim run FILE --variant V --seed S
+    replays = [value for name, value in props("test_explores") if name == "reproduce"]
+    assert replays and all(v.startswith("toolcall-sim replay ") and v.endswith(".json") for v in replays)
+    # a run that fails with FaultDidNothing still names its command
+    (noop,) = [value for name, value in props("test_noop") if name == "reproduce"]
+    assert "FaultDidNothing" in cases["test_noop"].find("failure").get("message")
+    assert noop.startswith("toolcall-sim run ") and noop.endswith("noop.toml --variant contract --seed 1")
+
+
 def test_variant_and_seed_options(pytester):
     _folder(pytester, {"scenarios/lost_start_answer.toml": LOST})
     out = _run(pytester, "--collect-only", "-q", "--toolcall-variant", "contract", "--toolcall-seeds", "1-2,5",

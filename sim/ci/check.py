@@ -12,7 +12,10 @@ Rule 1. Jobs run in a pool of ``workers`` processes (forked where safe, as sim/d
         does: ``swarm._pool_context``) and are folded in job order, whatever order they
         finish in, so the report is the same bytes for any ``workers``. Nothing in the
         report reads a clock: no time, no path outside the report folder, no worker
-        count (``report.json`` and the pictures of two runs are identical).
+        count (``report.json`` and the pictures of two runs are identical). Each job's
+        wall time travels beside the report (``CheckResult.seconds``) for junit.xml's
+        ``time`` attributes alone: CI tools show test durations, and junit.xml is the
+        one file of the report that is not the same bytes twice.
 Rule 2. A finding is a violation with its identity: driver, where (scenario, explorer
         entry, swarm seed), variant, property, residual risk or known finding, and a
         fingerprint of its counterexample (``fingerprint``: the property and the
@@ -88,6 +91,7 @@ from toolcall_sim.ci.check_jobs import (  # noqa: F401  (the jobs, and names oth
     job_detection,
     job_explore,
     job_planted,
+    job_seconds,
     job_scenario,
     job_swarm,
     run_jobs,
@@ -129,6 +133,9 @@ class CheckResult:
     # figure name -> (trace, evidence indexes, chat UUID -> name) for the pictures
     traces: dict = field(default_factory=dict)
     baseline: dict = field(default_factory=dict)  # the baseline --update-baseline writes
+    # Wall time per run (sim/ci/check_jobs.py ``job_seconds``), beside the report, never in
+    # it (Rule 1): junit.xml's times, the one output that is not the same bytes twice.
+    seconds: dict = field(default_factory=dict)
 
     @property
     def exit_code(self) -> int:
@@ -194,7 +201,10 @@ def run_check(suite: suites.Suite, *, quick: bool = False, workers: int = 1, bas
     the jobs run on ``workers`` processes or the Dask ``cluster`` (the same report)."""
     part = suite.part(quick)
     outputs = run_jobs(_jobs(part), workers, on_progress, cluster)
-    return fold(suite, part, quick, outputs, baseline or [], baseline_file, update_baseline)
+    seconds = job_seconds(outputs)  # out of the outputs before the fold: the report reads no clock
+    result = fold(suite, part, quick, outputs, baseline or [], baseline_file, update_baseline)
+    result.seconds = seconds
+    return result
 
 
 @dataclass
@@ -662,15 +672,17 @@ def replay_output(file: str, world: dict, actions: list, config, replayed, every
 
 
 def one_run(command: str, title: str, name: str, output: dict, exit_code: int, reasons: list[str] | None = None,
-            reproduce: tuple[str, str] | None = None) -> CheckResult:
+            reproduce: tuple[str, str] | None = None, seconds: float = 0.0) -> CheckResult:
     """Rule 6: the report of one job ``output`` (``scenario_output``, ``explore_output``,
     ``replay_output``), folded as a suite's are, so the same writers render it. There is
     no baseline: the verdict is the command's own (its ``exit_code``, and ``reasons``, by
     default the fold's), so the page never says other than the exit code.
     ``reproduce``: (the command the fold writes, the one that ran) when they differ (a
-    ``--seed``, ``--stop-at-first``)."""
+    ``--seed``, ``--stop-at-first``). ``seconds``: the run's wall time, for junit.xml
+    alone (``CheckResult.seconds``, Rule 1)."""
     suite = suites.Suite(name, "", name, (), (), (), None)
     result = fold(suite, suite, False, [output], [], None)
+    result.seconds = job_seconds([{**output, "_seconds": seconds}])
     report = result.report
     for x in report["scenarios"]:  # one run always gets its sequence diagram: the race is what it is about
         if x["sequence"] is None:

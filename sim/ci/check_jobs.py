@@ -10,12 +10,15 @@ pictures). ``run_jobs`` runs them in this process, on ``workers`` processes or o
 cluster and hands the outputs back in job order, which is what makes the report the same
 bytes for any of them. The identity of a finding (``fingerprint``, ``finding_id``) lives
 here because the jobs give it; sim/ci/check.py folds the outputs and judges them.
+Each job's wall time is measured where it runs (``_timed``) and taken out of its output
+before the fold (``job_seconds``): it goes to junit.xml only, never into report.json.
 """
 
 from __future__ import annotations
 
 import hashlib
 import re
+import time
 import tomllib
 from pathlib import Path
 from typing import Callable
@@ -306,8 +309,50 @@ def _jobs(suite: suites.Suite) -> list[tuple[Callable, tuple]]:
     return jobs
 
 
+SECONDS = "_seconds"  # a job output's wall time, taken out by ``job_seconds`` before the fold
+
+
+def _timed(fn, args) -> dict:
+    """Job ``fn(*args)``'s output with its wall time (``SECONDS``), measured where the job
+    runs (a pool worker, a Dask worker), so a job waiting in the queue is not charged."""
+    started = time.perf_counter()
+    out = fn(*args)
+    out[SECONDS] = time.perf_counter() - started
+    return out
+
+
+def job_seconds(outputs: list[dict]) -> dict[tuple, float]:
+    """Each run's wall time from the jobs' ``outputs`` (removed from them, so no report but
+    junit.xml can show a time: report.json and the pages stay the same bytes), keyed as
+    ``toolcall_sim.reports.junit`` looks the cases up: ("scenario", scenario, variant),
+    ("explore", name, variant), ("swarm", variant, first seed, seeds) summed over its
+    chunks, ("planted", driver, bug), ("compare", design) summed over its jobs,
+    ("detection", driver, bug). An output without a time (memoized in a test) adds 0."""
+    seconds: dict[tuple, float] = {}
+    for out in outputs:
+        t = out.pop(SECONDS, 0.0)
+        kind = out["kind"]
+        if kind == "scenario":
+            key = ("scenario", out["run"].scenario, out["run"].variant)
+        elif kind == "explore":
+            key = ("explore", out["run"].name, out["run"].variant)
+        elif kind == "swarm":
+            r = out["run"]
+            key = ("swarm", r.variant, r.first_seed, r.seeds)
+        elif kind == "planted":
+            key = ("planted", out["driver"], out["bug"])
+        elif kind in ("compare_explore", "compare_runs"):
+            key = ("compare", out["design"])
+        elif kind == "detection":
+            key = ("detection", out["driver"], out["bug"])
+        else:
+            continue
+        seconds[key] = seconds.get(key, 0.0) + t
+    return seconds
+
+
 def _call(fn, args):  # module level: what a pool worker runs
-    return fn(*args)
+    return _timed(fn, args)
 
 
 def _worker_init(parent_pid: int | None = None) -> None:
@@ -321,7 +366,7 @@ def _worker_init(parent_pid: int | None = None) -> None:
 
 def _job_at(index: int, jobs: list):  # module level: what a Dask worker runs (job ``index``)
     fn, args = jobs[index]
-    return fn(*args)
+    return _timed(fn, args)
 
 
 def run_jobs(jobs, workers: int, on_progress: Callable[[int, int, str], None] | None = None,
@@ -359,7 +404,7 @@ def _run_jobs(jobs, workers: int, on_progress, cluster, outputs: list) -> list:
         return outputs
     if workers <= 1 or total <= 1:
         for i, (fn, args) in enumerate(jobs):
-            outputs.append(fn(*args))
+            outputs.append(_timed(fn, args))
             if on_progress is not None:
                 on_progress(i + 1, total, _what(outputs[-1]))
         return outputs

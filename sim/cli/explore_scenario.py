@@ -104,8 +104,8 @@ def scenario_main(args, out) -> int:
         out.write(verdict_text(verdict, variant))
     code = exit_code(was_interrupted, verdict, violations)
     if report_dir is not None:
-        write_one_run(one_run_report(args, scenario.name, variant, built, max_states, result, world, verdict, code),
-                      report_dir)
+        write_one_run(one_run_report(args, scenario.name, variant, built, max_states, result, world, verdict, code,
+                                     elapsed_s), report_dir)
         if not args.json:
             out.write(report.report_written(report_dir))
     return code
@@ -122,7 +122,7 @@ def exit_code(was_interrupted: bool, verdict: dict, violations: list[dict]) -> i
 
 
 def one_run_report(args, name: str, variant: str, built, max_states: int, result, world: dict, verdict: dict,
-                   code: int):
+                   code: int, seconds: float = 0.0):
     """This search as one-run report data (sim/ci/check.py Rule 6), as ``explore --world``
     writes its own: the bounds in real units (the scenario's ratio), the counterexamples'
     world the scenario's, and the command that reproduces it as it ran."""
@@ -153,7 +153,8 @@ def one_run_report(args, name: str, variant: str, built, max_states: int, result
     elif verdict["mismatches"]:
         reasons = [f"expectation of {variant} not met: {m}" for m in verdict["mismatches"]]
     return check.one_run("explore", f"{name} explored under {variant}", name,
-                         check.explore_output(run, result, world=world), code, reasons, reproduce=(default, actual))
+                         check.explore_output(run, result, world=world), code, reasons, reproduce=(default, actual),
+                         seconds=seconds)
 
 
 class _Filled:

@@ -19,7 +19,12 @@ Rule 3. A target is checked before any work starts (``check_out_dir``,
         ``check_out_file``, ``check_replaceable_dir``): a folder that is a file, a file
         whose folder does not exist or which is a folder, or a place where nothing can be
         made (tried: permission bits do not bind root, a read-only mount does) is bad
-        input (exit 2) found in a millisecond, not after a search of minutes.
+        input (exit 2) found in a millisecond, not after a search of minutes. A file
+        whose caller makes its folders (``check_out_file(..., make_folders=True)``: the
+        baseline ``check --update-baseline`` writes, in a fresh repository with no
+        ``reports/`` yet) may name missing folders; each that exists on the way must be a
+        folder (not a file, nor a symlink to nothing), and the nearest must take a new
+        entry. They are made when the file is written, with the umask's mode (Rule 5).
 Rule 4. The atomic rename replaces only a regular file or a new name. A device node, a
         FIFO, a socket or a folder at the target is refused (``OutputError``), so
         ``--trace /dev/null`` run as root never replaces ``/dev/null`` with a file. A
@@ -157,21 +162,25 @@ def _target(path: str | Path) -> tuple[Path, int | None]:
     return p, stat.S_IMODE(st.st_mode)
 
 
-def check_out_file(path: str | Path, flag: str) -> Path:
+def check_out_file(path: str | Path, flag: str, make_folders: bool = False) -> Path:
     """``path`` as a file to (over)write, before any work: a new name or a regular file
     (through a symlink, said on stderr: Rule 4) in a folder that exists and takes a new
-    entry (Rule 3)."""
+    entry (Rule 3); with ``make_folders``, in missing folders that can be made there."""
     if str(path) == "":
         raise OutputError(f"{flag}: an empty file name")
     try:
         p = Path(path)
         if p.is_dir():
             raise OutputError(f"{flag}: {p} is a folder, not a file")
+        if make_folders:  # a file in the way is named as such, not as a failed look-up below it
+            _nearest_folder(p.parent, p, flag)
         try:
             target, _ = _target(p)
         except OutputError as err:
             raise OutputError(f"{flag}: {err}") from None
         parent = target.parent if str(target.parent) else Path(".")
+        if not parent.is_dir() and make_folders:
+            parent = _nearest_folder(parent, p, flag)
         if not parent.is_dir():
             raise OutputError(f"{flag}: {p}: the folder {parent} does not exist")
         try:
@@ -183,6 +192,19 @@ def check_out_file(path: str | Path, flag: str) -> Path:
     if target != p:
         sys.stderr.write(f"toolcall-sim: {flag}: {p} is a symlink; writing its target {target}\n")
     return p
+
+
+def _nearest_folder(missing: Path, path: Path, flag: str) -> Path:
+    """Rule 3 for a file whose folders are made when it is written: the nearest existing
+    folder above ``missing``; OutputError when something on the way is no folder (a file,
+    a device, a symlink to nothing), which making the folders would trip on after the run."""
+    for q in (missing, *missing.parents):
+        if os.path.lexists(q):
+            if not q.is_dir():
+                what = "a symlink to nothing" if q.is_symlink() and not q.exists() else _kind(q)
+                raise OutputError(f"{flag}: {path}: {q} is {what}, not a folder")
+            return q
+    return Path(".")
 
 
 def _write_tmp(target: Path, raw: bytes, mode: int | None) -> str:

@@ -22,7 +22,9 @@ Rule 2. The baseline (``--baseline``, default ``reports/baseline.json`` under th
         why); the exit code stays the verdict's. A missing file named by the flag is bad
         input, unless ``--update-baseline`` is to create it. ``--update-baseline``
         accepts every finding of this run (so none is new), drops what is fixed, keeps
-        entries of runs this suite did not run, and rewrites the file.
+        entries of runs this suite did not run, and rewrites the file, making its
+        missing folders (a fresh repository has no ``reports/`` yet; sim/io/output.py
+        Rule 3 checks the way there before the suite runs).
 Rule 3. Exit 0 when nothing is new (sim/ci/check.py Rule 3), 1 otherwise, 2 on bad input,
         130 on Ctrl-C or SIGTERM: the old report stays, and stdout gets the summary so
         far (the jobs finished, the findings and failed scenarios they gave). While the jobs run, ``toolcall_sim.io.progress`` draws
@@ -72,7 +74,8 @@ def add_arguments(parser) -> None:
     parser.add_argument("--workers", type=int, default=1,
                         help=f"processes to run the suite's jobs with (1..{MAX_WORKERS}, default 1); the report is "
                              "the same for any")
-    parser.add_argument("--quick", action="store_true", help="run only the part of the suite marked quick")
+    parser.add_argument("--quick", action="store_true",
+                        help="run only the part of the suite marked quick; the report says what that part ran")
     add_cluster_flag(parser, "the suite's jobs")
     add_quiet_flag(parser)
 
@@ -108,7 +111,9 @@ def main(args, out) -> int:
     out_dir = check_replaceable_dir(args.out if args.out is not None else DEFAULT_OUT / "check" / suite.name, "--out")
     baseline_path = args.baseline
     if args.update_baseline:  # before it is read: a FIFO or device there is refused unopened
-        check_out_file(baseline_path if baseline_path is not None else str(DEFAULT_BASELINE), "--baseline")
+        # A fresh repository has no reports/ yet: its folders are made when it is written.
+        check_out_file(baseline_path if baseline_path is not None else str(DEFAULT_BASELINE), "--baseline",
+                       make_folders=True)
     if baseline_path is None:
         baseline_path = str(DEFAULT_BASELINE)
         entries = check.load_baseline(baseline_path) if DEFAULT_BASELINE.is_file() else []
@@ -210,7 +215,7 @@ def write_report(result, out_dir: Path, cx, workers: int = 1, junit_xml: bool = 
         (tmp / "report.json").write_text(json_text(report), encoding="utf-8")
         (tmp / "summary.md").write_text(check_markdown.summary(report), encoding="utf-8")
         if junit_xml:
-            (tmp / "junit.xml").write_text(junit.junit(report), encoding="utf-8")
+            (tmp / "junit.xml").write_text(junit.junit(report, result.seconds), encoding="utf-8")
         (tmp / "index.html").write_text(check_html.page(report, pictures), encoding="utf-8")
         replace_dir(tmp, out_dir)
     except BaseException as err:

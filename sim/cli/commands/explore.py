@@ -177,13 +177,14 @@ def main(args, out) -> int:
     if was_interrupted:
         code = EXIT_INTERRUPTED
     if report_dir is not None:
-        write_one_run(one_run_report(args, bounds, max_in_flight_ms, horizon_ms, result, code), report_dir)
+        write_one_run(one_run_report(args, bounds, max_in_flight_ms, horizon_ms, result, code, elapsed_s),
+                      report_dir)
         if not args.json:
             out.write(report.report_written(report_dir))
     return code
 
 
-def one_run_report(args, bounds, max_in_flight_ms: int, horizon_ms: int, result, code: int):
+def one_run_report(args, bounds, max_in_flight_ms: int, horizon_ms: int, result, code: int, seconds: float = 0.0):
     """This search as one-run report data (sim/ci/check.py Rule 6): the suite's explorer job
     output of it, with the command that reproduces it as it ran."""
     from toolcall_sim.model import explore as ex
@@ -207,7 +208,8 @@ def one_run_report(args, bounds, max_in_flight_ms: int, horizon_ms: int, result,
     reasons = [f"interrupted at {result.states} states: the report holds what was found by then"] \
         if code == EXIT_INTERRUPTED else None
     return check.one_run("explore", f"{args.world} world under {args.variant}", args.world,
-                         check.explore_output(run, result), code, reasons, reproduce=(default, actual))
+                         check.explore_output(run, result), code, reasons, reproduce=(default, actual),
+                         seconds=seconds)
 
 
 def horizon_of(text: str) -> int:

@@ -25,6 +25,7 @@ import os
 import subprocess
 import sys
 import tempfile
+import time
 from pathlib import Path
 
 from toolcall_sim.reports import run as report
@@ -76,7 +77,9 @@ def main(args, out) -> int:
             out.write(message)
             return status
         determinism = (message, digest)
+    started = time.perf_counter()  # junit.xml's time of the --report (no other output reads it)
     result = run_scenario(scenario, args.variant, args.seed, until_ms)
+    seconds = time.perf_counter() - started
     if determinism is not None and result.trace_sha256 != determinism[1]:
         out.write(report.traces_part_here(result.trace_sha256, determinism[1]))
         return EXIT_VIOLATION
@@ -84,7 +87,7 @@ def main(args, out) -> int:
         write_atomic(args.trace, result.trace_bytes)
     code = EXIT_VIOLATION if result.expectation_failures() else EXIT_OK
     if report_dir is not None:
-        write_one_run(one_run_report(args, scenario, result, code), report_dir)
+        write_one_run(one_run_report(args, scenario, result, code, seconds), report_dir)
     if args.json:
         out.write(json_text(report.run_json(result, deterministic=determinism is not None)))
     else:
@@ -96,7 +99,7 @@ def main(args, out) -> int:
     return code
 
 
-def one_run_report(args, scenario, result, code: int):
+def one_run_report(args, scenario, result, code: int, seconds: float = 0.0):
     """This run as one-run report data (sim/ci/check.py Rule 6): the suite's scenario job
     output of it, with the command that reproduces it as it ran."""
     from toolcall_sim.ci import check
@@ -113,7 +116,8 @@ def one_run_report(args, scenario, result, code: int):
     actual = default + "".join(f" --{flag} {getattr(args, flag)}" for flag in ("seed", "until")
                                if getattr(args, flag) is not None)
     return check.one_run("run", f"{scenario.name} under {result.variant}", scenario.name,
-                         check.scenario_output(run, scenario, result), code, reproduce=(default, actual))
+                         check.scenario_output(run, scenario, result), code, reproduce=(default, actual),
+                         seconds=seconds)
 
 
 def check_determinism(args) -> tuple[int, str, str | None]:
