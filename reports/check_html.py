@@ -7,9 +7,11 @@ traces the pictures are drawn from (a counterexample's replayed trace with the i
 of the records that prove its violation; a scenario run's trace). This module draws each
 picture with ``toolcall_sim.reports.figures`` and writes the page: inline CSS, every picture embedded
 as a ``data:`` URI of its SVG (an ``<img>``: inlined ``<svg>`` elements would share their
-element ids), no script and no network. The page holds the verdict, the properties x
-variants table, one section per finding (its sequence diagram), per failed scenario (its
-sequence diagram), per explorer run (its depth chart), the swarm chart, the planted-bug
+element ids), no script and no network. Its ``<main>`` opens with the answer
+(check_markdown.py's words): the headline, the verdict, a row of counts per scenario
+run; then the properties x variants table (an expected violation in its own colour,
+never the failure's), one section per finding (its sequence diagram), per failed
+scenario (its sequence diagram), per explorer run (its depth chart), the swarm chart, the planted-bug
 sweep, the design comparison (a heat map of design x property, cells coloured by
 verdict and outlined when not as the suite expects, the costs coloured by a scale per
 column, each design's shortest counterexample as a sequence diagram), the detection
@@ -26,7 +28,18 @@ from html import escape
 from toolcall_sim.model.explore import Bounds
 
 from . import figures
-from .check_markdown import LEGEND, description, pass_text, replay_lines, status_label, title as title_of
+from .check_markdown import (
+    COUNTS_HEAD,
+    LEGEND,
+    counts_rows,
+    description,
+    headline_text,
+    pass_text,
+    replay_lines,
+    status_label,
+    table_cell,
+    title as title_of,
+)
 
 CSS = """
 body { font-family: system-ui, sans-serif; margin: 2em; color: #222; max-width: 1200px; }
@@ -36,7 +49,9 @@ th { background: #f3f3f3; text-align: left; }
 .verdict { font-size: 1.2em; padding: .5em 1em; display: inline-block; border-radius: 4px; }
 .pass { background: #dff5df; } .fail { background: #fbdcdc; }
 .holds { background: #eef8ee; } .holds-exhaustively { background: #cdebcd; } .residual-risk { background: #fff2cc; }
-.violated { background: #f8caca; font-weight: bold; } .expected-violation { background: #fde3d0; } .not-checked { color: #999; }
+.violated { background: #f8caca; font-weight: bold; } .not-checked { color: #999; }
+.expected-violation { background: #dde9f7; } /* an expectation met: never the failure colour */
+.headline { font-size: 1.25em; font-weight: bold; margin: .5em 0; }
 .new { color: #b00; font-weight: bold; } code { background: #f5f5f5; padding: 0 .2em; }
 section { margin: 1em 0 2em 0; } img { max-width: 100%; border: 1px solid #eee; }
 pre { background: #f7f7f7; padding: .5em; white-space: pre-wrap; }
@@ -139,7 +154,7 @@ def _table(report: dict) -> str:
     head = "".join(f"<th>{escape(v)}</th>" for v in report["variants"])
     rows = []
     for p in report["properties"]:
-        cells = "".join(f'<td class="{report["table"][v][p].replace(" ", "-")}">{escape(report["table"][v][p])}</td>'
+        cells = "".join(f'<td class="{report["table"][v][p].replace(" ", "-")}">{escape(table_cell(report, v, p))}</td>'
                         for v in report["variants"])
         rows.append(f"<tr><th><code>{escape(p)}</code></th>{cells}</tr>")
     return f"<table><tr><th>property</th>{head}</tr>{''.join(rows)}</table>"
@@ -245,13 +260,24 @@ def page(report: dict, pictures: dict[str, str]) -> str:
     """The whole of index.html."""
     s, v, c = report["suite"], report["verdict"], report["counts"]
     title = title_of(report)
-    body = [f"<h1>{escape(title)}</h1>", f"<p>{escape(description(report))}</p>" if description(report) else ""]
+    # The answer first (<main> opens with it): the headline in words, the verdict, then
+    # every scenario run's counts, before any detail.
+    said = headline_text(report)
+    body = [f"<h1>{escape(title)}</h1>", "<main>", f'<p class="headline" id="headline">{escape(said)}</p>' if said else ""]
     if v["ok"]:
         text = "nothing new against the baseline" if "one_run" not in report else pass_text(report)
         body.append(f'<p class="verdict pass">PASS: {escape(text)}</p>')
     else:
         body.append(f'<p class="verdict fail">FAIL (exit {v["exit_code"]})</p><ul>'
                     + "".join(f"<li>{escape(r)}</li>" for r in v["reasons"]) + "</ul>")
+    rows = counts_rows(report)
+    if rows:
+        met = {True: "<td>met</td>", False: '<td class="violated">NOT met</td>'}
+        body.append('<table id="counts"><tr>' + "".join(f"<th>{escape(h)}</th>" for h in COUNTS_HEAD) + "</tr>"
+                    + "".join("<tr>" + "".join(f"<td>{escape(x)}</td>" for x in r[:-1]) + met[r[-1] == "met"]
+                              + "</tr>" for r in rows) + "</table>")
+    if description(report):
+        body.append(f"<p>{escape(description(report))}</p>")
     f = c["findings"]
     if "one_run" not in report:  # one run's counts are its one section
         body.append(f"<p>{c['scenario_runs']} scenario runs ({c['scenarios_failed']} failed), {c['explore_runs']} "
@@ -330,7 +356,7 @@ def page(report: dict, pictures: dict[str, str]) -> str:
         body.append(f'<section id="scenario-{escape(x["id"])}"><h3>{escape(x["scenario"])} under '
                     f"<code>{escape(x['variant'])}</code></h3><p>{escape(verdict)}</p>" + _commands(x["reproduce"])
                     + seq + _img(pictures[x["timeline"]], f"timeline: {x['scenario']}") + "</section>")
-    body.append("<p>Commands run from the report folder; report.json holds all of it as data.</p>")
+    body.append("<p>Commands run from the report folder; report.json holds all of it as data.</p></main>")
     return ("<!DOCTYPE html>\n<html lang=\"en\"><head><meta charset=\"utf-8\">"
             f"<title>{escape(title)}</title><style>{CSS}</style></head><body>\n"
             + "\n".join(b for b in body if b) + "\n</body></html>\n")

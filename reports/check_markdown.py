@@ -3,9 +3,12 @@
 Theory of operation
 -------------------
 sim/ci/check.py hands over the report as data (``report.json``'s document); this module
-writes it as GitHub-flavoured Markdown that fits a CI job summary: the verdict and why,
-the counts, a table of properties x variants (one cell per pair: holds, holds
-exhaustively, residual risk, violated, violated as a scenario expects, not checked), what is new against the baseline,
+writes it as GitHub-flavoured Markdown that fits a CI job summary. The answer comes
+first: the headline in words (``headline_text``: what became of the tool calls of the
+incident, or of a report's one scenario, from sim/ci/headline.py's data), the verdict and
+why, a row of counts per scenario run (``counts_table``); then the suite's counts, a table of properties x variants (one cell per pair: holds, holds
+exhaustively, residual risk, violated, violated as the named scenarios expect (never
+worded or coloured as a failure), not checked), what is new against the baseline,
 every finding with the commands that reproduce it, what the baseline lists that is gone,
 the planted-bug sweep with its mutation score per driver, the design comparison (a
 design x property matrix, each cell judged against the suite's expected verdict, the
@@ -39,13 +42,14 @@ CELL = {
     "holds exhaustively": "holds exhaustively",
     "residual risk": "residual risk",
     "violated": "**violated**",
-    "expected violation": "violated (expected)",
+    "expected violation": "violated, as expected",
     "not checked": "-",
 }
 LEGEND = ("holds: no run of the variant violated it; holds exhaustively: and an explorer search that checked it "
-          "ended exhausted; residual risk: only documented residual risks (docs/contract.md D7); violated (expected): "
-          "a scenario expects it (an old agent's world, a known finding); violated: a finding accepted in the "
-          "baseline or new.")
+          "ended exhausted; residual risk: only documented residual risks (docs/contract.md D7); violated, as expected: "
+          "the scenarios named in the cell expect it in their [expect.<variant>] (today's chatd reproducing the "
+          "incident, an old agent's world, a known finding): an expectation met, not a failure; violated: a "
+          "finding accepted in the baseline or new.")
 STATUS = {"new": "NEW", "accepted": "accepted (baseline)", "expected": "expected (scenario)",
           "residual_risk": "residual risk"}
 
@@ -130,14 +134,89 @@ def _cell(text: str) -> str:
     return " ".join(str(text).split()).replace("|", "\\|")
 
 
+def expected_where(report: dict, variant: str, prop: str) -> str:
+    """Who expects a violation the table marks expected: the scenarios whose
+    ``[expect.<variant>]`` names it (sim/ci/headline.py Rule 4), at most three by name."""
+    names = report.get("headline", {}).get("expected_by", {}).get(variant, {}).get(prop, [])
+    if not names:
+        return ""
+    shown = ", ".join(names[:3]) + (f" and {len(names) - 3} more" if len(names) > 3 else "")
+    return f"expected by the [expect.{variant}] of {shown}"
+
+
+def table_cell(report: dict, variant: str, prop: str) -> str:
+    """A properties-table cell in words; an expected violation says who expects it."""
+    level = report["table"][variant][prop]
+    who = expected_where(report, variant, prop) if level == "expected violation" else ""
+    return f"violated, {who}" if who else CELL[level]
+
+
 def table(report: dict) -> list[str]:
     """The properties x variants table (GFM)."""
     variants = report["variants"]
     lines = ["| property | " + " | ".join(f"`{v}`" for v in variants) + " |",
              "|---|" + "---|" * len(variants)]
     for p in report["properties"]:
-        lines.append(f"| `{p}` | " + " | ".join(CELL[report["table"][v][p]] for v in variants) + " |")
+        lines.append(f"| `{p}` | " + " | ".join(_cell(table_cell(report, v, p)) for v in variants) + " |")
     return lines
+
+
+def duration(ms: int) -> str:
+    """Simulated time in the headline's words: hours from an hour on, else minutes or seconds."""
+    if ms >= 3_600_000:
+        return f"{round(ms / 3_600_000, 1):g} h"
+    if ms >= 60_000:
+        return f"{round(ms / 60_000, 1):g} min"
+    return f"{round(ms / 1000, 1):g} s"
+
+
+def _plural(n: int, word: str) -> str:
+    return f"{n} {word}" + ("" if n == 1 else "s")
+
+
+COMMITTED_SHOWN = 3  # a clause names this many results; the counts table has them all
+
+
+def clause(c: dict) -> str:
+    """One variant's clause: its process starts and what became of the call (the first
+    results committed, each with its kind and time), else that none came in the time run."""
+    starts = _plural(c["process_starts"], "process start")
+    committed = c["committed"]
+    if not committed:
+        return f"{c['variant']}: {starts} in {duration(c['sim_ms'])}, no result"
+    said = ", ".join(f"{x['kind']} at {duration(x['t_ms'])}" for x in committed[:COMMITTED_SHOWN])
+    more = f" and {len(committed) - COMMITTED_SHOWN} more result(s)" if len(committed) > COMMITTED_SHOWN else ""
+    return f"{c['variant']}: {starts}, {said}{more}"
+
+
+def headline_text(report: dict) -> str | None:
+    """The headline in words (sim/ci/headline.py Rules 1-2), or None when the report has
+    no subject (many scenarios: their counts table opens it instead)."""
+    h = (report.get("headline") or {}).get("subject")
+    if h is None:
+        return None
+    who = f"The CODAGT-757 incident ({', '.join(h['scenarios'])})" if h["incident"] else h["scenarios"][0]
+    return f"{who}: " + "; ".join(clause(c) for c in h["clauses"]) + "."
+
+
+COUNTS_HEAD = ("scenario", "variant", "simulated", "process starts", "results", "unknown results", "expectations")
+
+
+def counts_rows(report: dict) -> list[list[str]]:
+    """The counts table's cells, a row per scenario run (sim/ci/headline.py Rule 3)."""
+    return [[r["scenario"], r["variant"], duration(r["sim_ms"]), str(r["process_starts"]), str(r["results"]),
+             str(r["unknown_results"]), "met" if r["ok"] else "NOT met"]
+            for r in (report.get("headline") or {}).get("runs", [])]
+
+
+def counts_table(report: dict) -> list[str]:
+    """The counts table (GFM), or nothing when the report ran no scenario."""
+    rows = counts_rows(report)
+    if not rows:
+        return []
+    return (["| " + " | ".join(COUNTS_HEAD) + " |", "|---" * len(COUNTS_HEAD) + "|"]
+            + [f"| `{r[0]}` | `{r[1]}` | " + " | ".join(r[2:6]) + f" | {r[6] if r[6] == 'met' else '**NOT met**'} |"
+               for r in rows])
 
 
 def status_label(report: dict, f: dict) -> str:
@@ -146,6 +225,8 @@ def status_label(report: dict, f: dict) -> str:
     its own name."""
     if f["status"] == "residual_risk" and f.get("class") == "known_finding":
         return "known finding"
+    if f["status"] == "expected":  # what was expected and where: an expectation met, not a failure
+        return f"expected by its scenario's [expect.{f['variant']}]"
     return "FOUND" if f["status"] == "new" and "one_run" in report else STATUS[f["status"]]
 
 
@@ -217,10 +298,10 @@ def _summary_lines(report: dict, max_reasons: int | None) -> list[str]:
     s, v, c = report["suite"], report["verdict"], report["counts"]
     one = report.get("one_run") is not None
     out = [f"# {title(report)}", ""]
-    if description(report):
-        out += [description(report), ""]
-    if "replay" in report:
-        out += replay_lines(report) + [""]
+    # The answer first: the headline in words, then every scenario run's counts.
+    said = headline_text(report)
+    if said is not None:
+        out += [f"**{said}**", ""]
     if v["ok"]:
         out.append(f"**PASS**: {pass_text(report)}.")
     else:
@@ -229,6 +310,12 @@ def _summary_lines(report: dict, max_reasons: int | None) -> list[str]:
         out += [""] + [f"- {_cell(r)}" for r in shown]
         if len(shown) < len(v["reasons"]):
             out.append(f"- … and {len(v['reasons']) - len(shown)} more (`report.json`: verdict.reasons)")
+    if counts_table(report):
+        out += [""] + counts_table(report)
+    if description(report):
+        out += ["", description(report)]
+    if "replay" in report:
+        out += [""] + replay_lines(report)
     f = c["findings"]
     if not one:  # one run's counts are its one section
         out += ["", f"{c['scenario_runs']} scenario runs ({c['scenarios_failed']} failed), {c['explore_runs']} "

@@ -72,6 +72,7 @@ from typing import Callable
 from toolcall_sim.model import properties as props
 
 from toolcall_sim.io import input_file, json_input
+from toolcall_sim.ci import headline
 from toolcall_sim.ci import suite as suites
 from toolcall_sim.ci.check_jobs import (  # noqa: F401  (the jobs, and names other modules take from here)
     SWARM_CHUNK_SEEDS,
@@ -290,6 +291,10 @@ def fold(suite, part, quick, outputs, baseline, baseline_file, accept_all: bool 
         "suite": {"name": suite.name, "summary": suite.summary, "file": Path(suite.path).name, "quick": quick},
         "verdict": {"ok": not reasons, "exit_code": 1 if reasons else 0, "reasons": reasons},
         "counts": counts,
+        # The answer first (sim/ci/headline.py): the headline's clauses, a row of counts
+        # per scenario run, and who expects each expected violation.
+        "headline": {"subject": headline.headline(scenarios), "runs": headline.counts(scenarios),
+                     "expected_by": headline.expected_by(findings)},
         "properties": _checked_properties(),
         "variants": list(table),
         "table": table,
@@ -324,6 +329,8 @@ def _fold_scenario(state: _Fold, out: dict) -> dict:
     entry = {"id": sid, "scenario": run.scenario, "file": run.shown, "variant": run.variant,
              "ok": not failed, "failures": out["failures"], "trace_sha256": out["trace_sha256"],
              "results": out["results"], "unknown_results": out["unknown_results"],
+             "process_starts": out["process_starts"], "sim_ms": out["sim_ms"],
+             "committed": [{"t_ms": t, "kind": k} for t, k in out["committed"]],
              "violations": [{"property": f["property"], "residual_risk": f["residual_risk"],
                              "expected": f["expected"]} for f in out["findings"]],
              "timeline": f"figures/timeline-{sid}.svg",

@@ -138,10 +138,17 @@ def scenario_output(run: suites.ScenarioRun, scenario, result) -> dict:
             f.update(_replayed(world, result.world.actions, prop, risk))
         findings.append(f)
     trace = [r for r in result.world.trace]
+    rows = result.tool_call_rows()
     return {"kind": "scenario", "run": run, "failures": failures, "findings": findings,
             "trace_sha256": result.trace_sha256, "trace": trace, "evidence": sorted(set(evidence)),
             "chats": chat_names(result.world.system.config),
             "results": result.report.results, "unknown_results": result.report.unknown_results,
+            # The headline's facts (sim/ci/headline.py): processes started by execute calls,
+            # every committed result's kind and time, and how long the run simulated.
+            "process_starts": sum(r["process_starts"] for r in rows if r["tool"] == "execute"),
+            "committed": sorted((round(x["committed_at_s"] * 1000), x["kind"] or "result")
+                                for r in rows for x in r["results"]),
+            "sim_ms": result.until_ms,
             "probes": sorted(result.world.probes.items())}
 
 
