@@ -182,7 +182,7 @@ def _heat_text(cell: dict) -> str:
 
 def _compare(c: dict, pictures: dict[str, str]) -> str:
     """The design comparison: the heat map, the costs, the counterexamples' pictures."""
-    from .check_markdown import VERDICT_WORDS, compare_legend
+    from .check_markdown import VERDICT_WORDS, compare_legend, expected_flaw
     from .compare import COST_COLUMNS, _md_cell, _number
 
     head = "".join(f"<th><code>{escape(d)}</code></th>" for d in c["designs"])
@@ -191,8 +191,10 @@ def _compare(c: dict, pictures: dict[str, str]) -> str:
         cells = []
         for r in c["rows"]:
             cell = r["matrix"][p]
-            cls = VERDICT_CLASS[cell["verdict"]] + (" unexpected" if cell.get("as_expected") is False else "")
-            text = _heat_text(cell)
+            flaw = expected_flaw(cell, r["design"])  # expected: its own colour, never the failure's
+            cls = ("expected-violation" if flaw else VERDICT_CLASS[cell["verdict"]]) + (
+                " unexpected" if cell.get("as_expected") is False else "")
+            text = flaw + _heat_text(cell)
             if cell.get("as_expected") is False:
                 text = f"UNEXPECTED (expected {VERDICT_WORDS[cell['expected']]}): {text}"
             tip = _md_cell(cell).replace("**", "")  # the whole of it on hover: worlds, runs

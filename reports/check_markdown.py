@@ -389,8 +389,8 @@ def _summary_lines(report: dict, max_reasons: int | None) -> list[str]:
 VERDICT_WORDS = {"violated": "violated", "known_finding": "known finding", "residual_risk": "residual risk",
                  "holds_exhaustively": "holds exhaustively", "holds": "holds"}
 COMPARE_LEGEND = ("Each cell is the design's verdict (reports/compare.py's words); a design's flaw is expected "
-                  "(the suite's `compare.expect`), and only a verdict other than the expected one fails the run "
-                  "(marked UNEXPECTED). Costs are measured in the same swarm runs and the long run.")
+                  "(the suite's `compare.expect`: marked expected, an expectation met, not a failure), and only a "
+                  "verdict other than the expected one fails the run (marked UNEXPECTED). Costs are measured in the same swarm runs and the long run.")
 COMPARE_LEGEND_ONE_RUN = ("Each cell is the design's verdict (reports/compare.py's words). Costs are measured in "
                           "the same swarm runs and the long run.")
 
@@ -400,15 +400,23 @@ def compare_legend(c: dict) -> str:
     return COMPARE_LEGEND if c["judged"] else COMPARE_LEGEND_ONE_RUN
 
 
-def compare_cell(cell: dict) -> str:
+def expected_flaw(cell: dict, design: str | None) -> str:
+    """A judged violation the suite expects (the design's flaw, or today's chatd's): who
+    expects it, so the cell reads as an expectation met, not as the design failing."""
+    if cell.get("as_expected") and cell["verdict"] == "violated" and design is not None:
+        return f"expected (compare.expect.{design}): "
+    return ""
+
+
+def compare_cell(cell: dict, design: str | None = None) -> str:
     """A matrix cell in Markdown: the verdict in words and, when judged against the
-    suite and not as expected, what was expected."""
+    suite, what was expected: not as expected, or a violation the suite expects."""
     from .compare import _md_cell
 
     text = _md_cell(cell)
     if cell.get("as_expected") is False:
         text = f"**UNEXPECTED** (expected {VERDICT_WORDS[cell['expected']]}): {text}"
-    return _cell(text)
+    return _cell(expected_flaw(cell, design) + text)
 
 
 def compare_lines(c: dict) -> list[str]:
@@ -423,7 +431,7 @@ def compare_lines(c: dict) -> list[str]:
                                                           if c["judged"] else ""), "",
            "| property | " + " | ".join(f"`{d}`" for d in designs) + " |", "|---|" + "---|" * len(designs)]
     for p in c["properties"]:
-        out.append(f"| `{p}` | " + " | ".join(compare_cell(r["matrix"][p]) for r in c["rows"]) + " |")
+        out.append(f"| `{p}` | " + " | ".join(compare_cell(r["matrix"][p], r["design"]) for r in c["rows"]) + " |")
     out += ["", compare_legend(c), "", "| design | " + " | ".join(h for _, h in COST_COLUMNS) + " |",
             "|---|" + "---|" * len(COST_COLUMNS)]
     for r in c["rows"]:
