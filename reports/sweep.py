@@ -118,11 +118,11 @@ def format_markdown(report: dict, plots: list[str], skipped: list[str]) -> str:
     return "\n".join(out) + "\n"
 
 
-def format_interrupted(done: int, runs: int, report_dir) -> str:
+def format_interrupted(done: int, runs: int, report_dir, why: str = "Ctrl-C") -> str:
     """Said before the table of a sweep stopped by Ctrl-C or SIGTERM: its rows are the
     runs finished (a row's seeds column says how many of its seeds)."""
     kept = "" if report_dir is None else f"; --report not written ({report_dir} is left as it was)"
-    return f"interrupted (Ctrl-C) after {done} of {runs} runs: the table so far{kept}\n"
+    return f"interrupted ({why}) after {done} of {runs} runs: the table so far{kept}\n"
 
 
 def format_json(report: dict) -> str:
