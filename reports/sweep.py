@@ -70,7 +70,8 @@ def _table_rows(report: dict) -> tuple[list[str], list[list[str]]]:
 
 def format_table(report: dict) -> str:
     head, rows = _table_rows(report)
-    widths = [max(len(h), *(len(r[i]) for r in rows)) for i, h in enumerate(head)]
+    # max of a list: a sweep stopped before its first run has no rows, only the heads
+    widths = [max([len(h), *(len(r[i]) for r in rows)]) for i, h in enumerate(head)]
     lines = [f"sweep {report['sweep']}: {report['runs']} runs, {report['tool_calls']} tool calls "
              f"({report['seeds']} seeds per point and variant; rate [95% {report['interval'].split(',')[0]} "
              f"interval] (count), per million tool calls)"]

@@ -340,17 +340,24 @@ def test_workers_closed_mid_run_stop_the_run_and_keep_what_finished(monkeypatch,
     assert f"stopped; {len(got)} of 40 seed(s) finished in order are kept" in err[-1] and "(exit 75)" in err[-1]
 
 
-def test_swarm_on_a_scheduler_without_workers_exits_75_with_the_summary_so_far(monkeypatch, capsys, tmp_path):
-    """``toolcall-sim swarm --cluster ADDRESS`` where no worker ever comes: not a wait
-    for ever, but the summary of the seeds finished (none) and exit 75."""
+@pytest.mark.parametrize("command, said", [
+    (["swarm", "--seeds", "4"], "interrupted (no workers left on the cluster) after 0 of 4 seeds"),
+    (["sweep", "age_margin", "--seeds", "1"], "interrupted (no workers left on the cluster) after 0 of 30 runs"),
+    (["compare", "--seeds", "2", "--designs", "contract"], "interrupted (no workers left on the cluster) after 0 of 1 designs"),
+])
+def test_a_scheduler_without_workers_exits_75_with_the_summary_so_far(command, said, monkeypatch, capsys, tmp_path):
+    """``toolcall-sim swarm|sweep|compare --cluster ADDRESS`` where no worker ever comes:
+    not a wait for ever, but the summary of what finished (nothing) and exit 75 (the
+    table of a sweep and the matrix of a comparison stopped before their first row too)."""
     import distributed
 
     _watch(monkeypatch, "0.3")
+    monkeypatch.chdir(tmp_path)  # where swarm and compare write
     with distributed.LocalCluster(n_workers=0, processes=False, dashboard_address="127.0.0.1:0") as cluster:
-        code = main(["swarm", "--seeds", "4", "--cluster", cluster.scheduler_address, "--out", str(tmp_path)])
+        code = main([*command, "--cluster", cluster.scheduler_address])
     captured = capsys.readouterr()
-    assert code == 75
-    assert "interrupted (no workers left on the cluster) after 0 of 4 seeds" in captured.out, captured.out
+    assert code == 75, captured.err
+    assert said in captured.out, captured.out
     assert f"no workers on {cluster.scheduler_address}" in captured.err and "(exit 75)" in captured.err
 
 

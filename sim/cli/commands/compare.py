@@ -92,7 +92,8 @@ def main(args, out) -> int:
             out.write(report.json_doc(partial, str(out_dir)))
         else:
             out.write(report.interrupted(partial, len(designs), stop.why))
-            out.write(report.text(partial))
+            if partial["rows"]:  # stopped before the first design finished: no matrix to draw
+                out.write(report.text(partial))
         return stop.exit_code
     contract = next((row for row in data["rows"] if row["design"] == "contract"), None)
     broken = [p for p, c in (contract["matrix"].items() if contract is not None else ()) if c["verdict"] == "violated"]
