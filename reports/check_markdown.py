@@ -495,11 +495,12 @@ def progress_line(done: int, total: int, what: str) -> str:
     return f"  ... {done}/{total} {what}\n"
 
 
-def interrupted(done: int, total: int, findings: list[dict], scenarios_failed: list[str], out_dir) -> str:
+def interrupted(done: int, total: int, findings: list[dict], scenarios_failed: list[str], out_dir,
+                why: str = "Ctrl-C") -> str:
     """The summary so far of an interrupted check (stdout): the jobs finished, the
     findings and failed scenarios they gave (not yet judged against the baseline), and
     that no report was written."""
-    lines = [f"  INTERRUPTED (Ctrl-C): {done} of {total} jobs finished; "
+    lines = [f"  INTERRUPTED ({why}): {done} of {total} jobs finished; "
              f"{len(findings)} finding(s) and {len(scenarios_failed)} failed scenario(s) so far, "
              "not judged against the baseline"]
     lines += [f"    {f['driver']} {f['where']} ({f['variant']}): {f['property']}" for f in findings]

@@ -63,10 +63,10 @@ def progress(design: str) -> str:
     return f"... {design}"
 
 
-def interrupted(data: dict, designs: int) -> str:
+def interrupted(data: dict, designs: int, why: str = "Ctrl-C") -> str:
     """Said before the matrix of a comparison stopped by Ctrl-C or SIGTERM (``data``:
     the designs finished)."""
-    return f"interrupted (Ctrl-C) after {len(data['rows'])} of {designs} designs: the matrix so far\n"
+    return f"interrupted ({why}) after {len(data['rows'])} of {designs} designs: the matrix so far\n"
 
 
 def first_line(out_dir) -> str:

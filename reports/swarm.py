@@ -52,9 +52,9 @@ def format_progress(done: int, seeds: int, failures: int) -> str:
     return f"  ... {done} of {seeds} seeds, {failures} failure(s)\n"
 
 
-def format_interrupted(done: int, seeds: int) -> str:
-    """Said before the summary of a swarm stopped by Ctrl-C."""
-    return f"interrupted (Ctrl-C) after {done} of {seeds} seeds: the summary so far\n"
+def format_interrupted(done: int, seeds: int, why: str = "Ctrl-C") -> str:
+    """Said before the summary of a swarm stopped by Ctrl-C (or ``why`` it stopped)."""
+    return f"interrupted ({why}) after {done} of {seeds} seeds: the summary so far\n"
 
 
 def format_json(report: dict) -> str:

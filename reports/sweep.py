@@ -70,7 +70,8 @@ def _table_rows(report: dict) -> tuple[list[str], list[list[str]]]:
 
 def format_table(report: dict) -> str:
     head, rows = _table_rows(report)
-    widths = [max(len(h), *(len(r[i]) for r in rows)) for i, h in enumerate(head)]
+    # max of a list: a sweep stopped before its first run has no rows, only the heads
+    widths = [max([len(h), *(len(r[i]) for r in rows)]) for i, h in enumerate(head)]
     lines = [f"sweep {report['sweep']}: {report['runs']} runs, {report['tool_calls']} tool calls "
              f"({report['seeds']} seeds per point and variant; rate [95% {report['interval'].split(',')[0]} "
              f"interval] (count), per million tool calls)"]
@@ -118,11 +119,11 @@ def format_markdown(report: dict, plots: list[str], skipped: list[str]) -> str:
     return "\n".join(out) + "\n"
 
 
-def format_interrupted(done: int, runs: int, report_dir) -> str:
+def format_interrupted(done: int, runs: int, report_dir, why: str = "Ctrl-C") -> str:
     """Said before the table of a sweep stopped by Ctrl-C or SIGTERM: its rows are the
     runs finished (a row's seeds column says how many of its seeds)."""
     kept = "" if report_dir is None else f"; --report not written ({report_dir} is left as it was)"
-    return f"interrupted (Ctrl-C) after {done} of {runs} runs: the table so far{kept}\n"
+    return f"interrupted ({why}) after {done} of {runs} runs: the table so far{kept}\n"
 
 
 def format_json(report: dict) -> str:

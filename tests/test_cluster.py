@@ -57,7 +57,7 @@ def threads_cluster():
     import distributed
 
     with distributed.LocalCluster(n_workers=2, threads_per_worker=1, processes=False,
-                                  dashboard_address=":0") as cluster:
+                                  dashboard_address="127.0.0.1:0") as cluster:
         yield cluster
 
 
@@ -184,7 +184,7 @@ def process_cluster():
     # gives up on it (KilledWorker), so the always-dying seed is found in seconds.
     with dask.config.set({"distributed.scheduler.allowed-failures": 1}), forked_dask_workers():
         with distributed.LocalCluster(n_workers=2, threads_per_worker=1, processes=True,
-                                      dashboard_address=":0") as cluster:
+                                      dashboard_address="127.0.0.1:0") as cluster:
             yield cluster
 
 
@@ -292,3 +292,95 @@ def test_check_and_compare_refuse_a_bad_cluster_in_one_line(command, tmp_path, c
     assert err.strip().splitlines()[-1].startswith("toolcall-sim: ") and "--cluster" in err
     assert main([*command, "--out", str(tmp_path / "o"), "--cluster", "tcp://127.0.0.1:8786", "--workers", "2"]) == 2
     assert "--workers: not used with --cluster" in capsys.readouterr().err
+
+
+# -- a cluster whose last worker is gone (issue 37: "hangs in silence") ----------
+
+
+def _slow_after(seed: int, first_slow: int):
+    """Quick up to ``first_slow``, then a tenth of a second a seed: the workers can be
+    closed while seeds are still under way."""
+    import time
+
+    if seed >= first_slow:
+        time.sleep(0.1)
+    return seed * seed
+
+
+def _watch(monkeypatch, grace_s: str) -> None:
+    """A grace of ``grace_s`` (through the environment, as a user sets it) and the
+    worker count asked for ten times a second: the bound the test waits on is the
+    grace, not the default minute."""
+    monkeypatch.setenv(backends.GRACE_ENV, grace_s)
+    monkeypatch.setattr(backends, "WATCH_EVERY_S", 0.1)
+
+
+def test_workers_closed_mid_run_stop_the_run_and_keep_what_finished(monkeypatch, capsys):
+    """Every worker of the cluster is closed mid-run: within the grace the run stops
+    with ``NoWorkers`` (exit 75), after one line saying no workers are left and one
+    saying what is kept; the seeds yielded before are the run's first seeds."""
+    import distributed
+
+    _watch(monkeypatch, "0.5")
+    with distributed.LocalCluster(n_workers=1, threads_per_worker=1, processes=False,
+                                  dashboard_address="127.0.0.1:0") as cluster:
+        with distributed.Client(cluster, set_as_default=False) as client:
+            got = []
+            run = backends.map_seeds(_slow_after, 0, 40, (3,), cluster=client)
+            with pytest.raises(backends.NoWorkers) as stop:
+                for result in run:
+                    got.append(result)
+                    if len(got) == 3:
+                        cluster.scale(0)  # the last worker leaves; nothing replaces it
+    assert stop.value.exit_code == backends.EXIT_NO_WORKERS == 75
+    assert 3 <= len(got) < 40 and got == [s * s for s in range(len(got))]
+    err = capsys.readouterr().err.splitlines()
+    assert re.fullmatch(r"toolcall-sim: no workers on \S+ for [\d.]+ s; waiting up to 0\.5 s for "
+                        r"one to come back \(TOOLCALL_SIM_NO_WORKERS_GRACE_S\)", err[0]), err
+    assert f"stopped; {len(got)} of 40 seed(s) finished in order are kept" in err[-1] and "(exit 75)" in err[-1]
+
+
+@pytest.mark.parametrize("command, said", [
+    (["swarm", "--seeds", "4"], "interrupted (no workers left on the cluster) after 0 of 4 seeds"),
+    (["sweep", "age_margin", "--seeds", "1"], "interrupted (no workers left on the cluster) after 0 of 30 runs"),
+    (["compare", "--seeds", "2", "--designs", "contract"], "interrupted (no workers left on the cluster) after 0 of 1 designs"),
+])
+def test_a_scheduler_without_workers_exits_75_with_the_summary_so_far(command, said, monkeypatch, capsys, tmp_path):
+    """``toolcall-sim swarm|sweep|compare --cluster ADDRESS`` where no worker ever comes:
+    not a wait for ever, but the summary of what finished (nothing) and exit 75 (the
+    table of a sweep and the matrix of a comparison stopped before their first row too)."""
+    import distributed
+
+    _watch(monkeypatch, "0.3")
+    monkeypatch.chdir(tmp_path)  # where swarm and compare write
+    with distributed.LocalCluster(n_workers=0, processes=False, dashboard_address="127.0.0.1:0") as cluster:
+        code = main([*command, "--cluster", cluster.scheduler_address])
+    captured = capsys.readouterr()
+    assert code == 75, captured.err
+    assert said in captured.out, captured.out
+    assert f"no workers on {cluster.scheduler_address}" in captured.err and "(exit 75)" in captured.err
+
+
+def test_a_worker_that_comes_back_within_the_grace_lets_the_run_go_on():
+    """The watch alone, on a clock of its own: said once after NOTICE_AFTER_S without a
+    worker, quiet again when one is back, and NoWorkers only after the whole grace."""
+    now, counts, said = [0.0], iter([2, 0, 0, 0, 1, 0, 0, 0, 0]), []
+    watch = backends._WorkerWatch(lambda: next(counts), "tcp://s:8786", 10.0, clock=lambda: now[0], say=said.append)
+    for t in (0, 1, 2, 3, 4, 5, 6, 12):  # seconds: 0 is gone at 1, back at 4, gone again from 5
+        now[0] = t
+        watch.check()
+    assert said == ["toolcall-sim: no workers on tcp://s:8786 for 2 s; waiting up to 10 s for one to come back "
+                    "(TOOLCALL_SIM_NO_WORKERS_GRACE_S)",
+                    "toolcall-sim: 1 worker(s) back on tcp://s:8786; the run goes on",
+                    "toolcall-sim: no workers on tcp://s:8786 for 7 s; waiting up to 10 s for one to come back "
+                    "(TOOLCALL_SIM_NO_WORKERS_GRACE_S)"]
+    now[0] = 15
+    with pytest.raises(backends.NoWorkers, match="no workers on tcp://s:8786 for 10 s"):
+        watch.check()
+
+
+@pytest.mark.parametrize("value", ["soon", "-1", "nan", "1e9"])
+def test_a_grace_that_is_not_a_number_of_seconds_is_refused(value):
+    with pytest.raises(backends.BadAddress, match="TOOLCALL_SIM_NO_WORKERS_GRACE_S: not a number of seconds"):
+        backends.no_workers_grace_s({backends.GRACE_ENV: value})
+    assert backends.no_workers_grace_s({}) == backends.NO_WORKERS_GRACE_S == 60

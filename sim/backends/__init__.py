@@ -49,6 +49,18 @@ failed seed, a caller that stops reading) sets the workers' stop event and ends 
 yielded before the stop are the caller's; those under way are dropped (their results
 would come after the caller stopped reading).
 
+A cluster with no worker left. While results are awaited (``_WorkerWatch``), the
+scheduler's worker count is asked for every ``WATCH_EVERY_S``. When no worker has been on
+the scheduler for ``NOTICE_AFTER_S``, one line on stderr says so (``no workers on ADDRESS
+for 2 s; waiting up to 60 s ...``), and the run goes on if one comes back. When none has
+come back within the grace time (``NO_WORKERS_GRACE_S``, or the environment's
+``TOOLCALL_SIM_NO_WORKERS_GRACE_S``; counted from the moment the last one left), one more
+line says so and ``NoWorkers`` is raised: a ``KeyboardInterrupt``, so every command folds
+what finished as it does for Ctrl-C (the summary so far, in seed order), then exits
+``EXIT_NO_WORKERS`` (75, sysexits' "temporary failure": the same command may succeed
+once workers are back) instead of 130. Without the watch, Dask waits for workers for
+ever and the command printed nothing.
+
 Cluster address. ``check_address`` refuses a malformed address before any work (bad
 input, exit 2). ``local`` starts a ``distributed.LocalCluster`` of ``--workers``
 processes on this machine (``LocalDaskCluster``): Dask's whole path, no scheduler to run. A well-formed address that no scheduler answers within
@@ -86,6 +98,17 @@ RETRIES = 2  # Dask retries of a task that raised, before it is split into singl
 CONNECT_TIMEOUT_S = 10  # how long a scheduler may take to answer before it is unreachable
 # How many workers a cluster run plans its chunks for, when the scheduler reports none yet.
 DEFAULT_CLUSTER_WORKERS = 2
+# A cluster with no worker left (theory of operation): asked every WATCH_EVERY_S, said
+# after NOTICE_AFTER_S without one, given up after the grace time without one. 60 s lets a
+# nanny or an orchestrator restart a worker; the environment variable lets a user whose
+# workers take longer to come back (a batch queue) wait longer, or a test wait less.
+WATCH_EVERY_S = 1.0
+NOTICE_AFTER_S = 2.0
+NO_WORKERS_GRACE_S = 60.0
+GRACE_ENV = "TOOLCALL_SIM_NO_WORKERS_GRACE_S"
+MAX_GRACE_S = 86_400.0  # a day: beyond it a typo, not a plan
+EXIT_NO_WORKERS = 75  # sim/world/inputs.py names it too (the exit codes live there)
+_POLL_S = 0.05  # how often a finished task is looked for between two watches
 
 ENVIRONMENT_HINT = "pip install toolcall-sim where `dask scheduler` and `dask worker` run"
 _ADDRESS = re.compile(r"^(tcp|tls|ws|wss|inproc)://\S+$")
@@ -113,6 +136,76 @@ class BadAddress(ScenarioError):
 
 class ClusterUnreachable(BadAddress):
     """A well-formed ``--cluster`` address that no scheduler answered: one line, exit 2."""
+
+
+class NoWorkers(KeyboardInterrupt):
+    """No worker on the scheduler for the whole grace time: the run stops as on Ctrl-C
+    (every caller folds what finished), with its own exit code (``EXIT_NO_WORKERS``)."""
+
+    exit_code = EXIT_NO_WORKERS
+    why = "no workers left on the cluster"  # the commands' "interrupted (...)" line
+
+
+def no_workers_grace_s(environ=os.environ) -> float:
+    """The grace time: ``TOOLCALL_SIM_NO_WORKERS_GRACE_S`` (seconds, 0..a day), or 60 s.
+    A value that is not such a number is one line of bad input (exit 2), not ignored."""
+    text = environ.get(GRACE_ENV)
+    if text is None or not text.strip():
+        return NO_WORKERS_GRACE_S
+    try:
+        grace = float(text)
+    except ValueError:
+        grace = -1.0
+    if not 0 <= grace <= MAX_GRACE_S:  # also refuses nan
+        raise BadAddress(f"{GRACE_ENV}: not a number of seconds from 0 to {MAX_GRACE_S:.0f}: {text!r}")
+    return grace
+
+
+def _seconds(value: float) -> str:
+    """Seconds for a line: whole ones, with a tenth below 10 s (a grace of 0.5 s is not 0)."""
+    return f"{round(value, 1):g}" if value < 10 else f"{value:.0f}"
+
+
+class _WorkerWatch:
+    """Asks the scheduler for its worker count (at most every ``WATCH_EVERY_S``) while a
+    cluster run waits, says when none is left, and raises ``NoWorkers`` when none came
+    back within the grace time (theory of operation). ``clock`` and ``say`` are the
+    wall clock and stderr, replaceable by a test."""
+
+    def __init__(self, count: Callable[[], int], address: str, grace_s: float,
+                 clock: Callable[[], float] = time.monotonic, say: Callable[[str], None] | None = None):
+        self.count, self.address, self.grace_s, self.clock = count, address, grace_s, clock
+        self.say = say or (lambda line: print(line, file=sys.stderr, flush=True))
+        self.asked_at = None  # when the count was last asked for
+        self.none_since = None  # when the count was first seen to be 0 (None: workers are there)
+        self.told = False
+
+    def check(self) -> None:
+        now = self.clock()
+        if self.asked_at is not None and now - self.asked_at < WATCH_EVERY_S:
+            return
+        self.asked_at = now
+        workers = self.count()
+        if workers:
+            if self.told:
+                self.say(f"toolcall-sim: {workers} worker(s) back on {self.address}; the run goes on")
+            self.none_since, self.told = None, False
+            return
+        if self.none_since is None:
+            self.none_since = now
+        gone_s = now - self.none_since
+        if not self.told and gone_s >= min(NOTICE_AFTER_S, self.grace_s):
+            self.told = True
+            self.say(f"toolcall-sim: no workers on {self.address} for {_seconds(gone_s)} s; waiting up to "
+                     f"{_seconds(self.grace_s)} s for one to come back ({GRACE_ENV})")
+        if self.told and gone_s >= self.grace_s:
+            raise NoWorkers(f"no workers on {self.address} for {_seconds(gone_s)} s")
+
+    def wait(self, ready: Callable[[], bool]) -> None:
+        """Return when ``ready()``; watch the workers meanwhile."""
+        while not ready():
+            self.check()
+            time.sleep(_POLL_S)
 
 
 def chunks(first_seed: int, seeds: int, workers: int) -> list[tuple[int, int]]:
@@ -609,22 +702,38 @@ def _map_cluster(fn, first_seed, seeds, args, cluster, on_progress, retries) -> 
         cluster = connect(cluster)
     client = cluster.client if isinstance(cluster, LocalDaskCluster) else cluster
     try:
-        workers = len(client.scheduler_info().get("workers", {})) or DEFAULT_CLUSTER_WORKERS
+        watch = _WorkerWatch(lambda: len(client.nthreads()), client.scheduler.address, no_workers_grace_s())
+        workers = len(client.nthreads()) or DEFAULT_CLUSTER_WORKERS
         tasks = chunks(first_seed, seeds, workers)
         futures = {client.submit(run_range, fn, first, n, args, retries=retries, pure=False): i
                    for i, (first, n) in enumerate(tasks)}
         stream = as_completed(list(futures), loop=client.loop)
+        done = 0  # seeds finished, in order or not
 
         def next_done():
+            nonlocal done
+            watch.wait(stream.has_ready)  # never blocks in next(): no worker would mean for ever
             future = next(stream)
             index = futures[future]
-            if future.status == "finished":
-                return [(index, future.result())]
             first, n = tasks[index]
-            return [(index, _single_seeds(client, fn, first, n, args, retries, future))]
+            results = future.result() if future.status == "finished" else \
+                _single_seeds(client, fn, first, n, args, retries, future, watch)
+            done += n
+            return [(index, results)]
 
+        yielded = 0
         try:
-            yield from _in_order(tasks, on_progress, seeds, next_done)
+            for result in _in_order(tasks, on_progress, seeds, next_done):
+                yield result
+                yielded += 1
+        except NoWorkers as stop:
+            # The seeds yielded are the caller's (its summary so far); those finished past
+            # a seed still missing are dropped, as on Ctrl-C (the output is a prefix in
+            # seed order, the same for every backend).
+            watch.say(f"toolcall-sim: {stop}: stopped; {yielded} of {seeds} seed(s) finished in order are kept"
+                      + (f", {done - yielded} finished after a missing one are not" if done > yielded else "")
+                      + f" (exit {EXIT_NO_WORKERS})")
+            raise
         finally:
             client.cancel(list(futures))
     finally:
@@ -632,7 +741,7 @@ def _map_cluster(fn, first_seed, seeds, args, cluster, on_progress, retries) -> 
             cluster.close()
 
 
-def _single_seeds(client, fn, first_seed, seeds, args, retries, failed) -> list:
+def _single_seeds(client, fn, first_seed, seeds, args, retries, failed, watch: _WorkerWatch) -> list:
     """A task that failed after its retries (an exception, or workers that kept dying
     under it): its seeds again, one task each, so the seed that fails is named. The
     results of the seeds that pass are kept; the first seed that fails raises."""
@@ -641,7 +750,11 @@ def _single_seeds(client, fn, first_seed, seeds, args, retries, failed) -> list:
     results = []
     for seed, future in zip(range(first_seed, first_seed + seeds), futures):
         try:
+            watch.wait(future.done)  # a split task waits for workers as the whole one did
             results.extend(future.result())
+        except KeyboardInterrupt:  # Ctrl-C, or NoWorkers: the rest of the split is not wanted
+            client.cancel(futures)
+            raise
         except SeedFailed as err:
             client.cancel(futures)
             raise SeedFailed(err.seed, err.error, retries + 1) from None

@@ -390,8 +390,8 @@ def run_jobs(jobs, workers: int, on_progress: Callable[[int, int, str], None] | 
         return _run_jobs(jobs, workers, on_progress, cluster, outputs)
     except Interrupted:
         raise
-    except KeyboardInterrupt:
-        raise Interrupted((list(outputs), len(jobs))) from None
+    except KeyboardInterrupt as stop:
+        raise Interrupted((list(outputs), len(jobs)), stop) from None
 
 
 def _run_jobs(jobs, workers: int, on_progress, cluster, outputs: list) -> list:

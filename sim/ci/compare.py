@@ -336,11 +336,11 @@ def compare(design_names: list[str], compare_worlds: list[CompareWorld], seeds: 
             explored = [explore_design(name, cw, out_dir) for cw in compare_worlds]
             rows.append(row(name, explored, swarm_runs(name, seeds, first_seed, workers, cluster),
                             scenario_runs(name), long_run(name)))
-    except KeyboardInterrupt:
-        # Ctrl-C or SIGTERM: the designs finished so far, as the same data (Rule 3).
+    except KeyboardInterrupt as stop:
+        # Ctrl-C, SIGTERM or no workers: the designs finished so far, as the same data (Rule 3).
         from toolcall_sim.io.interrupt import Interrupted
 
-        raise Interrupted(data(rows, compare_worlds, seeds, first_seed)) from None
+        raise Interrupted(data(rows, compare_worlds, seeds, first_seed), stop) from None
     return data(rows, compare_worlds, seeds, first_seed)
 
 

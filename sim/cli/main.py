@@ -8,6 +8,8 @@ Exit codes mean one thing each:
   3    replay only: the actions stopped fitting the model at a step (the code changed),
        so the replay says nothing about the violation
   70   a harness error: one line on stderr; run again with --debug for the traceback
+  75   --cluster only: no worker on the scheduler for the grace time (60 s, or
+       TOOLCALL_SIM_NO_WORKERS_GRACE_S); the summary so far is printed, as for 130
   130  interrupted (Ctrl-C, or SIGTERM: kill PID): the summary so far is printed,
        finished files are kept, no worker process is left
 
@@ -36,6 +38,7 @@ from toolcall_sim.world.inputs import (
     EXIT_DOES_NOT_FIT,
     EXIT_HARNESS,
     EXIT_INTERRUPTED,
+    EXIT_NO_WORKERS,
     EXIT_OK,
     EXIT_VIOLATION,
     SCENARIO_DIR,
@@ -51,7 +54,7 @@ from toolcall_sim.world.scenario import ScenarioError
 # callers outside sim/; sim's own modules import them from toolcall_sim.world.inputs, below
 # the command line, so nothing imports toolcall_sim.cli.main back).
 __all__ = ["main", "parser", "BadFlag", "check_variant", "load_scenario", "SCENARIO_DIR", "EXIT_OK", "EXIT_VIOLATION",
-           "EXIT_BAD_INPUT", "EXIT_DOES_NOT_FIT", "EXIT_HARNESS", "EXIT_INTERRUPTED"]
+           "EXIT_BAD_INPUT", "EXIT_DOES_NOT_FIT", "EXIT_HARNESS", "EXIT_INTERRUPTED", "EXIT_NO_WORKERS"]
 
 
 class _Parser(argparse.ArgumentParser):
@@ -98,7 +101,9 @@ def main(argv: list[str] | None = None) -> int:
     except (ScenarioError, OutputError, BadFlag) as err:
         print(f"toolcall-sim: {one_line(err)}", file=sys.stderr)
         return EXIT_BAD_INPUT
-    except KeyboardInterrupt:
+    except KeyboardInterrupt as stop:
+        if getattr(stop, "exit_code", None) == EXIT_NO_WORKERS:
+            return EXIT_NO_WORKERS  # sim/backends/__init__.py said why in its own line
         print("toolcall-sim: interrupted", file=sys.stderr)
         return EXIT_INTERRUPTED
     except Exception as err:  # noqa: BLE001 - the one place a harness error becomes an exit code

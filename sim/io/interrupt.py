@@ -17,7 +17,9 @@ Rule 2. A long loop that must stop only where stopping loses nothing records the
 Rule 3. ``Interrupted`` is a ``KeyboardInterrupt`` that carries what finished before it
         (``partial``), for a driver whose command prints the summary so far (check's
         finished jobs, compare's finished designs). Every ``except KeyboardInterrupt``
-        still catches it.
+        still catches it. A run stopped for want of a cluster's workers
+        (sim/backends/__init__.py ``NoWorkers``, also a ``KeyboardInterrupt``) is folded the
+        same way and ends with its own code: ``exit_code_of`` (75, not 130).
 Rule 4. A worker process never outlives its command. It ignores SIGINT and SIGTERM
         (``worker_signals``): a terminal's Ctrl-C, or ``kill`` sent to the whole process
         group, reaches the workers too, and a worker that died of it before the parent
@@ -42,11 +44,25 @@ import threading
 
 
 class Interrupted(KeyboardInterrupt):
-    """Ctrl-C (or SIGTERM) with what finished before it (Rule 3)."""
+    """Ctrl-C (or SIGTERM) with what finished before it (Rule 3); ``stop``: the interrupt
+    it stands for, whose exit code it keeps (a cluster without workers: 75)."""
 
-    def __init__(self, partial):
+    def __init__(self, partial, stop: BaseException | None = None):
         super().__init__()
         self.partial = partial
+        self.exit_code, self.why = exit_code_of(stop), why_of(stop)
+
+
+def exit_code_of(stop: BaseException | None) -> int:
+    """The exit code of a command that folded what finished before ``stop``: 130 for
+    Ctrl-C or SIGTERM, the stop's own ``exit_code`` where it has one (Rule 3)."""
+    return getattr(stop, "exit_code", 130)
+
+
+def why_of(stop: BaseException | None) -> str:
+    """Why a command stopped early, for its "interrupted (...)" line: Ctrl-C (SIGTERM
+    included), or the stop's own ``why``."""
+    return getattr(stop, "why", "Ctrl-C")
 
 
 def _as_sigint(signum, frame) -> None:  # noqa: ARG001 - a signal handler's signature

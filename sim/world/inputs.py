@@ -25,6 +25,9 @@ from toolcall_sim.world.scenario import ScenarioError, load
 SCENARIO_DIR = SHIPPED_DIR
 
 EXIT_OK, EXIT_VIOLATION, EXIT_BAD_INPUT, EXIT_DOES_NOT_FIT, EXIT_HARNESS, EXIT_INTERRUPTED = 0, 1, 2, 3, 70, 130
+# A --cluster run whose scheduler had no worker for the whole grace time (sim/backends/__init__.py
+# ``NoWorkers``): stopped as on Ctrl-C, with what finished; 75 is sysexits' "temporary failure".
+EXIT_NO_WORKERS = 75
 
 
 # The caps of the size flags (each flag's --help names its cap). Far above any run the

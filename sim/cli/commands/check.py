@@ -26,7 +26,7 @@ Rule 2. The baseline (``--baseline``, default ``reports/baseline.json`` under th
         missing folders (a fresh repository has no ``reports/`` yet; sim/io/output.py
         Rule 3 checks the way there before the suite runs).
 Rule 3. Exit 0 when nothing is new (sim/ci/check.py Rule 3), 1 otherwise, 2 on bad input,
-        130 on Ctrl-C or SIGTERM: the old report stays, and stdout gets the summary so
+        130 on Ctrl-C or SIGTERM (75 when a --cluster had no worker for the grace time): the old report stays, and stdout gets the summary so
         far (the jobs finished, the findings and failed scenarios they gave). While the jobs run, ``toolcall_sim.io.progress`` draws
         the jobs done on stderr: a bar on a terminal, nothing in a log, nothing with
         ``--quiet`` (``TOOLCALL_SIM_PROGRESS=lines``: a line per job).
@@ -54,7 +54,7 @@ from toolcall_sim.io.output import (DEFAULT_OUT, OutputError, check_out_file, ch
                       write_atomic)
 from toolcall_sim.io.progress import Progress, add_quiet_flag
 from toolcall_sim.io.interrupt import Interrupted
-from toolcall_sim.world.inputs import EXIT_INTERRUPTED, EXIT_OK, EXIT_VIOLATION, MAX_WORKERS, BadFlag, check_range
+from toolcall_sim.world.inputs import EXIT_OK, EXIT_VIOLATION, MAX_WORKERS, BadFlag, check_range
 
 NAME = "check"
 HELP = "run a check suite and write the invariant report (summary.md, index.html, junit.xml, report.json)"
@@ -141,8 +141,8 @@ def main(args, out) -> int:
         outputs, total = stop.partial
         findings = [f for o in outputs for f in o.get("findings", ()) if f.get("class") == "finding"]
         failed = [o["run"].scenario for o in outputs if o["kind"] == "scenario" and o["failures"]]
-        out.write(check_markdown.interrupted(len(outputs), total, findings, failed, out_dir))
-        return EXIT_INTERRUPTED
+        out.write(check_markdown.interrupted(len(outputs), total, findings, failed, out_dir, stop.why))
+        return stop.exit_code
     with sigint_deferred():
         write_report(result, out_dir, cx, args.workers)
         if args.update_baseline:

@@ -15,7 +15,7 @@ Counterexamples go under ``--out``. Progress (the
 design being run) goes to stderr. Exit code: 0 when the contract, if compared, shows
 nothing but documented residual risks and known findings (every other design's flaws are
 what the comparison is for, not failures); 1 when the contract has a new finding; 130 on
-Ctrl-C or SIGTERM, after the matrix of the designs finished so far (no ``--report``).
+Ctrl-C or SIGTERM (75 when a --cluster had no worker for the grace time), after the matrix of the designs finished so far (no ``--report``).
 """
 
 from __future__ import annotations
@@ -30,7 +30,7 @@ from toolcall_sim.backends import add_cluster_flag, cluster_of
 from toolcall_sim.io.output import check_out_dir, default_out_dir, write_atomic
 from toolcall_sim.cli.commands.check import check_report_dir
 from toolcall_sim.io.interrupt import Interrupted
-from toolcall_sim.world.inputs import EXIT_INTERRUPTED, EXIT_OK, EXIT_VIOLATION, MAX_SEEDS, MAX_WORKERS, BadFlag, check_range, check_seeds
+from toolcall_sim.world.inputs import EXIT_OK, EXIT_VIOLATION, MAX_SEEDS, MAX_WORKERS, BadFlag, check_range, check_seeds
 
 NAME = "compare"
 HELP = "compare the rejected designs with the contract: a design x property matrix and costs"
@@ -91,9 +91,10 @@ def main(args, out) -> int:
             partial["interrupted"] = True
             out.write(report.json_doc(partial, str(out_dir)))
         else:
-            out.write(report.interrupted(partial, len(designs)))
-            out.write(report.text(partial))
-        return EXIT_INTERRUPTED
+            out.write(report.interrupted(partial, len(designs), stop.why))
+            if partial["rows"]:  # stopped before the first design finished: no matrix to draw
+                out.write(report.text(partial))
+        return stop.exit_code
     contract = next((row for row in data["rows"] if row["design"] == "contract"), None)
     broken = [p for p, c in (contract["matrix"].items() if contract is not None else ()) if c["verdict"] == "violated"]
     code = EXIT_VIOLATION if broken else EXIT_OK

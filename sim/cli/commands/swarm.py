@@ -18,6 +18,7 @@ from toolcall_sim.reports.swarm import (format_failure_written, format_header, f
                            format_report)
 
 from toolcall_sim.backends import check_cluster_flags, connect
+from toolcall_sim.io.interrupt import exit_code_of, why_of
 from toolcall_sim.io.output import check_out_dir, sigint_deferred
 from toolcall_sim.io.progress import Progress, add_quiet_flag
 from toolcall_sim.drivers.swarm import DEFAULT_OUT_DIR, PROGRESS_EVERY, iter_outcomes, summarize, write_failure
@@ -45,7 +46,7 @@ def add_arguments(parser) -> None:
 def main(args, out) -> int:
     """``toolcall-sim swarm``: 0 no new finding, 1 some, 2 bad input (ScenarioError, a
     malformed or unreachable ``--cluster``), 70 a seed that failed on every try (named:
-    sim/backends/__init__.py ``SeedFailed``), 130 interrupted. Each failing seed's scenario and counterexample are written as soon as
+    sim/backends/__init__.py ``SeedFailed``), 75 no worker left on the cluster (``NoWorkers``), 130 interrupted. Each failing seed's scenario and counterexample are written as soon as
     the seed is done, together (a Ctrl-C waits for the pair), so an interrupted swarm
     keeps every finished one; the summary covers the seeds finished before it."""
     check_range(args.seeds, "swarm: --seeds", 1, MAX_SEEDS)
@@ -73,7 +74,7 @@ def _run(args, out, out_dir: Path, cluster) -> int:
         out.write(format_header(args.variant, args.first_seed, last, out_dir))
         out.flush()
     outcomes: list[dict] = []
-    interrupted = False
+    interrupted = None  # the KeyboardInterrupt (Ctrl-C, NoWorkers) that stopped the seeds
     with progress:
         try:
             workers = 1 if cluster is not None else args.workers
@@ -85,19 +86,19 @@ def _run(args, out, out_dir: Path, cluster) -> int:
                         _write_failure_files(outcome["failure"], args.variant, out_dir)
                     progress.note(format_failure_written(outcome["failure"]))
                 progress(len(outcomes), args.seeds, f"{failures} failure(s)")
-        except KeyboardInterrupt:
-            interrupted = True
+        except KeyboardInterrupt as stop:
+            interrupted = stop
     report = summarize(outcomes, args.first_seed, args.variant)
     report["out"] = str(out_dir)
-    report["interrupted"] = interrupted
+    report["interrupted"] = interrupted is not None
     if args.json:
         out.write(format_json(report))
     else:
         if interrupted:
-            out.write(format_interrupted(len(outcomes), args.seeds))
+            out.write(format_interrupted(len(outcomes), args.seeds, why_of(interrupted)))
         out.write(format_report(report, header=False))
-    if interrupted:
-        return 130
+    if interrupted is not None:
+        return exit_code_of(interrupted)
     return 1 if report["failures"] else 0
 
 

@@ -12,7 +12,8 @@ goes to stdout (``--json``: the JSON instead); ``--report DIR`` also writes
 stderr (sim/io/progress.py: a bar on a terminal, nothing in a log or with ``--quiet``),
 counting runs as they finish on any worker. Exit 0 when the sweep ran (a sweep
 measures; it does not judge), 2 bad input, 70 a run that failed on every try (named),
-130 interrupted (Ctrl-C or SIGTERM): the table of the runs finished so far, no ``--report``.
+130 interrupted (Ctrl-C or SIGTERM): the table of the runs finished so far, no ``--report``;
+75 the same when the cluster had no worker for the grace time (sim/backends/__init__.py).
 """
 
 from __future__ import annotations
@@ -25,7 +26,8 @@ from toolcall_sim.ci import sweep
 from toolcall_sim.backends import check_cluster_flags, connect
 from toolcall_sim.io.output import check_out_dir, write_atomic
 from toolcall_sim.io.progress import Progress, add_quiet_flag
-from toolcall_sim.world.inputs import EXIT_INTERRUPTED, EXIT_OK, MAX_SEEDS, MAX_WORKERS, check_range
+from toolcall_sim.io.interrupt import exit_code_of, why_of
+from toolcall_sim.world.inputs import EXIT_OK, MAX_SEEDS, MAX_WORKERS, check_range
 
 NAME = "sweep"
 HELP = "risk sweep: residual risks per million tool calls over a grid of world parameters"
@@ -60,26 +62,26 @@ def main(args, out) -> int:
     progress = Progress.for_command(args, f"sweep {spec.name}", spec.runs, unit="runs",
                                     every=max(1, spec.runs // PROGRESS_STEPS))
     counts: list[dict] = []
-    interrupted = False
+    interrupted = None  # the KeyboardInterrupt (Ctrl-C, NoWorkers) that stopped the runs
     try:
         with progress:
             for count in sweep.iter_counts(spec, 1 if cluster is not None else args.workers, cluster,
                                            lambda done, total: progress(done, total)):
                 counts.append(count)
-    except KeyboardInterrupt:  # Ctrl-C or SIGTERM: the table of the runs finished so far
-        interrupted = True
+    except KeyboardInterrupt as stop:  # Ctrl-C, SIGTERM or no workers: the table of the runs finished so far
+        interrupted = stop
     finally:
         if cluster is not None:
             cluster.close()
     result = sweep.summarize(spec, counts)
-    if interrupted:
+    if interrupted is not None:
         # The rows so far, each with the seeds it ran; no --report (a report of part of a
         # sweep would read as the whole one, and would replace an earlier whole one).
         result["interrupted"] = True
         if not args.json:
-            out.write(report.format_interrupted(len(counts), spec.runs, out_dir))
+            out.write(report.format_interrupted(len(counts), spec.runs, out_dir, why_of(interrupted)))
         out.write(report.format_json(result) if args.json else report.format_table(result))
-        return EXIT_INTERRUPTED
+        return exit_code_of(interrupted)
     if out_dir is not None:
         plots, skipped = report.write_plots(result, out_dir, write_atomic)
         write_atomic(out_dir / report.REPORT_JSON, report.format_json(result))
