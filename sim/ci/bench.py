@@ -74,14 +74,17 @@ ratio, never a threshold on time (issue 14's rules).
 
 from __future__ import annotations
 
-import multiprocessing
 import os
 import platform
-import resource
-import sys
 import time
 from collections import deque
 from dataclasses import asdict, dataclass
+
+# The process a measurement runs in, and issue 36's rows, are modules of their own;
+# their names are re-exported here, where the rows and tests look them up.
+from toolcall_sim.ci.bench_process import WHOLE_SPACE, _ratio, _rss_bytes, _run_and_send, _seconds, in_fresh_process  # noqa: F401
+from toolcall_sim.ci.bench_reach import (  # noqa: F401
+    GOAL_RUNG, LADDER, MEMORY_METHOD, REDUCTIONS, REDUCTIONS_NOT_DONE, THREE_REPLICAS, Rung, largest_world, reduction)
 
 # bug -> the small world where the explorer finds it (tests/test_explore_bugs.py WHERE,
 # which also names the fewest budgets; the bench spends every budget at 1, as the issue's
@@ -114,7 +117,6 @@ GOAL_INCIDENT_SECONDS = 0.05
 GOAL_SWARM_PER_CORE = 300
 GOAL_SWARM_SPEEDUP = 1.8
 
-WHOLE_SPACE = 10_000_000  # max_states that no world reaches: "explore it all"
 INCIDENT = "codagt757_incident"
 SWARM_VARIANT = "contract"
 
@@ -151,15 +153,6 @@ QUICK = Sizes("quick", 30, 5_000, 20_000, ("run-before-record", "cancel-without-
 # ladder's first rung (5,013 states) but not its second.
 TINY = Sizes("tiny", 12, 300, 2_000, ("interrupt-without-cancel",), 2,
              ("two-messages",), (0,), 20_000, 600.0, 6_000, 600.0)
-
-
-def _seconds(started: float) -> float:
-    return max(time.perf_counter() - started, 1e-9)
-
-
-def _ratio(value: float, baseline: float) -> float:
-    # Four significant digits: today's ratios are as small as 0.002.
-    return float(f"{value / baseline:.4g}") if baseline > 0 else 0.0
 
 
 # ---------------------------------------------------------------------------
@@ -347,22 +340,6 @@ def explorer_default(sizes: Sizes, bfs_rate: float) -> dict:
     }
 
 
-def _rss_bytes() -> int:
-    """This process's peak resident set. On Linux ``VmHWM`` of /proc/self/status, which
-    belongs to the address space and starts afresh in a spawned process; not
-    ``ru_maxrss``, which Linux carries across ``execve`` from the forking parent, so a
-    spawned worker would start at its parent's peak and the growth would read low."""
-    try:
-        with open("/proc/self/status") as status:
-            for line in status:
-                if line.startswith("VmHWM:"):
-                    return int(line.split()[1]) * 1024  # in kB
-    except OSError:
-        pass
-    peak = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss
-    return peak if sys.platform == "darwin" else peak * 1024  # kB on Linux, bytes on macOS
-
-
 def _wide_in_own_process(max_states: int, workers: int = 1) -> dict:
     """Module level: a spawned process imports it by name. Memory is the growth of this
     fresh process's peak resident set over the search (with 1 worker: the forked workers
@@ -536,46 +513,6 @@ def _per_core_in_own_process(seeds: int, toys: int, repeats: int) -> tuple[float
     return one_core_s, toy_s
 
 
-def in_fresh_process(fn, *args):
-    """``fn(*args)`` in a fresh spawned process, so each measurement starts cold. That
-    process ignores Ctrl-C and SIGTERM and dies with this one (sim/io/interrupt.py Rule 4);
-    a Ctrl-C or SIGTERM here kills it at once instead of waiting for its measurement to
-    end (it holds no file: the figures are written here). The start itself is not cut in
-    half (a child killed while it unpickles its task prints a traceback)."""
-    from toolcall_sim.io.interrupt import sigint_deferred
-
-    context = multiprocessing.get_context("spawn")
-    receive, send = context.Pipe(duplex=False)
-    process = context.Process(target=_run_and_send, args=(send, os.getpid(), fn, args))
-    try:
-        with sigint_deferred():
-            process.start()
-        send.close()
-        ok, value = receive.recv()
-    except BaseException:
-        if process.pid is not None:
-            process.kill()
-        raise
-    finally:
-        if process.pid is not None:
-            process.join()
-        receive.close()
-    if not ok:
-        raise value
-    return value
-
-
-def _run_and_send(send, parent_pid: int, fn, args) -> None:  # module level: what the fresh process runs
-    from toolcall_sim.io.interrupt import worker_signals
-
-    worker_signals(parent_pid)
-    try:
-        result = (True, fn(*args))
-    except Exception as err:  # noqa: BLE001 - raised again in the parent
-        result = (False, err)
-    send.send(result)
-
-
 def _swarm_workers(seeds: int, workers: int) -> dict:
     return in_fresh_process(_swarm_in_own_process, seeds, workers)
 
@@ -624,164 +561,6 @@ def swarm(sizes: Sizes) -> dict:
             {"goal": f"--workers 2 >= {GOAL_SWARM_SPEEDUP}x on idle cores",
              "met": speedup >= GOAL_SWARM_SPEEDUP if sizes.mode == "full" else None},
         ],
-    }
-
-
-# ---------------------------------------------------------------------------
-# Issue 36: what reduction saves, and the largest world exhausted
-# ---------------------------------------------------------------------------
-
-THREE_REPLICAS = ("replica-1", "replica-2", "replica-3")
-# Partial-order reduction beyond the quiet deliveries of model/explore.py Rule 6 is not
-# implemented: the reduction row's ratio is symmetry's (model/explore_symmetry.py) alone.
-# When it is, ``Bounds(symmetry=False)`` stays the unreduced search and these rows show it.
-REDUCTIONS = ("symmetry (model/explore_symmetry.py)",)
-REDUCTIONS_NOT_DONE = "partial-order reduction beyond Rule 6's quiet deliveries: not implemented"
-MEMORY_METHOD = "growth of a fresh process's peak resident set (1 process)"
-
-
-def _search_in_own_process(world: tuple, max_in_flight_ms: int, symmetry: bool, max_states: int,
-                           cap_s: float, ownership_changes: int = 1) -> dict:
-    """Module level: a spawned process imports it by name. One search of ``world`` (a
-    small world's name with three replicas, or ``("goal", calls)``), every budget at 1
-    but ``ownership_changes``, alone in this fresh process with 1 worker, stopped after ``cap_s`` seconds of wall
-    clock (a stop rule, as Ctrl-C stops ``explore``: ``on_progress``). Time and memory are
-    of the same run (``_wide_in_own_process``'s method)."""
-    import dataclasses
-
-    from toolcall_sim.model import explore as ex
-    from toolcall_sim.model import worlds
-
-    if world[0] == "goal":
-        config = worlds.goal("contract", world[1])
-    else:
-        config = dataclasses.replace(worlds.build(world[0], "contract"), replicas=THREE_REPLICAS)
-    bounds = ex.Bounds(max_in_flight_ms=max_in_flight_ms, symmetry=symmetry, ownership_changes=ownership_changes)
-    before = _rss_bytes()
-    cpu_started = time.process_time()
-    started = time.perf_counter()
-    deadline = started + cap_s
-    result = ex.explore(config, bounds, max_states, on_progress=lambda _: time.perf_counter() > deadline)
-    seconds = _seconds(started)
-    # On a shared machine the wall clock is also the others' load: the process's own CPU
-    # time beside it says how much of the cap the search had (the cap stays wall clock).
-    return {"states": result.states, "exhausted": result.exhausted, "seconds": round(seconds, 3),
-            "cpu_seconds": round(max(time.process_time() - cpu_started, 1e-9), 3),
-            "load_average_1m": round(os.getloadavg()[0], 2),
-            "bytes_per_state": round(max(_rss_bytes() - before, 1) / result.states, 1),
-            "at_cap": not result.exhausted}
-
-
-def reduction(sizes: Sizes, bfs_rate: float) -> dict:
-    """Every small world with three replicas (a third is what symmetry folds), every
-    budget at 1, at each time in flight: the unreduced search (``Bounds(symmetry=False)``)
-    and the reduced one (the default), each alone in a fresh process. The ratio is
-    states unreduced over reduced, given only when both exhausted (two prefixes cut by a
-    clock say nothing about the spaces)."""
-    from toolcall_sim.model import worlds
-
-    names = sizes.reduction_worlds or tuple(worlds.small_names())
-    max_states = sizes.reduction_max_states or WHOLE_SPACE
-    searches = []
-    for name in names:
-        for ms in sizes.reduction_in_flight_ms:
-            unreduced, reduced = (in_fresh_process(_search_in_own_process, (name,), ms, sym, max_states,
-                                                   sizes.reduction_cap_s) for sym in (False, True))
-            both = unreduced["exhausted"] and reduced["exhausted"]
-            searches.append({"world": name, "max_in_flight_ms": ms, "unreduced": unreduced, "reduced": reduced,
-                             "states_ratio": _ratio(unreduced["states"], reduced["states"]) if both else None,
-                             "seconds_ratio": _ratio(unreduced["seconds"], reduced["seconds"]) if both else None})
-    exhausted = [r for r in searches if r["states_ratio"] is not None]
-    states_reduced = sum(r["reduced"]["states"] for r in exhausted)
-    seconds_reduced = sum(r["reduced"]["seconds"] for r in exhausted)
-    rate = states_reduced / seconds_reduced if seconds_reduced else 0.0
-    return {
-        "name": "reduction",
-        "replicas": len(THREE_REPLICAS),
-        "budgets": 1,
-        "reductions": list(REDUCTIONS),
-        "not_implemented": REDUCTIONS_NOT_DONE,
-        "cap_s": sizes.reduction_cap_s,
-        "max_states": sizes.reduction_max_states,
-        "memory_method": MEMORY_METHOD + ", of the same run as the seconds",
-        "searches": searches,
-        "exhausted_pairs": len(exhausted),
-        # Over the pairs both searches exhausted: every state the unreduced searches
-        # visited per state the reduced ones did.
-        "states_ratio": _ratio(sum(r["unreduced"]["states"] for r in exhausted), states_reduced) if exhausted else None,
-        "states_per_s": round(rate, 1),
-        "baseline_states_per_s": round(bfs_rate, 1),
-        "ratio": _ratio(rate, bfs_rate),
-        # Issue 36 sets no number for the ratio: the row reports it.
-        "goals": [{"goal": "reduced and unreduced searches of every small world exhausted",
-                   "met": len(exhausted) == len(searches) if sizes.reduction_worlds is None else None}],
-    }
-
-
-@dataclass(frozen=True)
-class Rung:
-    """One world of the largest_world ladder: the goal world with its first ``calls``
-    tool calls (model/worlds.py ``goal``), messages up to ``max_in_flight_ms`` in flight,
-    every budget at 1 (1 agent restart, 1 ownership change, 1 interrupt, 1 lost response,
-    1 task retry) but ``ownership_changes``."""
-
-    calls: int
-    max_in_flight_ms: int
-    ownership_changes: int = 1
-
-    def describe(self) -> str:
-        which = ("a foreground execute", "a background execute", "an edit")[:self.calls]
-        budgets = ("every budget at 1" if self.ownership_changes == 1 else
-                   f"{self.ownership_changes} ownership changes, every other budget at 1")
-        return f"3 replicas, one chat: {', '.join(which)}, then text; {budgets}; {self.max_in_flight_ms} s in flight"
-
-
-# Smallest first, as measured (one call at 1 s in flight is 55,368 states, two at 0 s
-# 38,557); each rung adds a call or the second in flight, up to the issue's goal
-# (``GOAL_RUNG``, 2,189,640 states on 2026-12-06). The goal exhausted, one rung beyond it
-# says how far past it the search reaches: a second ownership change, so a third replica
-# can take over while the second's attempt is still in flight (issue 36's race of three).
-GOAL_RUNG = Rung(3, 1)
-LADDER = (Rung(1, 0), Rung(2, 0), Rung(1, 1), Rung(3, 0), Rung(2, 1), GOAL_RUNG, Rung(3, 1, ownership_changes=2))
-
-
-def largest_world(sizes: Sizes, bfs_rate: float) -> dict:
-    """The ladder of ``LADDER``, each rung alone in a fresh process with 1 worker (its
-    bytes per state from the same run), stopped after ``ladder_cap_s`` of wall clock; the
-    ladder stops at the first rung that does not exhaust. Reports the largest rung
-    exhausted and the states the next one reached at the cap."""
-    max_states = sizes.ladder_max_states or WHOLE_SPACE
-    load_1m = round(os.getloadavg()[0], 2)
-    rungs = []
-    for rung in LADDER:
-        m = in_fresh_process(_search_in_own_process, ("goal", rung.calls), rung.max_in_flight_ms, True, max_states,
-                             sizes.ladder_cap_s, rung.ownership_changes)
-        rungs.append({"rung": rung.describe(), "calls": rung.calls, "max_in_flight_ms": rung.max_in_flight_ms,
-                      "ownership_changes": rung.ownership_changes, **m})
-        if not m["exhausted"]:
-            break
-    done = [r for r in rungs if r["exhausted"]]
-    largest = done[-1] if done else None
-    stopped = rungs[-1] if not rungs[-1]["exhausted"] else None
-    return {
-        "name": "largest_world",
-        "world": "goal",
-        "cap_s": sizes.ladder_cap_s,
-        "max_states": sizes.ladder_max_states,
-        "workers": 1,
-        "load_average_1m": load_1m,
-        "memory_method": MEMORY_METHOD + ", of the same run as the seconds",
-        "rungs": rungs,
-        "largest": largest,
-        "not_exhausted": stopped,
-        "goal": GOAL_RUNG.describe(),
-        "goal_exhausted": any(r["exhausted"] and r["rung"] == GOAL_RUNG.describe() for r in rungs),
-        "states_per_s": round(largest["states"] / largest["seconds"], 1) if largest else 0.0,
-        "baseline_states_per_s": round(bfs_rate, 1),
-        "ratio": _ratio(largest["states"] / largest["seconds"], bfs_rate) if largest else 0.0,
-        "goals": [{"goal": f"the goal world exhausted within {sizes.ladder_cap_s:g} s",
-                   "met": any(r["exhausted"] and r["rung"] == GOAL_RUNG.describe() for r in rungs)
-                   if sizes.ladder_max_states is None else None}],
     }
 
 
