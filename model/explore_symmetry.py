@@ -23,7 +23,7 @@ Rule 1 (the class). A replica is untouched while ``ReplicaState.joined`` is 0 on
         folded into one that names replica-2).
 Rule 2 (the pruned actions). In a class, the first replica in the world's order is the
         representative; a takeover by another member, a timer of another member and a
-        message to or from another member are left out. Each has its twin on the
+        message to another member (an untouched replica has sent none) are left out. Each has its twin on the
         representative (Rule 1 makes the state the same under the swap of the two), and
         the twin's child is the left-out child with the two names swapped.
 Rule 3 (why the swap is a symmetry). Nothing in a step reads a replica's name but to
@@ -69,8 +69,8 @@ def prune(node, actions: list, pinned: tuple = ()) -> list:
             if action.node in twin:
                 continue
         elif t is _DELIVER or t is _DROP:
-            env = _in_flight(node.system, action.seq)
-            if env is not None and (env.dst in twin or env.src in twin):
+            # (only the receiver can be a twin: an untouched replica has sent nothing)
+            if _in_flight(node.system, action.seq).dst in twin:
                 continue
         kept.append(action)
     return kept
@@ -108,11 +108,9 @@ def _signature(s: msys.System, name: str) -> tuple:
     return (rep.rules, s.config.clocks.get(name), timers, waiting)
 
 
-def _in_flight(s: msys.System, seq: int):
-    for env in s.in_flight:
-        if env.seq == seq:
-            return env
-    return None
+def _in_flight(s: msys.System, seq: int) -> msys.Envelope:
+    """The message a delivery or a drop names (``enabled`` lists only messages in flight)."""
+    return next(env for env in s.in_flight if env.seq == seq)
 
 
 _DELIVER, _DROP, _FIRE, _FAULT = msys.Deliver, msys.Drop, msys.Fire, msys.Fault

@@ -19,6 +19,7 @@ import pytest
 
 from toolcall_sim.model import explore as ex
 from toolcall_sim.model import core, planted_bugs, worlds
+from toolcall_sim.model import system as msys
 from toolcall_sim.model.core import FMap
 from toolcall_sim.model.explore_context import Context
 from toolcall_sim.model.explore_symmetry import interchangeable
@@ -106,6 +107,29 @@ def test_every_unreduced_state_has_a_twin_among_the_reduced(name, budgets):
     kept = {text(n) for n in reduced}
     missing = [n for n in full if text(n) not in kept and not any(text(n, p) in kept for p in RENAMINGS)]
     assert not missing, f"{len(missing)} of {len(full)} states have no twin, e.g.\n{text(missing[0])}"
+
+
+def polling(config):
+    """``config`` with the replicas' acquisition poll due at 5 small ms, inside the
+    horizon (the explorer's clock pushes it past every horizon): untouched replicas then
+    have timers of their own to fire, which Rule 2 prunes for all but the representative."""
+    rules = config.chatd_rules
+    return replace(config, chatd_rules=replace(rules, timing=replace(rules.timing, acquisition_interval_ms=5)))
+
+
+def test_a_polling_untouched_replica_is_folded_too():
+    """Rule 2's timers: with a poll inside the horizon, an untouched twin's poll is left
+    out (it is offered unreduced), and every unreduced state still has a twin."""
+    config = polling(three(worlds.build("two-messages", "contract")))
+    b = dict(ownership_changes=1, agent_restarts=0, interrupts=0, lost_responses=0, task_retries=0)
+    full = reachable(config, ex.Bounds(symmetry=False, **b))
+    reduced = reachable(config, ex.Bounds(**b))
+    twin_fires = sum(1 for n in full if (twin := interchangeable(n.system))
+                     for a in ex.enabled(n, ex.Bounds(symmetry=False, **b))
+                     if type(a) is msys.Fire and a.node in twin)
+    assert twin_fires and len(reduced) < len(full)
+    kept = {text(n) for n in reduced}
+    assert all(text(n) in kept or any(text(n, p) in kept for p in RENAMINGS) for n in full)
 
 
 def found(result: ex.Result) -> list:
