@@ -97,3 +97,13 @@ def test_one_run_report_has_its_scenario_as_headline(tmp_path):
                  str(tmp_path / "r")]) == 0
     lines = (tmp_path / "r" / "summary.md").read_text().splitlines()
     assert lines[2].startswith("**us04-retry-changes-nothing: contract: ") and lines[4].startswith("**PASS**")
+
+
+def test_the_headline_names_the_scenarios_toolcall_sim_incident_runs():
+    """One list of the incident's scenarios (sim/world/inputs.py): by file for the
+    command, by name for the headline; each file's name is its stem with hyphens."""
+    from toolcall_sim.ci import headline
+    from toolcall_sim.world.inputs import INCIDENT_SCENARIOS, load_scenario, resolve_scenario
+
+    names = tuple(load_scenario(resolve_scenario(stem)).name for stem in INCIDENT_SCENARIOS)
+    assert names == headline.INCIDENT == ("codagt757-incident", "codagt757-incident-past-timeout")

@@ -28,8 +28,10 @@ Rule 4. Each expected violation says who expected it: per variant and property, 
 
 from __future__ import annotations
 
-# The incident's scenarios by name (sim/cli/commands/incident.py runs them by file).
-INCIDENT = ("codagt757-incident", "codagt757-incident-past-timeout")
+from toolcall_sim.world.inputs import INCIDENT_SCENARIOS
+
+# The incident's scenarios by name (sim/world/inputs.py lists them by file).
+INCIDENT = tuple(stem.replace("_", "-") for stem in INCIDENT_SCENARIOS)  # scenario names
 
 
 def _clause(run: dict) -> dict:

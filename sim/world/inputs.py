@@ -23,6 +23,9 @@ from toolcall_sim.scenarios import SHIPPED_DIR
 from toolcall_sim.world.scenario import ScenarioError, load
 
 SCENARIO_DIR = SHIPPED_DIR
+# The incident's shipped scenarios, by file stem (each file's ``name`` is its stem with
+# hyphens): what ``toolcall-sim incident`` runs and what a report's headline tells first.
+INCIDENT_SCENARIOS = ("codagt757_incident", "codagt757_incident_past_timeout")
 
 EXIT_OK, EXIT_VIOLATION, EXIT_BAD_INPUT, EXIT_DOES_NOT_FIT, EXIT_HARNESS, EXIT_INTERRUPTED = 0, 1, 2, 3, 70, 130
 # A --cluster run whose scheduler had no worker for the whole grace time (sim/backends/__init__.py

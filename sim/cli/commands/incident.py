@@ -13,11 +13,10 @@ from __future__ import annotations
 
 from toolcall_sim.reports.run import incident_part
 
-from toolcall_sim.world.inputs import EXIT_OK, EXIT_VIOLATION, load_scenario, resolve_scenario
+from toolcall_sim.world.inputs import EXIT_OK, EXIT_VIOLATION, INCIDENT_SCENARIOS, load_scenario, resolve_scenario
 
 NAME = "incident"
 HELP = "replay the CODAGT-757 incident under today and under the contract"
-SCENARIOS = ("codagt757_incident", "codagt757_incident_past_timeout")
 VARIANTS = ("today", "contract")
 
 
@@ -29,7 +28,7 @@ def main(args, out) -> int:  # noqa: ARG001 - args: no flags
     from toolcall_sim.world.run import run_scenario
 
     status = EXIT_OK
-    for name in SCENARIOS:
+    for name in INCIDENT_SCENARIOS:
         scenario = load_scenario(resolve_scenario(name))
         for variant in VARIANTS:
             result = run_scenario(scenario, variant)
