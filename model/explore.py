@@ -138,6 +138,7 @@ from typing import Callable
 
 from . import system as msys
 from .interning import digest_extended, digest_of, digest_text_of
+from .explore_por import reduce as reduce_order
 from .system import Tick
 
 # The explored states and the search's context live in model/explore_context.py; what
@@ -322,7 +323,7 @@ class Search:
         node = ctx.initial_node(self.config)
         steps: list = []
         for m in reversed(chain):
-            node, taken = ctx.step(node, enabled(node, self.bounds)[m])
+            node, taken = ctx.step(node, self.choices(node)[m])
             steps.extend(taken)
         return steps
 
@@ -360,6 +361,14 @@ class Search:
             self.result.depth = depth
         return number
 
+    def choices(self, node: Node) -> list:
+        """The actions the search takes in ``node``: ``enabled``'s, or the one delivery
+        whose set is persistent (model/explore_por.py), the same in every process."""
+        actions = enabled(node, self.bounds)
+        if self.bounds.partial_order and len(actions) > 1:
+            return reduce_order(self.ctx, node, actions, enabled, self.bounds)
+        return actions
+
     def successors(self, node: Node) -> tuple[bool, tuple]:
         """Rule 10: whether ``node`` is terminal, and its children in the order of its
         enabled actions, each ``(action (None unless edges are kept or under
@@ -381,7 +390,7 @@ class Search:
                     self._check_expansion(node, found)
                 return found
         ctx, digests = self.ctx, self.digests
-        actions = enabled(node, self.bounds)
+        actions = self.choices(node)
         step, system_key, chats_of = ctx.child_of, ctx.system_key, ctx.chats_of
         if not actions:
             terminal = True

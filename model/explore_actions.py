@@ -64,6 +64,9 @@ class Bounds:
     # first acts; ``pinned_replicas`` are named by a property or an expectation and never fold.
     symmetry: bool = True
     pinned_replicas: tuple[str, ...] = ()
+    # Partial-order reduction (model/explore_por.py): one agent delivery alone where its
+    # set is persistent.
+    partial_order: bool = True
     # Where each budget's fault may strike (module docstring): (budget, window, chat, to)
     # tuples of strings and ints, so a counterexample file records them as lists; empty:
     # every budgeted fault anywhere.

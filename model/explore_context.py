@@ -183,6 +183,9 @@ class Context(Keys, TransitionMemo, Verdicts):
         self.key_tables()  # model/explore_keys.py
         self.ghost_flat: dict = {}  # a flat ghost record's typed fields -> its handle (``ghost_of``)
         self.check = CHECK_MEMO  # tests: every hit is also applied for real and compared
+        # (expansion key, a delivery's place) -> whether its set is persistent
+        # (model/explore_por.py Rule 5)
+        self.por_facts: dict = {}
 
     # -- ghost records (Rule 3) ---------------------------------------------------
     def ghost_of(self, records) -> tuple:

@@ -137,7 +137,7 @@ def test_text_shows_every_row_its_baseline_ratio_and_goals(tiny):
                   "largest world exhausted (issue 36's goal world ladder)"):
         assert f"\n{title}\n" in text
     assert text.count("  baseline  ") == 7 and text.count("  ratio     ") == 7 and text.count("  goal      ") == 7
-    assert "partial-order reduction beyond Rule 6's quiet deliveries: not implemented" in text
+    assert "partial-order reduction (model/explore_por.py)" in text
     assert "  largest   " in text and "  stopped   " in text
     assert text.count("  ceiling   ") == 1  # the default world's, not judged
     assert "not judged here" in text and "goals met" in text
@@ -146,20 +146,21 @@ def test_text_shows_every_row_its_baseline_ratio_and_goals(tiny):
 @pytest.mark.slow  # one tiny bench run, about 4 s of CPU: the fast run stays under 30 s
 def test_the_reduction_row_measures_each_search_unreduced_and_reduced(tiny):
     """Issue 36: per small world and time in flight, both searches' states, seconds and
-    bytes per state, and (both exhausted, as the tiny sizes make them) the ratio; the row
-    says the ratio is symmetry's, partial-order reduction not being implemented."""
+    bytes per state, and (both exhausted, as the tiny sizes make them) the ratios: both
+    reductions' and partial order's over symmetry alone."""
     row = {r["name"]: r for r in tiny["rows"]}["reduction"]
     assert [(r["world"], r["max_in_flight_ms"]) for r in row["searches"]] == [
         (w, ms) for w in bench.TINY.reduction_worlds for ms in bench.TINY.reduction_in_flight_ms]
     for r in row["searches"]:
-        for side in ("unreduced", "reduced"):
+        for side in ("unreduced", "symmetry", "reduced"):
             for name in SEARCH_FIGURES:
                 assert _positive(r[side][name]), (r["world"], side, name, r[side][name])
             assert r[side]["exhausted"]
         assert _positive(r["states_ratio"]) and _positive(r["seconds_ratio"])
         assert r["states_ratio"] == pytest.approx(r["unreduced"]["states"] / r["reduced"]["states"], rel=0.01)
-        assert r["reduced"]["states"] < r["unreduced"]["states"]  # three replicas: something folds
-    assert row["reductions"] and "not implemented" in row["not_implemented"]
+        assert r["reduced"]["states"] < r["symmetry"]["states"] < r["unreduced"]["states"]  # both fold
+        assert r["partial_order_ratio"] == pytest.approx(r["symmetry"]["states"] / r["reduced"]["states"], rel=0.01)
+    assert len(row["reductions"]) == 2
     assert row["exhausted_pairs"] == len(row["searches"])
 
 

@@ -45,15 +45,12 @@ ratio, goals met), one row per line of issue 14's table:
    (``toy_control_plane``).
 6. ``reduction`` (issue 36): what the search's reductions save. Every small world of
    model/worlds.py with three replicas (what symmetry folds is the third), every budget
-   at 1, at 0 s and 1 s in flight: the unreduced search (``Bounds(symmetry=False)``) and
-   the reduced one (the default), each the only search of a fresh process with 1 worker:
-   states, seconds, bytes per state (explorer_1s's method, of the same run), and the
-   ratio of states when both exhausted. A search is stopped by a wall-clock cap
+   at 1, at 0 s and 1 s in flight: the unreduced search (``Bounds(symmetry=False,
+   partial_order=False)``), symmetry alone, and both reductions (the default), each the
+   only search of a fresh process with 1 worker: states, seconds, bytes per state
+   (explorer_1s's method, of the same run), and the ratios of states when both
+   exhausted (sim/ci/bench_reach.py ``SIDES``). A search is stopped by a wall-clock cap
    (``on_progress``: a stop rule, never a judgement) and is then reported at the cap.
-   Today the only reduction switched by ``Bounds(symmetry=...)`` is symmetry
-   (model/explore_symmetry.py): partial-order reduction beyond the quiet deliveries of
-   model/explore.py Rule 6 is not implemented, and the row says so (``REDUCTIONS``); a
-   later one shows up in the same figures.
 7. ``largest_world`` (issue 36): how far exhaustive search reaches towards the issue's
    goal world (model/worlds.py ``goal``: three replicas, three parallel calls and a
    second message, every budget at 1, 1 s in flight). A ladder (``LADDER``) of that
@@ -84,7 +81,7 @@ from dataclasses import asdict, dataclass
 # their names are re-exported here, where the rows and tests look them up.
 from toolcall_sim.ci.bench_process import WHOLE_SPACE, _ratio, _rss_bytes, _run_and_send, _seconds, in_fresh_process  # noqa: F401
 from toolcall_sim.ci.bench_reach import (  # noqa: F401
-    GOAL_RUNG, LADDER, MEMORY_METHOD, REDUCTIONS, REDUCTIONS_NOT_DONE, THREE_REPLICAS, Rung, largest_world, reduction)
+    GOAL_RUNG, LADDER, MEMORY_METHOD, REDUCTIONS, SIDES, THREE_REPLICAS, Rung, largest_world, reduction)
 
 # bug -> the small world where the explorer finds it (tests/test_explore_bugs.py WHERE,
 # which also names the fewest budgets; the bench spends every budget at 1, as the issue's

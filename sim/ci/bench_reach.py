@@ -14,19 +14,19 @@ from toolcall_sim.ci.bench_process import WHOLE_SPACE, _ratio, _rss_bytes, _seco
 
 
 THREE_REPLICAS = ("replica-1", "replica-2", "replica-3")
-# Partial-order reduction beyond the quiet deliveries of model/explore.py Rule 6 is not
-# implemented: the reduction row's ratio is symmetry's (model/explore_symmetry.py) alone.
-# When it is, ``Bounds(symmetry=False)`` stays the unreduced search and these rows show it.
-REDUCTIONS = ("symmetry (model/explore_symmetry.py)",)
-REDUCTIONS_NOT_DONE = "partial-order reduction beyond Rule 6's quiet deliveries: not implemented"
+# The reductions ``Bounds`` switches (``--no-reduction`` switches both off); the row runs
+# each world without them, with symmetry alone, and with both.
+REDUCTIONS = ("symmetry (model/explore_symmetry.py)", "partial-order reduction (model/explore_por.py)")
+SIDES = {"unreduced": (False, False), "symmetry": (True, False), "reduced": (True, True)}  # (symmetry, partial order)
 MEMORY_METHOD = "growth of a fresh process's peak resident set (1 process)"
 
 
-def _search_in_own_process(world: tuple, max_in_flight_ms: int, symmetry: bool, max_states: int,
+def _search_in_own_process(world: tuple, max_in_flight_ms: int, reductions: tuple, max_states: int,
                            cap_s: float, ownership_changes: int = 1) -> dict:
     """Module level: a spawned process imports it by name. One search of ``world`` (a
     small world's name with three replicas, or ``("goal", calls)``), every budget at 1
-    but ``ownership_changes``, alone in this fresh process with 1 worker, stopped after ``cap_s`` seconds of wall
+    but ``ownership_changes``, with ``reductions`` (symmetry, partial order: ``SIDES``),
+    alone in this fresh process with 1 worker, stopped after ``cap_s`` seconds of wall
     clock (a stop rule, as Ctrl-C stops ``explore``: ``on_progress``). Time and memory are
     of the same run (``_wide_in_own_process``'s method)."""
     import dataclasses
@@ -38,7 +38,9 @@ def _search_in_own_process(world: tuple, max_in_flight_ms: int, symmetry: bool, 
         config = worlds.goal("contract", world[1])
     else:
         config = dataclasses.replace(worlds.build(world[0], "contract"), replicas=THREE_REPLICAS)
-    bounds = ex.Bounds(max_in_flight_ms=max_in_flight_ms, symmetry=symmetry, ownership_changes=ownership_changes)
+    symmetry, partial_order = reductions
+    bounds = ex.Bounds(max_in_flight_ms=max_in_flight_ms, symmetry=symmetry, partial_order=partial_order,
+                       ownership_changes=ownership_changes)
     before = _rss_bytes()
     cpu_started = time.process_time()
     started = time.perf_counter()
@@ -56,10 +58,12 @@ def _search_in_own_process(world: tuple, max_in_flight_ms: int, symmetry: bool, 
 
 def reduction(sizes: Sizes, bfs_rate: float) -> dict:
     """Every small world with three replicas (a third is what symmetry folds), every
-    budget at 1, at each time in flight: the unreduced search (``Bounds(symmetry=False)``)
-    and the reduced one (the default), each alone in a fresh process. The ratio is
-    states unreduced over reduced, given only when both exhausted (two prefixes cut by a
-    clock say nothing about the spaces)."""
+    budget at 1, at each time in flight: the unreduced search (``Bounds(symmetry=False,
+    partial_order=False)``), symmetry alone, and both reductions (the default), each alone
+    in a fresh process. A ratio is states without over states with, given only when both
+    searches exhausted (two prefixes cut by a clock say nothing about the spaces):
+    ``states_ratio`` both reductions', ``partial_order_ratio`` the second's over symmetry
+    alone."""
     from toolcall_sim.model import worlds
 
     names = sizes.reduction_worlds or tuple(worlds.small_names())
@@ -67,12 +71,15 @@ def reduction(sizes: Sizes, bfs_rate: float) -> dict:
     searches = []
     for name in names:
         for ms in sizes.reduction_in_flight_ms:
-            unreduced, reduced = (in_fresh_process(_search_in_own_process, (name,), ms, sym, max_states,
-                                                   sizes.reduction_cap_s) for sym in (False, True))
+            runs = {side: in_fresh_process(_search_in_own_process, (name,), ms, reductions, max_states,
+                                           sizes.reduction_cap_s) for side, reductions in SIDES.items()}
+            unreduced, symmetric, reduced = runs["unreduced"], runs["symmetry"], runs["reduced"]
             both = unreduced["exhausted"] and reduced["exhausted"]
-            searches.append({"world": name, "max_in_flight_ms": ms, "unreduced": unreduced, "reduced": reduced,
+            por = symmetric["exhausted"] and reduced["exhausted"]
+            searches.append({"world": name, "max_in_flight_ms": ms, **runs,
                              "states_ratio": _ratio(unreduced["states"], reduced["states"]) if both else None,
-                             "seconds_ratio": _ratio(unreduced["seconds"], reduced["seconds"]) if both else None})
+                             "seconds_ratio": _ratio(unreduced["seconds"], reduced["seconds"]) if both else None,
+                             "partial_order_ratio": _ratio(symmetric["states"], reduced["states"]) if por else None})
     exhausted = [r for r in searches if r["states_ratio"] is not None]
     states_reduced = sum(r["reduced"]["states"] for r in exhausted)
     seconds_reduced = sum(r["reduced"]["seconds"] for r in exhausted)
@@ -82,7 +89,6 @@ def reduction(sizes: Sizes, bfs_rate: float) -> dict:
         "replicas": len(THREE_REPLICAS),
         "budgets": 1,
         "reductions": list(REDUCTIONS),
-        "not_implemented": REDUCTIONS_NOT_DONE,
         "cap_s": sizes.reduction_cap_s,
         "max_states": sizes.reduction_max_states,
         "memory_method": MEMORY_METHOD + ", of the same run as the seconds",
@@ -136,7 +142,7 @@ def largest_world(sizes: Sizes, bfs_rate: float) -> dict:
     load_1m = round(os.getloadavg()[0], 2)
     rungs = []
     for rung in LADDER:
-        m = in_fresh_process(_search_in_own_process, ("goal", rung.calls), rung.max_in_flight_ms, True, max_states,
+        m = in_fresh_process(_search_in_own_process, ("goal", rung.calls), rung.max_in_flight_ms, SIDES["reduced"], max_states,
                              sizes.ladder_cap_s, rung.ownership_changes)
         rungs.append({"rung": rung.describe(), "calls": rung.calls, "max_in_flight_ms": rung.max_in_flight_ms,
                       "ownership_changes": rung.ownership_changes, **m})

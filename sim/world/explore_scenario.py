@@ -421,7 +421,7 @@ def build(scenario: Scenario, variant: str, faults_mode: str = "anywhere", max_i
     if named:
         lines.append(f"symmetry: {', '.join(named)} named by the scenario, never folded with another replica")
     bounds = Bounds(max_in_flight_ms=in_flight, horizon_ms=horizon, scale=max(int(ratio), 1),
-                    pinned_replicas=named, symmetry=symmetry, fault_windows=tuple(windows), **counts)
+                    pinned_replicas=named, symmetry=symmetry, partial_order=symmetry, fault_windows=tuple(windows), **counts)
     return Explorable(config, bounds, ratio, tuple(lines))
 
 

@@ -104,9 +104,10 @@ def add_arguments(parser) -> None:
                              "any number, only the speed differs (sim/drivers/explore_parallel.py); a search that ends "
                              "before the workers would start runs in this one process, and says so")
     parser.add_argument("--no-reduction", action="store_true",
-                        help="search without symmetry reduction (docs/pages/explanation/reduction.md): every "
-                             "untouched replica acts, not only the first of those alike; the same violations are "
-                             "found in more states, a check of the reduced search")
+                        help="search without the reductions (docs/pages/explanation/reduction.md): every "
+                             "untouched replica acts, not only the first of those alike, and every order of "
+                             "independent steps is taken, not only one; the same violations are found in more "
+                             "states, a check of the reduced search")
     parser.add_argument("--json", action="store_true", help="print the verdicts and counterexamples as one JSON object")
     add_quiet_flag(parser)
     add_report_flag(parser)
@@ -155,7 +156,7 @@ def main(args, out) -> int:
     bounds = ex.Bounds(max_in_flight_ms=max_in_flight_ms, horizon_ms=horizon_ms,
                        agent_restarts=args.agent_restarts, ownership_changes=args.ownership_changes,
                        interrupts=args.interrupts, lost_responses=args.lost_responses, task_retries=args.task_retries,
-                       symmetry=not args.no_reduction)
+                       symmetry=not args.no_reduction, partial_order=not args.no_reduction)
     if not args.json:
         out.write(report.first_line(args.variant, args.world, out_dir))
         out.flush()
@@ -245,7 +246,7 @@ def tour_main(args, out) -> int:
     horizon_ms = horizon_of(args.horizon)
     out_dir = check_out_dir(args.out)
     stop_on = stop_rule(args.stop_at_first, args.stop_properties)
-    budgets = ex.Bounds(horizon_ms=horizon_ms, symmetry=not args.no_reduction,
+    budgets = ex.Bounds(horizon_ms=horizon_ms, symmetry=not args.no_reduction, partial_order=not args.no_reduction,
                         **{b: getattr(args, b) for b in ex.BUDGETS})
     if not any(getattr(budgets, b) for b in ex.BUDGETS):
         raise BadFlag("the tour needs at least one fault budget above 0 (or explore one world with --world)")
