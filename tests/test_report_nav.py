@@ -117,10 +117,14 @@ def test_screenshots_are_1400_px_wide_and_a_linked_finding_is_drawn_open(report,
         pytest.skip("no chromium on PATH (apt-get install -y chromium)")
     from PIL import Image
 
-    assert screenshots.main([str(tmp_path / "shots"), str(report), "--height", "900"]) == 0
+    sweep = tmp_path / "sweep"  # a sweep report's double-run plot (reports/sweep.py PLOT_DOUBLE_RUNS)
+    sweep.mkdir()
+    (sweep / "double_runs_vs_p99.svg").write_text('<svg xmlns="http://www.w3.org/2000/svg" width="400" height="300">'
+                                                  '<rect width="400" height="300" fill="#3366cc"/></svg>')
+    assert screenshots.main([str(tmp_path / "shots"), str(report), "--height", "900", "--sweep", str(sweep)]) == 0
     said = capsys.readouterr().out.splitlines()
-    assert sorted(p.name for p in (tmp_path / "shots").iterdir()) == ["finding.png", "top.png"]
-    for name in ("top.png", "finding.png"):
+    assert sorted(p.name for p in (tmp_path / "shots").iterdir()) == ["double-runs.png", "finding.png", "top.png"]
+    for name in ("top.png", "finding.png", "double-runs.png"):
         assert screenshots.png_size((tmp_path / "shots" / name).read_bytes()) == (1400, 900)
     # the page has no comparison nor sweep: each skipped in a line that says which
     assert any(line.startswith("screenshots: compare: skipped: the page has no #compare") for line in said)
@@ -128,5 +132,7 @@ def test_screenshots_are_1400_px_wide_and_a_linked_finding_is_drawn_open(report,
     # diagram's evidence band is on the screen (the window is not blank, Rule 2).
     picture = Image.open(tmp_path / "shots" / "finding.png").convert("RGB")
     assert picture.getcolors(1 << 24) and any(rgb == EVIDENCE_BG for _, rgb in picture.getcolors(1 << 24))
+    plot = Image.open(tmp_path / "shots" / "double-runs.png").convert("RGB")
+    assert plot.getpixel((1399, 0)) == (51, 102, 204)  # the picture is drawn as wide as the window
     top = Image.open(tmp_path / "shots" / "top.png").convert("RGB")
     assert not any(rgb == EVIDENCE_BG for _, rgb in top.getcolors(1 << 24))  # folded at the top: not drawn

@@ -1,6 +1,6 @@
 """Screenshots of a check report's page, as a reviewer's browser draws it.
 
-    python -m toolcall_sim.ci.screenshots OUT_DIR REPORT_DIR [--height PX]
+    python -m toolcall_sim.ci.screenshots OUT_DIR REPORT_DIR [--height PX] [--sweep SWEEP_DIR]
 
 Theory of operation
 -------------------
@@ -11,7 +11,9 @@ comparison (``#compare``) and the double-run plot (``#sweep``), each a PNG
 ``WIDTH_PX`` wide and ``--height`` high in ``OUT_DIR``. Each is one run of Debian's
 ``chromium`` (``--headless --screenshot``); the ids are the page's own
 (reports/page_nav.py Rule 1), read from the page, and a part the report does not have
-is skipped with a line that says so.
+is skipped with a line that says so. The double-run plot of ``toolcall-sim sweep
+--report SWEEP_DIR`` (its SVG file, reports/sweep.py ``PLOT_DOUBLE_RUNS``) is taken
+from ``--sweep SWEEP_DIR`` when the page has none.
 
 Rule 1. No browser, no pictures, no failure: without ``chromium`` on PATH the script
         says so in one line (and how to install it) and exits 0, so a machine without
@@ -51,6 +53,8 @@ SHOTS = (("top", None, "the top of the page"),
          ("finding", "", "a finding, opened by a direct link"),
          ("compare", "compare", "the design comparison"),
          ("double-runs", "sweep", "the double-run plot"))
+PICTURE = ("<!DOCTYPE html><html><head><meta charset=\"utf-8\"><style>html, body {{ margin: 0; }} "
+           "img {{ width: 100%; display: block; }}</style></head><body><img src=\"{src}\" alt=\"\"></body></html>\n")
 FRAME = ("<!DOCTYPE html><html><head><meta charset=\"utf-8\"><style>html, body {{ margin: 0; overflow: hidden; }} "
          "iframe {{ border: 0; width: 100vw; height: 100vh; display: block; }}</style></head>"
          "<body><iframe src=\"{src}\"></iframe></body></html>\n")
@@ -92,9 +96,13 @@ def shoot(browser: str, url: str, out: Path, height_px: int, scratch: Path) -> N
 
 
 def take(out_dir: Path, report_dir: Path, height_px: int = HEIGHT_PX, browser: str | None = None,
-         say=print) -> list[Path]:
-    """Every screenshot the report has a part for (``SHOTS``), written into ``out_dir``."""
+         say=print, sweep_dir: Path | None = None) -> list[Path]:
+    """Every screenshot the report has a part for (``SHOTS``), written into ``out_dir``;
+    the double-run plot from ``sweep_dir`` when the page has none."""
+    from toolcall_sim.reports.sweep import PLOT_DOUBLE_RUNS
+
     page = report_dir / "index.html"
+    plot = None if sweep_dir is None else sweep_dir / PLOT_DOUBLE_RUNS
     html = page.read_text(encoding="utf-8")
     browser = browser or shutil.which(BROWSER)
     if browser is None:
@@ -107,10 +115,16 @@ def take(out_dir: Path, report_dir: Path, height_px: int = HEIGHT_PX, browser: s
         for stem, anchor, what in SHOTS:
             if anchor == "":
                 anchor = first_finding(html)
-            if stem != "top" and (anchor is None or f'id="{anchor}"' not in html):
+            url = page.resolve().as_uri()
+            if anchor == "sweep" and f'id="{anchor}"' not in html and plot is not None and plot.is_file():
+                anchor = None  # the sweep report's own picture, as wide as the window
+                what += f" ({plot})"
+                wrapper = scratch / f"{stem}.html"
+                wrapper.write_text(PICTURE.format(src=escape(plot.resolve().as_uri())), encoding="utf-8")
+                url = wrapper.as_uri()
+            elif stem != "top" and (anchor is None or f'id="{anchor}"' not in html):
                 say(f"screenshots: {stem}: skipped: the page has no {f'#{anchor}' if anchor else 'finding'} ({what})")
                 continue
-            url = page.resolve().as_uri()
             if anchor is not None:  # Rule 2: the linked part in a frame, the window not scrolled
                 frame = scratch / f"{stem}.html"
                 frame.write_text(FRAME.format(src=escape(f"{url}#{anchor}")), encoding="utf-8")
@@ -129,6 +143,8 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("out_dir", metavar="OUT_DIR", help="where the PNG files go (made if missing)")
     parser.add_argument("report_dir", metavar="REPORT_DIR", help="a report folder holding index.html")
     parser.add_argument("--height", type=int, default=HEIGHT_PX, help=f"window height in pixels (default {HEIGHT_PX})")
+    parser.add_argument("--sweep", metavar="SWEEP_DIR", default=None,
+                        help="a `toolcall-sim sweep --report` folder: its double-run plot, when the page has none")
     args = parser.parse_args(argv)
     report = Path(args.report_dir)
     if not (report / "index.html").is_file():
@@ -139,7 +155,7 @@ def main(argv: list[str] | None = None) -> int:
         print(f"screenshots: --height: expected 100 to 20000 pixels, got {args.height}", file=sys.stderr)
         return 2
     try:
-        take(Path(args.out_dir), report, args.height)
+        take(Path(args.out_dir), report, args.height, sweep_dir=None if args.sweep is None else Path(args.sweep))
     except RuntimeError as err:
         print(f"screenshots: {err}", file=sys.stderr)
         return 1
