@@ -436,6 +436,6 @@ def _scenarios(report: dict, pictures: dict[str, str], ids: nav.Anchors, add) ->
         body.append(nav.fold(anchor, f"<h3>{line}</h3> {met}",
                              f"<p>{escape(verdict)}</p>" + _commands(x["reproduce"]) + seq
                              + _img(pictures[x["timeline"]], f"timeline: {x['scenario']}"), not x["ok"] or one))
-    failed = sum(1 for x in report["scenarios"] if not x["ok"])
+    runs, failed = len(report["scenarios"]), sum(1 for x in report["scenarios"] if not x["ok"])
     add(ids.of("scenarios"), "Scenarios", "".join(body), items,
-        label=f"Scenarios ({len(report['scenarios'])} runs, {failed} failed)")
+        label=f"Scenarios ({runs} run{'' if runs == 1 else 's'}, {failed} failed)")
