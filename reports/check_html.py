@@ -7,16 +7,20 @@ traces the pictures are drawn from (a counterexample's replayed trace with the i
 of the records that prove its violation; a scenario run's trace). This module draws each
 picture with ``toolcall_sim.reports.figures`` and writes the page: inline CSS, every picture embedded
 as a ``data:`` URI of its SVG (an ``<img>``: inlined ``<svg>`` elements would share their
-element ids), no script and no network. Its ``<main>`` opens with the answer
-(check_markdown.py's words): the headline, the verdict, a row of counts per scenario
-run; then the properties x variants table (an expected violation in its own colour,
-never the failure's), one section per finding (its sequence diagram), per failed
-scenario (its sequence diagram), per explorer run (its depth chart), the swarm chart, the planted-bug
+element ids), no network, and one inline script of a few lines that opens what a link
+names (reports/page_nav.py Rule 2). Its ``<main>`` opens with the answer
+(check_markdown.py's words): the headline, the verdict, the table of contents (every
+part and finding, by stable ids: reports/page_nav.py), a row of counts per scenario run
+(folded when long); then, each in a ``<section class="part">`` laid out as it nears the
+window, the properties x variants table (an expected violation in its own colour,
+never the failure's), one fold per finding (its sequence diagram; a new one open), one
+per explorer run (its depth chart), the swarm chart, the planted-bug
 sweep, the design comparison (a heat map of design x property, cells coloured by
 verdict and outlined when not as the suite expects, the costs coloured by a scale per
 column, each design's shortest counterexample as a sequence diagram), the detection
-table, the rule coverage section (``#coverage``, reports/coverage.py) and every scenario
-run with its timeline. The same SVGs are returned by name, so
+table, the rule coverage section (``#coverage``, reports/coverage.py) and a fold per
+scenario run with its timeline (and, failed, its sequence diagram; open). The same SVGs
+are returned by name, so
 the report folder holds them as files too (``figures/*.svg``), byte-identical between runs.
 """
 
@@ -28,9 +32,11 @@ from html import escape
 from toolcall_sim.model.explore import Bounds
 
 from . import figures
+from . import page_nav as nav
 from .check_markdown import (
     COUNTS_HEAD,
     LEGEND,
+    counts_fold,
     counts_rows,
     description,
     headline_text,
@@ -154,8 +160,9 @@ def _table(report: dict) -> str:
     head = "".join(f"<th>{escape(v)}</th>" for v in report["variants"])
     rows = []
     for p in report["properties"]:
-        cells = "".join(f'<td class="{report["table"][v][p].replace(" ", "-")}">{escape(table_cell(report, v, p))}</td>'
-                        for v in report["variants"])
+        # the colour says violated: no Markdown emphasis (**) in the page
+        cells = "".join(f'<td class="{report["table"][v][p].replace(" ", "-")}">'
+                        f'{escape(table_cell(report, v, p).replace("**", ""))}</td>' for v in report["variants"])
         rows.append(f"<tr><th><code>{escape(p)}</code></th>{cells}</tr>")
     return f"<table><tr><th>property</th>{head}</tr>{''.join(rows)}</table>"
 
@@ -258,78 +265,105 @@ def _commands(cmds: list[str]) -> str:
     return "<pre>" + "\n".join(escape(c) for c in cmds) + "</pre>"
 
 
-def page(report: dict, pictures: dict[str, str]) -> str:
-    """The whole of index.html."""
-    s, v, c = report["suite"], report["verdict"], report["counts"]
-    title = title_of(report)
-    # The answer first (<main> opens with it): the headline in words, the verdict, then
-    # every scenario run's counts, before any detail.
-    said = headline_text(report)
-    body = [f"<h1>{escape(title)}</h1>", "<main>", f'<p class="headline" id="headline">{escape(said)}</p>' if said else ""]
-    if v["ok"]:
-        text = "nothing new against the baseline" if "one_run" not in report else pass_text(report)
-        body.append(f'<p class="verdict pass">PASS: {escape(text)}</p>')
-    else:
-        body.append(f'<p class="verdict fail">FAIL (exit {v["exit_code"]})</p><ul>'
-                    + "".join(f"<li>{escape(r)}</li>" for r in v["reasons"]) + "</ul>")
+def _finding_line(report: dict, x: dict) -> str:
+    """A finding's heading: its status, property, variant and where it was found."""
+    cls = ' class="new"' if x["status"] == "new" else ""
+    risk = f" ({escape(x['residual_risk'])})" if x["residual_risk"] else ""
+    return (f"<span{cls}>{escape(status_label(report, x))}</span> <code>{escape(x['property'])}</code>{risk} under "
+            f"<code>{escape(x['variant'])}</code> in {escape(x['driver'])} {escape(x['where'])}")
+
+
+def _counts(report: dict) -> str:
+    """A row of counts per scenario run; folded when there are many (check_markdown.py
+    ``counts_fold``)."""
     rows = counts_rows(report)
-    if rows:
-        met = {True: "<td>met</td>", False: '<td class="violated">NOT met</td>'}
-        body.append('<table id="counts"><tr>' + "".join(f"<th>{escape(h)}</th>" for h in COUNTS_HEAD) + "</tr>"
-                    + "".join("<tr>" + "".join(f"<td>{escape(x)}</td>" for x in r[:-1]) + met[r[-1] == "met"]
-                              + "</tr>" for r in rows) + "</table>")
+    if not rows:
+        return ""
+    met = {True: "<td>met</td>", False: '<td class="violated">NOT met</td>'}
+    table = ('<table id="counts"><tr>' + "".join(f"<th>{escape(h)}</th>" for h in COUNTS_HEAD) + "</tr>"
+             + "".join("<tr>" + "".join(f"<td>{escape(x)}</td>" for x in r[:-1]) + met[r[-1] == "met"]
+                       + "</tr>" for r in rows) + "</table>")
+    folded = counts_fold(rows)
+    return table if folded is None else f'<details class="fold" id="runs"><summary>{folded}</summary>{table}</details>'
+
+
+def page(report: dict, pictures: dict[str, str]) -> str:
+    """The whole of index.html: the answer, the table of contents, then each part (a
+    ``<section class="part">`` with a stable id, reports/page_nav.py), long detail folded."""
+    v, c = report["verdict"], report["counts"]
+    one = "one_run" in report
+    title = title_of(report)
+    ids = nav.Anchors()
+    for fixed_id in ("headline", "verdict", "toc", "runs", "counts", "coverage"):  # the page's own ids
+        ids.of(fixed_id)
+    toc: list[nav.Entry] = []
+    parts: list[str] = []
+
+    def add(anchor: str, heading: str, body: str, items: list[nav.Entry] | None = None, label: str | None = None,
+            own_heading: bool = False, marked: bool = True) -> None:
+        """A part: in the table of contents (``label``, else ``heading``) and on the page
+        (``own_heading``: ``body`` opens with its own ``<h2>``; ``marked``: the section
+        has the id, else ``body`` holds it)."""
+        toc.append(nav.Entry(anchor, escape(label or heading), items=items or []))
+        parts.append(nav.part(anchor if marked else None,
+                              body if own_heading else f"<h2>{escape(heading)}</h2>{body}"))
+
+    # The answer first (<main> opens with it): the headline in words, the verdict, then
+    # the table of contents and every scenario run's counts, before any detail.
+    said = headline_text(report)
+    top = [f'<p class="headline" id="headline">{escape(said)}</p>' if said else ""]
+    if v["ok"]:
+        text = "nothing new against the baseline" if not one else pass_text(report)
+        top.append(f'<p class="verdict pass" id="verdict">PASS: {escape(text)}</p>')
+    else:
+        top.append(f'<p class="verdict fail" id="verdict">FAIL (exit {v["exit_code"]})</p><ul>'
+                   + "".join(f"<li>{escape(r)}</li>" for r in v["reasons"]) + "</ul>")
+    rest = [_counts(report)]
     if description(report):
-        body.append(f"<p>{escape(description(report))}</p>")
+        rest.append(f"<p>{escape(description(report))}</p>")
     f = c["findings"]
-    if "one_run" not in report:  # one run's counts are its one section
-        body.append(f"<p>{c['scenario_runs']} scenario runs ({c['scenarios_failed']} failed), {c['explore_runs']} "
+    if not one:  # one run's counts are its one section
+        rest.append(f"<p>{c['scenario_runs']} scenario runs ({c['scenarios_failed']} failed), {c['explore_runs']} "
                     f"explorer runs ({c['explore_states']} states), {c['swarm_seeds']} swarm seeds. Findings: "
                     f"{f['new']} new, {f['accepted']} accepted, {f['expected']} expected, {f['residual_risk']} "
                     f"residual risks; {c['fixed']} fixed.</p>")
     if report["variants"]:
-        body += ["<h2>Properties by variant</h2>", _table(report), f"<p>{escape(LEGEND)}</p>"]
+        add(ids.of("properties"), "Properties by variant", _table(report) + f"<p>{escape(LEGEND)}</p>")
     replay = report.get("replay")
     if replay is not None:
         pictures_of_replay = "".join(
             _img(pictures[replay[k]], f"{k}: replay of {replay['file']}") for k in ("sequence", "timeline")
             if replay[k])
-        body.append("<h2>Replay</h2><section>" + "".join(f"<p>{escape(line.replace('`', ''))}</p>"
-                                                           for line in replay_lines(report))
-                    + _commands(replay["reproduce"]) + pictures_of_replay + "</section>")
-    body.append("<h2>Findings</h2>")
-    if not report["findings"]:
-        body.append("<p>None.</p>")
-    for x in report["findings"]:
-        cls = ' class="new"' if x["status"] == "new" else ""
-        risk = f" ({escape(x['residual_risk'])})" if x["residual_risk"] else ""
-        body.append(f'<section id="{escape(x["id"])}"><h3><span{cls}>{escape(status_label(report, x))}</span> '
-                    f"<code>{escape(x['property'])}</code>{risk} under <code>{escape(x['variant'])}</code> in "
-                    f"{escape(x['driver'])} {escape(x['where'])}</h3><p>{escape(x['detail'])}</p>"
-                    + _commands(x["reproduce"])
-                    + (_img(pictures[x["sequence"]], f"sequence diagram: {x['property']}") if x.get("sequence") else "")
-                    + "</section>")
+        add(ids.of("replay"), "Replay", "".join(f"<p>{escape(line.replace('`', ''))}</p>"
+                                                for line in replay_lines(report))
+            + _commands(replay["reproduce"]) + pictures_of_replay)
+    _findings(report, pictures, ids, add)
     fixed = report["baseline"]["fixed"]
     if fixed:
-        body.append("<h2>Fixed (in the baseline, not seen again)</h2><ul>" + "".join(
+        add(ids.of("fixed"), "Fixed (in the baseline, not seen again)", "<ul>" + "".join(
             f"<li><code>{escape(e['property'])}</code> under <code>{escape(e['variant'])}</code> in "
-            f"{escape(e['driver'])} {escape(e['where'])}</li>" for e in fixed) + "</ul>")
+            f"{escape(e['driver'])} {escape(e['where'])}</li>" for e in fixed) + "</ul>", label="Fixed")
     if report["explore"]:
-        body.append("<h2>Explorer runs</h2>")
+        runs, items = [], []
         for x in report["explore"]:
             state = "exhausted" if x["exhausted"] else "not exhausted"
-            body.append(f"<section><h3>{escape(x['name'])} under <code>{escape(x['variant'])}</code></h3>"
+            anchor = ids.of("explore", x["name"], x["variant"])
+            items.append(nav.Entry(anchor, f"{escape(x['name'])} under <code>{escape(x['variant'])}</code>"))
+            runs.append(f'<section id="{anchor}"><h3>{escape(x["name"])} under <code>{escape(x["variant"])}</code></h3>'
                         f"<p>{x['states']} states, {x['transitions']} transitions, depth {x['depth']}, {state}; "
                         f"{len(x['violations'])} violation(s).</p>" + _commands(x["reproduce"])
                         + _img(pictures[x["depth_chart"]], f"states per depth: {x['name']}") + "</section>")
+        add(ids.of("explore"), "Explorer runs", "".join(runs), items)
     if report["swarm"]:
-        body.append("<h2>Swarm</h2><table><tr><th>variant</th><th>seeds</th><th>failures</th><th>residual risks</th>"
-                    "<th>unknown results</th></tr>")
+        rows = []
         for x in report["swarm"]:
             risks = ", ".join(f"{k} {n}" for k, n in {**x["residual_risks"], **x["known_findings"]}.items()) or "none"
-            body.append(f"<tr><td>{escape(x['variant'])}</td><td>{x['first_seed']}..{x['first_seed'] + x['seeds'] - 1}"
+            rows.append(f"<tr><td>{escape(x['variant'])}</td><td>{x['first_seed']}..{x['first_seed'] + x['seeds'] - 1}"
                         f"</td><td>{len(x['failures'])}</td><td>{escape(risks)}</td>"
                         f"<td>{x['unknown_results']}/{x['results']}</td></tr>")
-        body.append("</table>" + _img(pictures["figures/swarm.svg"], "swarm chart"))
+        add(ids.of("swarm"), "Swarm", "<table><tr><th>variant</th><th>seeds</th><th>failures</th>"
+            "<th>residual risks</th><th>unknown results</th></tr>" + "".join(rows) + "</table>"
+            + _img(pictures["figures/swarm.svg"], "swarm chart"))
     sweep = report["planted"]
     if sweep is not None:
         head = "".join(f"<th>{escape(d)}</th>" for d in sweep["drivers"])
@@ -340,25 +374,69 @@ def page(report: dict, pictures: dict[str, str]) -> str:
                       f'{"caught" if b["drivers"][d]["caught"] else "missed"}</td>' for d in sweep["drivers"])
             + "</tr>" for b in sweep["bugs"])
         score = "".join(f"<td>{sweep['score'][d]['caught']}/{sweep['score'][d]['swept']}</td>" for d in sweep["drivers"])
-        body.append(f"<h2>Planted bugs</h2><table><tr><th>bug</th><th>caught by</th>{head}</tr>{rows}"
-                    f"<tr><th>mutation score</th><td></td>{score}</tr></table>")
-    if report.get("compare") is not None:
-        body.append(_compare(report["compare"], pictures))
+        add(ids.of("planted"), "Planted bugs", f"<table><tr><th>bug</th><th>caught by</th>{head}</tr>{rows}"
+            f"<tr><th>mutation score</th><td></td>{score}</tr></table>")
+    compared = report.get("compare")
+    if compared is not None:
+        # _compare writes its own heading and an id per design's counterexample (compare-<design>)
+        items = [nav.Entry(f"compare-{r['design']}", f"<code>{escape(r['design'])}</code>: "
+                           f"<code>{escape(r['counterexample']['property'])}</code>")
+                 for r in compared["rows"] if r["counterexample"] is not None]
+        for item in items:
+            ids.of(item.anchor)
+        add(ids.of("compare"), "Design comparison", _compare(compared, pictures), items, own_heading=True)
     if report.get("detection") is not None:
-        body.append(_detection(report["detection"]))
+        add(ids.of("detection"), "Detection table", _detection(report["detection"]), own_heading=True)
     if report.get("coverage") is not None:
         from .coverage import coverage_html
 
-        body.append(coverage_html(report["coverage"]))
-    if report["scenarios"]:
-        body.append("<h2>Scenarios</h2>")
-    for x in report["scenarios"]:
-        verdict = "expectation met" if x["ok"] else "expectation NOT met: " + "; ".join(x["failures"])
-        seq = _img(pictures[x["sequence"]], f"sequence diagram: {x['scenario']}") if x["sequence"] else ""
-        body.append(f'<section id="scenario-{escape(x["id"])}"><h3>{escape(x["scenario"])} under '
-                    f"<code>{escape(x['variant'])}</code></h3><p>{escape(verdict)}</p>" + _commands(x["reproduce"])
-                    + seq + _img(pictures[x["timeline"]], f"timeline: {x['scenario']}") + "</section>")
-    body.append("<p>Commands run from the report folder; report.json holds all of it as data.</p></main>")
+        # its heading has the id (reports/coverage.py)
+        add("coverage", "Rule coverage", coverage_html(report["coverage"]), own_heading=True, marked=False)
+    _scenarios(report, pictures, ids, add)
+    body = [f"<h1>{escape(title)}</h1>", "<main>", *top, nav.toc_html(toc) if toc else "", *rest, *parts,
+            "<p>Commands run from the report folder; report.json holds all of it as data.</p></main>"]
     return ("<!DOCTYPE html>\n<html lang=\"en\"><head><meta charset=\"utf-8\">"
-            f"<title>{escape(title)}</title><style>{CSS}</style></head><body>\n"
-            + "\n".join(b for b in body if b) + "\n</body></html>\n")
+            f"<title>{escape(title)}</title><style>{CSS}{nav.NAV_CSS}</style></head><body>\n"
+            + "\n".join(b for b in body if b) + "\n" + nav.OPENER_SCRIPT + "\n</body></html>\n")
+
+
+def _findings(report: dict, pictures: dict[str, str], ids: nav.Anchors, add) -> None:
+    """The findings part: each one folded under its heading (a new one, or one run's,
+    open), with its detail, the commands that reproduce it and its sequence diagram."""
+    one = "one_run" in report
+    items, body = [], []
+    for x in report["findings"]:
+        anchor = ids.of(x["id"])
+        line = _finding_line(report, x)
+        items.append(nav.Entry(anchor, line, important=x["status"] == "new"))
+        body.append(nav.fold(anchor, f"<h3>{line}</h3>", f"<p>{escape(x['detail'])}</p>" + _commands(x["reproduce"])
+                             + (_img(pictures[x["sequence"]], f"sequence diagram: {x['property']}")
+                                if x.get("sequence") else ""), x["status"] == "new" or one))
+    f = report["counts"]["findings"]
+    counted = ", ".join(f"{f[s]} {w}" for s, w in (("new", "new"), ("accepted", "accepted"), ("expected", "expected"),
+                                                    ("residual_risk", "residual risks")) if f.get(s))
+    add(ids.of("findings"), "Findings", "".join(body) or "<p>None.</p>", items,
+        label=f"Findings ({counted})" if counted else "Findings")
+
+
+def _scenarios(report: dict, pictures: dict[str, str], ids: nav.Anchors, add) -> None:
+    """The scenario runs part: each folded under its name and verdict (a failed one, or
+    one run's, open), with its commands, its sequence diagram and its timeline."""
+    if not report["scenarios"]:
+        return
+    one = "one_run" in report
+    items, body = [], []
+    for x in report["scenarios"]:
+        anchor = ids.of(f"scenario-{x['id']}")
+        # the summary line says "met"; what was not met is said in full when it is opened
+        unmet = "" if x["ok"] else f"<p>{escape('expectation NOT met: ' + '; '.join(x['failures']))}</p>"
+        line = f"{escape(x['scenario'])} under <code>{escape(x['variant'])}</code>"
+        items.append(nav.Entry(anchor, line + ("" if x["ok"] else ": NOT met"), important=not x["ok"]))
+        seq = _img(pictures[x["sequence"]], f"sequence diagram: {x['scenario']}") if x["sequence"] else ""
+        met = "expectation met" if x["ok"] else '<span class="new">expectation NOT met</span>'
+        body.append(nav.fold(anchor, f"<h3>{line}</h3> {met}",
+                             unmet + _commands(x["reproduce"]) + seq
+                             + _img(pictures[x["timeline"]], f"timeline: {x['scenario']}"), not x["ok"] or one))
+    runs, failed = len(report["scenarios"]), sum(1 for x in report["scenarios"] if not x["ok"])
+    add(ids.of("scenarios"), "Scenarios", "".join(body), items,
+        label=f"Scenarios ({runs} run{'' if runs == 1 else 's'}, {failed} failed)")

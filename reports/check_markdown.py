@@ -209,14 +209,32 @@ def counts_rows(report: dict) -> list[list[str]]:
             for r in (report.get("headline") or {}).get("runs", [])]
 
 
+# A counts table of more scenario runs than this is folded (here and in index.html): the
+# headline says the incident's, the verdict the failures; a suite's hundred rows would
+# push the rest off the first screen.
+COUNTS_SHOWN = 12
+
+
+def counts_fold(rows: list[list[str]]) -> str | None:
+    """The line a folded counts table is summed up in, or None when it is not folded."""
+    if len(rows) <= COUNTS_SHOWN:
+        return None
+    missed = sum(1 for r in rows if r[-1] != "met")
+    return (f"Counts per scenario run: {len(rows)} runs, "
+            + ("every expectation met" if not missed else f"{missed} expectation(s) NOT met"))
+
+
 def counts_table(report: dict) -> list[str]:
-    """The counts table (GFM), or nothing when the report ran no scenario."""
+    """The counts table (GFM), or nothing when the report ran no scenario; folded in a
+    ``<details>`` when it has more than COUNTS_SHOWN rows."""
     rows = counts_rows(report)
     if not rows:
         return []
-    return (["| " + " | ".join(COUNTS_HEAD) + " |", "|---" * len(COUNTS_HEAD) + "|"]
-            + [f"| `{r[0]}` | `{r[1]}` | " + " | ".join(r[2:6]) + f" | {r[6] if r[6] == 'met' else '**NOT met**'} |"
-               for r in rows])
+    table = (["| " + " | ".join(COUNTS_HEAD) + " |", "|---" * len(COUNTS_HEAD) + "|"]
+             + [f"| `{r[0]}` | `{r[1]}` | " + " | ".join(r[2:6]) + f" | {r[6] if r[6] == 'met' else '**NOT met**'} |"
+                for r in rows])
+    folded = counts_fold(rows)
+    return table if folded is None else [f"<details><summary>{folded}</summary>", "", *table, "", "</details>"]
 
 
 def status_label(report: dict, f: dict) -> str:
@@ -251,11 +269,27 @@ def summary(report: dict, limit_bytes: int = SUMMARY_LIMIT_BYTES) -> str:
     """The whole of summary.md: every section when it fits in ``limit_bytes`` of UTF-8,
     else ``trimmed``. Either is a function of the report alone (the same bytes for the
     same report)."""
-    lines = _summary_lines(report, None)
+    lines = with_toc(_summary_lines(report, None))
     text = "\n".join(lines) + "\n"
     if len(text.encode("utf-8")) <= limit_bytes:
         return text
-    return trimmed(_summary_lines(report, REASONS_WHEN_TRIMMED), report, limit_bytes)
+    return trimmed(with_toc(_summary_lines(report, REASONS_WHEN_TRIMMED)), report, limit_bytes)
+
+
+TOC_PREFIX = "Contents: "
+
+
+def with_toc(lines: list[str]) -> list[str]:
+    """``lines`` with a one-line table of contents of their ``##`` sections (GitHub's
+    heading anchors, reports/page_nav.py ``markdown_toc``) above the first of them: the
+    answer, the verdict and the counts stay first."""
+    from .page_nav import markdown_toc
+
+    first = next((i for i, line in enumerate(lines) if line.startswith("## ")), None)
+    toc = markdown_toc(lines)
+    if first is None or not toc:
+        return lines
+    return lines[:first] + [toc, ""] + lines[first:]
 
 
 def trim_notice(report: dict) -> list[str]:
@@ -290,6 +324,10 @@ def trimmed(lines: list[str], report: dict, limit_bytes: int) -> str:
             open_details = False
     if open_details:
         kept += ["", "</details>"] if kept[-1] else ["</details>"]
+    # The table of contents links only to the sections kept (a shorter line: it still fits).
+    from .page_nav import markdown_toc
+
+    kept = [markdown_toc(kept) if line.startswith(TOC_PREFIX) else line for line in kept]
     return "\n".join(kept + tail) + "\n"
 
 

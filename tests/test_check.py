@@ -20,11 +20,13 @@ from pathlib import Path
 import junitparser
 import pytest
 from check_memo import each_job_once
+from page_links import assert_navigable
 
 from toolcall_sim.model import planted_bugs
 from toolcall_sim.ci import check
 from toolcall_sim.ci import suite as suites
 from toolcall_sim.cli.main import main
+from toolcall_sim.reports import page_nav as nav
 
 TINY = """
 name = "tiny"
@@ -360,8 +362,11 @@ def test_html_is_self_contained_with_every_picture(tiny):
                 + [e["depth_chart"] for e in doc["explore"]] + ["figures/swarm.svg"])
     assert len(page.imgs) == len(pictures)
     assert all(img["src"].startswith("data:image/svg+xml;base64,") and img.get("alt") for img in page.imgs)
-    assert all(u.startswith("data:") for u in page.urls), "a URL outside the page"
-    assert "script" not in page.tags and "link" not in page.tags and "<style>" in html
+    assert all(u.startswith(("data:", "#")) for u in page.urls), "a URL outside the page"
+    # one script, inline: it opens a folded finding a link names (reports/page_nav.py Rule 2)
+    assert page.tags.count("script") == 1 and nav.OPENER_SCRIPT in html and "src=" not in nav.OPENER_SCRIPT
+    assert "link" not in page.tags and "<style>" in html
+    assert_navigable(html, doc)  # every link has its id; every part and finding is linked
     assert not re.search(r"https?://", html)
     for name in pictures:
         assert (tiny / "second" / name).read_text().lstrip().startswith("<")
@@ -506,7 +511,7 @@ def test_planted_bug_variant_fails_and_is_named_with_its_picture(tmp_path, capsy
     html = (out / "index.html").read_text()
     page.feed(html)
     for f in new:
-        section = html.split(f'<section id="{f["id"]}">', 1)[1].split("</section>", 1)[0]
+        section = html.split(f'<details class="fold" id="{f["id"]}" open>', 1)[1].split("</details>", 1)[0]
         assert variant in section and 'alt="sequence diagram: ' + prop in section
         assert (out / f["sequence"]).exists()
     assert f"scenario us02-interrupt-stops-foreground under {variant}: expectation not met" in capsys.readouterr().out

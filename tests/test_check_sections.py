@@ -19,6 +19,7 @@ import tomllib
 import junitparser
 import pytest
 from check_memo import ABOVE_MARGIN_GROUP, each_exploration_once, each_job_once
+from page_links import assert_navigable
 
 from toolcall_sim.ci import bugs, compare
 from toolcall_sim.ci import suite as suites
@@ -162,6 +163,12 @@ def test_index_html_has_the_heat_map_costs_and_each_designs_sequence_diagram(sec
     assert page.count('alt="sequence diagram: contract ') == 1
     assert page.count('alt="sequence diagram: first-attempt-only ') == 1
     assert "Detection table" in page and "src=\"http" not in page
+    # the table of contents links to the comparison, to each design's counterexample and
+    # to the detection table (tests/page_links.py: every link has its id)
+    report = _report(sections / "one")
+    links = assert_navigable(page, report).toc_hrefs
+    drawn = [r["design"] for r in report["compare"]["rows"] if r["counterexample"] is not None]
+    assert drawn and {"compare", "detection", *(f"compare-{d}" for d in drawn)} <= set(links)
 
 
 def test_junit_has_a_case_per_design_and_property_and_per_bug_and_driver(sections):

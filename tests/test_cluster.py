@@ -347,25 +347,38 @@ def test_workers_closed_mid_run_stop_the_run_and_keep_what_finished(monkeypatch,
     assert f"stopped; {len(got)} of 40 seed(s) finished in order are kept" in err[-1] and "(exit 75)" in err[-1]
 
 
-@pytest.mark.parametrize("command, said", [
-    (["swarm", "--seeds", "4"], "interrupted (no workers left on the cluster) after 0 of 4 seeds"),
-    (["sweep", "age_margin", "--seeds", "1"], "interrupted (no workers left on the cluster) after 0 of 30 runs"),
-    (["compare", "--seeds", "2", "--designs", "contract"], "interrupted (no workers left on the cluster) after 0 of 1 designs"),
+CHECK_SUITE = 'name = "one"\n[[scenarios]]\nfiles = ["us02_interrupt_stops_foreground"]\n'
+
+
+@pytest.mark.parametrize("command, said, stopped", [
+    (["swarm", "--seeds", "4"], "interrupted (no workers left on the cluster) after 0 of 4 seeds", "0 of 4 seed(s)"),
+    (["sweep", "age_margin", "--seeds", "1"], "interrupted (no workers left on the cluster) after 0 of 30 runs",
+     "0 of 30 run(s)"),
+    (["compare", "--seeds", "2", "--designs", "contract"],
+     "interrupted (no workers left on the cluster) after 0 of 1 designs", "0 of 2 seed(s)"),
+    # check's unit of work is a job (a scenario run here), not a seed: its stop line says so
+    (["check", "one.toml", "--out", "out", "--baseline", "none.json", "--update-baseline"],
+     "INTERRUPTED (no workers left on the cluster): 0 of 2 jobs finished", "0 of 2 job(s)"),
 ])
-def test_a_scheduler_without_workers_exits_75_with_the_summary_so_far(command, said, monkeypatch, capsys, tmp_path):
-    """``toolcall-sim swarm|sweep|compare --cluster ADDRESS`` where no worker ever comes:
-    not a wait for ever, but the summary of what finished (nothing) and exit 75 (the
-    table of a sweep and the matrix of a comparison stopped before their first row too)."""
+def test_a_scheduler_without_workers_exits_75_with_the_summary_so_far(command, said, stopped, monkeypatch, capsys,
+                                                                       tmp_path):
+    """``toolcall-sim swarm|sweep|compare|check --cluster ADDRESS`` where no worker ever
+    comes: not a wait for ever, but the summary of what finished (nothing) and exit 75
+    (the table of a sweep and the matrix of a comparison stopped before their first row
+    too); the stop line counts what the command runs (seeds, the sweep's runs, check's jobs)."""
     import distributed
 
     _watch(monkeypatch, "0.3")
     monkeypatch.chdir(tmp_path)  # where swarm and compare write
+    (tmp_path / "one.toml").write_text(CHECK_SUITE)
     with distributed.LocalCluster(n_workers=0, processes=False, dashboard_address="127.0.0.1:0") as cluster:
         code = main([*command, "--cluster", cluster.scheduler_address])
     captured = capsys.readouterr()
     assert code == 75, captured.err
     assert said in captured.out, captured.out
     assert f"no workers on {cluster.scheduler_address}" in captured.err and "(exit 75)" in captured.err
+    (line,) = [x for x in captured.err.splitlines() if ": stopped; " in x]
+    assert f"stopped; {stopped} finished in order are kept" in line, line
 
 
 def test_a_worker_that_comes_back_within_the_grace_lets_the_run_go_on():

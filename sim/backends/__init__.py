@@ -531,14 +531,16 @@ def _reap(processes: list, grace_s: float) -> None:
 
 def map_seeds(fn: Callable, first_seed: int, seeds: int, args: tuple = (), *, workers: int = 1,
               cluster: Any = None, on_progress: Callable[[int, int], None] | None = None,
-              retries: int = RETRIES, preload: Callable[[], None] | None = None) -> Iterator:
+              retries: int = RETRIES, preload: Callable[[], None] | None = None, unit: str = "seed") -> Iterator:
     """``fn(seed, *args)`` for seeds ``first_seed .. first_seed + seeds - 1``, yielded in
     seed order, one at a time (a caller that stops early keeps every finished one).
     ``cluster``: a scheduler address (or a ``distributed.Client``, for tests and for
     callers that reuse one); otherwise ``workers`` local processes. ``preload``: imports
-    the parent runs once before forking, so forked workers do not each import them."""
+    the parent runs once before forking, so forked workers do not each import them.
+    ``unit``: what one index is to the caller (a ``seed``; ``check``'s ``job``, the
+    sweep's ``run``), the word of the line that says what a stopped run keeps."""
     if cluster is not None:
-        yield from _map_cluster(fn, first_seed, seeds, args, cluster, on_progress, retries)
+        yield from _map_cluster(fn, first_seed, seeds, args, cluster, on_progress, retries, unit)
         return
     if workers <= 1 or seeds <= 1:
         for i, seed in enumerate(range(first_seed, first_seed + seeds)):
@@ -694,7 +696,7 @@ def connect(address: str, flag: str = "--cluster", workers: int = 2):
                                  f"{CONNECT_TIMEOUT_S}s ({type(err).__name__}: {' '.join(str(err).split())})") from None
 
 
-def _map_cluster(fn, first_seed, seeds, args, cluster, on_progress, retries) -> Iterator:
+def _map_cluster(fn, first_seed, seeds, args, cluster, on_progress, retries, unit: str = "seed") -> Iterator:
     from distributed import as_completed
 
     own = isinstance(cluster, str)
@@ -730,7 +732,7 @@ def _map_cluster(fn, first_seed, seeds, args, cluster, on_progress, retries) -> 
             # The seeds yielded are the caller's (its summary so far); those finished past
             # a seed still missing are dropped, as on Ctrl-C (the output is a prefix in
             # seed order, the same for every backend).
-            watch.say(f"toolcall-sim: {stop}: stopped; {yielded} of {seeds} seed(s) finished in order are kept"
+            watch.say(f"toolcall-sim: {stop}: stopped; {yielded} of {seeds} {unit}(s) finished in order are kept"
                       + (f", {done - yielded} finished after a missing one are not" if done > yielded else "")
                       + f" (exit {EXIT_NO_WORKERS})")
             raise

@@ -401,7 +401,7 @@ def _run_jobs(jobs, workers: int, on_progress, cluster, outputs: list) -> list:
         from toolcall_sim.backends import SeedFailed, map_seeds
 
         try:
-            for out in map_seeds(_job_at, 0, total, (jobs,), cluster=cluster):
+            for out in map_seeds(_job_at, 0, total, (jobs,), cluster=cluster, unit="job"):
                 outputs.append(out)
                 if on_progress is not None:
                     on_progress(len(outputs), total, _what(out))

@@ -422,7 +422,7 @@ def iter_counts(sweep: Sweep, workers: int = 1, cluster=None, on_progress=None):
     from toolcall_sim.backends import map_seeds
 
     yield from map_seeds(run_item, 0, sweep.runs, (sweep,), workers=workers, cluster=cluster,
-                         on_progress=on_progress, preload=_preload)
+                         on_progress=on_progress, preload=_preload, unit="run")
 
 
 def fold(sweep: Sweep, counts: list[dict]) -> list[dict]:

@@ -33,8 +33,9 @@ Rule 3. Exit 0 when nothing is new (sim/ci/check.py Rule 3), 1 otherwise, 2 on b
 Rule 4. ``run``, ``explore`` and ``replay`` take ``--report DIR`` (``add_report_flag``)
         and write one run's report with the same ``write_report`` (sim/ci/check.py Rule 6):
         the page with its pictures, ``summary.md``, ``report.json``, ``figures/``,
-        ``counterexamples/``, and ``junit.xml`` for ``run`` and ``explore`` (test cases
-        of a replay would only repeat its exit code). ``DIR`` is checked before anything
+        ``counterexamples/``, and ``junit.xml`` for ``run`` and ``explore`` alone
+        (``JUNIT_COMMANDS``: test cases of a replay or of ``compare --report`` would only
+        repeat its exit code). ``DIR`` is checked before anything
         runs (``check_report_dir``): a file, a folder below a file, a place where no
         folder can be made, or a folder that is not ours and not empty is one line,
         exit 2. The command's exit code is its own.
@@ -186,11 +187,19 @@ def check_report_dir(path: str, flag: str = "--report") -> Path:
     return check_replaceable_dir(path, flag)
 
 
-def write_one_run(result, out_dir: Path, junit_xml: bool = True) -> None:
-    """Rule 4: one run's report, written as a suite's is (Ctrl-C waits for the rename)."""
+# Rule 4: the one-run reports that are test runs, with a junit.xml (a scenario's
+# expectations, an explorer search's properties); a replay's or a comparison's test
+# cases would only repeat its exit code.
+JUNIT_COMMANDS = ("run", "explore")
+
+
+def write_one_run(result, out_dir: Path) -> None:
+    """Rule 4: one run's report, written as a suite's is (Ctrl-C waits for the rename);
+    ``junit.xml`` only for the commands that are test runs (``JUNIT_COMMANDS``)."""
     from toolcall_sim.drivers import counterexample as cx
     from toolcall_sim.io.output import sigint_deferred
 
+    junit_xml = result.report["one_run"]["command"] in JUNIT_COMMANDS
     with sigint_deferred():
         write_report(result, out_dir, cx, 1, junit_xml=junit_xml)
 

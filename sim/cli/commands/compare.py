@@ -122,6 +122,5 @@ def write_page(data: dict, report_dir: Path, exit_code: int, reasons: list[str])
                     files[v["file"]] = (world, actions)
     title = "designs " + ", ".join(data["designs"])
     output = check.compare_output(copy.deepcopy(data), files)
-    write_one_run(check.one_run("compare", title, "compare", output, exit_code, reasons), report_dir,
-                  junit_xml=False)
+    write_one_run(check.one_run("compare", title, "compare", output, exit_code, reasons), report_dir)
     write_atomic(report_dir / "compare.md", report.markdown(data))

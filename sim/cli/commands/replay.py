@@ -55,7 +55,7 @@ def main(args, out) -> int:
         raise BadFlag(one_line(err)) from None
     code = EXIT_OF_OUTCOME[r.outcome]
     if report_dir is not None:
-        write_one_run(one_run_report(args, r, code), report_dir, junit_xml=False)
+        write_one_run(one_run_report(args, r, code), report_dir)
     out.write(json_text(replay_json(r)) if args.json else replay_text(r))
     if report_dir is not None and not args.json:
         out.write(replay_report_written(report_dir))
