@@ -45,17 +45,30 @@ def replays_the_same(row: dict, variant: str, capsys) -> str:
     return toml.read_text()
 
 
-def test_the_default_world_under_today(tmp_path, capsys):
-    """``explore --world default``: the scenario names the small world, its until is the
-    search's horizon, and ``run`` shows the violation."""
-    rows = explored(["--world", "default", "--variant", "today", "--stop-at-first"], tmp_path, capsys)
+@pytest.mark.parametrize("second", ["background", "edit"])
+def test_the_default_world_under_today(tmp_path, capsys, second):
+    """``explore --world default``: the scenario names the small world (and its second
+    call), its until is the search's horizon, and ``run`` shows the violation."""
+    rows = explored(["--world", "default", "--second", second, "--variant", "today", "--stop-at-first"], tmp_path,
+                    capsys)
     assert rows and all(r["scenario"] for r in rows)
     for row in rows:
         text = replays_the_same(row, "today", capsys)
         data = tomllib.loads(text)
         assert data["replay"]["world"] == "default" and data["until"] == "30s"
+        assert data["replay"].get("second", "background") == second
         assert "turns" not in data and "world" not in data
         assert text.startswith(sr.MARKER)
+
+
+def test_the_tour(tmp_path, capsys):
+    """``explore`` without ``--world``: each property's first counterexample has its
+    scenario too, in the stage's world."""
+    rows = explored(["--variant", "today", "--max-states", "1000"], tmp_path, capsys)
+    assert rows
+    for row in rows:
+        data = tomllib.loads(replays_the_same(row, "today", capsys))
+        assert Path(row["scenario"]).name.startswith(data["replay"]["world"] + "-")
 
 
 def test_a_shipped_scenario_under_today(tmp_path, capsys):
@@ -152,7 +165,17 @@ def test_a_named_world_replay_runs():
     ({"steps": [STEPS[0], {"at_ms": 8, "do": "deliver", "seq": 99, "msg": "start toolu_fg replica-1 -> agent"}]},
      "replay.steps[1] (deliver #99 start toolu_fg replica-1 -> agent): not enabled at 8 small ms: no message #99"),
     ({"steps": [STEPS[0], {**STEPS[1], "at_ms": 9}]}, "due at 10 ms, not 9 ms"),
-    ({"steps": [STEPS[0], {**STEPS[1], "at_ms": 31}]}, "at 31 small ms, after the horizon of 30"),
+    ({"steps": [STEPS[0], {**STEPS[1], "at_ms": 11}]}, "not enabled at 8 small ms: the timer is due at 10 ms, not 11"),
+    ({"steps": [*STEPS, {"at_ms": 11, "do": "deliver", "seq": 10, "msg": "dial - replica-1 -> agent"}]},
+     "replay.steps[2] (deliver #10 dial - replica-1 -> agent): not enabled at 10 small ms: a message moves at the "
+     "current time, not at 11 ms"),
+    ({"steps": [{"at_ms": 0, "do": "fault", "fault": "interrupt", "chat": STEPS[0]["name"].split(":")[1]}]},
+     "not enabled at 0 small ms: the state offers fault agent_restart"),
+    ({"steps": [{"at_ms": 1, "do": "tick"}]}, "replay.steps[0] (tick to 1 ms): not enabled at 0 small ms: the state "
+                                              "offers no tick step"),
+    ({"steps": [STEPS[0], {"at_ms": 8, "do": "fault", "fault": "takeover", "chat": "c", "to": "replica-9"}]},
+     "the state offers fault agent_restart"),
+    ({"steps": [{**STEPS[0], "at_ms": 31}]}, "at 31 small ms, after the horizon of 30"),
     ({"steps": [STEPS[1], STEPS[0]]}, "replay.steps[1].at_ms: 8 is before the step before it (10)"),
     ({"steps": [{**STEPS[0], "do": "idle"}]}, "replay.steps[0].do: expected one of deliver, lose, timer, fault, tick"),
     ({"steps": [{**STEPS[0], "seq": 3}]}, "replay.steps[0].seq: unknown key"),
@@ -164,7 +187,8 @@ def test_a_named_world_replay_runs():
     ({"world": "nowhere"}, "replay.world: unknown small world 'nowhere'"),
     ({"second": "edit", "world": None}, "replay.world: expected a string"),
     ({"colour": "blue"}, "replay.colour: unknown key"),
-], ids=["no-such-timer", "no-such-message", "timer-early", "after-horizon", "backwards", "idle", "extra-field",
+], ids=["no-such-timer", "no-such-message", "timer-early", "timer-late", "message-late", "interrupt-idle-chat",
+        "tick-nothing-in-flight", "takeover-nobody", "after-horizon", "backwards", "idle", "extra-field",
         "missing-field", "fault-kind", "fault-field", "negative", "empty", "world", "second", "unknown-key"])
 def test_a_step_or_key_that_cannot_be_honoured_is_one_line(change, words):
     data = with_replay(**change)

@@ -19,11 +19,14 @@ Rule 2 (the steps). Each step is one action of model/actions.py in the words of
         ``vocabulary.REPLAY_STEPS`` (``{ at_ms = 8, do = "deliver", seq = 6, msg = ... }``),
         ``at_ms`` on the explorer's clock, never before the step before it. They are
         applied in order, with no agenda, latency or chance. A step that does not fit
-        the state it comes to (a message not in flight or not the one named, a timer not
-        armed or not yet due, a fault the state cannot take) is refused, one line naming
-        the step, exit 2; so is a step after the horizon, ``until`` on the explorer's
-        clock (moved by the chats' start as explore_scenario.py Rule 4 moves it; in a
-        named world 1 small ms is 1 s, as ``explore --horizon`` reads it).
+        the state it comes to is refused, one line naming the step, exit 2: one
+        ``system.apply`` refuses (a message not in flight or not the one named, a timer
+        not armed or not yet due), one the explorer would not take there (a message moved
+        at another time than the current one, a timer fired off its due time, a tick or a
+        fault its state does not enable: ``_not_offered``), a fault that does nothing.
+        So is a step after the horizon, ``until`` on the explorer's clock (moved by the
+        chats' start as explore_scenario.py Rule 4 moves it; in a named world 1 small ms
+        is 1 s, as ``explore --horizon`` reads it).
 Rule 3 (nothing else decides). A replayed run draws nothing and no network times it, so
         ``seed``, ``[network]``, ``[clocks]`` and ``[[faults]]`` (the faults that struck
         are steps) are refused in such a file, and ``run --seed`` and ``--until`` with it
@@ -164,14 +167,49 @@ def run(scenario: Scenario, world, horizon_ms: int) -> None:
         if action.at_ms > horizon_ms:
             raise ScenarioError(f"{where}: at {action.at_ms} small ms, after the horizon of {horizon_ms} "
                                 "(until, on the explorer's clock)")
+        why = _not_offered(world.system, action, horizon_ms)
+        if why is not None:
+            raise ScenarioError(f"{where}: not enabled at {world.system.now_ms} small ms: {why}")
         try:
-            world.step(action)
+            step = world.step(action)
         except msys.ReplayMismatch as err:
             raise ScenarioError(f"{where}: not enabled at {world.system.now_ms} small ms: "
                                 f"{str(err).removeprefix(action.label() + ': ')}") from None
         except (KeyError, ValueError, TypeError, AttributeError, IndexError) as err:
             # (as sim/world/replay.py: a step naming what this world has not got)
             raise ScenarioError(f"{where}: does not apply here ({type(err).__name__}: {err})") from None
+        skipped = next((r for r in step.records if r.get("kind") == "fault_skipped"), None)
+        if skipped is not None:  # (the explorer offers no fault that does nothing; the timed world fails one)
+            raise ScenarioError(f"{where}: not enabled at {action.at_ms} small ms: the fault does nothing here "
+                                f"({skipped.get('why', '')})")
+
+
+def _not_offered(s: msys.System, action, horizon_ms: int) -> str | None:
+    """Why the explorer would not take ``action`` in ``s`` (None: it may), beyond what
+    ``system.apply`` itself refuses: time moves only to a timer's due time or by a tick,
+    so a delivery or loss is at the current time and a timer fires when due; a tick and
+    a fault must be among the actions the explorer's state enables (model/explore_actions.py
+    ``enabled``, every budget left, every message as late as it likes, no folding of
+    replicas). Deliveries are not asked of ``enabled``: the search also delivers at once an
+    answer nobody awaits any more, wherever it is in flight (model/explore.py Rule 6)."""
+    from toolcall_sim.model.explore import Bounds, Node, enabled
+
+    kind = type(action)
+    if kind is msys.Deliver or kind is msys.Drop:
+        return None if action.at_ms == s.now_ms else f"a message moves at the current time, not at {action.at_ms} ms"
+    if kind is msys.Fire:
+        timer = s.timers.get((action.node, action.name))
+        if timer is not None and timer.due_ms != action.at_ms:
+            return f"the timer is due at {timer.due_ms} ms, not {action.at_ms} ms"
+        return None  # (apply names a timer that is not armed)
+    many = vocabulary.MAX_UNTIL_MS
+    bounds = Bounds(max_in_flight_ms=many, horizon_ms=horizon_ms, agent_restarts=many, ownership_changes=many,
+                    interrupts=many, lost_responses=many, task_retries=many, symmetry=False)
+    offered = enabled(Node(s, (0, 0, 0, 0, 0), (), None, None), bounds)
+    if action in offered:
+        return None
+    same = [a.label() for a in offered if type(a) is kind]
+    return "the state offers " + (", ".join(same) if same else f"no {action.label().split()[0]} step")
 
 
 # -- writing (Rule 4) ----------------------------------------------------------------
@@ -200,6 +238,7 @@ def document(world: dict, prop: str, residual_risk: str | None, detail: str, act
     ``explore-scenario``) as a scenario file's text (Rule 4); NotWritten, one line, when
     it cannot be one or its replay does not show ``prop``."""
     from toolcall_sim.model import properties as props
+    from toolcall_sim.model import worlds
     from toolcall_sim.world import explore_scenario as es
     from toolcall_sim.world.run import run_scenario
     from toolcall_sim.world.scenario import from_dict
@@ -216,10 +255,11 @@ def document(world: dict, prop: str, residual_risk: str | None, detail: str, act
         name = world["name"]
         head = {"name": f"{name}-{variant}-{found}", "summary": "", "variant": variant,
                 "until": format_duration(bounds["horizon_ms"] * bounds["scale"])}
-        table = {"world": name} | ({"second": world["second"]} if world.get("second", "background") != "background" else {})
+        table = {"world": name} | ({"second": world["second"]} if world["second"] != "background" else {})
+        chats = ", ".join(f"{c.name} is chat {c.chat_id}" for c in worlds.build(name, variant, world["second"]).chats)
         comment += [f"# in the explorer's {name} world (model/worlds.py) under {variant}, as a scenario",
                     "# `toolcall-sim run` replays step by step (scenarios/README.md, [replay]). The steps are on the",
-                    "# explorer's clock, 1 small ms for 1 s; until is the search's horizon."]
+                    f"# explorer's clock, 1 small ms for 1 s; until is the search's horizon. {chats}."]
         body = {}
     else:
         raw = world["scenario"]
