@@ -265,3 +265,17 @@ def test_step_lines_are_the_actions_json_words():
     assert list(from_dict(data, "r.toml").replay.steps) == actions
     with pytest.raises(sr.NotWritten):
         sr.step_line(msys.Idle(3, 2))
+
+
+def test_a_scenario_explore_cannot_write_leaves_no_stale_one(tmp_path, capsys, monkeypatch):
+    """When the path has no scenario file this time, one an earlier explore wrote at its
+    name goes (it would tell another path than the counterexample beside it)."""
+    stale = tmp_path / "lost-start-answer-today-at_most_once.toml"
+    stale.write_text(sr.MARKER + ": an earlier search\nname = 'old'\n")
+
+    def cannot(*_args):
+        raise sr.NotWritten("not this time")
+    monkeypatch.setattr(sr, "document", cannot)
+    rows = explored(["lost_start_answer", "--variant", "today"], tmp_path, capsys)
+    assert not stale.exists() and Path(rows[0]["counterexample"]).exists()
+    assert [r["scenario_not_written"] for r in rows] == ["not this time"] * 2

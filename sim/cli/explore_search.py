@@ -77,12 +77,17 @@ def save_one(path, world: dict, v) -> dict:
     path = Path(path)
     text = cx.actions_document(world, v.property, v.residual_risk, v.path, "explore", v.detail)
     toml_path = path.with_suffix(".toml")
+    ours = _ours_or_absent(toml_path)
     try:
-        if not _ours_or_absent(toml_path):
+        if not ours:
             raise sr.NotWritten(f"{toml_path} is there and explore did not write it (move it, or give another --out)")
         scenario = sr.document(world, v.property, v.residual_risk, v.detail, v.path)
-    except sr.NotWritten as err:
-        write_atomic(path, text)
+    except Exception as err:
+        write_atomic(path, text)  # (the search's finding is kept whatever the scenario's fate)
+        if ours and toml_path.exists():
+            toml_path.unlink()  # an earlier search's scenario would no longer match this counterexample
+        if not isinstance(err, sr.NotWritten):
+            raise
         return report.violation_json(v, str(path), not_written=str(err))
     write_together({path: text, toml_path: scenario})
     return report.violation_json(v, str(path), str(toml_path))
