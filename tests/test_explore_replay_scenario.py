@@ -178,6 +178,10 @@ def test_a_named_world_replay_runs():
     ({"steps": [{**STEPS[0], "at_ms": 31}]}, "at 31 small ms, after the horizon of 30"),
     ({"steps": [STEPS[1], STEPS[0]]}, "replay.steps[1].at_ms: 8 is before the step before it (10)"),
     ({"steps": [{**STEPS[0], "do": "idle"}]}, "replay.steps[0].do: expected one of deliver, lose, timer, fault, tick"),
+    ({"steps": [{**STEPS[0], "do": ["timer"]}]}, "replay.steps[0].do: expected one of"),
+    ({"steps": [{"at_ms": 8, "do": "fault", "fault": {"kind": "interrupt"}}]}, "replay.steps[0].fault: expected one of"),
+    ({"steps": ["timer"]}, "replay.steps[0]: expected a table"),
+    ({"steps": {"at_ms": 1}}, "replay.steps: expected a list"),
     ({"steps": [{**STEPS[0], "seq": 3}]}, "replay.steps[0].seq: unknown key"),
     ({"steps": [{"at_ms": 8, "do": "timer", "node": "world"}]}, "replay.steps[0].name: missing"),
     ({"steps": [{"at_ms": 8, "do": "fault", "fault": "replica_crash"}]}, "expected one of the explorer's faults"),
@@ -188,7 +192,8 @@ def test_a_named_world_replay_runs():
     ({"second": "edit", "world": None}, "replay.world: expected a string"),
     ({"colour": "blue"}, "replay.colour: unknown key"),
 ], ids=["no-such-timer", "no-such-message", "timer-early", "timer-late", "message-late", "interrupt-idle-chat",
-        "tick-nothing-in-flight", "takeover-nobody", "after-horizon", "backwards", "idle", "extra-field",
+        "tick-nothing-in-flight", "takeover-nobody", "after-horizon", "backwards", "idle", "do-a-list", "fault-a-table",
+        "step-a-string", "steps-a-table", "extra-field",
         "missing-field", "fault-kind", "fault-field", "negative", "empty", "world", "second", "unknown-key"])
 def test_a_step_or_key_that_cannot_be_honoured_is_one_line(change, words):
     data = with_replay(**change)

@@ -62,7 +62,7 @@ _NEVER = {"seed": "a replayed run draws nothing", "network": "the steps say when
           "clocks": "the explorer runs every node on true time",
           "faults": "the faults that struck are steps (do = \"fault\")"}
 _OWN_WORLD = ("world", "turns")
-_ACTIONS = {"deliver": msys.Deliver, "lose": msys.Drop, "timer": msys.Fire, "tick": msys.Tick}
+_MESSAGE_ACTIONS = {"deliver": msys.Deliver, "lose": msys.Drop}
 _SEQ_MAX = 2**63 - 1
 _BARE = re.compile(r"[^A-Za-z0-9_-]")  # a character a TOML key must be quoted for
 
@@ -118,13 +118,13 @@ def _step(c, value: Any, where: str):
     """One step as its model action (Rule 2): only the fields its ``do`` has."""
     step = c.table(value, where)
     do = step.get("do")
-    if do not in vocabulary.REPLAY_STEPS:
+    if not isinstance(do, str) or do not in vocabulary.REPLAY_STEPS:
         c.fail(f"{where}.do", f"expected one of {', '.join(vocabulary.REPLAY_STEPS)}, got {do!r}")
     fields = vocabulary.REPLAY_STEPS[do]
     kind = None
     if do == "fault":
         kind = step.get("fault")
-        if kind not in vocabulary.REPLAY_FAULTS:
+        if not isinstance(kind, str) or kind not in vocabulary.REPLAY_FAULTS:
             c.fail(f"{where}.fault", f"expected one of the explorer's faults {', '.join(vocabulary.REPLAY_FAULTS)}, "
                                      f"got {kind!r}")
         fields += vocabulary.REPLAY_FAULTS[kind]
@@ -134,7 +134,7 @@ def _step(c, value: Any, where: str):
             c.fail(f"{where}.{key}", f"missing (a {do} step has " + ", ".join(("at_ms", *fields)) + ")")
     at_ms = c.bounded(step["at_ms"], 0, vocabulary.MAX_UNTIL_MS, f"{where}.at_ms", " (ms of the explorer's clock)")
     if do in ("deliver", "lose"):
-        return _ACTIONS[do](at_ms, c.bounded(step["seq"], 0, _SEQ_MAX, f"{where}.seq"), c.name(step["msg"], f"{where}.msg"))
+        return _MESSAGE_ACTIONS[do](at_ms, c.bounded(step["seq"], 0, _SEQ_MAX, f"{where}.seq"), c.name(step["msg"], f"{where}.msg"))
     if do == "timer":
         return msys.Fire(at_ms, c.name(step["node"], f"{where}.node"), c.name(step["name"], f"{where}.name"))
     if do == "tick":
