@@ -264,6 +264,22 @@ STALLS_EXAMPLE = {"probability": 0.05, "min": "1s", "max": "3s"}
 
 TIMING_KEYS = {k.name: k.timing_field for k in WORLD_KEYS.values() if k.timing_field}
 
+# ``[replay]``: a scenario that replays one path of the explorer step by step (a
+# counterexample ``toolcall-sim explore`` writes; sim/world/scenario_replay.py). ``world``
+# names one of the explorer's small worlds (model/worlds.py; absent: the file's own
+# ``[world]`` and ``[[turns]]`` on the explorer's clock, sim/world/explore_scenario.py),
+# ``second`` the default world's second call, ``steps`` the actions in order.
+REPLAY_KEYS = ("world", "second", "steps")
+# What one step does (``do``) -> its fields besides ``at_ms`` and ``do``: the explorer's
+# actions (model/actions.py; an ``Idle`` batch is the timed world's, never the explorer's).
+REPLAY_STEPS = {"deliver": ("seq", "msg"), "lose": ("seq", "msg"), "timer": ("node", "name"), "fault": ("fault",),
+                "tick": ()}
+# A ``do = "fault"`` step's kinds -> their fields, in the order the model's ``Fault``
+# carries them: the explorer's faults (model/explore_actions.py ``enabled``).
+REPLAY_FAULTS = {"agent_restart": (), "interrupt": ("chat",), "takeover": ("chat", "to")}
+# The default world's second parallel call (model/worlds.py ``default``).
+REPLAY_SECONDS = ("background", "edit")
+
 # Longest simulated run (a cap, not a default): a run this long takes minutes of real
 # time; longer asks are refused with exit 2 rather than left to run silently.
 MAX_UNTIL_MS = 7 * 24 * 3_600_000

@@ -22,11 +22,25 @@ def first_line(variant: str, world: str, out_dir) -> str:
     return f"explore {variant}{in_world}: counterexamples go to {out_dir}\n"
 
 
-def violation_json(v, counterexample: str) -> dict:
+def violation_json(v, counterexample: str, scenario: str | None = None, not_written: str | None = None) -> dict:
     """One violation as the JSON shape lists it: ``v`` is a ``toolcall_sim.model.explore`` violation,
-    ``counterexample`` the file it was saved to."""
-    return {"property": v.property, "residual_risk": v.residual_risk, "counterexample": counterexample,
-            "steps": len(v.path), "detail": v.detail, "actions": [a.label() for a in v.path]}
+    ``counterexample`` the file it was saved to, ``scenario`` the scenario file beside it
+    that ``run`` replays (None: ``not_written`` says why there is none)."""
+    out = {"property": v.property, "residual_risk": v.residual_risk, "counterexample": counterexample,
+           "scenario": scenario, "steps": len(v.path), "detail": v.detail, "actions": [a.label() for a in v.path]}
+    if scenario is None and not_written is not None:
+        out["scenario_not_written"] = not_written
+    return out
+
+
+def _files(v: dict) -> list[str]:
+    """The lines naming a violation's files and the commands that replay them."""
+    lines = [f"    counterexample: {v['counterexample']} (toolcall-sim replay {v['counterexample']})"]
+    if v.get("scenario"):
+        lines.append(f"    scenario: {v['scenario']} (toolcall-sim run {v['scenario']})")
+    elif v.get("scenario_not_written"):
+        lines.append(f"    no scenario file: {v['scenario_not_written']}")
+    return lines
 
 
 def explore_json(world: str, variant: str, result, elapsed_s: float, violations: list[dict], bounds: dict,
@@ -66,7 +80,7 @@ def summary(doc: dict, *, max_in_flight: str, horizon: str, budgets: dict[str, i
         tag = ("known finding " if risk in known_findings else "residual risk ") + risk if risk else "VIOLATION"
         lines.append(f"  {tag}: {v['property']} in {v['steps']} steps: {v['detail']}")
         lines.extend(f"    {i:3}. {label}" for i, label in enumerate(v["actions"], 1))
-        lines.append(f"    counterexample: {v['counterexample']} (toolcall-sim replay {v['counterexample']})")
+        lines.extend(_files(v))
     if violations and not doc["exhausted"]:
         why = ("on Ctrl-C" if doc["interrupted"] else
                f"at --max-states {max_states}" if states > max_states else "as asked")
@@ -117,7 +131,7 @@ def tour_summary(doc: dict, known_findings) -> str:
         tag = ("known finding " if risk in known_findings else "residual risk ") + risk if risk else "VIOLATION"
         lines.append(f"  {tag}: {v['property']} in {v['steps']} steps ({v['stage']}): {v['detail']}")
         lines.extend(f"    {i:3}. {label}" for i, label in enumerate(v["actions"], 1))
-        lines.append(f"    counterexample: {v['counterexample']} (toolcall-sim replay {v['counterexample']})")
+        lines.extend(_files(v))
     new = sum(1 for v in doc["violations"] if v["residual_risk"] is None)
     end = ("stopped as asked" if doc["stopped"] and not doc["interrupted"] else
            f"ended at {doc['max_states']} states" if doc["states"] >= doc["max_states"] else "every stage run")

@@ -42,6 +42,10 @@ def listing(scenarios: list[tuple[str, str | None, str | None]]) -> str:
                  + " (result = { " + ", ".join(vocabulary.EXPECT_RESULT_FIELDS) + " }); per variant "
                  + ", ".join(vocabulary.EXPECT_TOP_KEYS)
                  + " (requests.<name> = { " + ", ".join(vocabulary.EXPECT_ANSWER_FIELDS) + " })")
+    lines.append("replay (one path of explore, step by step): " + ", ".join(vocabulary.REPLAY_KEYS) + "; steps: "
+                 + "; ".join(f"do = {do}" + "".join(f", {f}" for f in fields) for do, fields in vocabulary.REPLAY_STEPS.items())
+                 + " (faults: " + "; ".join(f"{k}" + "".join(f", {f}" for f in v) for k, v in vocabulary.REPLAY_FAULTS.items())
+                 + ")")
     lines.append("properties:")
     lines.extend(f"  {p.name:36} {p.kind:10} {p.story:14} {p.statement}" for p in props.PROPERTIES)
     lines.append("planted bugs (use as --variant contract+<bug>):")

@@ -21,10 +21,11 @@ from toolcall_sim.model.properties import KNOWN_FINDINGS
 
 
 def story(result) -> str:
-    lines = [
-        f"scenario {result.scenario.name} under {result.variant} (seed {result.seed}), "
-        f"{result.until_ms / 3_600_000:g}h simulated, {len(result.world.trace)} trace records",
-    ]
+    replay = result.scenario.replay
+    when = (f"(seed {result.seed}), {result.until_ms / 3_600_000:g}h simulated" if replay is None else
+            f"({len(replay.steps)} steps replayed on the explorer's clock, the last at {result.until_ms} small ms; "
+            "times below are small ms / 1000)")
+    lines = [f"scenario {result.scenario.name} under {result.variant} {when}, {len(result.world.trace)} trace records"]
     if result.scenario.summary:
         lines.append(f"  {result.scenario.summary}")
     for row in result.tool_call_rows():

@@ -220,6 +220,8 @@ class ScenarioFile(pytest.File):
         if settings.variants:
             variants = [v for v in variants if v in settings.variants]
         pinned = {v for v, e in scenario.expect if e.seeds == "pinned"}
+        if scenario.replay is not None:  # its steps draw nothing: one run, whatever the seeds (sim/world/scenario_replay.py)
+            pinned = set(variants)
         for variant in variants:
             if settings.seeds and variant in pinned:
                 # Its expectations hold at the file's seed only: run there, once, named so

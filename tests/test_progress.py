@@ -192,6 +192,7 @@ def _explore(tmp_path: Path, name: str, capsys, *extra: str) -> tuple[int, dict,
     files = {p.name: p.read_bytes() for p in sorted((tmp_path / name).iterdir())}
     for v in doc["violations"]:
         v["counterexample"] = Path(v["counterexample"]).name
+        v["scenario"] = Path(v["scenario"]).name  # (the scenario file beside it, in the same folder)
     return code, doc, captured.err, files
 
 

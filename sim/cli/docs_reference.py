@@ -174,6 +174,11 @@ def vocabulary_page() -> str:
         ("`requests.<name> = { ... }`", ", ".join(map(_code, v.EXPECT_ANSWER_FIELDS))),
         ("`seeds`", ", ".join(map(_code, v.EXPECT_SEEDS))),
     ])
+    body += ["## `[replay]` steps", "", "`[replay]` (`" + "`, `".join(v.REPLAY_KEYS) + "`) replays one path of "
+             "`toolcall-sim explore`, one step a line: `{ at_ms = ..., do = ..., <fields> }`.", ""]
+    body += _table(("`do`", "fields"), [(_code(do), ", ".join(map(_code, fields)) or "none")
+                                         for do, fields in v.REPLAY_STEPS.items()]
+                   + [(f"`fault = \"{k}\"`", ", ".join(map(_code, f)) or "none") for k, f in v.REPLAY_FAULTS.items()])
     caps = [(name, getattr(v, name)) for name in sorted(vars(v)) if name.startswith("MAX_")]
     body += ["## Caps", "", "What the loader accepts at most (a larger file is one line and exit 2).", ""]
     body += _table(("cap", "value"), [(_code(n), f"{c:,}") for n, c in caps])

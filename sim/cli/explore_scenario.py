@@ -5,7 +5,9 @@ Theory of operation
 sim/world/explore_scenario.py builds the world (or refuses, one line, exit 2); this module
 checks the flags the way ``explore --world`` does, runs the same search, saves each
 violation's shortest path as a counterexample whose world embeds the scenario (so
-``toolcall-sim replay FILE`` rebuilds it from the file alone), and checks the scenario's
+``toolcall-sim replay FILE`` rebuilds it from the file alone) and as a scenario with the
+path's steps that ``toolcall-sim run`` replays (sim/world/scenario_replay.py; a file with
+``[replay]`` is itself refused here: it is one path, not a world), and checks the scenario's
 ``[expect.<variant>]`` against the whole search:
 
 - ``violations`` and ``residual_risks``: the properties violated anywhere in the search
@@ -56,6 +58,9 @@ def scenario_main(args, out) -> int:
     args.typed = args.scenario  # (what the report's command repeats: a shipped name works anywhere)
     args.scenario = resolve_scenario(args.scenario)  # a file, or a shipped scenario's name
     scenario = load(args.scenario)
+    if scenario.replay is not None:
+        raise BadFlag(f"{args.scenario}: [replay] tells one path of a search (toolcall-sim run replays it); explore "
+                      "the scenario it came from")
     variant = args.variant or scenario.variant
     check_variant(variant)
     max_states = 200_000 if args.max_states is None else args.max_states

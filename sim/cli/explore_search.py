@@ -6,8 +6,9 @@ Theory of operation
 (sim/cli/explore_scenario.py) build different worlds and then do the same things, here
 once: check the integer flags (``check_sizes``) and the stopping rule (``stop_rule``),
 run the search with its progress bar and Ctrl-C recorded, not raised (``search``), save
-each violation's shortest path as a counterexample (``save_counterexamples``) and draw
-the state graph (``write_graph``).
+each violation's shortest path as a counterexample and as a scenario ``run`` replays
+(``save_counterexamples``, ``save_one``: the tour's too) and draw the state graph
+(``write_graph``).
 """
 
 from __future__ import annotations
@@ -15,7 +16,7 @@ from __future__ import annotations
 import json
 import time
 
-from toolcall_sim.io.output import sigint_flag, write_atomic
+from toolcall_sim.io.output import sigint_flag, write_atomic, write_together
 from toolcall_sim.io.progress import Progress
 from toolcall_sim.reports import explore as report
 from toolcall_sim.world.inputs import MAX_FAULT_BUDGET, MAX_STATES, MAX_WORKERS, check_range
@@ -53,16 +54,55 @@ def search(args, variant: str, config, bounds, max_states: int, stop_on):
 
 def save_counterexamples(result, out_dir, prefix: str, variant: str, world: dict) -> list[dict]:
     """Each violation's shortest path as a counterexample file in ``out_dir``, named
-    ``<prefix><variant>-<property>[-<risk>].json``; their JSON rows."""
-    from toolcall_sim.drivers import counterexample as cx
-
+    ``<prefix><variant>-<property>[-<risk>].json``, and its scenario beside it
+    (``save_one``); their JSON rows."""
     violations = []
     for v in sorted(result.violations, key=lambda v: (v.property, v.residual_risk or "")):
         name = v.property + (f"-{v.residual_risk}" if v.residual_risk else "")
-        path = out_dir / f"{prefix}{variant.replace('+', '_')}-{name}.json"
-        cx.save_actions(path, world, v.property, v.residual_risk, v.path, "explore", v.detail)
-        violations.append(report.violation_json(v, str(path)))
+        violations.append(save_one(out_dir / f"{prefix}{variant.replace('+', '_')}-{name}.json", world, v))
     return violations
+
+def save_one(path, world: dict, v) -> dict:
+    """Violation ``v``'s path as the counterexample file ``path`` (``replay`` reads it) and,
+    next to it as ``.toml``, the scenario ``run`` replays (sim/world/scenario_replay.py),
+    written together or not at all (sim/io/output.py Rule 1); its JSON row. A ``.toml``
+    there that explore did not write (its first line is not ``MARKER``) is never
+    replaced: the counterexample file is written alone, and the row says why, as it does
+    for a path no scenario file can tell."""
+    from pathlib import Path
+
+    from toolcall_sim.drivers import counterexample as cx
+    from toolcall_sim.world import scenario_replay as sr
+
+    path = Path(path)
+    text = cx.actions_document(world, v.property, v.residual_risk, v.path, "explore", v.detail)
+    toml_path = path.with_suffix(".toml")
+    ours = _ours_or_absent(toml_path)
+    try:
+        if not ours:
+            raise sr.NotWritten(f"{toml_path} is there and explore did not write it (move it, or give another --out)")
+        scenario = sr.document(world, v.property, v.residual_risk, v.detail, v.path)
+    except Exception as err:
+        write_atomic(path, text)  # (the search's finding is kept whatever the scenario's fate)
+        if ours and toml_path.exists():
+            toml_path.unlink()  # an earlier search's scenario would no longer match this counterexample
+        if not isinstance(err, sr.NotWritten):
+            raise
+        return report.violation_json(v, str(path), not_written=str(err))
+    write_together({path: text, toml_path: scenario})
+    return report.violation_json(v, str(path), str(toml_path))
+
+def _ours_or_absent(path) -> bool:
+    """Nothing is at ``path``, or a file whose first line says explore wrote it."""
+    from toolcall_sim.world.scenario_replay import MARKER
+
+    if not path.exists() and not path.is_symlink():
+        return True
+    try:
+        with open(path, "rb") as f:
+            return path.is_file() and f.readline(len(MARKER) + 1).decode("utf-8", "replace").startswith(MARKER)
+    except OSError:
+        return False
 
 def check_sizes(args, max_states: int) -> None:
     """The integer flags of one world and of the tour alike, each within its range

@@ -88,6 +88,10 @@ def world_timing(scenario: Scenario) -> Timing:
 
 
 def build(scenario: Scenario, variant: str) -> tuple[msys.WorldConfig, WorldOptions]:
+    if scenario.replay is not None:  # the explorer's world its steps run in (sim/world/scenario_replay.py)
+        from toolcall_sim.world import scenario_replay
+
+        return scenario_replay.world_of(scenario, variant)[0], WorldOptions()
     world = scenario.world_values()
     agent_name = world.get("agent", "rev-c")
     base_agent = agent.AGENT_VARIANTS.get(agent_name)
@@ -180,7 +184,7 @@ def _resolved(variant: str, base_agent: agent.AgentRules, timing: Timing):
 _NOT_RUN = ("path", "summary", "expect", "variant", "seed", "until_ms")
 # Fields added after trace hashes were pinned: part of the digest only when set, so every
 # scenario that does not use them keeps its digest and its trace hash.
-_NEW_WHEN_SET = ("latency_shape", "stalls")
+_NEW_WHEN_SET = ("latency_shape", "stalls", "replay")
 # The same for fields of the dataclasses inside a scenario: class -> its fields added
 # after the pin, left out of the digest while false.
 _NEW_FIELDS_WHEN_SET = {ToolCallSpec: ("kill_fails",)}
@@ -372,13 +376,19 @@ class RunResult:
         procs.sort(key=lambda p: p[0])
         return {"up": True, "incarnation": state.incarnation, "chats": chats, "processes": [p for _, p in procs]}
 
-    def expectation_failures(self) -> list[str]:
-        exp = self.scenario.expectation(self.variant)
-        # A known finding is a real violation (expected under ``violations``), only named.
+    def found(self) -> tuple[list[str], list[str]]:
+        """(the properties violated, the residual risks reported), sorted, as
+        ``violations`` and ``residual_risks`` of an expectation name them: a known finding
+        is a real violation (expected under ``violations``), only named."""
         found = sorted({v.property for v in self.violations if v.residual_risk is None or props.is_known_finding(v)})
         info = self.report.informational if self.report else []
         risks = sorted({v.residual_risk for v in list(self.violations) + list(info)
                         if v.residual_risk is not None and not props.is_known_finding(v)})
+        return found, risks
+
+    def expectation_failures(self) -> list[str]:
+        exp = self.scenario.expectation(self.variant)
+        found, risks = self.found()
         if exp is None:
             return self._fault_failures(()) + ([f"violations: {', '.join(found)}"] if found else [])
         failures = self._fault_failures(exp.faults_never_fired)
@@ -524,6 +534,8 @@ def run_scenario(scenario: Scenario, variant: str | None = None, seed: int | Non
     records a third of its trace. Such a trace is not the run's trace (its hash differs):
     it is never written or hashed; the verdicts are the same (tests/test_swarm.py)."""
     variant = variant or scenario.variant
+    if scenario.replay is not None:
+        return _replayed(scenario, variant, seed, until_ms, verdicts_only)
     seed = scenario.seed if seed is None else seed
     if until_ms is None:
         until_ms = scenario.until_ms
@@ -549,6 +561,27 @@ def run_scenario(scenario: Scenario, variant: str | None = None, seed: int | Non
     world.run(until_ms)
     report = props.evaluate(world.trace, world.system)
     return RunResult(scenario, variant, seed, until_ms, world, report.violations, report=report)
+
+
+def _replayed(scenario: Scenario, variant: str, seed: int | None, until_ms: int | None,
+              verdicts_only: bool) -> RunResult:
+    """A scenario with ``[replay]``: its steps applied in order in its world, judged as
+    any run (sim/world/scenario_replay.py); it draws nothing and ends at its last step,
+    so a seed or an end of its own is refused (Rule 3 there)."""
+    from toolcall_sim.world import scenario_replay
+
+    for flag, value in (("--seed", seed), ("--until", until_ms)):
+        if value is not None:
+            raise ScenarioError(f"{flag}: {scenario.path} replays its steps: it draws nothing and ends at its last step")
+    config, horizon_ms = scenario_replay.world_of(scenario, variant)
+    record = None if verdicts_only else {"scenario": scenario.name, "scenario_sha256": scenario_digest(scenario),
+                                         "variant": variant, "seed": scenario.seed,
+                                         "until_ms": scenario.replay.steps[-1].at_ms}
+    world = Simulation(config, scenario.seed, WorldOptions(action_records=not verdicts_only), record)
+    scenario_replay.run(scenario, world, horizon_ms)
+    report = props.evaluate(world.trace, world.system)
+    return RunResult(scenario, variant, scenario.seed, scenario.replay.steps[-1].at_ms, world, report.violations,
+                     report=report)
 
 
 @dataclass(frozen=True)

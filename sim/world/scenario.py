@@ -14,7 +14,9 @@ reader per section (``_read_head`` for the top-level keys, ``_read_world``,
 sections before it defined (the world's replicas and nodes, then the tool calls and
 chats); sim/world/scenario_faults.py reads one fault, sim/world/scenario_spec.py holds the values
 read (and the duration words), sim/world/scenario_toml.py writes a scenario dict back out, and
-sim/world/scenario_drawn.py reads the swarm's own draws without checking them again.
+sim/world/scenario_drawn.py reads the swarm's own draws without checking them again;
+sim/world/scenario_replay.py reads ``[replay]`` (one path of the explorer, step by step:
+read first, since a replay of a named small world has no ``[[turns]]``).
 
 Rule 1. Unknown keys are errors (a typo must not silently change a run).
 Rule 2. Durations are strings with units ("250ms", "2s", "15m", "9h", "1h30m") and are
@@ -55,6 +57,7 @@ from toolcall_sim.model import chattool, vocabulary
 from toolcall_sim.io import input_file
 from toolcall_sim.world.scenario_check import _CONTROL, _Checker, _Context, _printable, _short  # noqa: F401 (re-exported)
 from toolcall_sim.world.answers import read_answer_expectation
+from toolcall_sim.world import scenario_replay
 from toolcall_sim.world.scenario_faults import _one_of, read_fault
 from toolcall_sim.world.scenario_spec import (  # re-exported: the values read, for sim/ and tests
     ROUTE_OF_TOOL,
@@ -85,7 +88,8 @@ TOOLS = vocabulary.TOOLS
 WORLD_KEYS = {k.name: {"integer": int, "string": str, "table": dict, "boolean": bool}.get(k.type, k.type)
               for k in vocabulary.WORLD_KEYS.values()}
 EXPECT_COUNTS = vocabulary.EXPECT_COUNTS
-TOP_KEYS = {"name", "summary", "variant", "seed", "until", "world", "network", "clocks", "turns", "faults", "expect"}
+TOP_KEYS = {"name", "summary", "variant", "seed", "until", "world", "network", "clocks", "turns", "faults", "expect",
+            "replay"}
 _TOOL_KEYS = {
     "execute": ("command", "runs_for", "timeout", "background", "exit_code", "output", "kill_fails"),
     "edit_files": ("path", "edits"),
@@ -165,13 +169,21 @@ def from_dict(data: dict, shown: str = "<scenario>") -> Scenario:
 
 def _from_dict(data: dict, shown: str) -> Scenario:
     c = _Checker(shown)
-    name, summary, variant, seed, until_ms = _read_head(c, data)
+    # A replay of one of the explorer's named worlds has no turns of its own (sim/world/scenario_replay.py).
+    replay = scenario_replay.read(c, data)
+    named = replay is not None and replay.world is not None
+    name, summary, variant, seed, until_ms = _read_head(c, data, turns_required=not named)
     world = _read_world(c, data.get("world", {}))
     replicas = tuple(f"replica-{i + 1}" for i in range(dict(world).get("replicas", 2)))
+    if named:
+        replicas = _small_world_replicas(replay.world)
     nodes = ("agent", "db") + replicas
     lat_min, lat_max, loss, links, latency_shape, stalls = _read_network(c, data.get("network", {}), nodes)
     clocks = _read_clocks(c, data.get("clocks", {}), nodes, until_ms)
-    turns, ctx = _read_turns(c, data["turns"], replicas, nodes)
+    if named:
+        turns, ctx = (), _Context(set(), {}, {}, (), replicas, nodes, {}, set(), {})
+    else:
+        turns, ctx = _read_turns(c, data["turns"], replicas, nodes)
     faults, request_names = _read_faults(c, data.get("faults", []), ctx, until_ms)
     expect = _read_expect(c, data.get("expect", {}), ctx, request_names, len(faults))
     return Scenario(
@@ -192,7 +204,15 @@ def _from_dict(data: dict, shown: str) -> Scenario:
         expect=expect,
         latency_shape=latency_shape,
         stalls=stalls,
+        replay=replay,
     )
+
+
+def _small_world_replicas(name: str) -> tuple[str, ...]:
+    """The replicas of the explorer's small world ``name`` (what its expectations may name)."""
+    from toolcall_sim.model import worlds
+
+    return worlds.build(name).replicas
 
 
 # ---------------------------------------------------------------------------
@@ -200,13 +220,14 @@ def _from_dict(data: dict, shown: str) -> Scenario:
 # ---------------------------------------------------------------------------
 
 
-def _read_head(c: _Checker, data: Any) -> tuple[str, str, str, int, int]:
-    """The top level: known keys, ``name`` and ``turns`` present; name, summary, variant,
-    seed and until (Rule 2; a run lasts more than nothing and at most the cap)."""
+def _read_head(c: _Checker, data: Any, turns_required: bool = True) -> tuple[str, str, str, int, int]:
+    """The top level: known keys, ``name`` and ``turns`` present (but in a replay of a
+    named small world); name, summary, variant, seed and until (Rule 2; a run lasts more
+    than nothing and at most the cap)."""
     if not isinstance(data, dict):
         c.fail("scenario", f"expected a table, got {type(data).__name__}")
     c.keys(data, TOP_KEYS, "")
-    for required in ("name", "turns"):
+    for required in ("name", "turns") if turns_required else ("name",):
         if required not in data:
             c.fail(required, "missing")
     name = c.name(data["name"], "name")

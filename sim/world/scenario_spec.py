@@ -155,6 +155,17 @@ class Expectation:
 
 
 @dataclass(frozen=True)
+class ReplaySpec:
+    """``[replay]`` (sim/world/scenario_replay.py): the world the steps run in (``world``:
+    a small world of model/worlds.py by name, with ``second``; None: the file's own on
+    the explorer's clock) and the steps, model actions in order on that clock."""
+
+    world: str | None
+    second: str
+    steps: tuple  # model/actions.py actions
+
+
+@dataclass(frozen=True)
 class Scenario:
     path: str
     name: str
@@ -175,6 +186,7 @@ class Scenario:
     # fields in ms; empty: uniform ``latency_min_ms``..``latency_max_ms``.
     latency_shape: tuple[tuple[str, Any], ...] = ()
     stalls: tuple[tuple[str, Any], ...] = ()  # ``[network] stalls``: probability, min_ms, max_ms; empty: none
+    replay: ReplaySpec | None = None  # ``[replay]``: the run applies these steps instead of drawing a future
 
     def world_value(self, name: str, default: Any = None) -> Any:
         return self.world_values().get(name, default)

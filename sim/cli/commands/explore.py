@@ -6,7 +6,8 @@ Every flag is checked before the search (a bad one costs a millisecond, not minu
 real durations are scaled to the explorer's clock (``toolcall_sim.model.explore.Bounds.scale``). The
 search (``toolcall_sim.model.explore.explore``) runs with Ctrl-C recorded, not raised, so an
 interrupted search still reports what it found. Each violation's shortest path is saved
-as a counterexample file that ``replay`` reads; ``toolcall_sim.reports.explore`` renders the summary and
+as a counterexample file that ``replay`` reads, and beside it as a scenario file that
+``run`` replays step by step (sim/world/scenario_replay.py); ``toolcall_sim.reports.explore`` renders the summary and
 the JSON shape. Exit code: 1 when a new finding (a violation that is not a named residual
 risk) was found, 130 when interrupted, else 0. While it searches, ``toolcall_sim.io.progress`` draws
 the states counted against ``--max-states`` on stderr: a bar on a terminal, nothing in a
@@ -44,7 +45,7 @@ from toolcall_sim.io.output import check_out_dir, check_out_file, default_out_di
 from toolcall_sim.io.progress import Progress, add_quiet_flag
 from toolcall_sim.cli.commands.check import add_report_flag, check_report_dir, write_one_run
 from toolcall_sim.cli.explore_search import (  # noqa: F401 (also this command's names)
-    PROGRESS_STATES, check_sizes, save_counterexamples, search, stop_rule, write_graph)
+    PROGRESS_STATES, check_sizes, save_counterexamples, save_one, search, stop_rule, write_graph)
 from toolcall_sim.world.inputs import (EXIT_INTERRUPTED, EXIT_OK, EXIT_VIOLATION, MAX_FAULT_BUDGET, MAX_STATES, MAX_WORKERS, BadFlag,
                      check_duration, check_variant)
 
@@ -89,8 +90,8 @@ def add_arguments(parser) -> None:
         parser.add_argument(f"--{budget}", type=int, default=None,
                             help=f"0..{MAX_FAULT_BUDGET} (default 1; with a scenario, how often it names the fault)")
     parser.add_argument("--out", default=default_out_dir("explore"), metavar="DIR",
-                        help="folder for counterexample files (default ./reports/out/explore, under the current "
-                             "directory)")
+                        help="folder for counterexample files, each with its scenario file (.toml) that run replays "
+                             "(default ./reports/out/explore, under the current directory)")
     parser.add_argument("--graph", metavar="FILE",
                         help="write the state graph (GraphML, or DOT for .dot); its folder must exist")
     parser.add_argument("--stop-at-first", action="store_true",
@@ -276,9 +277,7 @@ def tour_main(args, out) -> int:
             seen.add(name)
             world = cx.explore_world(run.stage.world, args.variant, run.bounds)
             path = out_dir / f"{run.stage.world}-{args.variant.replace('+', '_')}-{name}.json"
-            cx.save_actions(path, world, v.property, v.residual_risk, v.path, "explore", v.detail)
-            violations.append({**report.violation_json(v, str(path)), "stage": run.stage.label(),
-                               "bounds": world["bounds"]})
+            violations.append({**save_one(path, world, v), "stage": run.stage.label(), "bounds": world["bounds"]})
     doc = report.tour_json(args.variant, done, elapsed_s, violations, out_dir, was_interrupted, max_states)
     out.write(json_text(doc) if args.json else report.tour_summary(doc, KNOWN_FINDINGS))
     if was_interrupted:
