@@ -42,7 +42,9 @@ def format_drift(result: dict, manifest: str, checkout: str, head: str | None) -
         if "symbols" not in r:
             continue
         files = sorted({k.split(":", 1)[0] for k in r["symbols"]})
-        lines.append(f"  {r['rule']:<11} {r['status']:<10} {len(r['symbols'])} declaration(s) in " + ", ".join(files))
+        unverified = sum(1 for k in r["symbols"] if symbols[k]["status"] == "unverified")
+        lines.append(f"  {r['rule']:<11} {r['status']:<10} {len(r['symbols'])} declaration(s)"
+                     + (f" ({unverified} unverified)" if unverified else "") + " in " + ", ".join(files))
         for k in r["symbols"]:
             s = symbols[k]
             if s["status"] in ("unchanged", "unverified"):

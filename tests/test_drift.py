@@ -312,3 +312,31 @@ def test_check_refuses_a_bad_checkout_before_running(tmp_path):
     code, out, err = run("check", "--coder", str(tmp_path), "--out", str(tmp_path / "r"))
     assert code == 2 and out == "" and "not a coder/coder checkout" in err
     assert not (tmp_path / "r").exists()
+
+
+def test_a_new_file_is_new_in_a_package_inventoried_whole_and_counted_otherwise(verified):
+    root, manifest, _ = verified
+    (root / "agent/agentproc/restart.go").write_text("package agentproc\n\nconst restartGrace = 5\n")
+    code, got = drift_json(root, manifest)
+    assert code == 1 and got["new"] == [{"file": "agent/agentproc/restart.go", "item": "const restartGrace"}]
+    m = mf.load(manifest)
+    m.complete_packages = []
+    manifest.write_text(mf.dump(m))
+    code, got = drift_json(root, manifest)
+    assert code == 0 and got["new"] == [] and got["not_inventoried"] == ["agent/agentproc/restart.go"]
+
+
+def test_a_partial_update_keeps_what_the_tree_lacks(verified):
+    root, manifest, head = verified
+    m = small_manifest()
+    m.rules["A2.4"] = {"follows": ["agent/agenttoolcall/middleware.go:Store.Middleware"]}
+    m.symbols["agent/agenttoolcall/middleware.go:Store.Middleware"] = {"kind": "method", "digest": ""}
+    m.files["agent/agenttoolcall/middleware.go"] = {"commit": "", "items": [], "note": "left out of this tree"}
+    new, gone = update(m, Checkout(str(root)), lambda _p: head, partial=True)
+    assert gone == [] and new.symbols["agent/agenttoolcall/middleware.go:Store.Middleware"]["digest"] == ""
+    assert new.complete_packages == []
+    assert update(m, Checkout(str(root)), lambda _p: head)[1] == ["agent/agenttoolcall/middleware.go:Store.Middleware"]
+    manifest.write_text(mf.dump(new))
+    code, got = drift_json(root, manifest)
+    sym = got["symbols"]["agent/agenttoolcall/middleware.go:Store.Middleware"]
+    assert code == 0 and sym["status"] == "unverified" and sym["reason"] == "left out of this tree"
