@@ -24,8 +24,9 @@ Rule 4. New items: an item (goparse.py Rule 4) of a modelled package that the ba
         inventory of that package does not hold and that no cited symbol names.
 Rule 5. For every rule that is not unchanged, what covers it in this project, read from
         the repository (no run): the rule's probes (model/probes.py ``PROBES`` and a
-        story's ``STORY_PROOFS``), the test files and scenario files that cite the rule
-        by ID or name one of its probes, and the Go tests the rule's section of
+        story's ``STORY_PROOFS``), the test files (but ``META_TESTS``, which name rules
+        as data) and scenario files that cite the rule by ID or name one of its probes,
+        and the Go tests the rule's section of
         docs/contract.md names. The coverage table of ``toolcall-sim coverage`` gives
         witnesses only after running every scenario; this is its static half.
 Rule 6. Nothing here reads a clock or a path outside the checkout: the result is the same
@@ -193,6 +194,9 @@ def _modelled_package(path: str) -> bool:
 # -- Rule 5: what covers a rule --------------------------------------------------------
 
 _GO_TEST = re.compile(r"\bTest[A-Z]\w*")
+# Tests that name rules as data (citations, the probe table, drift's own fixtures), not
+# tests of the rule's behaviour: listing them under every rule would say nothing.
+META_TESTS = ("tests/test_docs.py", "tests/test_probes.py", "tests/test_drift.py")
 
 
 def _cites(rule: str) -> re.Pattern:
@@ -210,6 +214,8 @@ def covered_by(rule: str, section: str, repo: Path = REPO) -> dict:
     def citing(folder: str, pattern: str) -> list[str]:
         found = []
         for f in sorted((repo / folder).glob(pattern)):
+            if f.relative_to(repo).as_posix() in META_TESTS:
+                continue
             text = f.read_text(encoding="utf-8", errors="replace")
             if any(w.search(text) for w in wanted):
                 found.append(f.relative_to(repo).as_posix())
