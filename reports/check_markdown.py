@@ -13,8 +13,10 @@ every finding with the commands that reproduce it, what the baseline lists that 
 the planted-bug sweep with its mutation score per driver, the design comparison (a
 design x property matrix, each cell judged against the suite's expected verdict, the
 costs, each design's shortest counterexample), the detection table (every planted bug
-through each driver from its default settings) and the rule coverage section
-(reports/coverage.py ``coverage_markdown``: unreached probes first). Commands name files
+through each driver from its default settings), the rule coverage section
+(reports/coverage.py ``coverage_markdown``: unreached probes first) and, with
+``--coder PATH``, the Go drift section (reports/drift.py ``drift_markdown``: the counts and
+the rules whose Go code changed; informational). Commands name files
 relative to the report folder (``toolcall-sim replay counterexamples/X.json`` run from
 it), so the text is the same wherever the report was written.
 
@@ -414,6 +416,10 @@ def _summary_lines(report: dict, max_reasons: int | None) -> list[str]:
         from .coverage import coverage_markdown
 
         out += [""] + coverage_markdown(report["coverage"])
+    if report.get("drift") is not None:
+        from .drift import drift_markdown
+
+        out += [""] + drift_markdown(report["drift"])
     risks = sorted({x["residual_risk"] for x in report["findings"] if x["status"] == "residual_risk"})
     if risks:
         known = report.get("known_findings", {})
@@ -565,6 +571,10 @@ def closing(report: dict, out_dir, baseline_written: str | None) -> str:
                      "and not listed")
     if "planted_caught" in c:
         lines.append("  planted bugs caught: " + ", ".join(f"{d} {c['planted_caught'][d]}" for d in report["planted"]["drivers"]))
+    if report.get("drift") is not None:
+        from .drift import counts_line
+
+        lines.append(f"  go drift (informational): {counts_line(report['drift'])}")
     lines.append(f"  report: {out_dir}/index.html, summary.md, junit.xml, report.json")
     if baseline_written:
         lines.append(f"  baseline written: {baseline_written}")

@@ -1,4 +1,4 @@
-"""Imports run one way (issue 33): model <- io <- world <- backends <- drivers <- ci <- cli
+"""Imports run one way (issue 33): model <- io <- world <- backends <- drivers <- ci, drift <- cli
 <- the package's top (the API, the pytest plugin, ``python -m toolcall_sim``); reports/
 only renders (it imports the model's plain data and itself, never the world or a driver);
 scenarios/ is data. The graph is the one docs/architecture.svg draws
@@ -27,6 +27,7 @@ FLOORS = {
     "backends": 3,
     "drivers": 4,
     "ci": 5,
+    "drift": 5,  # toolcall-sim drift (issue 38): reads a Go checkout; beside ci, a tool of the command line
     "cli": 6,
     "": 7,  # the package's own modules: __init__, __main__, api, pytest_plugin
 }

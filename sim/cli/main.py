@@ -3,7 +3,8 @@ contract between chatd and the workspace agent.
 
 Exit codes mean one thing each:
   0    nothing violated, every expectation met (replay: the violation no longer reproduces)
-  1    a property was violated or an expectation was not met (replay: it reproduces)
+  1    a property was violated or an expectation was not met (replay: it reproduces;
+       drift: a modelled rule's Go code changed, moved or is gone, or something is new)
   2    bad input: a malformed file, flag or value, reported in one line on stderr
   3    replay only: the actions stopped fitting the model at a step (the code changed),
        so the replay says nothing about the violation

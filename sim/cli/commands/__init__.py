@@ -16,7 +16,7 @@ from __future__ import annotations
 
 # ``list`` is the module of ``toolcall-sim list`` (named as the command is); it shadows the
 # builtin only in this file, which needs no builtin list.
-from toolcall_sim.cli.commands import bench, bugs, check, compare, coverage, explore, incident, list, replay, run, search, swarm, sweep
+from toolcall_sim.cli.commands import bench, bugs, check, compare, coverage, drift, explore, incident, list, replay, run, search, swarm, sweep
 
 # The order of ``toolcall-sim --help``.
-COMMANDS = (run, list, incident, explore, replay, swarm, sweep, search, check, compare, bugs, coverage, bench)
+COMMANDS = (run, list, incident, explore, replay, swarm, sweep, search, check, compare, bugs, coverage, drift, bench)

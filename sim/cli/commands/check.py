@@ -39,6 +39,12 @@ Rule 4. ``run``, ``explore`` and ``replay`` take ``--report DIR`` (``add_report_
         runs (``check_report_dir``): a file, a folder below a file, a place where no
         folder can be made, or a folder that is not ours and not empty is one line,
         exit 2. The command's exit code is its own.
+Rule 5. ``--coder PATH`` adds the drift table (``toolcall-sim drift``, sim/drift/): the
+        checkout and the manifest are checked and the Go files compared before the suite
+        runs (bad input: exit 2, nothing run); the counts and the rules whose Go code
+        changed go into ``report.json`` (``drift``), ``summary.md`` (``## Go drift``) and
+        the closing lines. It is informational: the exit code stays the suite's verdict
+        (``toolcall-sim drift`` is the command whose exit code is drift's).
 """
 
 from __future__ import annotations
@@ -77,6 +83,10 @@ def add_arguments(parser) -> None:
                              "the same for any")
     parser.add_argument("--quick", action="store_true",
                         help="run only the part of the suite marked quick; the report says what that part ran")
+    parser.add_argument("--coder", metavar="PATH",
+                        help="also show which modelled rules the Go code of this coder/coder checkout changed (the "
+                             "table of toolcall-sim drift, in summary.md and on stdout; informational: the verdict "
+                             "is the suite's)")
     add_cluster_flag(parser, "the suite's jobs")
     add_quiet_flag(parser)
 
@@ -124,6 +134,12 @@ def main(args, out) -> int:
         entries = []
     else:
         entries = check.load_baseline(baseline_path)
+    drift = None
+    if args.coder is not None:  # Rule 5: before the suite runs, so a bad checkout costs nothing
+        from toolcall_sim.cli.commands.drift import run_drift
+        from toolcall_sim.reports.drift import drift_summary
+
+        drift = drift_summary(run_drift(args.coder)[0])
     jobs = len(check._jobs(part))
     bar = Progress.for_command(args, f"check {suite.name}" + (" (quick)" if args.quick else ""), jobs, unit="jobs",
                                line=check_markdown.progress_line)
@@ -144,6 +160,8 @@ def main(args, out) -> int:
         failed = [o["run"].scenario for o in outputs if o["kind"] == "scenario" and o["failures"]]
         out.write(check_markdown.interrupted(len(outputs), total, findings, failed, out_dir, stop.why))
         return stop.exit_code
+    if drift is not None:
+        result.report["drift"] = drift
     with sigint_deferred():
         write_report(result, out_dir, cx, args.workers)
         if args.update_baseline:
