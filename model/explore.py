@@ -121,6 +121,14 @@ Rule 10 (one expansion per system state). A state's children depend on its syste
         new tuples per child and was judged by the wall clock, was left at 65 more bytes
         per state and no time saved.) ``_check_step`` computes each such child again
         under ``CHECK_MEMO``.
+Rule 11 (partial order). ``Search.choices`` is what a state takes: ``enabled``'s actions,
+        or one delivery to the agent alone where its set is persistent, which
+        model/explore_por.py decides by searching what can happen without it (its
+        theory of operation). The decision reads the system and the budgets only, so it
+        is memoized with the expansion (Rule 10), workers take it alike (Rule 9), and a
+        path is rebuilt through the same lists (Rule 8). ``Bounds(partial_order=False)``
+        (``--no-reduction``) takes every order: the default world has 14,170 states
+        reduced, 37,502 not.
 
 The periodic worker loops (heartbeats, acquisition polls, runner syncs) are switched off
 in explored worlds (their intervals exceed the horizon): ownership changes happen through
