@@ -13,7 +13,10 @@ variant, so ``--variant ledger`` works wherever a variant is taken (run, explore
 search, swarm, compare) and a planted bug composes with it (``fresh-start+no-age-margin``).
 Nothing here is behaviour: a design is data pointing at hooks, and ``flaw`` names the
 property and the world in which the explorer must find what the design section says
-(tests/test_designs.py pins each).
+(tests/test_designs.py pins each); ``flaw_name`` says it in the section's words, the
+heading ``toolcall-sim compare`` draws that flaw's shortest counterexample under, apart
+from what the design inherits from today's chatd (sim/ci/compare.py, "The flaw and the
+inherited").
 
 What each models, and how it differs from the code facts it stands beside:
 
@@ -62,29 +65,37 @@ class Design:
     # has none the tools find (incarnation-token).
     flaw: str = ""
     flaw_world: str = ""
+    # The flaw in a few of the design section's words (a heading of the comparison); for
+    # a design whose flaw is a cost (``flaw`` ""), that cost.
+    flaw_name: str = ""
 
 
 DESIGNS: tuple[Design, ...] = (
     Design("ledger",
            "chatd records the agent-picked process ID after each start; later attempts look it up.",
            "docs/contract.md D3 (rejected: Postgres execution table), #27100, #27317-#27325", "today",
-           bookkeeping=chatd_designs.Ledger(), flaw="at_most_once", flaw_world="default"),
+           bookkeeping=chatd_designs.Ledger(), flaw="at_most_once", flaw_world="default",
+           flaw_name="the ledger's lost record"),
     Design("fresh-start",
            "The agent keeps a reservation per tool call and starts afresh whenever it has none.",
            "docs/contract.md D3 (rejected: key beside agent-picked process IDs), #27369-#27372", "contract",
-           agent_hooks=(agent_designs.FreshStart,), flaw="at_most_once", flaw_world="default"),
+           agent_hooks=(agent_designs.FreshStart,), flaw="at_most_once", flaw_world="default",
+           flaw_name="the fresh start after a restart"),
     Design("remember-all",
            "The agent remembers every tool call it ever received.",
            "docs/contract.md D3 (rejected: the agent remembering every tool call, an earlier revision)", "contract",
-           agent_hooks=(agent_designs.RememberAll,)),
+           agent_hooks=(agent_designs.RememberAll,),
+           flaw_name="records that grow with every tool call"),
     Design("first-attempt-only",
            "Only a batch's first attempt may start; later attempts only look the process up.",
            "docs/contract.md D3 (rejected: only the first attempt may start, previous revision)", "contract",
-           bookkeeping=chatd_designs.FirstAttemptOnly(), flaw="unknown_only_when_unknowable", flaw_world="default"),
+           bookkeeping=chatd_designs.FirstAttemptOnly(), flaw="unknown_only_when_unknowable", flaw_world="default",
+           flaw_name="unknown for a command that never ran"),
     Design("incarnation-token",
            "chatd durably stores the agent incarnation per tool call before its first request; the agent refuses others.",
            "docs/contract.md D7 (the age check's residual risk and the fix it rejects for its cost)", "contract",
-           bookkeeping=chatd_designs.IncarnationTokens(), agent_hooks=(agent_designs.IncarnationToken,)),
+           bookkeeping=chatd_designs.IncarnationTokens(), agent_hooks=(agent_designs.IncarnationToken,),
+           flaw_name="a durable write per tool call"),
 )
 
 

@@ -17,7 +17,7 @@ never the failure's), one fold per finding (its sequence diagram; a new one open
 per explorer run (its depth chart), the swarm chart, the planted-bug
 sweep, the design comparison (a heat map of design x property, cells coloured by
 verdict and outlined when not as the suite expects, the costs coloured by a scale per
-column, each design's shortest counterexample as a sequence diagram), the detection
+column, each design's flaw drawn as a sequence diagram, what it inherits from today apart), the detection
 table, the rule coverage section (``#coverage``, reports/coverage.py) and a fold per
 scenario run with its timeline (and, failed, its sequence diagram; open). The same SVGs
 are returned by name, so
@@ -223,17 +223,33 @@ def _compare(c: dict, pictures: dict[str, str]) -> str:
                   for k, _ in COST_COLUMNS) + "</tr>" for r in c["rows"])
     body.append("<h3>Costs</h3><table><tr><th>design</th>" + "".join(f"<th>{escape(h)}</th>" for _, h in COST_COLUMNS)
                 + f"</tr>{cost_rows}</table>")
-    for r in c["rows"]:
-        x = r["counterexample"]
-        if x is None:
-            continue
-        risk = f" ({escape(x['residual_risk'])})" if x["residual_risk"] else ""
-        body.append(f'<section id="compare-{escape(r["design"])}"><h3><code>{escape(r["design"])}</code>: '
-                    f"<code>{escape(x['property'])}</code>{risk}, {x['steps']} steps in {escape(x['world'])}</h3>"
-                    f"<p>{escape(x['detail'])}</p>" + _commands(x["reproduce"])
-                    + _img(pictures[r["sequence"]], f"sequence diagram: {r['design']} {x['property']}")
-                    + "</section>")
+    body += [_compare_design(r, pictures) for r in c["rows"]]
     return "".join(body)
+
+
+def _compare_design(r: dict, pictures: dict[str, str]) -> str:
+    """One design's section: its flaw named in the heading and drawn (else its shortest
+    counterexample, said so), then apart what it inherits from today and its own other
+    new findings, each with the command that replays it."""
+    from .compare import INHERITED_HEAD, entry_words, flaw_words, own_head
+
+    x, s = r["counterexample"], r["split"]
+    out = [f'<section id="compare-{escape(r["design"])}"><h3><code>{escape(r["design"])}</code>: '
+           f"{escape(flaw_words(r))}</h3>"]
+    if x is not None:
+        if x["role"] == "shortest":
+            risk = f" ({escape(x['residual_risk'])})" if x["residual_risk"] else ""
+            out.append(f"<p>Drawn: its shortest counterexample, <code>{escape(x['property'])}</code>{risk}, "
+                       f"{x['steps']} steps in {escape(x['world'])}.</p>")
+        out.append(f"<p>{escape(x['detail'])}</p>" + _commands(x["reproduce"])
+                   + _img(pictures[r["sequence"]], f"sequence diagram: {r['design']} {x['property']}"))
+    groups = ([(INHERITED_HEAD, s["inherited"])] if s["inherited_from"] is not None else []) + [(own_head(r), s["own"])]
+    for head, entries in groups:
+        items = "".join(f"<li>{escape(entry_words(e))}" + "".join(f"<br>reproduce: <code>{escape(cmd)}</code>"
+                                                                  for cmd in e["reproduce"]) + "</li>" for e in entries)
+        out.append(f"<h4>{escape(head[0].upper() + head[1:])}</h4>"
+                   + (f"<ul>{items}</ul>" if entries else "<p>None.</p>"))
+    return "".join(out) + "</section>"
 
 
 def _detection(d: dict) -> str:

@@ -12,11 +12,12 @@ worded or coloured as a failure), not checked), what is new against the baseline
 every finding with the commands that reproduce it, what the baseline lists that is gone,
 the planted-bug sweep with its mutation score per driver, the design comparison (a
 design x property matrix, each cell judged against the suite's expected verdict, the
-costs, each design's shortest counterexample), the detection table (every planted bug
-through each driver from its default settings), the rule coverage section
-(reports/coverage.py ``coverage_markdown``: unreached probes first) and, with
-``--coder PATH``, the Go drift section (reports/drift.py ``drift_markdown``: the counts and
-the rules whose Go code changed; informational). Commands name files
+costs, each design's flaw with its counterexample apart from what it inherits from
+today's chatd), the detection table (every planted bug through each driver from its
+default settings), the rule coverage section (reports/coverage.py ``coverage_markdown``:
+unreached probes first) and, with ``--coder PATH``, the Go drift section
+(reports/drift.py ``drift_markdown``: the counts and the rules whose Go code changed;
+informational). Commands name files
 relative to the report folder (``toolcall-sim replay counterexamples/X.json`` run from
 it), so the text is the same wherever the report was written.
 
@@ -465,7 +466,7 @@ def compare_cell(cell: dict, design: str | None = None) -> str:
 
 def compare_lines(c: dict) -> list[str]:
     """The design comparison (sim/ci/check.py Rule 7) as Markdown."""
-    from .compare import COST_COLUMNS, _number
+    from .compare import COST_COLUMNS, _number, split_markdown
 
     designs = c["designs"]
     worlds = ", ".join(w["name"] for w in c["worlds"])
@@ -480,10 +481,14 @@ def compare_lines(c: dict) -> list[str]:
             "|---|" + "---|" * len(COST_COLUMNS)]
     for r in c["rows"]:
         out.append(f"| `{r['design']}` | " + " | ".join(_number(r["costs"][k]) for k, _ in COST_COLUMNS) + " |")
-    shown = [r for r in c["rows"] if r["counterexample"] is not None]
-    if shown:
-        out += ["", "Each design's shortest counterexample (a new finding before a residual risk):", ""]
-        for r in shown:
+    out += ["", "Each design's flaw (the property its design section names) with its counterexample, apart from "
+                "what it inherits from today's chatd and its own other new findings:", ""]
+    out += split_markdown(c["rows"], lambda x: [f"reproduce: `{cmd}`" for cmd in x.get("reproduce", [])])
+    drawn = [r for r in c["rows"] if r["counterexample"] is not None and r["counterexample"]["role"] == "shortest"]
+    if drawn:
+        out += ["", "Drawn where the explorer found no flaw: the shortest counterexample (a new finding before a "
+                    "residual risk):", ""]
+        for r in drawn:
             x = r["counterexample"]
             risk = f" ({x['residual_risk']})" if x["residual_risk"] else ""
             out.append(f"- `{r['design']}`: `{x['property']}`{risk}, {x['steps']} steps in {x['world']}: "

@@ -12,6 +12,12 @@ details); the page itself and the CI report's section are ``toolcall-sim check``
 (reports/check_html.py, reports/check_markdown.py, which reuse the cell words and the cost
 columns defined here). Nothing here reads
 the wall clock: the same data renders to the same bytes.
+
+Each design's split (sim/ci/compare.py "The flaw and the inherited") is rendered in the
+same words everywhere (``flaw_words``, ``entry_words``, ``INHERITED_HEAD``, ``own_head``):
+the flaw its design section names first, with its counterexample (or where else it was
+found, or that it is a cost); then, apart, what it inherits from today, and its own
+other new findings, each with its shortest counterexample in that world.
 """
 
 from __future__ import annotations
@@ -109,6 +115,60 @@ def _details(data: dict) -> list[str]:
     return lines
 
 
+INHERITED_HEAD = "inherited from today (today has a new finding of the same property in the same world)"
+
+
+def own_head(row: dict) -> str:
+    flaw = row["split"]["flaw"]
+    return "its own new findings" + (" besides the flaw" if flaw is not None and flaw["property"] else "")
+
+
+def _plain(name: str) -> str:
+    return name
+
+
+def flaw_words(row: dict, code=_plain) -> str:
+    """A design's flaw and where its counterexample is, in words; ``code`` marks up a
+    property's name (Markdown's backticks; none in the text)."""
+    flaw = row["split"]["flaw"]
+    if flaw is None:
+        return "no named flaw (not a rejected design)"
+    if flaw["property"] is None:
+        return f"its flaw, {flaw['name']}, is a cost (the costs), not a violation"
+    head = f"its flaw, {flaw['name']} ({code(flaw['property'])})"
+    x = flaw["counterexample"]
+    if x is not None:
+        return f"{head}: {x['steps']} steps in {x['world']}"
+    if flaw["where"] is not None:
+        return f"{head}: violated in {flaw['where']}, not in the explorer worlds"
+    return f"{head}: not found in these runs"
+
+
+def entry_words(x: dict, code=_plain) -> str:
+    """One new finding of a split: property, length, world, what happened."""
+    return f"{code(x['property'])}: {x['steps']} steps in {x['world']}: {x['detail']}"
+
+
+def _file(x: dict) -> str:
+    return f" ({x['file']})" if x.get("file") else ""
+
+
+def split_items(rows: list[dict], code=_plain) -> list[tuple[int, str, dict | None]]:
+    """Each design's split as (depth, words, the counterexample the words name or None):
+    the text and the Markdown indent and locate them each their own way."""
+    items: list[tuple[int, str, dict | None]] = []
+    for row in rows:
+        s = row["split"]
+        x = s["flaw"]["counterexample"] if s["flaw"] is not None else None
+        items.append((0, f"{code(row['design'])}: {flaw_words(row, code)}" + (f": {x['detail']}" if x else ""), x))
+        groups = ([(INHERITED_HEAD, s["inherited"])] if s["inherited_from"] is not None else []) + [
+            (own_head(row), s["own"])]
+        for head, entries in groups:
+            items.append((1, f"{head}:" + ("" if entries else " none"), None))
+            items += [(2, entry_words(e, code), e) for e in entries]
+    return items
+
+
 def _explored(data: dict) -> list[str]:
     lines = []
     for row in data["rows"]:
@@ -135,6 +195,8 @@ def text(data: dict) -> str:
     lines += _explored(data)
     lines.append("violations and residual risks:")
     lines += _details(data)
+    lines.append("each design's flaw, apart from what it inherits from today (the explorer's new findings):")
+    lines += ["  " + "  " * depth + words + (_file(x) if x else "") for depth, words, x in split_items(data["rows"])]
     lines.append("costs (measured in the swarm runs; records long run: at the end of the long run):")
     design_w = max(len(d) for d in designs)
     heads = [h for _, h in COST_COLUMNS]
@@ -175,8 +237,18 @@ def markdown(data: dict) -> str:
     lines += [f"- {line.strip()}" for line in _worlds_text(data) + _explored(data)]
     lines += ["", "## Violations and residual risks", ""]
     lines += [f"- {line.strip()}" for line in _details(data)]
+    lines += ["", "## Each design's flaw, apart from what it inherits from today", ""]
+    lines += split_markdown(data["rows"], lambda x: [f"`{x['file']}`"] if x.get("file") else [])
     return "\n".join(lines) + "\n"
 
 
 def json_doc(data: dict, out_dir: str) -> str:
     return json_text({**data, "out": out_dir})
+
+
+
+def split_markdown(rows: list[dict], where) -> list[str]:
+    """Each design's split as a Markdown list; ``where(x)``: what locates a counterexample
+    (its file; in a report, the command that replays it)."""
+    return ["  " * depth + f"- {words}" + ("".join(f" ({w})" for w in where(x)) if x else "")
+            for depth, words, x in split_items(rows, lambda name: f"`{name}`")]

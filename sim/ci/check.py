@@ -52,10 +52,15 @@ Rule 7. The design comparison (``[compare]``, sim/ci/compare.py) runs as a job p
         and world (the explorer) and one per design (swarm seeds, scenarios, long run);
         the fold builds each design's row with ``toolcall_sim.ci.compare.row``, judges each cell
         against the suite's expected verdict (sim/ci/suite.py Rule 4: a design's flaw is
-        expected, a verdict that changes fails the run) and keeps each design's shortest
-        explorer counterexample (a new finding before a residual risk) as a file and a
-        sequence diagram. ``toolcall-sim compare --report`` folds its own data the same
-        way (``compare_output``) with no expectations: its exit code is its own.
+        expected, a verdict that changes fails the run) and keeps, as a file and a
+        sequence diagram, each design's flaw (sim/ci/compare.py ``drawn``: the shortest
+        explorer counterexample of the property its design section names, else its
+        shortest, a new finding before a residual risk); each new finding its row's
+        ``split`` lists apart (inherited from today, its own) is kept as a file too, with
+        the command that replays it. A design built on today's chatd whose reference is
+        not compared gets today's explorer jobs (``references``), and no row for it.
+        ``toolcall-sim compare --report`` folds its own data the same way
+        (``compare_output``) with no expectations: its exit code is its own.
 Rule 8. The detection table (``[detection]``, sim/ci/bugs.py) runs a job per bug x driver
         (and the plain contract, the control row, per driver); the rows are folded in the
         suite's order (drivers x bugs), without their times (report.json stays the same
@@ -522,7 +527,9 @@ def _compare_data(section: suites.Compare, parts: dict) -> dict:
     for design in section.designs:
         explored = [o["explored"] for o in parts[("compare_explore", design)]]
         (runs,) = parts[("compare_runs", design)]
-        rows.append(cmp.row(design, explored, runs["swarm"], runs["scenarios"], runs["long"]))
+        ref = cmp.reference_of(design)  # explored by a job of its own when not compared (check_jobs._jobs)
+        reference = None if ref is None else [o["explored"] for o in parts[("compare_explore", ref)]]
+        rows.append(cmp.row(design, explored, runs["swarm"], runs["scenarios"], runs["long"], reference))
     return cmp.data(rows, [cmp.world_named(w) for w in section.worlds], section.seeds, section.first_seed)
 
 
@@ -539,38 +546,51 @@ def compare_output(data: dict, files: dict[str, tuple[dict, list]]) -> dict:
 
 
 def _fold_compare(data: dict, section: suites.Compare | None, result: CheckResult, reasons: list[str]) -> dict:
-    """Rule 7: the matrix judged against ``section``'s expectations (None: no judgment),
-    each design's shortest counterexample saved and drawn; no path outside the report."""
+    """Rule 7: the matrix judged against ``section``'s expectations (None: no judgment);
+    each design's flaw (else its shortest counterexample) saved and drawn, and every
+    new finding its split lists (inherited from today, its own) saved beside it with
+    the command that replays it; no path outside the report."""
+    from toolcall_sim.ci import compare as cmp
+
     unexpected = 0
     for row in data["rows"]:
         design = row["design"]
-        found = [(v["residual_risk"] is not None, v["steps"], i, v["property"], v["residual_risk"] or "", v)
-                 for i, w in enumerate(row["explorer"]) for v in w["violations"] if "_actions" in v]
-        shortest = min(found, key=lambda t: t[:5])[5] if found else None
+        pick = cmp.drawn(row)
+        split = row["split"]
+        listed = [*split["inherited"], *split["own"]]
+        keep = {(x["world"], x["property"]) for x in listed}
+        saved: dict[tuple, str] = {}  # (world, property, residual risk) -> file in the report
         row["counterexample"] = row["sequence"] = None
         for w in row["explorer"]:
             for v in w["violations"]:
                 world, actions = v.pop("_world", None), v.pop("_actions", None)
                 v["file"] = None
-                if v is not shortest:
+                chosen = pick is not None and v is pick[1]
+                listed_here = v["residual_risk"] is None and (w["world"], v["property"]) in keep
+                if actions is None or not (chosen or listed_here):
                     continue
                 stem = _file_stem("compare", design, w["world"], v["property"], v["residual_risk"] or "")
                 v["file"] = f"counterexamples/{stem}.json"
+                saved[(w["world"], v["property"], v["residual_risk"])] = v["file"]
                 replayed = _replayed(world, actions, v["property"], v["residual_risk"])
                 result.counterexamples.append(Counterexample(v["file"], world, v["property"], v["residual_risk"],
                                                              actions, replayed["trace_sha256"], "compare",
                                                              v["detail"]))
+                if not chosen:
+                    continue
                 result.traces[f"sequence-{stem}"] = (replayed["trace"], replayed["evidence"], replayed["chats"])
                 row["counterexample"] = {"file": v["file"], "world": w["world"], "property": v["property"],
                                          "residual_risk": v["residual_risk"], "steps": v["steps"],
-                                         "detail": v["detail"], "reproduce": [f"toolcall-sim replay {v['file']}"]}
+                                         "detail": v["detail"], "reproduce": [f"toolcall-sim replay {v['file']}"],
+                                         "role": pick[2]}
                 row["sequence"] = f"figures/sequence-{stem}.svg"
-        drawn = row["counterexample"]
+        flaw = split["flaw"]
+        for x in listed + ([flaw["counterexample"]] if flaw is not None and flaw["counterexample"] else []):
+            x["file"] = saved.get((x["world"], x["property"], None))
+            x["reproduce"] = [f"toolcall-sim replay {x['file']}"] if x["file"] else []
         for prop, cell in row["matrix"].items():
-            if "file" in cell:  # a cell names a counterexample file only when it is the one drawn
-                same = drawn is not None and (drawn["property"], drawn["residual_risk"], drawn["steps"]) == (
-                    prop, None, cell["steps"]) and cell["where"] == f"explorer {drawn['world']}"
-                cell["file"] = drawn["file"] if same else None
+            if "file" in cell:  # the cell's counterexample, saved when drawn or listed in the split
+                cell["file"] = saved.get((cell["where"].removeprefix("explorer "), prop, None))
             if section is None:
                 cell["expected"], cell["as_expected"] = None, None
                 continue

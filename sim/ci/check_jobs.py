@@ -297,7 +297,12 @@ def _jobs(suite: suites.Suite) -> list[tuple[Callable, tuple]]:
         budgets = dict(detection.budgets)
         jobs += [(job_detection, (d, b, budgets[d])) for d in detection.drivers if d != "swarm" for b in rows]
     if suite.compare is not None:
-        jobs += [(job_compare_explore, (d, w)) for d in suite.compare.designs for w in suite.compare.worlds]
+        from toolcall_sim.ci.compare import references
+
+        # The references (today, for a design built on its chatd) are explored when not
+        # compared: a design's split needs them (sim/ci/compare.py "The flaw and the inherited").
+        jobs += [(job_compare_explore, (d, w)) for d in (*suite.compare.designs, *references(suite.compare.designs))
+                 for w in suite.compare.worlds]
     jobs += [(job_explore, (r,)) for r in suite.explore]
     planted = suite.planted
     if planted is not None:

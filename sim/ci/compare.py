@@ -31,6 +31,35 @@ the end of the long run), process starts per execute call, the share of unknown
 results, interrupt latency (from the user's interrupt to its commit, median and p99, in
 simulated seconds), and requests to the agent per tool call (dials left out).
 
+The flaw and the inherited
+--------------------------
+A design's row also says which of its violations is the flaw its design section names,
+and which it only inherits from today's chatd (``split``), so a report draws the flaw
+(the ledger's lost record, the fresh start after a restart), not merely the shortest
+violation (for the ledger that is today's interrupt without a cancel, in 8 steps). Only
+the explorer's new findings (no residual risk) are split: its worlds are exhausted, so
+"the same world shows it" has one answer; a violation only the swarm or a scenario finds
+stays in the matrix.
+
+- The flaw is model/designs.py's ``Design.flaw`` of the design the variant runs (the
+  name before any ``+bug``): its counterexample is the shortest new finding of that
+  property over the comparison worlds (the first world on a tie), whoever else shows
+  the property too (today runs a command twice as well; the ledger's section is about
+  why its record does not stop that). When the explorer does not find it, ``where``
+  says what did (the matrix cell: a swarm seed, a scenario) or None. Today, the
+  contract and a planted bug have no flaw; a design whose flaw is a cost (remember-all,
+  incarnation-token) names it with no property.
+- Inherited from today: a design built on today's chatd (``Design.base`` "today")
+  inherits a new finding of a property other than its flaw when ``today`` (with the same
+  planted bugs, ``reference_of``) has a new finding of the same property in the same
+  comparison world. Nothing else is inherited: a design built on the contract's chatd
+  inherits nothing from today, whatever today shows.
+- Its own: every other new finding (today's own row puts all of its findings here).
+
+Each inherited and own entry is one (world, property): its shortest counterexample there
+(steps, detail, file). The reference is explored on the same worlds even when it is not
+compared itself (``references``; ``toolcall-sim check`` adds its explorer jobs).
+
 Rule 1. Deterministic: no wall clock enters the data; seeds run in ``workers`` processes
         (sim/backends/__init__.py ``map_seeds``) in chunks and are put back in seed order, so the result is
         the same for any worker count. The caller may time the whole (it is not data).
@@ -253,6 +282,85 @@ def long_run(design: str, calls: int = LONG_RUN_CALLS) -> dict:
 
 
 # ---------------------------------------------------------------------------
+# The flaw and the inherited (the module docstring's section)
+# ---------------------------------------------------------------------------
+
+INHERITED_FROM = "today"  # the chatd variant whose violations a design built on it inherits
+
+
+def design_of(name: str) -> model_designs.Design | None:
+    """The rejected design the variant ``name`` runs (``ledger``, ``ledger+no-age-margin``),
+    or None (today, the contract, a planted bug alone)."""
+    return model_designs.by_name().get(name.partition("+")[0])
+
+
+def reference_of(name: str) -> str | None:
+    """The variant whose violations ``name`` may inherit: today with the same planted
+    bugs, for a design built on today's chatd; None for every other variant."""
+    design = design_of(name)
+    if design is None or design.base != INHERITED_FROM:
+        return None
+    _, plus, bugs = name.partition("+")
+    return INHERITED_FROM + plus + bugs
+
+
+def references(names) -> list[str]:
+    """The reference variants ``names`` need and do not compare themselves, in order."""
+    out: list[str] = []
+    for name in names:
+        ref = reference_of(name)
+        if ref is not None and ref not in names and ref not in out:
+            out.append(ref)
+    return out
+
+
+def _entry(world: str, v: dict) -> dict:
+    return {"property": v["property"], "world": world, "steps": v["steps"], "detail": v["detail"], "file": v["file"]}
+
+
+def split(name: str, explored: list[dict], matrix: dict, reference: list[dict] | None = None) -> dict:
+    """The design's flaw, what it inherits from today, and its own other new findings
+    (the module docstring's definitions). ``reference``: ``reference_of(name)``'s
+    explorer results on the same worlds (required when it has one)."""
+    design = design_of(name)
+    ref = reference_of(name)
+    if ref is not None and reference is None:
+        raise ValueError(f"{name}: the explorer results of {ref} are needed to split its violations")
+    flaw_prop = design.flaw if design is not None else ""
+    shown = {(w["world"], v["property"]) for w in reference or () for v in w["violations"]
+             if v["residual_risk"] is None}
+    new = [(w["world"], v) for w in explored for v in w["violations"] if v["residual_risk"] is None]
+    flaw = None
+    if design is not None:
+        found = [(v["steps"], i) for i, (_, v) in enumerate(new) if flaw_prop and v["property"] == flaw_prop]
+        cell = matrix.get(flaw_prop) if flaw_prop else None
+        flaw = {"name": design.flaw_name, "property": flaw_prop or None,
+                "counterexample": _entry(*new[min(found)[1]]) if found else None,
+                "where": cell["where"] if cell is not None and cell["verdict"] == "violated" else None}
+    rest = [(world, v) for world, v in new if v["property"] != flaw_prop]
+    return {"flaw": flaw, "inherited_from": ref,
+            "inherited": [_entry(world, v) for world, v in rest if (world, v["property"]) in shown],
+            "own": [_entry(world, v) for world, v in rest if (world, v["property"]) not in shown]}
+
+
+def drawn(row: dict) -> tuple[str, dict, str] | None:
+    """The explorer violation a report draws for ``row`` (one with its actions kept):
+    (world, violation, "flaw") for the design's flaw when the explorer found it, else
+    (world, violation, "shortest"): the shortest, a new finding before a residual risk."""
+    flaw = row["split"]["flaw"]
+    x = flaw["counterexample"] if flaw is not None else None
+    found = [(v["residual_risk"] is not None, v["steps"], i, v["property"], v["residual_risk"] or "", w["world"], v)
+             for i, w in enumerate(row["explorer"]) for v in w["violations"] if "_actions" in v]
+    for *_, world, v in found:
+        if x is not None and (world, v["property"], v["residual_risk"]) == (x["world"], x["property"], None):
+            return world, v, "flaw"
+    if not found:
+        return None
+    *_, world, v = min(found, key=lambda t: t[:5])
+    return world, v, "shortest"
+
+
+# ---------------------------------------------------------------------------
 # The matrix and the costs
 # ---------------------------------------------------------------------------
 
@@ -329,13 +437,20 @@ def compare(design_names: list[str], compare_worlds: list[CompareWorld], seeds: 
     if out_dir is not None:
         out_dir.mkdir(parents=True, exist_ok=True)
     rows = []
+    explored: dict[str, list[dict]] = {}  # variant -> its explorer results: a reference is explored once
+
+    def explored_by(name: str) -> list[dict]:
+        if name not in explored:
+            explored[name] = [explore_design(name, cw, out_dir) for cw in compare_worlds]
+        return explored[name]
+
     try:
         for name in design_names:
             if on_design is not None:
                 on_design(name)
-            explored = [explore_design(name, cw, out_dir) for cw in compare_worlds]
-            rows.append(row(name, explored, swarm_runs(name, seeds, first_seed, workers, cluster),
-                            scenario_runs(name), long_run(name)))
+            ref = reference_of(name)
+            rows.append(row(name, explored_by(name), swarm_runs(name, seeds, first_seed, workers, cluster),
+                            scenario_runs(name), long_run(name), None if ref is None else explored_by(ref)))
     except KeyboardInterrupt as stop:
         # Ctrl-C, SIGTERM or no workers: the designs finished so far, as the same data (Rule 3).
         from toolcall_sim.io.interrupt import Interrupted
@@ -344,15 +459,19 @@ def compare(design_names: list[str], compare_worlds: list[CompareWorld], seeds: 
     return data(rows, compare_worlds, seeds, first_seed)
 
 
-def row(name: str, explored: list[dict], swarm: list[dict], scenarios: list[dict], long: dict) -> dict:
+def row(name: str, explored: list[dict], swarm: list[dict], scenarios: list[dict], long: dict,
+        reference: list[dict] | None = None) -> dict:
     """One design's row of the data from its runs (``toolcall-sim check`` runs the same
-    parts as separate jobs and builds the row here too)."""
+    parts as separate jobs and builds the row here too). ``reference``: the explorer
+    results of ``reference_of(name)`` on the same worlds, when it has one."""
+    matrix = verdicts(explored, swarm, scenarios)
     return {
         "design": name,
         "explorer": explored,
         "swarm": {"runs": len(swarm), "failures": sum(1 for r in swarm if r["findings"])},
         "scenarios": {"runs": len(scenarios), "violated": sorted({r["scenario"] for r in scenarios if r["findings"]})},
-        "matrix": verdicts(explored, swarm, scenarios),
+        "matrix": matrix,
+        "split": split(name, explored, matrix, reference),
         "costs": costs(swarm, long),
     }
 

@@ -8,8 +8,8 @@ output path that is a file: one line, exit 2). ``toolcall_sim.ci.compare.compare
 design through the explorer worlds, the swarm seeds, the scenario suite and the long run
 and returns plain data; reports/compare.py renders it as text or JSON (``--json``).
 ``--report DIR`` writes the page ``toolcall-sim check`` draws of a suite's ``[compare]``
-section (sim/ci/check.py Rules 6 and 7: the heat map, the costs, each design's shortest
-counterexample as a sequence diagram; ``index.html``, ``summary.md``, ``report.json``,
+section (sim/ci/check.py Rules 6 and 7: the heat map, the costs, each design's flaw as a
+sequence diagram apart from what it inherits from today; ``index.html``, ``summary.md``, ``report.json``,
 ``figures/``, ``counterexamples/``) and, beside it, ``compare.md``, the Markdown table.
 Counterexamples go under ``--out``. Progress (the
 design being run) goes to stderr. Exit code: 0 when the contract, if compared, shows
@@ -59,8 +59,8 @@ def add_arguments(parser) -> None:
     parser.add_argument("--json", action="store_true", help="print the matrix and costs as one JSON object")
     parser.add_argument("--report", metavar="DIR",
                         help="also write the report page (index.html: the heat map, the costs, each design's "
-                             "shortest counterexample drawn; summary.md, report.json) and DIR/compare.md, the "
-                             "Markdown table; DIR is replaced whole")
+                             "flaw drawn, apart from what it inherits from today; summary.md, report.json) and "
+                             "DIR/compare.md, the Markdown table; DIR is replaced whole")
     parser.add_argument("--out", default=DEFAULT_OUT_DIR, metavar="DIR",
                         help=f"where counterexamples go (default {DEFAULT_OUT_DIR})")
 
