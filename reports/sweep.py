@@ -107,9 +107,9 @@ def format_markdown(report: dict, plots: list[str], skipped: list[str]) -> str:
             f"tool calls over {w['until']} on {w['replicas']} replicas.",
             "",
             f"Each cell: rate per million tool calls [95% {_method(report)} interval] (count); the unknown "
-            "share is the percentage of committed results that are unknown. The double-run picture gives "
-            "each risk per million calls of its own kind: double runs per execute call, edits applied twice "
-            "per file call.", ""]
+            "share is the percentage of committed results that are unknown."
+            + (" The double-run picture gives each risk per million calls of its own kind: double runs per "
+               "execute call, edits applied twice per file call." if PLOT_DOUBLE_RUNS in plots else ""), ""]
     if report["fixed"]:
         out += ["Fixed: " + ", ".join(f"`{k} = {v}`" for k, v in report["fixed"].items()), ""]
     out.append("| " + " | ".join(head) + " |")
