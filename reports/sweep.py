@@ -4,29 +4,28 @@ Markdown report, its JSON and its two pictures.
 Theory of operation
 -------------------
 sim/ci/sweep.py runs the grid and returns plain values (``summarize``: one row per point
-and variant, each rate with its count and 95% Wilson interval). Everything a user reads
-about them is written here: the text table (``format_table``), the Markdown report of
-``--report DIR`` (``format_markdown``, the same table in pipes with the sweep's
-settings), the JSON (``format_json``), and the pictures (``write_plots``): double runs
-per million tool calls against the latency p99, one line per design (and per value of
-the other axes) with its confidence band; and the unknown-result share against the agent
-restart rate. A picture whose axis the sweep does not vary is not drawn (the report says
-so). Nothing here decides anything.
+and variant, each rate with its count and exact 95% Clopper-Pearson interval). Everything
+a user reads about them is written here: the text table (``format_table``), the Markdown
+report of ``--report DIR`` (``format_markdown``, the same table in pipes with the sweep's
+settings), the JSON (``format_json``), and the pictures (``write_plots``, drawn by
+reports/figures/risk.py): double runs per million execute calls and edits applied twice
+per million file calls against the in-flight delay's tail (the latency p99) with the
+contract's age margin marked, one line per design (and per value of the other axes) with
+its interval shaded; and the unknown-result share against the agent restart rate. A
+picture whose axis the sweep does not vary is not drawn (the report says so). Nothing
+here decides anything.
 
 Rule 1. The same report gives the same bytes: text and JSON from sorted, rounded values;
-        SVGs from matplotlib with a fixed hash salt, no date in the metadata and no
-        random layout (as reports/architecture.py draws).
+        SVGs from matplotlib with a salt from their data, no date in the metadata and no
+        random layout (reports/figures/_style.py).
 """
 
 from __future__ import annotations
 
-import io
 from pathlib import Path
 
 from .json_text import json_text
 
-P99_AXIS = "latency_p99"
-RESTART_AXIS = "agent_restarts_per_hour"
 PLOT_DOUBLE_RUNS = "double_runs_vs_p99.svg"
 PLOT_UNKNOWN = "unknown_share_vs_restarts.svg"
 REPORT_JSON = "sweep.json"
@@ -73,7 +72,7 @@ def format_table(report: dict) -> str:
     # max of a list: a sweep stopped before its first run has no rows, only the heads
     widths = [max([len(h), *(len(r[i]) for r in rows)]) for i, h in enumerate(head)]
     lines = [f"sweep {report['sweep']}: {report['runs']} runs, {report['tool_calls']} tool calls "
-             f"({report['seeds']} seeds per point and variant; rate [95% {report['interval'].split(',')[0]} "
+             f"({report['seeds']} seeds per point and variant; rate [95% {_method(report)} "
              f"interval] (count), per million tool calls)"]
     lines.append("  ".join(h.ljust(w) for h, w in zip(head, widths)))
     for r in rows:
@@ -82,6 +81,11 @@ def format_table(report: dict) -> str:
     if others:
         lines.append("other violations (property:class = count, over all points): " + ", ".join(others))
     return "\n".join(line.rstrip() for line in lines) + "\n"
+
+
+def _method(report: dict) -> str:
+    """``Clopper-Pearson exact`` from the report's ``Clopper-Pearson exact, 95%``."""
+    return report["interval"].split(",")[0]
 
 
 def _others(report: dict) -> list[str]:
@@ -102,8 +106,10 @@ def format_markdown(report: dict, plots: list[str], skipped: list[str]) -> str:
             f"and variant, each {w['chats']} chats x {w['turns']} turns x {w['tool_calls'][0]}-{w['tool_calls'][1]} "
             f"tool calls over {w['until']} on {w['replicas']} replicas.",
             "",
-            f"Each cell: rate per million tool calls [95% {report['interval']} interval] (count); the unknown "
-            "share is the percentage of committed results that are unknown.", ""]
+            f"Each cell: rate per million tool calls [95% {_method(report)} interval] (count); the unknown "
+            "share is the percentage of committed results that are unknown."
+            + (" The double-run picture gives each risk per million calls of its own kind: double runs per "
+               "execute call, edits applied twice per file call." if PLOT_DOUBLE_RUNS in plots else ""), ""]
     if report["fixed"]:
         out += ["Fixed: " + ", ".join(f"`{k} = {v}`" for k, v in report["fixed"].items()), ""]
     out.append("| " + " | ".join(head) + " |")
@@ -131,76 +137,25 @@ def format_json(report: dict) -> str:
 
 
 # ---------------------------------------------------------------------------
-# Pictures
+# Pictures (drawn by reports/figures/risk.py)
 # ---------------------------------------------------------------------------
-
-
-def _series(report: dict, x_axis: str, key: str) -> dict[str, list[tuple[float, float, float, float]]]:
-    """Per line (variant and the other axes' values), the points (x, rate, lo, hi) in
-    the order of the x axis's values."""
-    others = [a for a in report["axes"] if a != x_axis]
-    lines: dict[str, list] = {}
-    for row in report["rows"]:
-        est = row[key]
-        if est["rate"] is None:
-            continue
-        label = ", ".join([row["variant"]] + [f"{a}={row['point'][a]}" for a in others])
-        x = row["point_value"][x_axis]
-        if x_axis == P99_AXIS:
-            x = x / 1000  # ms -> seconds on the axis
-        lines.setdefault(label, []).append((x, est["rate"], est["ci95"][0], est["ci95"][1]))
-    return {label: sorted(points) for label, points in lines.items()}
-
-
-def _plot(write, path: Path, series: dict, xlabel: str, ylabel: str, title: str, yscale: str | None,
-          hline: float | None = None, xscale: str | None = None) -> None:
-    import matplotlib
-
-    matplotlib.use("Agg")
-    import matplotlib.pyplot as plt
-
-    matplotlib.rcParams["svg.hashsalt"] = "toolcall-sim"
-    fig, ax = plt.subplots(figsize=(7.5, 4.5))
-    for label, points in series.items():
-        xs = [p[0] for p in points]
-        line, = ax.plot(xs, [p[1] for p in points], marker="o", label=label)
-        ax.fill_between(xs, [p[2] for p in points], [p[3] for p in points], color=line.get_color(), alpha=0.15)
-    if hline is not None:
-        ax.axhline(hline, color="grey", linestyle="--", linewidth=1, label=f"{hline:g} per million")
-    if yscale == "symlog":  # linear below 1 per million (zero counts), logarithmic above
-        ax.set_yscale("symlog", linthresh=1)
-    ax.set_ylim(bottom=0)
-    if xscale == "log":
-        ax.set_xscale("log")
-    ax.set_xlabel(xlabel)
-    ax.set_ylabel(ylabel)
-    ax.set_title(title)
-    ax.grid(True, alpha=0.3)
-    ax.legend(fontsize=7)
-    fig.tight_layout()
-    buf = io.BytesIO()
-    fig.savefig(buf, format="svg", metadata={"Date": None})
-    plt.close(fig)
-    write(path, buf.getvalue())
 
 
 def write_plots(report: dict, out_dir: Path, write) -> tuple[list[str], list[str]]:
     """The pictures the sweep's axes allow, written into ``out_dir`` by ``write(path,
     bytes)`` (the command's: toolcall_sim.io.output.write_atomic, whole or not at all); returns their
     file names and a note for each picture not drawn."""
+    from .figures import risk  # here, not above: matplotlib only when a report is written
+    from .figures.risk import DELAY_AXIS as P99_AXIS, RESTART_AXIS
+
     written, skipped = [], []
     if P99_AXIS in report["axes"]:
-        _plot(write, out_dir / PLOT_DOUBLE_RUNS, _series(report, P99_AXIS, "double_runs_per_million"),
-              "latency p99 (s)", "double runs per million tool calls",
-              f"{report['sweep']}: double runs vs latency tail (95% Wilson bands)", "symlog", hline=1.0,
-              xscale="log" if all(v > 0 for v in (r["point_value"][P99_AXIS] for r in report["rows"])) else None)
+        write(out_dir / PLOT_DOUBLE_RUNS, risk.double_runs_svg(report).encode("utf-8"))
         written.append(PLOT_DOUBLE_RUNS)
     else:
         skipped.append(f"No picture of double runs against the latency p99: the sweep does not vary `{P99_AXIS}`.")
     if RESTART_AXIS in report["axes"]:
-        _plot(write, out_dir / PLOT_UNKNOWN, _series(report, RESTART_AXIS, "unknown_share_percent"),
-              "agent restarts per hour", "unknown results (% of committed results)",
-              f"{report['sweep']}: unknown share vs restart rate (95% Wilson bands)", None)
+        write(out_dir / PLOT_UNKNOWN, risk.unknown_share_svg(report).encode("utf-8"))
         written.append(PLOT_UNKNOWN)
     else:
         skipped.append(f"No picture of the unknown share against the restart rate: the sweep does not vary "

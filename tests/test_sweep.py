@@ -1,15 +1,17 @@
 """Risk sweeps (issue 17): every key of a sweep file is live or refused in one line, the
-counters fire when the thing they count happens, the intervals are Wilson's, and the
-report is the same bytes on every backend."""
+counters fire when the thing they count happens, the intervals are exact (Clopper-Pearson)
+and each risk is also counted per call of its own kind, and the report is the same bytes
+on every backend."""
 
 from __future__ import annotations
 
 import json
+import math
 import textwrap
 
 import pytest
 
-from toolcall_sim.ci import sweep
+from toolcall_sim.ci import intervals, sweep
 from toolcall_sim.cli.main import main
 from toolcall_sim.world.run import run_scenario
 from toolcall_sim.world.scenario import from_dict
@@ -39,42 +41,80 @@ def _tiny(tmp_path, text: str | None = None):
     return path
 
 
-# -- Wilson intervals ------------------------------------------------------------
+# -- exact (Clopper-Pearson) intervals ---------------------------------------------
 
 
 @pytest.mark.parametrize("k,n,lo,hi", [
-    (0, 10, 0.0, 0.27753),  # z^2 / (n + z^2)
-    (5, 10, 0.23659, 0.76341),
-    (1, 100, 0.0017674, 0.054486),
-    (10, 10, 0.72247, 1.0),
-    (0, 1_000_000, 0.0, 3.8414e-06),  # about the rule of three, 3/n
+    (0, 10, 0.0, 0.30850),  # 1 - 0.025^(1/10)
+    (1, 10, 0.0025286, 0.44502),
+    (5, 10, 0.18709, 0.81291),
+    (10, 10, 0.69150, 1.0),
+    (0, 1_000_000, 0.0, 3.6889e-06),  # about the rule of three, 3/n
+    (1, 1_000_000, 2.5318e-08, 5.5716e-06),
 ])
-def test_wilson_interval_known_values(k, n, lo, hi):
-    got = sweep.wilson(k, n)
-    assert got[0] == pytest.approx(lo, rel=1e-4, abs=1e-9) and got[1] == pytest.approx(hi, rel=1e-4)
+def test_clopper_pearson_known_values(k, n, lo, hi):
+    got = intervals.clopper_pearson(k, n)
+    assert got[0] == pytest.approx(lo, rel=1e-4, abs=1e-12) and got[1] == pytest.approx(hi, rel=1e-4)
 
 
-# (successes, runs) -> SciPy 1.17.1's 95% Wilson interval, printed by
-# ``scipy.stats.binomtest(k, n).proportion_ci(confidence_level=0.95, method="wilson")``:
+# (successes, trials) -> SciPy 1.17.1's exact bounds, printed by
+# ``scipy.stats.beta.ppf(0.025, k, n - k + 1)`` and ``beta.ppf(0.975, k + 1, n - k)``:
 # written here, so the comparison runs where SciPy is not installed (it is no
-# dependency) and does not import it where it is (0.6 s).
-SCIPY_WILSON = {
-    (0, 7): (0.0, 0.35433043506668743),
-    (3, 40): (0.025836025774588198, 0.19864233524310543),
-    (17, 1000): (0.01064068985681633, 0.027055958840229925),
-    (999, 1000): (0.9943574414020421, 0.9998234536293739),
+# dependency) and does not import it where it is (0.6 s). (binomtest's "exact" interval
+# is the same to 2e-7: a root finder's tolerance.)
+SCIPY_EXACT = {
+    (0, 7): (0.0, 0.40961639722500337),
+    (1, 10): (0.0025285785444617848, 0.4450161170281954),
+    (3, 40): (0.01574217985104153, 0.20386474873289895),
+    (17, 1000): (0.009933512592716534, 0.027079496864851366),
+    (999, 1000): (0.9944410757201734, 0.9999746825125088),
+    (1, 35042): (7.224986826735722e-07, 0.000158988641091744),
+    (2, 35057): (6.909087953646873e-06, 0.000206068668894581),
+    (3281, 35054): (0.09056882678215517, 0.0966955930410263),
+    (0, 19664): (0.0, 0.00018757798347294682),
+    (1, 1_000_000): (2.5317807663794178e-08, 5.571630655166939e-06),
 }
 
 
-def test_wilson_agrees_with_scipy():
-    for (k, n), interval in SCIPY_WILSON.items():
-        assert sweep.wilson(k, n) == pytest.approx(interval, rel=1e-9, abs=1e-12)
+def test_clopper_pearson_agrees_with_scipy():
+    for (k, n), interval in SCIPY_EXACT.items():
+        assert intervals.clopper_pearson(k, n) == pytest.approx(interval, rel=1e-9, abs=1e-15), (k, n)
 
 
-def test_wilson_of_nothing_is_everything():
-    assert sweep.wilson(0, 0) == (0.0, 1.0)
-    with pytest.raises(ValueError):
-        sweep.wilson(3, 2)
+def test_one_event_in_a_sweep_cell_is_bounded_exactly():
+    """Issue 37's figure: the committed age_margin report put one double run in 35,042
+    tool calls at [5.0, 162] per million (Wilson); the exact lower bound is 0.72 per
+    million, seven times lower, and the upper 159. Per execute call (about 19,700 of them
+    in that cell) the same event is [1.3, 283] per million."""
+    lo, hi = (x * 1e6 for x in intervals.clopper_pearson(1, 35_042))
+    assert round(lo, 2) == 0.72 and round(hi) == 159
+    lo, hi = (x * 1e6 for x in intervals.clopper_pearson(1, 19_700))
+    assert round(lo, 1) == 1.3 and round(hi) == 283
+
+
+def test_clopper_pearson_covers_at_least_95_percent():
+    """Exact means conservative: for every n and true rate the interval holds the rate in
+    at least 95% of samples (summed over the binomial distribution, no sampling)."""
+    for n in (1, 5, 20, 60):
+        bounds = [intervals.clopper_pearson(k, n) for k in range(n + 1)]
+        for p in (0.001, 0.01, 0.05, 0.1, 0.3, 0.5, 0.77, 0.99):
+            cover = sum(math.comb(n, k) * p ** k * (1 - p) ** (n - k)
+                        for k, (lo, hi) in enumerate(bounds) if lo <= p <= hi)
+            assert cover >= 0.95 - 1e-12, (n, p, cover)
+
+
+def test_betainc_known_values_and_edges():
+    assert intervals.betainc(2, 3, 0.5) == pytest.approx(0.6875, rel=1e-14)  # 11/16
+    assert intervals.betainc(1, 1, 0.3) == pytest.approx(0.3, rel=1e-14)  # the uniform
+    assert intervals.betainc(4, 2, 0.0) == 0.0 and intervals.betainc(4, 2, 1.0) == 1.0
+    assert intervals.beta_quantile(0.6875, 2, 3) == pytest.approx(0.5, rel=1e-12)
+
+
+def test_clopper_pearson_of_nothing_is_everything():
+    assert intervals.clopper_pearson(0, 0) == (0.0, 1.0)
+    for bad in ((3, 2), (-1, 5)):
+        with pytest.raises(ValueError):
+            intervals.clopper_pearson(*bad)
 
 
 # -- the sweep file --------------------------------------------------------------
@@ -226,6 +266,29 @@ def test_counters_fire_on_double_runs_and_stay_quiet_under_the_contract(tmp_path
     row = today[0]
     k, n = row["double_runs_per_million"]["count"], row["tool_calls"]
     assert row["double_runs_per_million"]["rate"] == round(k / n * 1e6, 4)
+    for row in report["rows"]:  # per call of the kind: the same events over the kind's calls
+        assert row["executes"] + row["file_calls"] == row["tool_calls"]
+        for key, per_kind, calls in (("double_runs_per_million", "double_runs_per_million_executes", "executes"),
+                                     ("edits_twice_per_million", "edits_twice_per_million_file_calls",
+                                      "file_calls")):
+            k = row[key]["count"]
+            assert row[per_kind]["count"] == k and row[per_kind]["rate"] == round(k / row[calls] * 1e6, 4)
+            lo, hi = intervals.clopper_pearson(k, row[calls])
+            assert row[per_kind]["ci95"] == [round(lo * 1e6, 4), round(hi * 1e6, 4)]
+
+
+def test_per_kind_denominators_are_the_runs_calls(tmp_path):
+    """The denominators are counted from the runs: in this tiny world every drawn tool
+    call commits, so a run's execute calls and file calls are its scenario's."""
+    spec = sweep.load(str(_tiny(tmp_path)))
+    for index in (0, 4, 11):
+        counts = sweep.run_item(index, spec)
+        p, _, seed = sweep.decode(spec, index)
+        tools = [tc.tool for turn in from_dict(sweep.scenario_of(spec, spec.points()[p], seed)).turns
+                 for tc in turn.tool_calls]
+        assert counts["tool_calls"] == len(tools)
+        assert counts["executes"] == tools.count("execute")
+        assert counts["file_calls"] == tools.count("edit_files") + tools.count("write_file")
 
 
 # -- the same report on every backend --------------------------------------------------
@@ -244,7 +307,7 @@ def test_same_json_on_one_process_two_workers_and_a_cluster(tmp_path, capsys):
         assert main(["sweep", str(path), "--json", "--cluster", cluster.scheduler_address]) == 0
     assert capsys.readouterr().out == one
     report = json.loads(one)
-    assert report["runs"] == 12 and report["interval"] == "Wilson score, 95%"
+    assert report["runs"] == 12 and report["interval"] == "Clopper-Pearson exact, 95%"
 
 
 def test_report_dir_has_markdown_json_and_deterministic_pictures(tmp_path, capsys):

@@ -14,7 +14,10 @@ pictures:
 - ``depth_svg(states_per_depth, violations, title=)``: an exploration's states per depth
   and the depth at which each violation was found (``charts``);
 - ``swarm_svg(per_variant, unknown_share, title=)``: per variant, the count of each
-  residual risk or finding and the share of unknown results (``charts``).
+  residual risk or finding and the share of unknown results (``charts``);
+- ``risk.double_runs_svg(report)``, ``risk.unknown_share_svg(report)``: a risk sweep's
+  rates with exact intervals against the in-flight delay's tail (the contract's age
+  margin marked) or the restart rate (``risk``; imported by name, for reports/sweep.py).
 
 Extra keyword arguments of the trace pictures: ``chat_names`` (chat UUID -> the
 scenario's name, for labels; a trace names chats by UUID only), ``time_unit_ms`` (the

@@ -22,17 +22,22 @@ unknowns per million tool calls, at our latency tail and restart rate. A sweep f
 
 Each (point, variant, seed) is one run (``run_item``): the workload of the seed with the
 point's world (``scenario_of``), run with ``toolcall_sim.world.run.run_scenario`` under the variant, and
-counted (``count_run``): tool calls (the calls of committed assistant messages), execute
-calls that started more than one process (double runs), file calls applied more than
-once (edits applied twice), false unknowns (the residual risk
-``false_unknown_after_agent_start``: unknown, agent restarted, and nothing ever ran),
-committed results and unknown ones, and every other violation by property and class.
-The runs are numbered point-major, then variant, then seed, and run through
-sim/backends/__init__.py ``map_seeds`` (this process, local workers or a Dask cluster); their
-counts are summed per (point, variant) in that order, so the report is the same on every
-backend (``fold``). Estimates (``estimate``) are rates per million tool calls with 95%
-Wilson score intervals (``wilson``; for a zero count its upper bound is z^2/(n + z^2),
-close to the "rule of three" 3/n), and the unknown-result share with its own interval.
+counted (``count_run``): tool calls (the calls of committed assistant messages), of them
+execute calls and file calls (edit_files, write_file), execute calls that started more
+than one process (double runs), file calls applied more than once (edits applied twice),
+false unknowns (the residual risk ``false_unknown_after_agent_start``: unknown, agent
+restarted, and nothing ever ran), committed results and unknown ones, and every other
+violation by property and class. The runs are numbered point-major, then variant, then
+seed, and run through sim/backends/__init__.py ``map_seeds`` (this process, local workers
+or a Dask cluster); their counts are summed per (point, variant) in that order, so the
+report is the same on every backend (``fold``). Estimates (``estimate``) are rates per
+million with exact 95% Clopper-Pearson intervals (sim/ci/intervals.py, for every count:
+Wilson's approximation put one event in 35,000 calls at a lower bound of 5 per million
+where the exact bound is 0.7; for a zero count the upper bound is 1 - 0.025^(1/n), about
+the "rule of three" 3.7/n). Each risk is a rate per million tool calls (the table's
+columns) and per million calls of the kind it can happen to: double runs per execute
+call, edits applied twice per file call (the picture's panels); and the unknown-result
+share with its own interval.
 
 What the interval does not say: the tool calls of one seed share a world (a restart
 affects every call in flight), so they are not independent trials; the interval is
@@ -56,12 +61,13 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from toolcall_sim.scenarios import SHIPPED_DIR
+from toolcall_sim.ci.intervals import METHOD, clopper_pearson
 from toolcall_sim.io import input_file
+from toolcall_sim.model.chattool.constants import EXECUTE, FILE_TOOLS
+from toolcall_sim.scenarios import SHIPPED_DIR
 from toolcall_sim.world.scenario import ScenarioError, format_duration, from_dict, parse_duration
 
 _H = 3_600_000
-Z_95 = 1.959963984540054  # the standard normal's 97.5th percentile
 
 
 @dataclass(frozen=True)
@@ -377,10 +383,12 @@ def count_run(result, tools: dict[str, str]) -> dict:
         other[key] = other.get(key, 0) + 1
     return {
         "tool_calls": len(calls),
-        "executes": sum(1 for c in calls if c.tool == "execute"),
-        "file_calls": sum(1 for c in calls if c.tool != "execute"),
-        "double_runs": sum(1 for _, tool in doubled if tool == "execute"),
-        "edits_twice": sum(1 for _, tool in doubled if tool != "execute"),
+        # the denominators of the per-kind rates: a double run can only happen to an
+        # execute call, an edit applied twice only to a file call
+        "executes": sum(1 for c in calls if c.tool == EXECUTE),
+        "file_calls": sum(1 for c in calls if c.tool in FILE_TOOLS),
+        "double_runs": sum(1 for _, tool in doubled if tool == EXECUTE),
+        "edits_twice": sum(1 for _, tool in doubled if tool in FILE_TOOLS),
         "false_unknowns": len(false_unknown),
         "results": report.results,
         "unknown_results": report.unknown_results,
@@ -450,21 +458,9 @@ def fold(sweep: Sweep, counts: list[dict]) -> list[dict]:
 # ---------------------------------------------------------------------------
 
 
-def wilson(k: int, n: int, z: float = Z_95) -> tuple[float, float]:
-    """The Wilson score interval of a proportion k/n (95% for the default z). For k = 0 it
-    is [0, z^2/(n + z^2)]; for n = 0, [0, 1] (nothing was observed)."""
-    if n <= 0:
-        return 0.0, 1.0
-    if not 0 <= k <= n:
-        raise ValueError(f"wilson: need 0 <= k <= n, got k={k}, n={n}")
-    z2 = z * z
-    centre = (k + z2 / 2) / (n + z2)
-    half = z * math.sqrt(k * (n - k) / n + z2 / 4) / (n + z2)
-    return max(0.0, centre - half), min(1.0, centre + half)
-
-
 def estimate(k: int, n: int, scale: float) -> dict:
-    lo, hi = wilson(k, n)
+    """k events in n trials as a rate per ``scale`` trials with its exact 95% interval."""
+    lo, hi = clopper_pearson(k, n)
     return {"count": k, "rate": round(k / n * scale, 4) if n else None,
             "ci95": [round(lo * scale, 4), round(hi * scale, 4)]}
 
@@ -474,7 +470,8 @@ MILLION = 1_000_000
 
 def summarize(sweep: Sweep, counts: list[dict]) -> dict:
     """The sweep's report as plain values: per (point, variant), rates per million tool
-    calls with Wilson 95% intervals, and the unknown-result share in percent."""
+    calls and per million calls of the risk's own kind, with exact 95% intervals, and the
+    unknown-result share in percent."""
     rows = []
     axes = [name for name, _ in sweep.axes]
     for cell in fold(sweep, counts):
@@ -491,7 +488,9 @@ def summarize(sweep: Sweep, counts: list[dict]) -> dict:
             "results": cell["results"],
             "sim_hours": round(cell["sim_ms"] / _H, 3),
             "double_runs_per_million": estimate(cell["double_runs"], n, MILLION),
+            "double_runs_per_million_executes": estimate(cell["double_runs"], cell["executes"], MILLION),
             "edits_twice_per_million": estimate(cell["edits_twice"], n, MILLION),
+            "edits_twice_per_million_file_calls": estimate(cell["edits_twice"], cell["file_calls"], MILLION),
             "false_unknowns_per_million": estimate(cell["false_unknowns"], n, MILLION),
             "unknown_share_percent": estimate(cell["unknown_results"], cell["results"], 100),
             "other_violations": cell["other"],
@@ -507,8 +506,9 @@ def summarize(sweep: Sweep, counts: list[dict]) -> dict:
                      "replicas": sweep.workload.replicas,
                      "chat_start": format_duration(sweep.workload.chat_start_ms)},
         "fixed": dict(sweep.fixed),
+        "fixed_value": {k: v for k, v in sweep.params_of({}).items() if k in dict(sweep.fixed)},  # plain units
         "axes": {k: list(v) for k, v in sweep.axes},
-        "interval": "Wilson score, 95%",
+        "interval": f"{METHOD}, 95%",
         "runs": sweep.runs,
         "tool_calls": sum(r["tool_calls"] for r in rows),
         "rows": rows,
