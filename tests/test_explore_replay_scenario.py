@@ -15,6 +15,7 @@ import pytest
 from tests.test_explore_scenario import run  # (main(argv) -> exit code, stdout, stderr)
 from toolcall_sim.drivers import counterexample as cx
 from toolcall_sim.model import system as msys
+from toolcall_sim.world import replay_world, replay_write
 from toolcall_sim.world import scenario_replay as sr
 from toolcall_sim.world.run import run_scenario
 from toolcall_sim.world.scenario import ScenarioError, from_dict, load
@@ -106,7 +107,7 @@ def test_a_search_with_its_own_horizon_writes_an_until_that_gives_it(tmp_path, c
     replays_the_same(row, "today", capsys)
     doc = json.loads(Path(row["counterexample"]).read_text())
     scenario = load(row["scenario"])
-    assert sr.world_of(scenario, "today")[1] == doc["world"]["bounds"]["horizon_ms"] == 30
+    assert replay_world.world_of(scenario, "today")[1] == doc["world"]["bounds"]["horizon_ms"] == 30
 
 
 def test_runs_are_deterministic(tmp_path, capsys):
@@ -266,10 +267,10 @@ def test_step_lines_are_the_actions_json_words():
     actions = [msys.Deliver(3, 7, "start t replica-1 -> agent"), msys.Drop(3, 9, "start t answer 200 agent -> replica-1"),
                msys.Fire(4, "agent", "exit:proc-1-1"), msys.Tick(5), msys.Fault(6, "agent_restart", ()),
                msys.Fault(6, "interrupt", (("chat", "c"),)), msys.Fault(7, "takeover", (("chat", "c"), ("to", "replica-2")))]
-    data = {"name": "r", "replay": {"world": "default", "steps": [sr.step_line(a) for a in actions]}}
+    data = {"name": "r", "replay": {"world": "default", "steps": [replay_write.step_line(a) for a in actions]}}
     assert list(from_dict(data, "r.toml").replay.steps) == actions
-    with pytest.raises(sr.NotWritten):
-        sr.step_line(msys.Idle(3, 2))
+    with pytest.raises(replay_write.NotWritten):
+        replay_write.step_line(msys.Idle(3, 2))
 
 
 def test_a_scenario_explore_cannot_write_leaves_no_stale_one(tmp_path, capsys, monkeypatch):
@@ -279,8 +280,8 @@ def test_a_scenario_explore_cannot_write_leaves_no_stale_one(tmp_path, capsys, m
     stale.write_text(sr.MARKER + ": an earlier search\nname = 'old'\n")
 
     def cannot(*_args):
-        raise sr.NotWritten("not this time")
-    monkeypatch.setattr(sr, "document", cannot)
+        raise replay_write.NotWritten("not this time")
+    monkeypatch.setattr(replay_write, "document", cannot)
     rows = explored(["lost_start_answer", "--variant", "today"], tmp_path, capsys)
     assert not stale.exists() and Path(rows[0]["counterexample"]).exists()
     assert [r["scenario_not_written"] for r in rows] == ["not this time"] * 2

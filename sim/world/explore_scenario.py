@@ -330,7 +330,7 @@ def build(scenario: Scenario, variant: str, faults_mode: str = "anywhere", max_i
     ``max_in_flight_ms`` and ``horizon_ms`` (small ms) and ``budgets`` (budget -> count)
     are flags given on the command line: they win over what the scenario implies;
     ``symmetry`` False is ``--no-reduction``."""
-    from toolcall_sim.world import run
+    from toolcall_sim.world import build as timed
 
     if faults_mode not in FAULT_MODES:
         raise ScenarioError(f"{scenario.path}: faults: unknown mode {faults_mode!r} (known: {', '.join(FAULT_MODES)})")
@@ -343,7 +343,7 @@ def build(scenario: Scenario, variant: str, faults_mode: str = "anywhere", max_i
     world = dict(scenario.world_values())
     margin = timing.agent_age_margin_ms
     boot = sm.get("world.agent_boot_at", 0)
-    # The copy run.build reads: every duration already small; the timing keys left out
+    # The copy build reads (sim/world/build.py): every duration already small; the timing keys left out
     # (the clock is rebuilt below), the start of the chats per Rule 4.
     for key in vocabulary.TIMING_KEYS:
         world.pop(key, None)
@@ -359,7 +359,7 @@ def build(scenario: Scenario, variant: str, faults_mode: str = "anywhere", max_i
                 timeout_ms=None if tc.timeout_ms is None else sm[f"{tc.id}.timeout"])
         if tc.tool == "execute" else tc for tc in t.tool_calls)) for t in scenario.turns)
     shrunk = replace(scenario, world=tuple(world.items()), turns=turns, faults=())
-    config, _ = run.build(shrunk, variant)
+    config, _ = timed.build(shrunk, variant)
     # Rule 1: the rules on the explorer's clock, as model/worlds.py builds them.
     base = agent.AGENT_VARIANTS[world.get("agent", "rev-c")]
     if world.get("handler_time") is not None:

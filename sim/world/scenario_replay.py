@@ -4,8 +4,10 @@
 Theory of operation
 -------------------
 The explorer's counterexample is a list of actions on its small clock (model/explore.py);
-``replay`` reads it as JSON. This module reads and writes the same list as a scenario
-file, so a violation found by the search is a story ``run`` tells (and the pytest plugin
+``replay`` reads it as JSON. This module reads the same list from a scenario file
+(``read``, which the loader calls); sim/world/replay_world.py builds the world the steps
+run in and applies them, sim/world/replay_write.py writes such a file (three modules, so
+that the loader, the runner and the writer import one another in one direction only), so a violation found by the search is a story ``run`` tells (and the pytest plugin
 can pin): its world, then each step on a line, then what the run shows. Every driver
 has one ``system.apply``, and any failure replays as a list of actions: the steps are
 that list, applied through ``Simulation.step`` (sim/world/simulation.py), nothing else.
@@ -31,7 +33,7 @@ Rule 3 (nothing else decides). A replayed run draws nothing and no network times
         ``seed``, ``[network]``, ``[clocks]`` and ``[[faults]]`` (the faults that struck
         are steps) are refused in such a file, and ``run --seed`` and ``--until`` with it
         (sim/world/run.py). The run ends at its last step.
-Rule 4 (writing). ``document`` writes a counterexample (its world as the counterexample
+Rule 4 (writing). ``document`` (sim/world/replay_write.py) writes a counterexample (its world as the counterexample
         file records it: sim/drivers/counterexample.py) as such a file: the scenario's own
         ``[world]`` and ``[[turns]]`` (or the small world's name), ``until`` giving the
         horizon the search had, the steps, and ``[expect.<variant>]`` with exactly the
@@ -44,15 +46,11 @@ Rule 4 (writing). ``document`` writes a counterexample (its world as the counter
 
 from __future__ import annotations
 
-import json
-import re
-import tomllib
-from dataclasses import replace
 from typing import Any
 
 from toolcall_sim.model import system as msys
 from toolcall_sim.model import vocabulary
-from toolcall_sim.world.scenario_spec import ReplaySpec, Scenario, ScenarioError, format_duration
+from toolcall_sim.world.scenario_spec import ReplaySpec
 
 # The first line of every file ``document`` writes: what tells a file explore may replace
 # from one it must not (sim/cli/explore_search.py).
@@ -64,11 +62,6 @@ _NEVER = {"seed": "a replayed run draws nothing", "network": "the steps say when
 _OWN_WORLD = ("world", "turns")
 _MESSAGE_ACTIONS = {"deliver": msys.Deliver, "lose": msys.Drop}
 _SEQ_MAX = 2**63 - 1
-_BARE = re.compile(r"[^A-Za-z0-9_-]")  # a character a TOML key must be quoted for
-
-
-class NotWritten(Exception):
-    """One line: why a counterexample has no scenario file."""
 
 
 def read(c, data: Any) -> ReplaySpec | None:
@@ -141,166 +134,3 @@ def _step(c, value: Any, where: str):
         return msys.Tick(at_ms)
     params = tuple((key, c.name(step[key], f"{where}.{key}")) for key in vocabulary.REPLAY_FAULTS[kind])
     return msys.Fault(at_ms, kind, params)
-
-
-def world_of(scenario: Scenario, variant: str) -> tuple[msys.WorldConfig, int]:
-    """The world the steps run in and the horizon they keep within (Rules 1 and 2)."""
-    from toolcall_sim.model import planted_bugs, worlds
-    from toolcall_sim.model.explore import Bounds
-    from toolcall_sim.world import explore_scenario
-
-    spec = scenario.replay
-    if spec.world is None:
-        built = explore_scenario.build(replace(scenario, replay=None), variant)
-        return built.config, built.bounds.horizon_ms
-    try:
-        config = worlds.build(spec.world, variant, spec.second)
-    except planted_bugs.UnknownVariant as err:
-        raise ScenarioError(f"{scenario.path}: variant: {err}") from None
-    return config, scenario.until_ms // Bounds().scale
-
-
-def run(scenario: Scenario, world, horizon_ms: int) -> None:
-    """Apply the steps to ``world`` (a fresh ``Simulation``) in order (Rule 2)."""
-    for i, action in enumerate(scenario.replay.steps):
-        where = f"{scenario.path}: replay.steps[{i}] ({action.label()})"
-        if action.at_ms > horizon_ms:
-            raise ScenarioError(f"{where}: at {action.at_ms} small ms, after the horizon of {horizon_ms} "
-                                "(until, on the explorer's clock)")
-        why = _not_offered(world.system, action, horizon_ms)
-        if why is not None:
-            raise ScenarioError(f"{where}: not enabled at {world.system.now_ms} small ms: {why}")
-        try:
-            step = world.step(action)
-        except msys.ReplayMismatch as err:
-            raise ScenarioError(f"{where}: not enabled at {world.system.now_ms} small ms: "
-                                f"{str(err).removeprefix(action.label() + ': ')}") from None
-        except (KeyError, ValueError, TypeError, AttributeError, IndexError) as err:
-            # (as sim/world/replay.py: a step naming what this world has not got)
-            raise ScenarioError(f"{where}: does not apply here ({type(err).__name__}: {err})") from None
-        skipped = next((r for r in step.records if r.get("kind") == "fault_skipped"), None)
-        if skipped is not None:  # (the explorer offers no fault that does nothing; the timed world fails one)
-            raise ScenarioError(f"{where}: not enabled at {action.at_ms} small ms: the fault does nothing here "
-                                f"({skipped.get('why', '')})")
-
-
-def _not_offered(s: msys.System, action, horizon_ms: int) -> str | None:
-    """Why the explorer would not take ``action`` in ``s`` (None: it may), beyond what
-    ``system.apply`` itself refuses: time moves only to a timer's due time or by a tick,
-    so a delivery or loss is at the current time and a timer fires when due; a tick and
-    a fault must be among the actions the explorer's state enables (model/explore_actions.py
-    ``enabled``, every budget left, every message as late as it likes, no folding of
-    replicas). Deliveries are not asked of ``enabled``: the search also delivers at once an
-    answer nobody awaits any more, wherever it is in flight (model/explore.py Rule 6)."""
-    from toolcall_sim.model.explore import Bounds, Node, enabled
-
-    kind = type(action)
-    if kind is msys.Deliver or kind is msys.Drop:
-        return None if action.at_ms == s.now_ms else f"a message moves at the current time, not at {action.at_ms} ms"
-    if kind is msys.Fire:
-        timer = s.timers.get((action.node, action.name))
-        if timer is not None and timer.due_ms != action.at_ms:
-            return f"the timer is due at {timer.due_ms} ms, not {action.at_ms} ms"
-        return None  # (apply names a timer that is not armed)
-    many = vocabulary.MAX_UNTIL_MS
-    bounds = Bounds(max_in_flight_ms=many, horizon_ms=horizon_ms, agent_restarts=many, ownership_changes=many,
-                    interrupts=many, lost_responses=many, task_retries=many, symmetry=False)
-    offered = enabled(Node(s, (0, 0, 0, 0, 0), (), None, None), bounds)
-    if action in offered:
-        return None
-    same = [a.label() for a in offered if type(a) is kind]
-    return "the state offers " + (", ".join(same) if same else f"no {action.label().split()[0]} step")
-
-
-# -- writing (Rule 4) ----------------------------------------------------------------
-
-
-def step_line(action) -> dict:
-    """One action as a step's table (Rule 2's words); NotWritten for an action the
-    explorer never takes (an ``Idle`` batch, a fault the explorer has not got)."""
-    as_json = msys.action_to_json(action)
-    do = as_json.pop("action")
-    if do not in vocabulary.REPLAY_STEPS:
-        raise NotWritten(f"a {do} step is the timed world's, not the explorer's")
-    out = {"at_ms": as_json.pop("at_ms"), "do": do}
-    if do in ("deliver", "lose"):
-        return out | {"seq": action.seq, "msg": action.what}
-    if do == "fault":
-        if action.kind not in vocabulary.REPLAY_FAULTS or \
-                tuple(k for k, _ in action.params) != vocabulary.REPLAY_FAULTS[action.kind]:
-            raise NotWritten(f"a {action.kind} fault with {dict(action.params)} is not one of the explorer's")
-        return out | {"fault": action.kind, **dict(action.params)}
-    return out | as_json
-
-
-def document(world: dict, prop: str, residual_risk: str | None, detail: str, actions) -> str:
-    """The counterexample in ``world`` (a counterexample file's world: ``explore`` or
-    ``explore-scenario``) as a scenario file's text (Rule 4); NotWritten, one line, when
-    it cannot be one or its replay does not show ``prop``."""
-    from toolcall_sim.model import properties as props
-    from toolcall_sim.model import worlds
-    from toolcall_sim.world import explore_scenario as es
-    from toolcall_sim.world.run import run_scenario
-    from toolcall_sim.world.scenario import from_dict
-    from toolcall_sim.world.scenario_toml import to_toml
-
-    variant = world["variant"]
-    bounds = world["bounds"]
-    found = prop + (f"-{residual_risk}" if residual_risk else "")
-    steps = [step_line(a) for a in actions]
-    if not steps:
-        raise NotWritten("the violation holds in the initial state: there is no step to replay")
-    comment = [f"{MARKER}: the shortest path the search found to {found}"]
-    if world["kind"] == "explore":
-        name = world["name"]
-        head = {"name": f"{name}-{variant}-{found}", "summary": "", "variant": variant,
-                "until": format_duration(bounds["horizon_ms"] * bounds["scale"])}
-        table = {"world": name} | ({"second": world["second"]} if world["second"] != "background" else {})
-        chats = ", ".join(f"{c.name} is chat {c.chat_id}" for c in worlds.build(name, variant, world["second"]).chats)
-        comment += [f"# in the explorer's {name} world (model/worlds.py) under {variant}, as a scenario",
-                    "# `toolcall-sim run` replays step by step (scenarios/README.md, [replay]). The steps are on the",
-                    f"# explorer's clock, 1 small ms for 1 s; until is the search's horizon. {chats}."]
-        body = {}
-    else:
-        raw = world["scenario"]
-        scenario = from_dict(raw, "world.scenario")
-        ratio = es.ratio_of(scenario)
-        own = es.build(scenario, variant, world.get("faults", "anywhere"))  # the horizon of until, no --horizon
-        until = raw.get("until")
-        if own.bounds.horizon_ms != bounds["horizon_ms"]:
-            shift = own.bounds.horizon_ms - es.small(scenario.until_ms, ratio)
-            if bounds["horizon_ms"] <= shift:
-                raise NotWritten(f"the horizon ({bounds['horizon_ms']} small ms) ends before the chats start")
-            until = format_duration(int((bounds["horizon_ms"] - shift) * ratio))
-        head = {"name": f"{scenario.name}-{variant}-{found}", "summary": "", "variant": variant}
-        if until is not None:
-            head["until"] = until
-        table = {}
-        body = {k: raw[k] for k in ("world", "turns") if k in raw}
-        chats = ", ".join(f"{c.name} is chat {c.chat_id}" for c in own.config.chats)
-        comment += [f"# in {scenario.name} under {variant}, as a scenario `toolcall-sim run` replays step by step",
-                    "# (scenarios/README.md, [replay]): its world and turns, on the explorer's clock as",
-                    f"# `toolcall-sim explore` builds them (1 small ms = {format_duration(int(ratio))}); until gives the",
-                    f"# search's horizon. {chats}."]
-    head["summary"] = (f"explore's counterexample: {found} in {len(steps)} steps ({detail})" if detail else
-                       f"explore's counterexample: {found} in {len(steps)} steps")
-    replay_part = {"replay": table | {"steps": steps}}
-
-    def text(expect: dict) -> str:
-        out = "\n".join(comment) + "\n" + to_toml(head | body) + to_toml(replay_part)
-        for key, wanted in expect.items():  # ([expect.<variant>] as a section: to_toml would inline it)
-            out += f"\n[expect.{json.dumps(key) if _BARE.search(key) else key}]\n" \
-                + "".join(f"{k} = {json.dumps(v)}\n" for k, v in wanted.items())
-        if tomllib.loads(out) != head | body | replay_part | ({"expect": expect} if expect else {}):
-            raise NotWritten("the TOML writer lost information")
-        return out
-
-    try:
-        result = run_scenario(from_dict(tomllib.loads(text({})), "counterexample"), variant)
-    except ScenarioError as err:
-        raise NotWritten(f"its replay was refused: {str(err).split(': ', 1)[1]}") from None
-    violated, risks = result.found()
-    shown = prop in violated if residual_risk is None or residual_risk in props.KNOWN_FINDINGS else residual_risk in risks
-    if not shown:
-        raise NotWritten(f"its replay shows {', '.join(violated + risks) or 'no violation'}, not {found}")
-    return text({variant: {"violations": violated, "residual_risks": risks}})
