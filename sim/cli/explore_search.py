@@ -64,7 +64,7 @@ def save_counterexamples(result, out_dir, prefix: str, variant: str, world: dict
 
 def save_one(path, world: dict, v) -> dict:
     """Violation ``v``'s path as the counterexample file ``path`` (``replay`` reads it) and,
-    next to it as ``.toml``, the scenario ``run`` replays (sim/world/scenario_replay.py),
+    next to it as ``.toml``, the scenario ``run`` replays (sim/world/replay_write.py),
     written together or not at all (sim/io/output.py Rule 1); its JSON row. A ``.toml``
     there that explore did not write (its first line is not ``MARKER``) is never
     replaced: the counterexample file is written alone, and the row says why, as it does
@@ -72,7 +72,7 @@ def save_one(path, world: dict, v) -> dict:
     from pathlib import Path
 
     from toolcall_sim.drivers import counterexample as cx
-    from toolcall_sim.world import scenario_replay as sr
+    from toolcall_sim.world import replay_write as sr
 
     path = Path(path)
     text = cx.actions_document(world, v.property, v.residual_risk, v.path, "explore", v.detail)
