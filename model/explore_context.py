@@ -186,6 +186,9 @@ class Context(Keys, TransitionMemo, Verdicts):
         # (expansion key, a delivery's place) -> whether its set is persistent
         # (model/explore_por.py Rule 5)
         self.por_facts: dict = {}
+        # what the agent-side steps of a reduction's search were found to do (commute, add
+        # records), by what they read (model/explore_por.py Rule 6)
+        self.por_pairs: dict = {}
 
     # -- ghost records (Rule 3) ---------------------------------------------------
     def ghost_of(self, records) -> tuple:

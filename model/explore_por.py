@@ -27,10 +27,9 @@ Rule 2 (persistence, decided, not assumed). A replica may still send the agent a
         ``d`` are both possible and reach the same state, ghost history included).
         That is the definition of a persistent set read state by state, so the set
         ``{d}`` is persistent exactly when the search finds no exception. The search
-        stays within the same millisecond in practice: a tick or a timer that moves the
-        clock changes ``d``'s arrival time, so it never commutes and ends the search at
-        once; it is also capped (``Bounds.partial_order_states``): past the cap the
-        state is expanded fully, which is always sound.
+        stays within the same millisecond: a tick or a timer that moves the clock
+        changes ``d``'s arrival time, so it never commutes, and it is looked for first
+        in each state, before any pair is compared.
 Rule 3 (invisibility, C2). ``d`` adds no ghost record where it is taken nor in any state
         of Rule 2's search, so moving it earlier leaves every path's sequence of records
         as it was; the properties read only that sequence and the committed database,
@@ -47,6 +46,20 @@ Rule 5 (one decision per system state). Whether ``{d}`` is persistent depends on
         (``Search.choices``). Facts learnt in a search (``{d}`` persistent or not in a
         state, a pair commuting or not) are kept per expansion key, so a state of a
         region already searched is decided without searching it again.
+Rule 6 (the agent's pairs, kept by what they read). Whether ``d`` adds a record, and
+        whether ``d`` commutes with another of the agent's steps (a delivery to it, its
+        timer), depend on the agent's side of the state only: the time, the agent, its
+        incarnation and files, the partitions (what the transition memo keys an agent's
+        step by, model/explore_memo.py). So they are worked out once per such key and
+        kept in ``Context.por_pairs``, on the agent's side: the two orders, each step as
+        ``system.apply`` makes it, must reach one state and one multiset of records.
+        That implies Rule 2's comparison (settling then delivers the same messages after
+        either order); where only settling makes the orders meet (an output poll answered
+        before or after the process exits, to a replica that no longer waits), the pair
+        is taken not to commute, which costs reduction and never soundness, and keeps
+        the decision a function of the state (Rule 5). ``CHECK_MEMO`` recomputes every
+        kept answer and checks the implication. An agent restart is compared in full
+        every time: it also answers the requests still open to the agent it ends.
 
 Symmetry (model/explore_symmetry.py) prunes ``enabled`` first; the reduction is taken
 in the pruned graph, whose violations are the unpruned one's. ``Bounds(partial_order=
@@ -87,27 +100,33 @@ def reduce(ctx, node, actions: list, enabled, bounds) -> list:
 def persistent(ctx, node, d, enabled, bounds) -> bool:
     """Rule 2: whether ``{d}`` is persistent in ``node``: a search of the states reachable
     without taking ``d``, cut short by what earlier searches learnt (Rule 5)."""
-    facts = ctx.por_facts
+    facts, pairs = ctx.por_facts, ctx.por_pairs
     root = (_xkey(ctx, node), _place(node, d))
     known = facts.get(root)
     if known is not None:
         return known
     seen = {root}
     region = [root]
-    queue = deque([node])
+    queue = deque([(node, root[0])])
     failed = None
     while queue and failed is None:
-        x = queue.popleft()
+        x, xk = queue.popleft()
         choices = enabled(x, bounds)
+        now = x.system.now_ms
+        # Rule 2's cheapest exception first: a step that moves the clock (a tick is
+        # enabled whenever only requests to the agent are in flight) never commutes.
+        if any(_moves_clock(e, now) for e in choices):
+            failed = x
+            break
         own = _same_in(choices, d)
         if own is None:
             failed = x  # another step disabled ``d``
             break
-        xd, records = _after(ctx, x, own)
-        if records:
+        what_d = _what(ctx, x, own)
+        if _adds_records(ctx, x, own, xk, what_d):
             failed = x  # ``d`` would add a record here (Rule 3)
             break
-        now = x.system.now_ms
+        xd = None
         for e in choices:
             if e is own:
                 continue
@@ -115,13 +134,37 @@ def persistent(ctx, node, d, enabled, bounds) -> bool:
                 # Rule 2's common case, by the footprints: ``e`` reads and writes chatd's
                 # side and the messages other than ``d``'s, ``d`` the agent and its own
                 # answer (checked pair by pair under ``CHECK_MEMO``).
-                if ctx.check and not _commute(ctx, x, own, e, xd, enabled, bounds):
-                    raise AssertionError(f"{e!r} does not commute with the agent's {own!r}")
-            elif _moves_clock(e, now) or not _commute(ctx, x, own, e, xd, enabled, bounds):
-                failed = x
-                break
+                if ctx.check:
+                    if xd is None:
+                        xd = _after(ctx, x, own)[0]
+                    if not _commute(ctx, x, own, e, xd, enabled, bounds):
+                        raise AssertionError(f"{e!r} does not commute with the agent's {own!r}")
+            else:
+                pair = _pair_key(ctx, x, xk, what_d, e)
+                if pair is None:
+                    if xd is None:
+                        xd = _after(ctx, x, own)[0]
+                    known = _commute(ctx, x, own, e, xd, enabled, bounds)
+                else:
+                    known = pairs.get(pair)
+                    if known is None or ctx.check:
+                        found = _agent_commute(ctx, x, own, e)
+                        if known is not None and known != found:
+                            raise AssertionError(f"the agent-side pair memo differs for {own!r} and {e!r}")
+                        if found and ctx.check:
+                            if xd is None:
+                                xd = _after(ctx, x, own)[0]
+                            if not _commute(ctx, x, own, e, xd, enabled, bounds):
+                                raise AssertionError(f"{e!r} commutes with {own!r} on the agent's side only")
+                        if len(pairs) >= FACTS_LIMIT:
+                            pairs.clear()
+                        pairs[pair] = known = found
+                if not known:
+                    failed = x
+                    break
             xe, _ = ctx.step(x, e)
-            k = (_xkey(ctx, xe), _place(xe, own))
+            ek = _xkey(ctx, xe)
+            k = (ek, _place(xe, own))
             if k in seen:
                 continue
             fact = facts.get(k)
@@ -132,7 +175,7 @@ def persistent(ctx, node, d, enabled, bounds) -> bool:
             if fact is True:
                 continue  # every path on from there is known to keep ``d`` first
             region.append(k)
-            queue.append(xe)
+            queue.append((xe, ek))
     if len(facts) >= FACTS_LIMIT:
         facts.clear()  # facts only save work: any of them can be learnt again
     if failed is None:
@@ -194,6 +237,99 @@ def _commute(ctx, x, d, e, xd, enabled, bounds) -> bool:
         return False
     xde, _ = ctx.step(xd, e_after)
     return ctx.key(xde) == ctx.key(xed)
+
+
+def _what(ctx, x, d):
+    """The handle of the message ``d`` delivers, without its sending time (what the
+    transition memo keys a delivery by, model/explore_memo.py)."""
+    for env in x.system.in_flight:
+        if env.seq == d.seq:
+            memo = getattr(env, "_what", None)
+            return memo[1] if memo is not None and memo[0] is ctx.token else ctx.envelope(env, False)
+    raise ValueError(f"{d!r} names no message in flight")
+
+
+def _agent_side(x, xk: tuple) -> tuple | None:
+    """What a step of the agent's reads of a state, from its expansion key (model/
+    explore_keys.py): the time, the agent, its incarnation and files, the partitions and
+    the dials waiting; None when the agent is down or a dial waits (those steps read
+    more, and are compared by running them)."""
+    if xk[9] != () or x.system.agent is None:
+        return None
+    return xk[0], xk[1], xk[2], xk[3], xk[8]
+
+
+def _adds_records(ctx, x, d, xk: tuple, what_d) -> bool:
+    """Whether ``d`` adds a ghost record in ``x`` (Rule 3): a function of the agent's side
+    and the message (Rule 6), kept per those, checked under ``CHECK_MEMO``."""
+    side = _agent_side(x, xk)
+    key = None if side is None else ("records", side, what_d, d.at_ms)
+    known = ctx.por_pairs.get(key) if key is not None else None
+    if known is None or ctx.check:
+        found = bool(_after(ctx, x, d)[1])
+        if known is not None and known != found:
+            raise AssertionError(f"the agent-side record memo differs for {d!r}")
+        if key is not None:
+            ctx.por_pairs[key] = found
+        known = found
+    return known
+
+
+def _pair_key(ctx, x, xk: tuple, what_d, e) -> tuple | None:
+    """Rule 6: the key under which whether ``d`` and ``e`` commute is kept, when both are
+    the agent's steps (a delivery to it, its timer): what the two steps read, which is
+    the agent's side of the state (``_agent_side``), the two messages and the times.
+    None for any other pair, which is compared by running both orders every time: an
+    agent restart also answers the requests still open to the agent it ends, which are
+    chatd's side of the state."""
+    side = _agent_side(x, xk)
+    if side is None:
+        return None
+    t = type(e)
+    if t is _DELIVER:
+        for env in x.system.in_flight:
+            if env.seq == e.seq:
+                if env.dst != _AGENT:
+                    return None
+                return ("pair", side, what_d, _what(ctx, x, e), e.at_ms)
+        return None
+    if t is _FIRE:
+        return ("timer", side, what_d, e.node, e.name, e.at_ms) if e.node == _AGENT else None
+    return None
+
+
+def _agent_commute(ctx, x, d, e) -> bool:
+    """Rule 6: whether two of the agent's steps commute on the agent's side in ``x``: each
+    leaves the other as it was (its message in flight, its timer armed as it was), ``d``
+    adds no record after ``e``, and the two orders, each step as ``system.apply`` makes
+    it (no settling after), reach one state and add one multiset of records. It reads
+    only what ``_pair_key`` keeps it by. It implies ``_commute`` (settling after either
+    order then settles the same messages; checked under ``CHECK_MEMO``); where only
+    settling makes two orders meet, it says no, which costs reduction, never soundness."""
+    s0 = x.system
+    s_d, _ = ctx.apply(s0, d)
+    if not _left_as_it_was(s_d, s0, e):
+        return False
+    s_e, g_e = ctx.apply(s0, e)
+    if not _left_as_it_was(s_e, s0, d):
+        return False
+    s_ed, g_ed = ctx.apply(s_e, d)
+    if g_ed:
+        return False
+    s_de, g_de = ctx.apply(s_d, e)
+    used = x.used
+    if ctx.system_key(s_de, used)[0] != ctx.system_key(s_ed, used)[0]:
+        return False
+    order = ctx.sort_key
+    return sorted(g_de, key=order) == sorted(g_e, key=order)
+
+
+def _left_as_it_was(after, before, a) -> bool:
+    """Whether the step from ``before`` to ``after`` left ``a`` (a delivery or a timer)
+    as it was: its message still in flight, its timer armed with the same arming."""
+    if type(a) is _DELIVER:
+        return any(env.seq == a.seq for env in after.in_flight)
+    return after.timers._index.get((a.node, a.name)) == before.timers._index.get((a.node, a.name))
 
 
 def _after(ctx, x, action):
