@@ -163,7 +163,7 @@ def persistent(ctx, node, d, enabled, bounds) -> bool:
                     failed = x
                     break
             xe, _ = ctx.step(x, e)
-            ek = _xkey(ctx, xe)
+            ek = _xkey(ctx, xe, x, xk)
             k = (ek, _place(xe, own))
             if k in seen:
                 continue
@@ -358,10 +358,13 @@ def _same_in(actions: list, action):
     return None
 
 
-def _xkey(ctx, node) -> tuple:
+def _xkey(ctx, node, parent=None, parent_key: tuple | None = None) -> tuple:
     """The expansion key of ``node`` (explore.py Rule 10): its system and budgets, what
-    Rule 5's facts are kept by."""
-    return ctx.system_key(node.system, node.used)[1]
+    Rule 5's facts are kept by; given its parent and the parent's key, the components a
+    step left as they were are taken from there."""
+    if parent is None:
+        return ctx.system_key(node.system, node.used)[1]
+    return ctx.system_key(node.system, node.used, parent.system, parent_key)[1]
 
 
 _DELIVER, _DROP, _FIRE, _FAULT = msys.Deliver, msys.Drop, msys.Fire, msys.Fault
