@@ -196,8 +196,8 @@ def _chatd_side(x, e, now: int) -> bool:
     """Whether ``e`` is a step of chatd's side that leaves the clock where it is: a
     delivery to a replica, a lost answer, a replica's timer due now, an interrupt or a
     takeover. Such a step never reads the agent, and a delivery to the agent never reads
-    chatd's side, so the two commute (Rule 2): only the agent's own steps and the
-    clock's are compared by running both orders."""
+    chatd's side, so the two commute (Rule 2): only the agent's own steps are compared
+    (Rule 6), and a step that moves the clock never commutes."""
     t = type(e)
     if t is _DELIVER:
         for env in x.system.in_flight:
