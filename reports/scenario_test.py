@@ -2,8 +2,8 @@
 
 Theory of operation
 -------------------
-sim/api.py (the Python scenario API) and sim/pytest_plugin.py (scenario files as pytest
-items) hand this module plain values: a tool call's process starts as ``(t_ms,
+sim/api.py and sim/api_results.py (the Python scenario API and what its runs return) and
+sim/pytest_plugin.py (scenario files as pytest items) hand this module plain values: a tool call's process starts as ``(t_ms,
 incarnation, pid)`` points, its committed results as the rows of ``toolcall-sim run
 --json``, the run's JSON doc and trace records. It writes what a person reads when a
 race does not go as expected, in the story's terms rather than as ``assert 2 == 1``:

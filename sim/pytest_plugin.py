@@ -247,7 +247,7 @@ class ScenarioItem(pytest.Item):
         self.add_marker("toolcall_scenario")
 
     def runtest(self) -> None:
-        from toolcall_sim.api import Result
+        from toolcall_sim.api_results import Result
         from toolcall_sim.world.run import run_scenario
 
         result = run_scenario(self.scenario, self.variant, self.seed)
@@ -357,9 +357,9 @@ def pytest_assertrepr_compare(config, op, left, right):
     ``toolu_01 started 2 processes (...); expected 1``."""
     import sys
 
-    if op not in ("==", "!=") or "toolcall_sim.api" not in sys.modules:  # no Told value exists before it is imported
+    if op not in ("==", "!=") or "toolcall_sim.api_results" not in sys.modules:  # no Told value exists before it is imported
         return None
-    from toolcall_sim.api import Told
+    from toolcall_sim.api_results import Told
 
     for value, other in ((left, right), (right, left)):
         if isinstance(value, Told) and not isinstance(other, Told):

@@ -7,7 +7,7 @@ since ``os._exit`` in a thread would end the test itself. Those processes are fo
 from a server process (Dask's ``forkserver`` method, ``forked_dask_workers``) instead of
 spawned: a spawned worker starts a fresh interpreter that imports Dask and the project
 again, a forked one starts from the server's imports (Dask's, or the project's where a
-local pool of sim/backends/__init__.py started this process's server first). The tests that kill
+local pool of sim/backends/local.py started this process's server first). The tests that kill
 workers start six of them, the nanny replacing each dead one (measured: the test that
 kills every worker, run alone, 3.7 -> 1.6 s of CPU). How a worker process starts is not
 what these tests check: that it dies, is replaced, and changes nothing.
@@ -30,6 +30,8 @@ if importlib.util.find_spec("distributed") is None:  # found, not imported: see 
     pytest.skip("the distributed package is not installed", allow_module_level=True)
 
 from toolcall_sim import backends
+from toolcall_sim.backends import dask_cluster, task
+from toolcall_sim.backends import local as local_pool  # (the tests' `local` is the local run's report)
 from toolcall_sim.drivers import swarm  # noqa: E402
 from toolcall_sim.cli.main import main  # noqa: E402
 
@@ -112,7 +114,7 @@ def test_swarm_through_a_cluster_equals_the_local_run(client):
     local = swarm.run_swarm(5, 24, VARIANT)
     assert swarm.run_swarm(5, 24, VARIANT, cluster=client) == local
     assert swarm.run_swarm(5, 24, VARIANT, workers=2) == local
-    assert len({n for _, n in backends.chunks(5, 24, 2)}) > 1
+    assert len({n for _, n in task.chunks(5, 24, 2)}) > 1
 
 
 def test_swarm_command_with_cluster_prints_the_same_json_bytes(threads_cluster, tmp_path, capsys):
@@ -154,12 +156,12 @@ def test_seed_that_always_raises_is_a_harness_error_naming_it(client, monkeypatc
     """Dask retries the task; the seed that keeps raising is named, never dropped. (The
     local pool's workers, still starting when the seed fails, are ended without the
     early stop's grace: the grace is tests/test_outputs.py's subject, not this one's.)"""
-    monkeypatch.setattr(backends, "STOP_GRACE_S", 0.05)
-    with pytest.raises(backends.SeedFailed, match=r"seed 6 failed on every try \(3\): RuntimeError: the harness broke here"):
+    monkeypatch.setattr(local_pool, "STOP_GRACE_S", 0.05)
+    with pytest.raises(task.SeedFailed, match=r"seed 6 failed on every try \(3\): RuntimeError: the harness broke here"):
         list(backends.map_seeds(_raises, 0, 12, (6,), cluster=client))
-    with pytest.raises(backends.SeedFailed, match=r"seed 6 failed on every try \(1\): RuntimeError"):
+    with pytest.raises(task.SeedFailed, match=r"seed 6 failed on every try \(1\): RuntimeError"):
         list(backends.map_seeds(_raises, 0, 12, (6,), workers=2))
-    with pytest.raises(backends.SeedFailed, match="seed 6"):
+    with pytest.raises(task.SeedFailed, match="seed 6"):
         list(backends.map_seeds(_raises, 0, 12, (6,)))
 
 
@@ -210,13 +212,13 @@ def test_a_seed_that_kills_every_worker_is_named(process_cluster):
 
     _register_by_value()
     with distributed.Client(process_cluster, set_as_default=False) as client:
-        with pytest.raises(backends.SeedFailed, match=r"seed 3 failed on every try.*KilledWorker"):
+        with pytest.raises(task.SeedFailed, match=r"seed 3 failed on every try.*KilledWorker"):
             list(backends.map_seeds(_always_dies, 0, 6, (3,), cluster=client))
 
 
 def test_a_local_worker_that_dies_names_its_seeds(monkeypatch):
-    monkeypatch.setattr(backends, "STOP_GRACE_S", 0.05)  # as above: the others end without the grace
-    with pytest.raises(backends.WorkerDied, match="worker process died"):
+    monkeypatch.setattr(local_pool, "STOP_GRACE_S", 0.05)  # as above: the others end without the grace
+    with pytest.raises(local_pool.WorkerDied, match="worker process died"):
         list(backends.map_seeds(_always_dies, 0, 6, (3,), workers=2))
 
 
@@ -240,7 +242,7 @@ def test_workers_with_a_cluster_is_refused(capsys, tmp_path):
 def test_unreachable_scheduler_is_one_line_exit_2(monkeypatch, capsys, tmp_path):
     """Nothing listens on the port: one line, exit 2 (the address is the user's input),
     and nothing on stdout (the connection comes before the header)."""
-    monkeypatch.setattr(backends, "CONNECT_TIMEOUT_S", 0.2)  # refused at once; Dask retries until then
+    monkeypatch.setattr(dask_cluster, "CONNECT_TIMEOUT_S", 0.2)  # refused at once; Dask retries until then
     assert main(["swarm", "--seeds", "2", "--cluster", "tcp://127.0.0.1:9", "--out", str(tmp_path)]) == 2
     captured = capsys.readouterr()
     err = captured.err.strip()
@@ -314,8 +316,8 @@ def _watch(monkeypatch, grace_s: str) -> None:
     """A grace of ``grace_s`` (through the environment, as a user sets it) and the
     worker count asked for ten times a second: the bound the test waits on is the
     grace, not the default minute."""
-    monkeypatch.setenv(backends.GRACE_ENV, grace_s)
-    monkeypatch.setattr(backends, "WATCH_EVERY_S", 0.1)
+    monkeypatch.setenv(dask_cluster.GRACE_ENV, grace_s)
+    monkeypatch.setattr(dask_cluster, "WATCH_EVERY_S", 0.1)
 
 
 def test_workers_closed_mid_run_stop_the_run_and_keep_what_finished(monkeypatch, capsys):
@@ -332,14 +334,14 @@ def test_workers_closed_mid_run_stop_the_run_and_keep_what_finished(monkeypatch,
             run = backends.map_seeds(_slow_after, 0, 40, (3,), cluster=client)
             _RELEASE.clear()
             try:
-                with pytest.raises(backends.NoWorkers) as stop:
+                with pytest.raises(dask_cluster.NoWorkers) as stop:
                     for result in run:
                         got.append(result)
                         if len(got) == 3:
                             cluster.scale(0)  # the last worker leaves; nothing replaces it
             finally:
                 _RELEASE.set()
-    assert stop.value.exit_code == backends.EXIT_NO_WORKERS == 75
+    assert stop.value.exit_code == dask_cluster.EXIT_NO_WORKERS == 75
     assert got == [0, 1, 4]  # seeds 0-2 finished; 3 on were held when the worker left
     err = capsys.readouterr().err.splitlines()
     assert re.fullmatch(r"toolcall-sim: no workers on \S+ for [\d.]+ s; waiting up to 0\.5 s for "
@@ -385,7 +387,7 @@ def test_a_worker_that_comes_back_within_the_grace_lets_the_run_go_on():
     """The watch alone, on a clock of its own: said once after NOTICE_AFTER_S without a
     worker, quiet again when one is back, and NoWorkers only after the whole grace."""
     now, counts, said = [0.0], iter([2, 0, 0, 0, 1, 0, 0, 0, 0]), []
-    watch = backends._WorkerWatch(lambda: next(counts), "tcp://s:8786", 10.0, clock=lambda: now[0], say=said.append)
+    watch = dask_cluster._WorkerWatch(lambda: next(counts), "tcp://s:8786", 10.0, clock=lambda: now[0], say=said.append)
     for t in (0, 1, 2, 3, 4, 5, 6, 12):  # seconds: 0 is gone at 1, back at 4, gone again from 5
         now[0] = t
         watch.check()
@@ -395,12 +397,12 @@ def test_a_worker_that_comes_back_within_the_grace_lets_the_run_go_on():
                     "toolcall-sim: no workers on tcp://s:8786 for 7 s; waiting up to 10 s for one to come back "
                     "(TOOLCALL_SIM_NO_WORKERS_GRACE_S)"]
     now[0] = 15
-    with pytest.raises(backends.NoWorkers, match="no workers on tcp://s:8786 for 10 s"):
+    with pytest.raises(dask_cluster.NoWorkers, match="no workers on tcp://s:8786 for 10 s"):
         watch.check()
 
 
 @pytest.mark.parametrize("value", ["soon", "-1", "nan", "1e9"])
 def test_a_grace_that_is_not_a_number_of_seconds_is_refused(value):
-    with pytest.raises(backends.BadAddress, match="TOOLCALL_SIM_NO_WORKERS_GRACE_S: not a number of seconds"):
-        backends.no_workers_grace_s({backends.GRACE_ENV: value})
-    assert backends.no_workers_grace_s({}) == backends.NO_WORKERS_GRACE_S == 60
+    with pytest.raises(dask_cluster.BadAddress, match="TOOLCALL_SIM_NO_WORKERS_GRACE_S: not a number of seconds"):
+        dask_cluster.no_workers_grace_s({dask_cluster.GRACE_ENV: value})
+    assert dask_cluster.no_workers_grace_s({}) == dask_cluster.NO_WORKERS_GRACE_S == 60

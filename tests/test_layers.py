@@ -29,9 +29,10 @@ FLOORS = {
     "ci": 5,
     "drift": 5,  # toolcall-sim drift (issue 38): reads a Go checkout; beside ci, a tool of the command line
     "cli": 6,
-    "": 7,  # the package's own modules: __init__, __main__, api, pytest_plugin
+    "": 7,  # the package's own modules: __init__, __main__, api, api_results, pytest_plugin
 }
-TOP_MODULES = {"toolcall_sim", "toolcall_sim.__main__", "toolcall_sim.api", "toolcall_sim.pytest_plugin"}
+TOP_MODULES = {"toolcall_sim", "toolcall_sim.__main__", "toolcall_sim.api", "toolcall_sim.api_results",
+               "toolcall_sim.pytest_plugin"}
 
 
 def room(module: str) -> str:

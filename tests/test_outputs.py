@@ -377,7 +377,7 @@ def test_ctrl_c_on_swarm_keeps_every_finished_counterexample(tmp_path, workers):
 
 
 # A Ctrl-C at a chosen line of the parent: a trace function counts the Python lines the
-# parent runs inside the local pool's generator (sim/backends/__init__.py) and raises SIGINT at
+# parent runs inside the local pool's generator (sim/backends/local.py) and raises SIGINT at
 # line K, as a real Ctrl-C arriving there would be handled (at the next bytecode). The
 # old pool hung for K inside ``concurrent.futures.wait`` taking its futures' locks.
 _CTRL_C_AT_LINE = """
@@ -451,6 +451,7 @@ def _script_within(script, args, *, cwd, hung: str) -> tuple[str, str]:
 _STUCK_WORKER = """
 import multiprocessing, sys, time
 from toolcall_sim import backends
+from toolcall_sim.backends import local
 
 def stuck(seed):
     if seed > 0:
@@ -458,7 +459,7 @@ def stuck(seed):
     return seed
 
 if __name__ == "__main__":
-    backends.STOP_GRACE_S = 0.5
+    local.STOP_GRACE_S = 0.5
     gen = backends.map_seeds(stuck, 0, 4, workers=2)
     print(next(gen), flush=True)
     gen.close()  # an early stop: the caller stops reading

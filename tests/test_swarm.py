@@ -206,12 +206,12 @@ def test_a_worker_chunk_stops_once_the_parent_stops_reading(monkeypatch):
     parent's Ctrl-C or early stop) the seeds not yet begun are skipped."""
     import threading
 
-    from toolcall_sim import backends
+    from toolcall_sim.backends import task
 
     stop = threading.Event()
-    monkeypatch.setattr(backends, "_STOP", stop)
-    # What every backend runs as one task of a swarm (sim/backends/__init__.py ``run_range``).
-    chunk = lambda: backends.run_range(swarm.run_seed, 3, 2, ("contract",))  # noqa: E731
+    monkeypatch.setattr(task, "_STOP", stop)
+    # What every backend runs as one task of a swarm (sim/backends/task.py ``run_range``).
+    chunk = lambda: task.run_range(swarm.run_seed, 3, 2, ("contract",))  # noqa: E731
     assert chunk() == [swarm.run_seed(3, "contract"), swarm.run_seed(4, "contract")]
     stop.set()
     assert chunk() == []

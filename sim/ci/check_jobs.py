@@ -370,7 +370,7 @@ def _call(fn, args):  # module level: what a pool worker runs
 def _worker_init(parent_pid: int | None = None) -> None:
     """Ctrl-C and SIGTERM are the parent's, and a worker dies with it (sim/io/interrupt.py
     Rule 4): the initializer of sim/cli/commands/check.py's drawing pool (the jobs' pool is
-    sim/backends/__init__.py ``LocalPool``, whose workers do the same)."""
+    sim/backends/local.py ``LocalPool``, whose workers do the same)."""
     from toolcall_sim.io.interrupt import worker_signals
 
     worker_signals(parent_pid)
@@ -403,7 +403,8 @@ def _run_jobs(jobs, workers: int, on_progress, cluster, outputs: list) -> list:
     """``run_jobs``, appending each output to ``outputs`` as it is folded in."""
     total = len(jobs)
     if cluster is not None:
-        from toolcall_sim.backends import SeedFailed, map_seeds
+        from toolcall_sim.backends import map_seeds
+        from toolcall_sim.backends.task import SeedFailed
 
         try:
             for out in map_seeds(_job_at, 0, total, (jobs,), cluster=cluster, unit="job"):
@@ -420,12 +421,12 @@ def _run_jobs(jobs, workers: int, on_progress, cluster, outputs: list) -> list:
             if on_progress is not None:
                 on_progress(i + 1, total, _what(outputs[-1]))
         return outputs
-    from toolcall_sim.backends import LocalPool
+    from toolcall_sim.backends.local import LocalPool
 
     def died(index: int) -> str:
         return f"a worker process died while running check job {index} ({jobs[index][0].__name__})"
 
-    # sim/backends/__init__.py LocalPool: the parent alone handles Ctrl-C, and an early stop
+    # sim/backends/local.py LocalPool: the parent alone handles Ctrl-C, and an early stop
     # (Ctrl-C, a job that raised) terminates the jobs under way after a grace period
     # instead of waiting for them (an explore job can run for minutes).
     with LocalPool(min(workers, total), preload=_preload) as pool:

@@ -239,7 +239,7 @@ def swarm_runs(design: str, seeds: int, first_seed: int = 1, workers: int = 1, c
         return [run_seed((design, s)) for s in all_seeds]
     from toolcall_sim.backends import map_seeds
 
-    # sim/backends/__init__.py's local pool (workers ignore Ctrl-C, an early stop always ends),
+    # sim/backends/local.py's pool (workers ignore Ctrl-C, an early stop always ends),
     # in seed order as on one process.
     return list(map_seeds(_seed_run, first_seed, seeds, (design,), workers=workers))
 

@@ -104,7 +104,7 @@ def main(argv: list[str] | None = None) -> int:
         return EXIT_BAD_INPUT
     except KeyboardInterrupt as stop:
         if getattr(stop, "exit_code", None) == EXIT_NO_WORKERS:
-            return EXIT_NO_WORKERS  # sim/backends/__init__.py said why in its own line
+            return EXIT_NO_WORKERS  # sim/backends/dask_cluster.py said why in its own line
         print("toolcall-sim: interrupted", file=sys.stderr)
         return EXIT_INTERRUPTED
     except Exception as err:  # noqa: BLE001 - the one place a harness error becomes an exit code

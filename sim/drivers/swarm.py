@@ -57,7 +57,10 @@ from typing import Callable
 from toolcall_sim.model.properties import KNOWN_FINDINGS
 from toolcall_sim.reports.swarm import describe_fault, format_report
 
-from toolcall_sim.backends import LOCAL, MAX_CHUNK_SEEDS, _pool_context, check_address, check_cluster_flags, chunks, connect, map_seeds, run_range  # noqa: F401 (re-exported)
+from toolcall_sim.backends import map_seeds
+# Re-exported: sim/ci/bench.py, sim/cli/commands/check.py and tests/test_swarm.py read them as swarm's.
+from toolcall_sim.backends.local import _pool_context  # noqa: F401
+from toolcall_sim.backends.task import MAX_CHUNK_SEEDS, chunks  # noqa: F401
 from toolcall_sim.drivers.minimize import minimize_scenario, size
 from toolcall_sim.io.output import default_out_dir
 from toolcall_sim.world.scenario import ScenarioError, from_dict

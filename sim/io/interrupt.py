@@ -5,7 +5,7 @@ Theory of operation
 Rule 1. SIGTERM is Ctrl-C. ``sigterm_as_sigint`` (installed by sim/cli/launch.py before the
         commands are imported) makes a SIGTERM call whatever handles SIGINT at that
         moment: Python's default raises ``KeyboardInterrupt``; a recording handler
-        (``sigint_flag`` below, sim/backends/__init__.py ``_DeferredSigint``) records it; SIG_IGN
+        (``sigint_flag`` below, sim/backends/local.py ``_DeferredSigint``) records it; SIG_IGN
         ignores it. So every place that polls or defers Ctrl-C polls or defers SIGTERM
         too, through one code path, and ``kill PID`` ends a command exactly as Ctrl-C
         does: the summary so far, finished files kept, exit 130 (sim/cli/main.py; one code for
@@ -18,13 +18,13 @@ Rule 3. ``Interrupted`` is a ``KeyboardInterrupt`` that carries what finished be
         (``partial``), for a driver whose command prints the summary so far (check's
         finished jobs, compare's finished designs). Every ``except KeyboardInterrupt``
         still catches it. A run stopped for want of a cluster's workers
-        (sim/backends/__init__.py ``NoWorkers``, also a ``KeyboardInterrupt``) is folded the
+        (sim/backends/dask_cluster.py ``NoWorkers``, also a ``KeyboardInterrupt``) is folded the
         same way and ends with its own code: ``exit_code_of`` (75, not 130).
 Rule 4. A worker process never outlives its command. It ignores SIGINT and SIGTERM
         (``worker_signals``): a terminal's Ctrl-C, or ``kill`` sent to the whole process
         group, reaches the workers too, and a worker that died of it before the parent
         knew it was stopping would read as a crash (exit 70) instead of an interrupt.
-        The parent alone stops them: on an early stop sim/backends/__init__.py ``LocalPool``
+        The parent alone stops them: on an early stop sim/backends/local.py ``LocalPool``
         gives each worker a grace period and then SIGKILLs it (a worker writes no file,
         so nothing is lost). And a worker dies with its parent, even one killed with
         SIGKILL: on Linux it asks the kernel for SIGKILL when its parent ends

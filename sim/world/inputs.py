@@ -28,7 +28,7 @@ SCENARIO_DIR = SHIPPED_DIR
 INCIDENT_SCENARIOS = ("codagt757_incident", "codagt757_incident_past_timeout")
 
 EXIT_OK, EXIT_VIOLATION, EXIT_BAD_INPUT, EXIT_DOES_NOT_FIT, EXIT_HARNESS, EXIT_INTERRUPTED = 0, 1, 2, 3, 70, 130
-# A --cluster run whose scheduler had no worker for the whole grace time (sim/backends/__init__.py
+# A --cluster run whose scheduler had no worker for the whole grace time (sim/backends/dask_cluster.py
 # ``NoWorkers``): stopped as on Ctrl-C, with what finished; 75 is sysexits' "temporary failure".
 EXIT_NO_WORKERS = 75
 

@@ -56,7 +56,7 @@ from pathlib import Path
 from toolcall_sim.reports import check_markdown, junit
 from toolcall_sim.reports.json_text import json_text
 
-from toolcall_sim.backends import add_cluster_flag, cluster_of
+from toolcall_sim.backends.dask_cluster import add_cluster_flag, cluster_of
 from toolcall_sim.io.output import (DEFAULT_OUT, OutputError, check_out_file, check_replaceable_dir, new_report_dir, replace_dir,
                       write_atomic)
 from toolcall_sim.io.progress import Progress, add_quiet_flag
@@ -178,7 +178,7 @@ def draw(report: dict, traces: dict, workers: int) -> dict[str, str]:
 
     from toolcall_sim.reports import check_html  # matplotlib: imported by the commands that draw, not by every command
 
-    from toolcall_sim.backends import parent_pid
+    from toolcall_sim.backends.local import parent_pid
     from toolcall_sim.ci.check import _worker_init
     from toolcall_sim.drivers.swarm import _pool_context
 

@@ -26,7 +26,7 @@ from pathlib import Path
 from toolcall_sim.reports import compare as report
 
 from toolcall_sim.ci import compare
-from toolcall_sim.backends import add_cluster_flag, cluster_of
+from toolcall_sim.backends.dask_cluster import add_cluster_flag, cluster_of
 from toolcall_sim.io.output import check_out_dir, default_out_dir, write_atomic
 from toolcall_sim.cli.commands.check import check_report_dir
 from toolcall_sim.io.interrupt import Interrupted

@@ -17,7 +17,7 @@ from pathlib import Path
 from toolcall_sim.reports.swarm import (format_failure_written, format_header, format_interrupted, format_json, format_progress,
                            format_report)
 
-from toolcall_sim.backends import check_cluster_flags, connect
+from toolcall_sim.backends.dask_cluster import check_cluster_flags, connect
 from toolcall_sim.io.interrupt import exit_code_of, why_of
 from toolcall_sim.io.output import check_out_dir, sigint_deferred
 from toolcall_sim.io.progress import Progress, add_quiet_flag
@@ -46,7 +46,8 @@ def add_arguments(parser) -> None:
 def main(args, out) -> int:
     """``toolcall-sim swarm``: 0 no new finding, 1 some, 2 bad input (ScenarioError, a
     malformed or unreachable ``--cluster``), 70 a seed that failed on every try (named:
-    sim/backends/__init__.py ``SeedFailed``), 75 no worker left on the cluster (``NoWorkers``), 130 interrupted. Each failing seed's scenario and counterexample are written as soon as
+    sim/backends/task.py ``SeedFailed``), 75 no worker left on the cluster (sim/backends/dask_cluster.py
+    ``NoWorkers``), 130 interrupted. Each failing seed's scenario and counterexample are written as soon as
     the seed is done, together (a Ctrl-C waits for the pair), so an interrupted swarm
     keeps every finished one; the summary covers the seeds finished before it."""
     check_range(args.seeds, "swarm: --seeds", 1, MAX_SEEDS)

@@ -5,7 +5,7 @@ Theory of operation
 The sweep file (or a shipped sweep's name, scenarios/sweeps/) is read and checked before
 any work (sim/ci/sweep.py ``load``: every key live, one line and exit 2 otherwise), and so
 are the flags; ``--cluster`` connects before any output (an unreachable scheduler is one
-line, exit 2: sim/backends/__init__.py). The runs go through sim/backends/__init__.py ``map_seeds``, so
+line, exit 2: sim/backends/dask_cluster.py). The runs go through sim/backends/__init__.py ``map_seeds``, so
 ``--workers K`` and ``--cluster ADDRESS`` give the same report byte for byte. The table
 goes to stdout (``--json``: the JSON instead); ``--report DIR`` also writes
 ``sweep.md``, ``sweep.json`` and the pictures (reports/sweep.py). Progress goes to
@@ -13,7 +13,7 @@ stderr (sim/io/progress.py: a bar on a terminal, nothing in a log or with ``--qu
 counting runs as they finish on any worker. Exit 0 when the sweep ran (a sweep
 measures; it does not judge), 2 bad input, 70 a run that failed on every try (named),
 130 interrupted (Ctrl-C or SIGTERM): the table of the runs finished so far, no ``--report``;
-75 the same when the cluster had no worker for the grace time (sim/backends/__init__.py).
+75 the same when the cluster had no worker for the grace time (sim/backends/dask_cluster.py).
 """
 
 from __future__ import annotations
@@ -23,7 +23,7 @@ import sys
 from toolcall_sim.reports import sweep as report
 
 from toolcall_sim.ci import sweep
-from toolcall_sim.backends import check_cluster_flags, connect
+from toolcall_sim.backends.dask_cluster import check_cluster_flags, connect
 from toolcall_sim.io.output import check_out_dir, write_atomic
 from toolcall_sim.io.progress import Progress, add_quiet_flag
 from toolcall_sim.io.interrupt import exit_code_of, why_of
