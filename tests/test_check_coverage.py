@@ -112,10 +112,11 @@ def test_check_counts_the_explorers_probes_and_the_search_is_unchanged():
 
 def test_one_run_reports_have_no_coverage_section():
     from toolcall_sim.ci.check_jobs import job_scenario
+    from toolcall_sim.ci.one_run import one_run
     from toolcall_sim.world.inputs import SCENARIO_DIR
 
     (run,) = [r for r in suites.from_dict({"name": "x", "scenarios": [
         {"files": ["us10_interrupt_before_start_arrives"], "variants": ["contract"]}]}).scenarios]
     assert str(SCENARIO_DIR)
-    result = check.one_run("run", "one", "us10", job_scenario(run), 0)
+    result = one_run("run", "one", "us10", job_scenario(run), 0)
     assert "coverage" not in result.report and "probes_reached" not in result.report["counts"]

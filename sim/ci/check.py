@@ -40,10 +40,10 @@ Rule 4. Every finding but an expected or a scenario's residual risk gets a count
 Rule 5. Each trace travels with its world's chat names (``chat_names``: UUID -> the
         scenario's or the explorer world's name), so the pictures read ``chat-1``, not
         a UUID prefix; the names are the world's, so two runs still draw the same bytes.
-Rule 6. One run is a report too (``one_run``): ``toolcall-sim run``, ``explore`` and
-        ``replay`` with ``--report DIR`` fold the output of their one job
-        (``scenario_output``, ``explore_output``, ``replay_output``, the very shapes the
-        suite's jobs return) with no baseline, and the check writers render it
+Rule 6. One run is a report too (sim/ci/one_run.py ``one_run``): ``toolcall-sim run``,
+        ``explore`` and ``replay`` with ``--report DIR`` fold the output of their one job
+        (``scenario_output``, ``explore_output``, one_run.py's ``replay_output``, the very
+        shapes the suite's jobs return) with no baseline, and the check writers render it
         (sim/cli/commands/check.py ``write_report``): one renderer for a suite and for one
         race. The verdict is the command's own exit code, which the flag never changes;
         the report says which command it is (``one_run``), and a replay's adds its
@@ -82,7 +82,6 @@ from toolcall_sim.ci import suite as suites
 from toolcall_sim.ci.check_jobs import (  # noqa: F401  (the jobs, and names other modules take from here)
     SWARM_CHUNK_SEEDS,
     _file_stem,
-    _finding,
     _jobs,
     _kind_of,
     _replayed,
@@ -662,71 +661,3 @@ def _fold_coverage(part, outputs: list[dict], reasons: list[str]) -> dict | None
             reasons.append("rule coverage: probes hit that model/probes.py PROBES does not declare: "
                            + ", ".join(table["undeclared_hits"]))
     return table
-
-
-# ---------------------------------------------------------------------------
-# One run (Rule 6): ``run``, ``explore`` and ``replay`` with ``--report DIR``
-# ---------------------------------------------------------------------------
-
-
-def replay_output(file: str, world: dict, actions: list, config, replayed, every: bool = False) -> dict:
-    """The output of one replayed counterexample or trace (``toolcall_sim.drivers.counterexample.replay``'s
-    ``Replayed``), shaped as the jobs' outputs are: a finding when it reproduced (with
-    the records that prove it), and the trace it replays to either way. ``every``: a
-    finding per violation (a recorded trace names no property), else the file's own."""
-    from toolcall_sim.drivers.counterexample import explore_trace
-    from toolcall_sim.world.replay import trace_sha256
-
-    variant = str(world.get("variant") or "contract")
-    explorer_clock = world.get("kind") == "explore"
-    findings = []
-    if replayed.outcome == "reproduced":
-        wanted = (replayed.property, replayed.residual_risk)
-        seen: dict[tuple, object] = {}
-        for v in replayed.violations:
-            if every or (v.property, v.residual_risk) == wanted:
-                seen.setdefault((v.property, v.residual_risk), v)
-        for (prop, risk), v in sorted(seen.items(), key=lambda kv: (kv[0][0], kv[0][1] or "")):
-            f = _finding("replay", Path(file).stem, variant, prop, risk, v.detail, world, actions,
-                         {"explorer_clock": explorer_clock})
-            f.update(_replayed(world, actions, prop, risk, config))
-            findings.append(f)
-    trace, _ = explore_trace(config, actions)
-    return {"kind": "replay", "file": file, "variant": variant, "outcome": replayed.outcome,
-            "applied": replayed.applied, "steps": replayed.steps, "mismatch": replayed.mismatch,
-            "trace_sha256": trace_sha256(trace), "expected_sha256": replayed.expected_sha256,
-            "explorer_clock": explorer_clock, "trace": trace, "chats": chat_names(config), "findings": findings}
-
-
-def one_run(command: str, title: str, name: str, output: dict, exit_code: int, reasons: list[str] | None = None,
-            reproduce: tuple[str, str] | None = None, seconds: float = 0.0) -> CheckResult:
-    """Rule 6: the report of one job ``output`` (``scenario_output``, ``explore_output``,
-    ``replay_output``), folded as a suite's are, so the same writers render it. There is
-    no baseline: the verdict is the command's own (its ``exit_code``, and ``reasons``, by
-    default the fold's), so the page never says other than the exit code.
-    ``reproduce``: (the command the fold writes, the one that ran) when they differ (a
-    ``--seed``, ``--stop-at-first``). ``seconds``: the run's wall time, for junit.xml
-    alone (``CheckResult.seconds``, Rule 1)."""
-    suite = suites.Suite(name, "", name, (), (), (), None)
-    result = fold(suite, suite, False, [output], [], None)
-    result.seconds = job_seconds([{**output, "_seconds": seconds}])
-    report = result.report
-    for x in report["scenarios"]:  # one run always gets its sequence diagram: the race is what it is about
-        if x["sequence"] is None:
-            trace, _, names = result.traces[f"timeline-{x['id']}"]
-            x["sequence"] = f"figures/sequence-{x['id']}.svg"
-            result.traces[f"sequence-{x['id']}"] = (trace, output["evidence"], names)
-    if reproduce is not None:
-        default, actual = reproduce
-        for entry in (*report["scenarios"], *report["explore"], *report["findings"]):
-            entry["reproduce"] = [actual if c == default else c for c in entry["reproduce"]]
-    if reasons is None:
-        reasons = report["verdict"]["reasons"] if exit_code else []
-    report["verdict"] = {"ok": exit_code == 0, "exit_code": exit_code, "reasons": list(reasons)}
-    report["one_run"] = {"command": command, "title": title}
-    # One run is about one race, not the contract's rules: no coverage section (Rule 9).
-    report.pop("coverage", None)
-    counts = report["counts"]
-    counts.pop("probes_reached", None)
-    counts.pop("probes_unreached", None)
-    return result

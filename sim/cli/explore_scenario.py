@@ -132,6 +132,7 @@ def one_run_report(args, name: str, variant: str, built, max_states: int, result
     writes its own: the bounds in real units (the scenario's ratio), the counterexamples'
     world the scenario's, and the command that reproduces it as it ran."""
     from toolcall_sim.ci import check
+    from toolcall_sim.ci.one_run import one_run
     from toolcall_sim.ci.suite import ExploreRun
     from toolcall_sim.model import explore as ex
     from toolcall_sim.world.scenario import format_duration
@@ -157,9 +158,9 @@ def one_run_report(args, name: str, variant: str, built, max_states: int, result
         reasons = [f"interrupted at {result.states} states: the report holds what was found by then"]
     elif verdict["mismatches"]:
         reasons = [f"expectation of {variant} not met: {m}" for m in verdict["mismatches"]]
-    return check.one_run("explore", f"{name} explored under {variant}", name,
-                         check.explore_output(run, result, world=world), code, reasons, reproduce=(default, actual),
-                         seconds=seconds)
+    return one_run("explore", f"{name} explored under {variant}", name,
+                   check.explore_output(run, result, world=world), code, reasons, reproduce=(default, actual),
+                   seconds=seconds)
 
 
 class _Filled:

@@ -9,10 +9,11 @@ either returns a ``Scenario`` or raises ``ScenarioError`` whose message is one l
 
 Scenario files are read and written in one place: this module reads them, one small
 reader per section (``_read_head`` for the top-level keys, ``_read_world``,
-``_read_network``, ``_read_clocks``, ``_read_turns``, ``_read_faults``,
-``_read_expect``), called by ``from_dict`` in the file's order, each seeing what the
-sections before it defined (the world's replicas and nodes, then the tool calls and
-chats); sim/world/scenario_faults.py reads one fault, sim/world/scenario_spec.py holds the values
+``_read_network``, ``_read_clocks``, ``_read_turns``, ``_read_faults``, and
+sim/world/scenario_expect.py's ``read_expect`` for ``[expect.<variant>]``), called by
+``from_dict`` in the file's order, each seeing what the sections before it defined (the
+world's replicas and nodes, then the tool calls and chats); sim/world/scenario_faults.py
+reads one fault, sim/world/scenario_spec.py holds the values
 read (and the duration words), sim/world/scenario_toml.py writes a scenario dict back out, and
 sim/world/scenario_drawn.py reads the swarm's own draws without checking them again;
 sim/world/scenario_replay.py reads ``[replay]`` (one path of the explorer, step by step:
@@ -56,9 +57,9 @@ from toolcall_sim.model import chattool, vocabulary
 
 from toolcall_sim.io import input_file
 from toolcall_sim.world.scenario_check import _CONTROL, _Checker, _Context, _printable, _short  # noqa: F401 (re-exported)
-from toolcall_sim.world.answers import read_answer_expectation
 from toolcall_sim.world import scenario_replay
-from toolcall_sim.world.scenario_faults import _one_of, read_fault
+from toolcall_sim.world.scenario_expect import _a, read_expect  # (_a: "an execute", both readers' wording)
+from toolcall_sim.world.scenario_faults import read_fault
 from toolcall_sim.world.scenario_spec import (  # re-exported: the values read, for sim/ and tests
     ROUTE_OF_TOOL,
     Expectation,
@@ -87,7 +88,6 @@ __all__ = [
 TOOLS = vocabulary.TOOLS
 WORLD_KEYS = {k.name: {"integer": int, "string": str, "table": dict, "boolean": bool}.get(k.type, k.type)
               for k in vocabulary.WORLD_KEYS.values()}
-EXPECT_COUNTS = vocabulary.EXPECT_COUNTS
 TOP_KEYS = {"name", "summary", "variant", "seed", "until", "world", "network", "clocks", "turns", "faults", "expect",
             "replay"}
 _TOOL_KEYS = {
@@ -185,7 +185,7 @@ def _from_dict(data: dict, shown: str) -> Scenario:
     else:
         turns, ctx = _read_turns(c, data["turns"], replicas, nodes)
     faults, request_names = _read_faults(c, data.get("faults", []), ctx, until_ms)
-    expect = _read_expect(c, data.get("expect", {}), ctx, request_names, len(faults))
+    expect = read_expect(c, data.get("expect", {}), ctx, request_names, len(faults))
     return Scenario(
         path=shown,
         name=name,
@@ -537,171 +537,3 @@ def _read_faults(c: _Checker, value: Any, ctx: _Context, until_ms: int) -> tuple
             request_names[fault.get("name")] = fault.get("route")
         faults.append(fault)
     return tuple(faults), request_names
-
-
-def _read_expect(c: _Checker, value: Any, ctx: _Context, request_names: dict[str, str], faults: int) -> tuple:
-    """``[expect.<variant>]``: what a run under that variant must show, by variant name."""
-    expect = []
-    for var, spec in sorted(c.table(value, "expect").items()):
-        expect.append((var, _expectation(c, var, spec, ctx, request_names, faults)))
-    return tuple(expect)
-
-
-def _expectation(c: _Checker, var: str, spec: Any, ctx: _Context, request_names: dict[str, str],
-                 faults: int) -> Expectation:
-    from toolcall_sim.model import planted_bugs
-    from toolcall_sim.model import properties as props
-
-    where = f"expect.{var}"
-    try:
-        planted_bugs.resolve(var)
-    except planted_bugs.UnknownVariant as err:
-        c.fail(where, str(err))
-    spec = c.table(spec, where)
-    kinds = {p.name: p.kind for p in props.PROPERTIES}
-
-    def names(key: str, known, what: str) -> tuple[str, ...]:
-        out = tuple(c.typed(v, str, f"{where}.{key}") for v in c.typed(spec[key], list, f"{where}.{key}"))
-        for n in out:
-            if n not in known:
-                c.fail(f"{where}.{key}", f"unknown {what} {n!r} (known: {', '.join(sorted(known))})")
-        if len(set(out)) != len(out):  # (the run's set of names could never equal a list with a repeat)
-            c.fail(f"{where}.{key}", f"names a {what} twice: it could never be met")
-        return out
-
-    calls = []
-    violations = residual = None
-    sometimes: tuple[str, ...] = ()
-    within = None
-    requests: tuple = ()
-    records_at_end: tuple = ()
-    seeds = "any"
-    never: tuple[int, ...] = ()
-    for key, value in spec.items():
-        if key == "violations":
-            violations = names(key, [n for n, k in kinds.items() if k != "sometimes"], "property")
-        elif key == "residual_risks":
-            residual = names(key, props.RESIDUAL_RISKS, "residual risk")
-        elif key == "sometimes":
-            sometimes = names(key, [n for n, k in kinds.items() if k == "sometimes"], "sometimes-property")
-        elif key == "interrupt_finished_within":
-            within = c.typed(value, "duration", f"{where}.{key}")
-        elif key == "faults_never_fired":
-            never = tuple(c.bounded(i, 0, faults - 1, f"{where}.{key}", f" (indexes of the {faults} faults)")
-                          for i in c.typed(value, list, f"{where}.{key}")) if faults else ()
-            if value and not faults:
-                c.fail(f"{where}.{key}", "the scenario has no faults")
-            if len(set(never)) != len(never):
-                c.fail(f"{where}.{key}", "names a fault twice")
-        elif key == "requests":
-            table = c.table(value, f"{where}.requests")
-            answers = []
-            for rname, wanted in table.items():
-                if rname not in request_names:
-                    c.fail(f"{where}.requests.{rname}", f"no request fault has that name (requests: {', '.join(request_names) or 'none'})")
-                answers.append((rname, read_answer_expectation(c, f"{where}.requests.{rname}", wanted,
-                                                               request_names[rname], ctx)))
-            requests = tuple(sorted(answers))
-        elif key == "records_at_end":
-            table = c.capped(c.table(value, f"{where}.{key}"), vocabulary.MAX_CHATS, f"{where}.{key}", "chats")
-            records_at_end = tuple(sorted(
-                (_one_of(c, chat, f"{where}.{key}.{chat}", "chat", ctx.chats),
-                 c.bounded(count, 0, vocabulary.MAX_TOOL_CALLS, f"{where}.{key}.{chat}", " (records held)"))
-                for chat, count in table.items()))
-        elif key == "seeds":
-            seeds = c.typed(value, str, f"{where}.seeds")
-            if seeds not in vocabulary.EXPECT_SEEDS:
-                c.fail(f"{where}.seeds", f"expected one of {', '.join(vocabulary.EXPECT_SEEDS)}, got {seeds!r}")
-        elif key not in ctx.ids:
-            c.fail(f"{where}.{key}", f"names a tool call that does not exist (tool calls: {', '.join(sorted(ctx.ids)) or 'none'})")
-        else:
-            calls.append((key, _call_expectation(c, f"{where}.{key}", value, ctx.tool_of[key], ctx)))
-    return Expectation(tuple(calls), violations, residual, sometimes, within, requests, seeds, never, records_at_end)
-
-
-# The counts a tool call of each tool can show more than 0 of (``RunResult.tool_call_rows``):
-# an execute starts, kills and leaves running processes; a file tool applies edits.
-_COUNTS_OF_TOOL = {"execute": ("process_starts", "processes_killed", "processes_running_at_end"),
-                   "edit_files": ("edits_applied",), "write_file": ("edits_applied",)}
-
-
-def _call_expectation(c: _Checker, where: str, value: Any, tool: str, ctx: _Context) -> tuple:
-    """What one tool call must show; an expectation no run could meet is refused here
-    (Rule 4), not reported as "not met" after the run: a negative count, a count the
-    call's tool never makes, a result kind its tool never gives, a ``result`` that
-    contradicts ``results`` or whose bounds leave no time to commit in."""
-    value = c.table(value, where)
-    c.keys(value, set(vocabulary.EXPECT_CALL_KEYS), where)
-    items: list = []
-    own_kinds = vocabulary.EXECUTE_KINDS if tool == "execute" else vocabulary.FILE_KINDS
-    for k in EXPECT_COUNTS:
-        if k in value:
-            count = c.typed(value[k], int, f"{where}.{k}")
-            if count < 0:
-                c.fail(f"{where}.{k}", f"a count is never negative, got {count}")
-            if count and k not in _COUNTS_OF_TOOL[tool]:
-                c.fail(f"{where}.{k}", f"{_a(tool)} tool call always has 0 (it could never be {count})")
-            items.append((k, count))
-    kinds = None
-    if "results" in value:
-        listed = c.capped(c.typed(value["results"], list, f"{where}.results"), vocabulary.MAX_ITEMS,
-                          f"{where}.results", "results")
-        kinds = tuple(c.typed(v, str, f"{where}.results") for v in listed)
-        for kind in kinds:
-            if kind not in vocabulary.RESULT_KINDS:
-                c.fail(f"{where}.results", f"unknown result kind {kind!r} (known: {', '.join(vocabulary.RESULT_KINDS)})")
-            if kind not in own_kinds:
-                c.fail(f"{where}.results", f"{_a(tool)} tool call never gets a {kind!r} result "
-                                           f"(its kinds: {', '.join(own_kinds)})")
-        items.append(("results", kinds))
-    if "result" in value:
-        table = c.table(value["result"], f"{where}.result")
-        c.keys(table, set(vocabulary.EXPECT_RESULT_FIELDS), f"{where}.result")
-        fields = []
-        for k, v in table.items():
-            fw = f"{where}.result.{k}"
-            what = vocabulary.EXPECT_RESULT_FIELDS[k]
-            if what == "duration":
-                v = c.typed(v, "duration", fw)
-            elif k == "exit_code":  # a process's exit status, or -1: killed (model/vocabulary.py)
-                v = c.bounded(v, vocabulary.RESULT_EXIT_CODE_MIN, vocabulary.EXIT_CODE_MAX, fw,
-                              " (an exit status, or -1 for a killed process)")
-            elif what == "integer":
-                v = c.typed(v, int, fw)
-                if v < 0:
-                    c.fail(fw, f"is never negative, got {v}")
-            else:
-                v = c.typed(v, str, fw)
-                if what == "result kind" and v not in vocabulary.RESULT_KINDS:
-                    c.fail(fw, f"unknown result kind {v!r} (known: {', '.join(vocabulary.RESULT_KINDS)})")
-                if what == "result kind" and v not in own_kinds:
-                    c.fail(fw, f"{_a(tool)} tool call never gets a {v!r} result (its kinds: {', '.join(own_kinds)})")
-                if what == "replica" and v not in ctx.replicas:
-                    c.fail(fw, f"no such replica {v!r} (replicas: {', '.join(ctx.replicas)})")
-            fields.append((k, v))
-        _check_result_fields(c, f"{where}.result", dict(fields), kinds)
-        items.append(("result", tuple(sorted(fields))))
-    return tuple(items)
-
-
-def _a(tool: str) -> str:
-    """"an execute", "a write_file"."""
-    return ("an " if tool[0] in "aeiou" else "a ") + tool
-
-
-def _check_result_fields(c: _Checker, where: str, fields: dict, kinds: tuple | None) -> None:
-    """A ``result = {...}`` some run could show: the first result of ``results`` (when
-    given) is of its kind, and its commit time lies strictly between ``committed_after``
-    and ``committed_before`` (whole milliseconds; not checked against ``until``, which
-    ``run --until`` may lengthen)."""
-    if kinds is not None and not kinds:
-        c.fail(where, "results = [] expects no result, and result = {...} a first one: they could never both hold")
-    if kinds and "kind" in fields and fields["kind"] != kinds[0]:
-        c.fail(f"{where}.kind", f"{fields['kind']!r}, but results names {kinds[0]!r} first: "
-                                "they could never both hold")
-    after, before = fields.get("committed_after"), fields.get("committed_before")
-    if before is not None and before <= 0:
-        c.fail(f"{where}.committed_before", "0s: nothing commits before the run starts")
-    if after is not None and before is not None and before <= after + 1:
-        c.fail(f"{where}", f"committed_before ({format_duration(before)}) leaves no millisecond after "
-                           f"committed_after ({format_duration(after)})")

@@ -2,9 +2,9 @@
 into one line (``ScenarioError``), and the context a scenario's turns give its faults and
 expectations (which tool calls, chats and replicas exist).
 
-Its own module so that the loader (sim/world/scenario.py) and the fault reader
-(sim/world/scenario_faults.py) both import it and neither imports the other (issue 33: no import
-circle). The rules it enforces are sim/world/scenario.py's (Rule 7 there: no raw control byte in
+Its own module so that the loader (sim/world/scenario.py), the fault reader
+(sim/world/scenario_faults.py) and the expectations reader (sim/world/scenario_expect.py) all
+import it and none imports the loader (issue 33: no import circle). The rules it enforces are sim/world/scenario.py's (Rule 7 there: no raw control byte in
 an error line).
 """
 

@@ -110,6 +110,7 @@ def write_page(data: dict, report_dir: Path, exit_code: int, reasons: list[str])
     import copy
 
     from toolcall_sim.ci import check
+    from toolcall_sim.ci.one_run import one_run
     from toolcall_sim.drivers import counterexample as cx
     from toolcall_sim.cli.commands.check import write_one_run
 
@@ -122,5 +123,5 @@ def write_page(data: dict, report_dir: Path, exit_code: int, reasons: list[str])
                     files[v["file"]] = (world, actions)
     title = "designs " + ", ".join(data["designs"])
     output = check.compare_output(copy.deepcopy(data), files)
-    write_one_run(check.one_run("compare", title, "compare", output, exit_code, reasons), report_dir)
+    write_one_run(one_run("compare", title, "compare", output, exit_code, reasons), report_dir)
     write_atomic(report_dir / "compare.md", report.markdown(data))

@@ -192,6 +192,7 @@ def one_run_report(args, bounds, max_in_flight_ms: int, horizon_ms: int, result,
     from toolcall_sim.model import explore as ex
 
     from toolcall_sim.ci import check
+    from toolcall_sim.ci.one_run import one_run
     from toolcall_sim.ci.suite import ExploreRun
 
     run = ExploreRun(args.world, args.world, args.variant, args.second, args.max_in_flight, args.horizon,
@@ -209,9 +210,9 @@ def one_run_report(args, bounds, max_in_flight_ms: int, horizon_ms: int, result,
         f" --property {p}" for p in args.stop_properties)
     reasons = [f"interrupted at {result.states} states: the report holds what was found by then"] \
         if code == EXIT_INTERRUPTED else None
-    return check.one_run("explore", f"{args.world} world under {args.variant}", args.world,
-                         check.explore_output(run, result), code, reasons, reproduce=(default, actual),
-                         seconds=seconds)
+    return one_run("explore", f"{args.world} world under {args.variant}", args.world,
+                   check.explore_output(run, result), code, reasons, reproduce=(default, actual),
+                   seconds=seconds)
 
 
 def horizon_of(text: str) -> int:

@@ -67,7 +67,7 @@ def one_run_report(args, r, code: int):
     its world built once already (``cx.replay``); reading it again cannot fail now."""
     from pathlib import Path
 
-    from toolcall_sim.ci import check
+    from toolcall_sim.ci.one_run import one_run, replay_output
     from toolcall_sim.drivers import counterexample as cx
 
     world, actions, doc = cx.load_any(args.file)
@@ -76,5 +76,5 @@ def one_run_report(args, r, code: int):
     reasons = {"reproduced": [f"reproduced: {r.property}" + (f" ({r.residual_risk})" if r.residual_risk else "")],
                "does_not_fit": [f"does not fit: {r.mismatch}"]}.get(r.outcome, [])
     # A recorded trace names no property: each violation it replays to is a finding.
-    output = check.replay_output(name, world, actions, config, r, every=doc.get("property") is None)
-    return check.one_run("replay", name, Path(name).stem, output, code, reasons)
+    output = replay_output(name, world, actions, config, r, every=doc.get("property") is None)
+    return one_run("replay", name, Path(name).stem, output, code, reasons)

@@ -103,6 +103,7 @@ def one_run_report(args, scenario, result, code: int, seconds: float = 0.0):
     """This run as one-run report data (sim/ci/check.py Rule 6): the suite's scenario job
     output of it, with the command that reproduces it as it ran."""
     from toolcall_sim.ci import check
+    from toolcall_sim.ci.one_run import one_run
     from toolcall_sim.ci.suite import ScenarioRun
 
     path = resolve_scenario(args.scenario)
@@ -115,9 +116,9 @@ def one_run_report(args, scenario, result, code: int, seconds: float = 0.0):
     default = f"toolcall-sim run {shown} --variant {result.variant}"
     actual = default + "".join(f" --{flag} {getattr(args, flag)}" for flag in ("seed", "until")
                                if getattr(args, flag) is not None)
-    return check.one_run("run", f"{scenario.name} under {result.variant}", scenario.name,
-                         check.scenario_output(run, scenario, result), code, reproduce=(default, actual),
-                         seconds=seconds)
+    return one_run("run", f"{scenario.name} under {result.variant}", scenario.name,
+                   check.scenario_output(run, scenario, result), code, reproduce=(default, actual),
+                   seconds=seconds)
 
 
 def check_determinism(args) -> tuple[int, str, str | None]:
