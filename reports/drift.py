@@ -15,8 +15,6 @@ from __future__ import annotations
 
 from toolcall_sim.reports.json_text import json_text
 
-STATUS_ORDER = ("gone", "changed", "moved", "unverified", "unchanged")
-
 
 def counts_line(result: dict) -> str:
     r, n = result["counts"]["rules"], result["counts"]["new"]
