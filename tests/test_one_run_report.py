@@ -27,7 +27,7 @@ import pytest
 from toolcall_sim.drivers import counterexample as cx
 from toolcall_sim.io import progress as pg
 from toolcall_sim.cli.main import main
-from toolcall_sim.world.run import chat_uuid
+from toolcall_sim.world.build import chat_uuid
 
 SVG = "{http://www.w3.org/2000/svg}"
 ANSI = re.compile(r"\x1b\[[0-9;?]*[A-Za-z]")

@@ -82,7 +82,7 @@ def scenario_main(args, out) -> int:
         check_out_file(args.graph, "--graph")
     stop_on = stop_rule(args.stop_at_first, args.stop_properties)
     built = es.build(scenario, variant, args.faults or "anywhere", in_flight, horizon, budgets,
-                     symmetry=not args.no_reduction)
+                     reduction=not args.no_reduction)
     if not args.json:
         out.write(f"explore {variant} of {scenario.name} ({args.scenario}): counterexamples go to {out_dir}\n")
         out.write("".join(f"  {line}\n" for line in built.lines))

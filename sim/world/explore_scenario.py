@@ -325,11 +325,11 @@ def _timing(scenario: Scenario, ratio: Fraction) -> Timing:
 
 
 def build(scenario: Scenario, variant: str, faults_mode: str = "anywhere", max_in_flight_ms: int | None = None,
-          horizon_ms: int | None = None, budgets: dict | None = None, symmetry: bool = True) -> Explorable:
+          horizon_ms: int | None = None, budgets: dict | None = None, reduction: bool = True) -> Explorable:
     """The scenario under ``variant`` as the explorer's world and bounds (Rules 1-8).
     ``max_in_flight_ms`` and ``horizon_ms`` (small ms) and ``budgets`` (budget -> count)
     are flags given on the command line: they win over what the scenario implies;
-    ``symmetry`` False is ``--no-reduction``."""
+    ``reduction`` False is ``--no-reduction`` (neither symmetry nor partial order)."""
     from toolcall_sim.world import build as timed
 
     if faults_mode not in FAULT_MODES:
@@ -421,7 +421,7 @@ def build(scenario: Scenario, variant: str, faults_mode: str = "anywhere", max_i
     if named:
         lines.append(f"symmetry: {', '.join(named)} named by the scenario, never folded with another replica")
     bounds = Bounds(max_in_flight_ms=in_flight, horizon_ms=horizon, scale=max(int(ratio), 1),
-                    pinned_replicas=named, symmetry=symmetry, partial_order=symmetry, fault_windows=tuple(windows), **counts)
+                    pinned_replicas=named, symmetry=reduction, partial_order=reduction, fault_windows=tuple(windows), **counts)
     return Explorable(config, bounds, ratio, tuple(lines))
 
 

@@ -23,7 +23,6 @@ from toolcall_sim.world.scenario import Scenario, ScenarioError, ToolCallSpec, c
 from toolcall_sim.world.replay import trace_sha256
 from toolcall_sim.world.simulation import Simulation, WorldOptions
 
-from toolcall_sim.world.build import CHAT_NAMESPACE, _args_json, _tool_call, chat_uuid, world_timing  # noqa: F401
 from toolcall_sim.world.build import build as build_timed
 
 

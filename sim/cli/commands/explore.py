@@ -25,7 +25,7 @@ Without ``--world`` the command runs the tour (``toolcall_sim.drivers.explore_to
 rounds of growing state caps, few fault kinds first), so a user need not know which
 world fits which race; ``--world NAME`` explores that one world as before. The tour
 sets each stage's time in flight and world, so ``--max-in-flight``, ``--second`` and
-``--graph`` need ``--world``.
+``--graph`` need ``--world``, and so does ``--report`` (it draws one search).
 
 ``--report DIR`` writes the search's report page as ``toolcall-sim check`` writes a
 suite's (sim/ci/check.py Rule 6): the states-per-depth chart with where each violation was
@@ -44,7 +44,7 @@ from toolcall_sim.reports.json_text import json_text
 from toolcall_sim.io.output import check_out_dir, check_out_file, default_out_dir, sigint_flag
 from toolcall_sim.io.progress import Progress, add_quiet_flag
 from toolcall_sim.cli.commands.check import add_report_flag, check_report_dir, write_one_run
-from toolcall_sim.cli.explore_search import (  # noqa: F401 (also this command's names)
+from toolcall_sim.cli.explore_search import (
     PROGRESS_STATES, check_sizes, save_counterexamples, save_one, search, stop_rule, write_graph)
 from toolcall_sim.world.inputs import (EXIT_INTERRUPTED, EXIT_OK, EXIT_VIOLATION, MAX_FAULT_BUDGET, MAX_STATES, MAX_WORKERS, BadFlag,
                      check_duration, check_variant)
