@@ -277,7 +277,8 @@ REPLAY_STEPS = {"deliver": ("seq", "msg"), "lose": ("seq", "msg"), "timer": ("no
 # A ``do = "fault"`` step's kinds -> their fields, in the order the model's ``Fault``
 # carries them: the explorer's faults (model/explore_actions.py ``enabled``).
 REPLAY_FAULTS = {"agent_restart": (), "interrupt": ("chat",), "takeover": ("chat", "to")}
-# The default world's second parallel call (model/worlds.py ``default``).
+# The default world's second parallel call (model/worlds.py ``default``): ``replay.second``
+# and ``explore --second``.
 REPLAY_SECONDS = ("background", "edit")
 
 # Longest simulated run (a cap, not a default): a run this long takes minutes of real

@@ -55,7 +55,7 @@ BUDGET_FLAGS = ("agent-restarts", "ownership-changes", "interrupts", "lost-respo
 
 
 def add_arguments(parser) -> None:
-    from toolcall_sim.model import worlds
+    from toolcall_sim.model import vocabulary, worlds
     from toolcall_sim.world.explore_scenario import FAULT_MODES
 
     parser.add_argument("scenario", nargs="?", default=None, metavar="SCENARIO.toml",
@@ -74,7 +74,7 @@ def add_arguments(parser) -> None:
                         help="the one small world to explore (model/worlds.py): "
                         + "; ".join(f"{w.name}: {w.summary}" for w in worlds.WORLDS)
                         + ". Without it: the tour of every world, few faults first (sim/drivers/explore_tour.py)")
-    parser.add_argument("--second", choices=("background", "edit"), default=None,
+    parser.add_argument("--second", choices=vocabulary.REPLAY_SECONDS, default=None,
                         help="with --world default: the second parallel tool call (default background)")
     parser.add_argument("--max-in-flight", default=None,
                         help="with --world: how long a message may stay in flight, in real units (default 0s: "
