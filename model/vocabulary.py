@@ -137,8 +137,6 @@ SWARM_FAULT_KINDS = (
     "partition", "db_outage", "lose", "delay",
 )
 
-MESSAGE_FAULTS = tuple(name for name, f in FAULTS.items() if f.shape == "message")
-
 
 def model_fault_kinds() -> tuple[str, ...]:
     """The kinds the model applies as ``Fault`` actions (toolcall_sim.model.faults.FAULT_HANDLERS)."""

@@ -127,7 +127,7 @@ def exit_code(was_interrupted: bool, verdict: dict, violations: list[dict]) -> i
 
 
 def one_run_report(args, name: str, variant: str, built, max_states: int, result, world: dict, verdict: dict,
-                   code: int, seconds: float = 0.0):
+                   code: int, seconds: float):
     """This search as one-run report data (sim/ci/check.py Rule 6), as ``explore --world``
     writes its own: the bounds in real units (the scenario's ratio), the counterexamples'
     world the scenario's, and the command that reproduces it as it ran."""

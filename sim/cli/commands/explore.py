@@ -186,7 +186,7 @@ def main(args, out) -> int:
     return code
 
 
-def one_run_report(args, bounds, max_in_flight_ms: int, horizon_ms: int, result, code: int, seconds: float = 0.0):
+def one_run_report(args, bounds, max_in_flight_ms: int, horizon_ms: int, result, code: int, seconds: float):
     """This search as one-run report data (sim/ci/check.py Rule 6): the suite's explorer job
     output of it, with the command that reproduces it as it ran."""
     from toolcall_sim.model import explore as ex
