@@ -2,7 +2,7 @@
 
 Theory of operation
 -------------------
-A scenario describes one timed world (sim/world/run.py ``build``); the explorer searches
+A scenario describes one timed world (sim/world/build.py ``build``); the explorer searches
 every interleaving of a small world on its own clock (model/explore.py, model/worlds.py).
 ``build(scenario, variant)`` turns the one into the other and says what it did (``lines``),
 or refuses with one line (``ScenarioError``, exit 2) naming the part it cannot honour:
@@ -10,7 +10,7 @@ nothing a scenario says is accepted and then ignored.
 
 Rule 1 (what is kept). Replicas, chats, turns, tool calls, files, the agent kind, the
         workspace, ``replica_variants`` and ``message_ids_per_chat`` are the timed world's,
-        built by ``run.build`` itself from a copy of the scenario whose durations are
+        built by sim/world/build.py ``build`` itself from a copy of the scenario whose durations are
         already on the explorer's clock; only the rules (chatd's timing, the agent's
         durations, each replica's variant) are rebuilt on that clock, as model/worlds.py
         builds them (the planted bug's knobs on top: worlds.py Rule 1).

@@ -1,7 +1,8 @@
 """Run a scenario in the simulated world and summarise it.
 
-``build(scenario, variant)`` turns a validated scenario into the pure model's
-``WorldConfig`` plus the world's options; ``run_scenario`` runs it in the simulated world, checks the
+``build(scenario, variant)`` gives the pure model's ``WorldConfig`` plus the world's options
+(sim/world/build.py's timed world, or a ``[replay]`` file's explorer world,
+sim/world/replay_world.py); ``run_scenario`` runs it in the simulated world, checks the
 properties and the scenario's expectations, and returns a ``RunResult`` that the command
 line prints as a story or as JSON.
 """
