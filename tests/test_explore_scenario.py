@@ -467,3 +467,5 @@ def test_no_reduction_lets_every_replica_act_and_finds_the_same(tmp_path, capsys
     code, out, _ = run(["explore", "three.toml", "--no-reduction", "--quiet", "--out", "o", "--report", "r"], capsys)
     assert "no reduction: every replica acts (--no-reduction)" in out
     assert "three.toml --variant contract --max-states 200000 --no-reduction" in (tmp_path / "r" / "report.json").read_text()
+    code, out, _ = run(["explore", "three.toml", "--stop-at-first", "--quiet", "--out", "o", "--report", "r"], capsys)
+    assert "three.toml --variant contract --max-states 200000 --stop-at-first\"" in (tmp_path / "r" / "report.json").read_text()

@@ -142,16 +142,14 @@ def one_run_report(args, name: str, variant: str, built, max_states: int, result
                      format_duration(int(b.horizon_ms * built.ratio)), b.max_in_flight_ms, b.horizon_ms, max_states,
                      budgets, False)
     # The command the fold writes for a named world, and the one that repeats this search.
-    default = "toolcall-sim explore " + " ".join(
-        [f"--world {run.world}", f"--variant {run.variant}", f"--max-in-flight {run.max_in_flight}",
-         f"--horizon {run.horizon}", f"--max-states {run.max_states}",
-         *(f"--{n.replace('_', '-')} {count}" for n, count in budgets)])
+    default = run.command()
     actual = (f"toolcall-sim explore {args.typed} --variant {variant} --max-states {max_states}"
               + "".join(f" --{n.replace('_', '-')} {getattr(args, n)}" for n in ex.BUDGETS if getattr(args, n) is not None)
               + (f" --faults {args.faults}" if args.faults else "")
               + (f" --max-in-flight {args.max_in_flight}" if args.max_in_flight is not None else "")
               + (f" --horizon {args.horizon}" if args.horizon is not None else "")
-              + (" --no-reduction" if args.no_reduction else ""))
+              + (" --no-reduction" if args.no_reduction else "")
+              + (" --stop-at-first" if args.stop_at_first else "") + "".join(f" --property {p}" for p in args.stop_properties))
     reasons = None
     if code == EXIT_INTERRUPTED:
         reasons = [f"interrupted at {result.states} states: the report holds what was found by then"]

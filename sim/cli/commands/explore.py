@@ -197,16 +197,9 @@ def one_run_report(args, bounds, max_in_flight_ms: int, horizon_ms: int, result,
     run = ExploreRun(args.world, args.world, args.variant, args.second, args.max_in_flight, args.horizon,
                      max_in_flight_ms, horizon_ms, args.max_states,
                      tuple((b, getattr(bounds, b)) for b in ex.BUDGETS), False)
-    flags = [f"--world {run.world}", f"--variant {run.variant}", f"--max-in-flight {run.max_in_flight}",
-             f"--horizon {run.horizon}", f"--max-states {run.max_states}",
-             *(f"--{b.replace('_', '-')} {n}" for b, n in run.budgets)]
-    if run.second != "background":
-        flags.insert(1, f"--second {run.second}")
-    if args.no_reduction:
-        flags.append("--no-reduction")  # (the same search: the states differ, the findings do not)
-    default = "toolcall-sim explore " + " ".join(flags)
-    actual = default + (" --stop-at-first" if args.stop_at_first else "") + "".join(
-        f" --property {p}" for p in args.stop_properties)
+    default = run.command()
+    actual = default + (" --no-reduction" if args.no_reduction else "") \
+        + (" --stop-at-first" if args.stop_at_first else "") + "".join(f" --property {p}" for p in args.stop_properties)
     reasons = [f"interrupted at {result.states} states: the report holds what was found by then"] \
         if code == EXIT_INTERRUPTED else None
     return check.one_run("explore", f"{args.world} world under {args.variant}", args.world,
