@@ -22,7 +22,8 @@ Rule 3. A changed symbol's unified diff is its source at the baseline commit (th
         git work tree holding that commit; otherwise the result says why there is none.
 Rule 4. New items: an item (goparse.py Rule 4) of a modelled package that the baseline's
         inventory of that package does not hold and that no cited symbol names.
-Rule 5. For every rule that is not unchanged, what covers it in this project, read from
+Rule 5. For every rule whose code changed, moved or is gone (``CHANGES``; not an
+        unverified one), what covers it in this project, read from
         the repository (no run): the rule's probes (model/probes.py ``PROBES`` and a
         story's ``STORY_PROOFS``), the test files (but ``META_TESTS``, which name rules
         as data) and scenario files that cite the rule by ID or name one of its probes,
@@ -41,6 +42,7 @@ import re
 from pathlib import Path
 
 from toolcall_sim.drift.checkout import PACKAGES, Checkout, Snapshot, package_of
+from toolcall_sim.drift.goparse import GoParseError, digest_of, parse
 from toolcall_sim.drift.manifest import REPO, Manifest, contract_sections, split_key
 
 ORDER = ("gone", "changed", "moved", "unverified", "unchanged")
@@ -117,8 +119,6 @@ def _renamed(now: Snapshot, path: str, name: str, digest: str) -> str | None:
     """A gone symbol's likely new name: a declaration of its package whose normalized text,
     with its own name put back to the old one, has the old digest (a rename and nothing
     else; Rule 1's hint, never a status of its own)."""
-    from toolcall_sim.drift.goparse import digest_of
-
     short = name.rsplit(".", 1)[-1]
     receiver = name.rsplit(".", 1)[0] if "." in name else None
     for p, f in sorted(now.files.items()):
@@ -138,8 +138,6 @@ def _renamed(now: Snapshot, path: str, name: str, digest: str) -> str | None:
 
 def _diff(co: Checkout, commit: str, path: str, name: str, found) -> dict:
     """Rule 3: the unified diff of one changed symbol, or why there is none."""
-    from toolcall_sim.drift.goparse import GoParseError, parse
-
     if not commit:
         return {"diff": None, "no_diff": f"{path} was verified at no known commit"}
     if not co.git:
