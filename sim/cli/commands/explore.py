@@ -51,10 +51,10 @@ from toolcall_sim.world.inputs import (EXIT_INTERRUPTED, EXIT_OK, EXIT_VIOLATION
 
 NAME = "explore"
 HELP = "exhaustive breadth-first search of a small world"
-BUDGET_FLAGS = ("agent-restarts", "ownership-changes", "interrupts", "lost-responses", "task-retries")
 
 
 def add_arguments(parser) -> None:
+    from toolcall_sim.model import explore as ex
     from toolcall_sim.model import vocabulary, worlds
     from toolcall_sim.world.explore_scenario import FAULT_MODES
 
@@ -86,8 +86,8 @@ def add_arguments(parser) -> None:
     parser.add_argument("--horizon", default=None,
                         help="explore no further than this (real units, above 0, at most 168h; default 30s, with a "
                              "scenario its until)")
-    for budget in BUDGET_FLAGS:
-        parser.add_argument(f"--{budget}", type=int, default=None,
+    for budget in ex.BUDGETS:  # (each flag's dest is the budget's own name, as main reads it)
+        parser.add_argument(f"--{budget.replace('_', '-')}", type=int, default=None,
                             help=f"0..{MAX_FAULT_BUDGET} (default 1; with a scenario, how often it names the fault)")
     parser.add_argument("--out", default=default_out_dir("explore"), metavar="DIR",
                         help="folder for counterexample files, each with its scenario file (.toml) that run replays "
