@@ -597,7 +597,7 @@ def set_workspace(b: _Builder, state: str, why: str) -> str | None:
 
 
 # A replica's boot is pure, and every world boots its replicas alike: the same names, at
-# true time 0, first boots, under one rules object (sim/world/run.py shares the resolved rules
+# true time 0, first boots, under one rules object (sim/world/build.py shares the resolved rules
 # of a variant). The answers, immutable states and effects, are kept per rules object
 # (found by identity: the entry holds the object, so it stays the same one) and per
 # (name, clock, boot count). Bounded: the oldest rules go, a full table is emptied.

@@ -137,8 +137,6 @@ SWARM_FAULT_KINDS = (
     "partition", "db_outage", "lose", "delay",
 )
 
-MESSAGE_FAULTS = tuple(name for name, f in FAULTS.items() if f.shape == "message")
-
 
 def model_fault_kinds() -> tuple[str, ...]:
     """The kinds the model applies as ``Fault`` actions (toolcall_sim.model.faults.FAULT_HANDLERS)."""
@@ -277,7 +275,8 @@ REPLAY_STEPS = {"deliver": ("seq", "msg"), "lose": ("seq", "msg"), "timer": ("no
 # A ``do = "fault"`` step's kinds -> their fields, in the order the model's ``Fault``
 # carries them: the explorer's faults (model/explore_actions.py ``enabled``).
 REPLAY_FAULTS = {"agent_restart": (), "interrupt": ("chat",), "takeover": ("chat", "to")}
-# The default world's second parallel call (model/worlds.py ``default``).
+# The default world's second parallel call (model/worlds.py ``default``): ``replay.second``
+# and ``explore --second``.
 REPLAY_SECONDS = ("background", "edit")
 
 # Longest simulated run (a cap, not a default): a run this long takes minutes of real

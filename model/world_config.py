@@ -83,7 +83,7 @@ class WorldConfig:
     pubsub_immediate: bool = False  # deliver publishes within the commit's step (explorer worlds)
     message_ids_per_chat: bool = False  # each chat numbers its own messages (chatd_db.Db)
     # chatd's timing as the world was built, before any planted bug changed it (set where
-    # the world is built: model/worlds.py, sim/world/run.py). Checkers bound the world by this
+    # the world is built: model/worlds.py, sim/world/build.py). Checkers bound the world by this
     # clock, so a bug that changes timing (no-agent-answer-timeout) cannot move its own
     # bound and checkers need not know the planted bugs. None: ``chatd_rules.timing``.
     reference_timing: Timing | None = None

@@ -5,17 +5,15 @@ Theory of operation
 sim/drift/compare.py ``compare`` gives plain values; this module only renders them. The
 text: a heading line with the counts, one line per rule that follows Go code (its status
 and its files), under it each declaration that changed, moved or is gone (where it now
-is), under each changed one its unified diff (or why there is none) and under each rule that is not unchanged what covers
-it (compare.py Rule 5); then the new items, the unverified symbols, the rules with no
+is), under each changed one its unified diff (or why there is none) and under each rule whose code
+changed, moved or is gone what covers it (compare.py Rule 5); then the new items, the unverified symbols, the rules with no
 code and the unmapped ones by ID. ``drift_markdown`` is check's small section: the counts
-and the rules that are not unchanged. Nothing here reads a clock.
+and the rules whose code changed, moved or is gone. Nothing here reads a clock.
 """
 
 from __future__ import annotations
 
 from toolcall_sim.reports.json_text import json_text
-
-STATUS_ORDER = ("gone", "changed", "moved", "unverified", "unchanged")
 
 
 def counts_line(result: dict) -> str:
@@ -91,7 +89,7 @@ def drift_json(result: dict) -> str:
 
 
 def drift_summary(result: dict) -> dict:
-    """check's part of report.json: the counts and the rules that are not unchanged."""
+    """check's part of report.json: the counts and the rules whose code changed, moved or is gone."""
     return {"counts": result["counts"], "changed": result["changed"], "since": result["since"],
             "rules": [{"rule": r["rule"], "status": r["status"], "symbols": r.get("symbols", [])}
                       for r in result["rules"] if r["status"] in ("gone", "changed", "moved")],

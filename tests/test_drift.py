@@ -86,7 +86,7 @@ def verified(tmp_path):
     git(root, "add", "-A")
     git(root, "commit", "-qm", "verified")
     head = git(root, "rev-parse", "HEAD")
-    m, gone = update(small_manifest(), Checkout(str(root)), lambda _p: head)
+    m, gone = update(small_manifest(), Checkout(str(root)), head)
     assert not gone
     path = tmp_path / "drift-manifest.toml"
     path.write_text(mf.dump(m))
@@ -138,6 +138,19 @@ def test_a_malformed_manifest_is_bad_input(tmp_path):
     write_tree(tmp_path, {"agent/agentproc/api.go": API})
     code, _, err = run("drift", "--coder", str(tmp_path), "--manifest", str(bad))
     assert code == 2 and "exactly one of follows, none, unmapped" in err
+
+
+@pytest.mark.parametrize("head,words", [
+    ('packages = ["agent/agentproc"]', "this version models"),  # a manifest of other packages
+    ('complete_packages = ["agent/elsewhere"]', "a list of the modelled packages"),
+    ('package = []', "packages and complete_packages only"),  # a misspelt key is no silent default
+])
+def test_a_manifest_head_that_would_be_ignored_is_refused(tmp_path, head, words):
+    bad = tmp_path / "m.toml"
+    bad.write_text(f'[manifest]\n{head}\n\n[rules."A1"]\nnone = "design text"\n')
+    write_tree(tmp_path, {"agent/agentproc/api.go": API})
+    code, out, err = run("drift", "--coder", str(tmp_path), "--manifest", str(bad))
+    assert code == 2 and out == "" and words in err and err.count("\n") == 1
 
 
 # -- normalization -----------------------------------------------------------------------
@@ -248,6 +261,7 @@ def test_update_records_the_checkout_and_refuses_a_gone_declaration(verified):
     (["--commit", "0" * 40], "only with --update"),
     (["--partial"], "only with --update"),
     (["--update", "--since", "HEAD"], "not with --update"),
+    (["--update", "--json", "--commit", "0" * 40], "--json: not with --update"),
     (["--update"], "give --commit SHA"),
     (["--update", "--commit", "abc"], "40 lowercase hex"),
 ])
@@ -332,10 +346,10 @@ def test_a_partial_update_keeps_what_the_tree_lacks(verified):
     m.rules["A2.4"] = {"follows": ["agent/agenttoolcall/middleware.go:Store.Middleware"]}
     m.symbols["agent/agenttoolcall/middleware.go:Store.Middleware"] = {"kind": "method", "digest": ""}
     m.files["agent/agenttoolcall/middleware.go"] = {"commit": "", "items": [], "note": "left out of this tree"}
-    new, gone = update(m, Checkout(str(root)), lambda _p: head, partial=True)
+    new, gone = update(m, Checkout(str(root)), head, partial=True)
     assert gone == [] and new.symbols["agent/agenttoolcall/middleware.go:Store.Middleware"]["digest"] == ""
     assert new.complete_packages == []
-    assert update(m, Checkout(str(root)), lambda _p: head)[1] == ["agent/agenttoolcall/middleware.go:Store.Middleware"]
+    assert update(m, Checkout(str(root)), head)[1] == ["agent/agenttoolcall/middleware.go:Store.Middleware"]
     manifest.write_text(mf.dump(new))
     code, got = drift_json(root, manifest)
     sym = got["symbols"]["agent/agenttoolcall/middleware.go:Store.Middleware"]

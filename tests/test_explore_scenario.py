@@ -283,7 +283,8 @@ def test_a_replica_the_expectations_name_is_kept_apart_by_symmetry():
     assert e.bounds.pinned_replicas == ("replica-3",) and e.bounds.symmetry
     assert any("replica-3 named by the scenario" in line for line in e.lines)
     assert built(scenario(world={"replicas": 3})).bounds.pinned_replicas == ()
-    assert not built(data, symmetry=False).bounds.symmetry
+    unreduced = built(data, reduction=False).bounds  # --no-reduction: neither reduction
+    assert not unreduced.symmetry and not unreduced.partial_order
 
 
 # --- the small worlds as files -----------------------------------------------
@@ -466,3 +467,5 @@ def test_no_reduction_lets_every_replica_act_and_finds_the_same(tmp_path, capsys
     code, out, _ = run(["explore", "three.toml", "--no-reduction", "--quiet", "--out", "o", "--report", "r"], capsys)
     assert "no reduction: every replica acts (--no-reduction)" in out
     assert "three.toml --variant contract --max-states 200000 --no-reduction" in (tmp_path / "r" / "report.json").read_text()
+    code, out, _ = run(["explore", "three.toml", "--stop-at-first", "--quiet", "--out", "o", "--report", "r"], capsys)
+    assert "three.toml --variant contract --max-states 200000 --stop-at-first\"" in (tmp_path / "r" / "report.json").read_text()

@@ -26,7 +26,8 @@ from toolcall_sim.model import worlds
 from toolcall_sim.reports import figures
 from toolcall_sim.reports.figures import __main__ as cli
 from toolcall_sim.drivers import counterexample as cx
-from toolcall_sim.world.run import chat_uuid, run_scenario
+from toolcall_sim.world.build import chat_uuid
+from toolcall_sim.world.run import run_scenario
 from toolcall_sim.world.scenario import load
 
 ROOT = pathlib.Path(__file__).resolve().parent.parent

@@ -27,7 +27,7 @@ import pytest
 from toolcall_sim.drivers import counterexample as cx
 from toolcall_sim.io import progress as pg
 from toolcall_sim.cli.main import main
-from toolcall_sim.world.run import chat_uuid
+from toolcall_sim.world.build import chat_uuid
 
 SVG = "{http://www.w3.org/2000/svg}"
 ANSI = re.compile(r"\x1b\[[0-9;?]*[A-Za-z]")
@@ -171,6 +171,18 @@ def explored(tmp_path_factory):
     argv = ["explore", "--world", "default", "--variant", "today", "--property", "at_most_once", "--out", str(root / "cx")]
     assert main([*argv, "--report", str(root / "r")]) == 1
     return root
+
+
+def test_explore_report_repeats_no_reduction_and_the_stop_rule(tmp_path, capsys):
+    """The command that repeats a search keeps --no-reduction and --stop-at-first (the
+    page used to give the fold's command without them)."""
+    argv = ["explore", "--world", "default", "--no-reduction", "--stop-at-first", "--max-states", "300", "--quiet",
+            "--out", str(tmp_path / "cx"), "--report", str(tmp_path / "r")]
+    assert main(argv) == 0
+    (e,) = json.loads((tmp_path / "r" / "report.json").read_text())["explore"]
+    assert e["reproduce"] == ["toolcall-sim explore --world default --variant contract --max-in-flight 0s "
+                              "--horizon 30s --max-states 300 --agent-restarts 1 --ownership-changes 1 --interrupts 1 "
+                              "--lost-responses 1 --task-retries 1 --no-reduction --stop-at-first"]
 
 
 def test_explore_report_has_the_depth_chart_and_each_counterexample(explored, capsys):

@@ -109,6 +109,9 @@ def test_screenshots_skip_in_one_line_without_chromium(report, tmp_path, monkeyp
                                        "`apt-get install -y chromium`)\n")
     assert not (tmp_path / "shots").exists()
     assert screenshots.main([str(tmp_path / "shots"), str(tmp_path)]) == 2  # no index.html there
+    # a --sweep folder with no plot would leave the plot out without a word: refused
+    assert screenshots.main([str(tmp_path / "shots"), str(report), "--sweep", str(tmp_path / "nowhere")]) == 2
+    assert "--sweep" in capsys.readouterr().err and not (tmp_path / "shots").exists()
 
 
 @pytest.mark.xdist_group("browser")  # the tests that start a browser, in one worker (tests/browser.py)

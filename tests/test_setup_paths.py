@@ -1,5 +1,5 @@
 """A swarm seed's set-up, written out for speed, gives what the general code gives: the
-tool-call arguments ``toolcall_sim.world.run._args_json`` writes are ``json.dumps``'s text, the
+tool-call arguments ``toolcall_sim.world.build._args_json`` writes are ``json.dumps``'s text, the
 durations ``format_duration`` remembers are the ones it computes and parses back, and a
 seed's own generator (``toolcall_sim.world.stories._SeedRandom``) draws what ``random.Random`` draws."""
 
@@ -11,7 +11,7 @@ import random
 
 import pytest
 
-from toolcall_sim.world import run as R
+from toolcall_sim.world import build as B
 from toolcall_sim.world import scenario_spec, stories
 from toolcall_sim.world.scenario import ToolCallSpec, format_duration, load, parse_duration
 from toolcall_sim.world.scenario_drawn import from_drawn
@@ -20,7 +20,7 @@ SCENARIOS = sorted((pathlib.Path(__file__).resolve().parent.parent / "scenarios"
 
 
 def _dumps_args(spec: ToolCallSpec) -> str:
-    """The arguments as sim/world/run.py built them before ``_args_json``: a dict, dumped."""
+    """The arguments as sim/world/build.py built them before ``_args_json``: a dict, dumped."""
     if spec.tool == "execute":
         args: dict = {"command": spec.command}
         if spec.timeout_ms is not None:
@@ -57,7 +57,7 @@ def _calls():
 def test_args_json_is_the_dumped_dict():
     n = 0
     for spec in _calls():
-        assert R._args_json(spec) == _dumps_args(spec), spec
+        assert B._args_json(spec) == _dumps_args(spec), spec
         n += 1
     assert n > 1000
 

@@ -6,7 +6,8 @@ from __future__ import annotations
 
 import copy
 
-from toolcall_sim.world.run import run_scenario, world_timing
+from toolcall_sim.world.build import world_timing
+from toolcall_sim.world.run import run_scenario
 from toolcall_sim.world.scenario import from_dict
 
 ONE_CALL = {"name": "keys", "seed": 757, "until": "15m", "turns": [{"chat": "chat-1", "tool_calls": [

@@ -63,8 +63,8 @@ ratio, goals met), one row per line of issue 14's table:
    same searches exhaust on any machine), so the test suite's figures do not depend on
    the machine's speed.
 
-Wall-clock time is read here and only here (``time.perf_counter``); nothing it reads
-enters a run, so every run stays deterministic. The figures go to ``reports/bench.py``
+Wall-clock time is read here and in the bench's two other modules (sim/ci/bench_reach.py,
+sim/ci/bench_process.py: ``time.perf_counter``); nothing it reads enters a run, so every run stays deterministic. The figures go to ``reports/bench.py``
 as plain values; a test checks each figure is present, positive and has its baseline and
 ratio, never a threshold on time (issue 14's rules).
 """

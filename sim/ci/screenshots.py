@@ -27,7 +27,8 @@ Rule 2. A link is drawn as a browser shows it once scrolled: headless Chromium's
 Rule 3. Each browser gets a throw-away profile (``--user-data-dir``), so two runs never
         share a profile lock; ``--no-sandbox`` because CI runs as root. A browser that
         writes no PNG within ``TIMEOUT_S`` fails the script (exit 1) with the end of its
-        stderr; a folder that holds no ``index.html`` is bad input (exit 2).
+        stderr; a folder that holds no ``index.html``, or a ``--sweep`` folder that holds
+        no double-run plot, is bad input (exit 2).
 """
 
 from __future__ import annotations
@@ -154,6 +155,13 @@ def main(argv: list[str] | None = None) -> int:
     if not 100 <= args.height <= 20_000:
         print(f"screenshots: --height: expected 100 to 20000 pixels, got {args.height}", file=sys.stderr)
         return 2
+    if args.sweep is not None:  # a mistyped folder would otherwise leave the plot out without a word
+        from toolcall_sim.reports.sweep import PLOT_DOUBLE_RUNS
+
+        if not (Path(args.sweep) / PLOT_DOUBLE_RUNS).is_file():
+            print(f"screenshots: --sweep {args.sweep}: no {PLOT_DOUBLE_RUNS} (a toolcall-sim sweep --report folder)",
+                  file=sys.stderr)
+            return 2
     try:
         take(Path(args.out_dir), report, args.height, sweep_dir=None if args.sweep is None else Path(args.sweep))
     except RuntimeError as err:

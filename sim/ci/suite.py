@@ -111,6 +111,16 @@ class ExploreRun:
     budgets: tuple[tuple[str, int], ...]
     quick: bool
 
+    def command(self) -> str:
+        """The ``toolcall-sim explore`` command that repeats this search (a report's
+        explorer entry gives it; ``--second`` only where it is not the default)."""
+        flags = [f"--world {self.world}", f"--variant {self.variant}", f"--max-in-flight {self.max_in_flight}",
+                 f"--horizon {self.horizon}", f"--max-states {self.max_states}",
+                 *(f"--{b.replace('_', '-')} {n}" for b, n in self.budgets)]
+        if self.second != "background":
+            flags.insert(1, f"--second {self.second}")
+        return "toolcall-sim explore " + " ".join(flags)
+
 
 @dataclass(frozen=True)
 class SwarmRun:

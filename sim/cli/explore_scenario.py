@@ -82,7 +82,7 @@ def scenario_main(args, out) -> int:
         check_out_file(args.graph, "--graph")
     stop_on = stop_rule(args.stop_at_first, args.stop_properties)
     built = es.build(scenario, variant, args.faults or "anywhere", in_flight, horizon, budgets,
-                     symmetry=not args.no_reduction)
+                     reduction=not args.no_reduction)
     if not args.json:
         out.write(f"explore {variant} of {scenario.name} ({args.scenario}): counterexamples go to {out_dir}\n")
         out.write("".join(f"  {line}\n" for line in built.lines))
@@ -127,7 +127,7 @@ def exit_code(was_interrupted: bool, verdict: dict, violations: list[dict]) -> i
 
 
 def one_run_report(args, name: str, variant: str, built, max_states: int, result, world: dict, verdict: dict,
-                   code: int, seconds: float = 0.0):
+                   code: int, seconds: float):
     """This search as one-run report data (sim/ci/check.py Rule 6), as ``explore --world``
     writes its own: the bounds in real units (the scenario's ratio), the counterexamples'
     world the scenario's, and the command that reproduces it as it ran."""
@@ -143,16 +143,14 @@ def one_run_report(args, name: str, variant: str, built, max_states: int, result
                      format_duration(int(b.horizon_ms * built.ratio)), b.max_in_flight_ms, b.horizon_ms, max_states,
                      budgets, False)
     # The command the fold writes for a named world, and the one that repeats this search.
-    default = "toolcall-sim explore " + " ".join(
-        [f"--world {run.world}", f"--variant {run.variant}", f"--max-in-flight {run.max_in_flight}",
-         f"--horizon {run.horizon}", f"--max-states {run.max_states}",
-         *(f"--{n.replace('_', '-')} {count}" for n, count in budgets)])
+    default = run.command()
     actual = (f"toolcall-sim explore {args.typed} --variant {variant} --max-states {max_states}"
               + "".join(f" --{n.replace('_', '-')} {getattr(args, n)}" for n in ex.BUDGETS if getattr(args, n) is not None)
               + (f" --faults {args.faults}" if args.faults else "")
               + (f" --max-in-flight {args.max_in_flight}" if args.max_in_flight is not None else "")
               + (f" --horizon {args.horizon}" if args.horizon is not None else "")
-              + (" --no-reduction" if args.no_reduction else ""))
+              + (" --no-reduction" if args.no_reduction else "")
+              + (" --stop-at-first" if args.stop_at_first else "") + "".join(f" --property {p}" for p in args.stop_properties))
     reasons = None
     if code == EXIT_INTERRUPTED:
         reasons = [f"interrupted at {result.states} states: the report holds what was found by then"]

@@ -11,8 +11,8 @@ Rule 2. The files read are the non-test ``.go`` files of the modelled packages (
         plus any other file the manifest cites. Each is parsed by sim/drift/goparse.py;
         the first file that does not parse stops the run with its file and line (exit 2).
 Rule 3. Git is asked only what it is asked for: whether the folder is the top of a work
-        tree, its ``HEAD``, whether a commit is there, and a file's bytes at a commit
-        (``git show COMMIT:PATH``). The working tree's files are read from the disk, so
+        tree, its ``HEAD``, whether a commit is there, the modelled files at a commit
+        (``git ls-tree``) and a file's bytes at a commit (``git show COMMIT:PATH``). The working tree's files are read from the disk, so
         uncommitted edits count. A checkout that is no git work tree still works for
         everything but ``--since`` and the diffs (which need the verified commit's text).
 """
@@ -67,8 +67,7 @@ class Snapshot:
 class Checkout:
     """Rule 1 and 3: a checked coder/coder folder."""
 
-    def __init__(self, path: str, flag: str = "--coder"):
-        self.flag = flag
+    def __init__(self, path: str):
         root = Path(path)
         is_dir, mod = False, None
         try:
@@ -77,11 +76,11 @@ class Checkout:
         except (OSError, ValueError):  # unreadable, or a path the file system cannot look up
             pass
         if not is_dir:
-            raise BadFlag(f"{flag} {path!r}: not a folder")
+            raise BadFlag(f"--coder {path!r}: not a folder")
         if mod is None or not _MODULE.search(mod):
-            raise BadFlag(f"{flag} {path}: not a coder/coder checkout (no go.mod naming module github.com/coder/coder)")
+            raise BadFlag(f"--coder {path}: not a coder/coder checkout (no go.mod naming module github.com/coder/coder)")
         if not any((root / p).is_dir() for p in PACKAGES):
-            raise BadFlag(f"{flag} {path}: a coder/coder checkout without any modelled package ({', '.join(PACKAGES)})")
+            raise BadFlag(f"--coder {path}: a coder/coder checkout without any modelled package ({', '.join(PACKAGES)})")
         self.root = root
         self.path = path
         top = self._git("rev-parse", "--show-toplevel")

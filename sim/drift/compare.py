@@ -22,15 +22,17 @@ Rule 3. A changed symbol's unified diff is its source at the baseline commit (th
         git work tree holding that commit; otherwise the result says why there is none.
 Rule 4. New items: an item (goparse.py Rule 4) of a modelled package that the baseline's
         inventory of that package does not hold and that no cited symbol names.
-Rule 5. For every rule that is not unchanged, what covers it in this project, read from
+Rule 5. For every rule whose code changed, moved or is gone (``CHANGES``; not an
+        unverified one), what covers it in this project, read from
         the repository (no run): the rule's probes (model/probes.py ``PROBES`` and a
         story's ``STORY_PROOFS``), the test files (but ``META_TESTS``, which name rules
         as data) and scenario files that cite the rule by ID or name one of its probes,
         and the Go tests the rule's section of
         docs/contract.md names. The coverage table of ``toolcall-sim coverage`` gives
         witnesses only after running every scenario; this is its static half.
-Rule 6. Nothing here reads a clock or a path outside the checkout: the result is the same
-        for the same checkout and manifest (``--json`` is deterministic).
+Rule 6. Nothing here reads a clock, nor a path outside the checkout and this repository
+        (Rule 5's files): the result is the same for the same checkout, manifest and
+        repository (``--json`` is deterministic).
 """
 
 from __future__ import annotations
@@ -40,6 +42,7 @@ import re
 from pathlib import Path
 
 from toolcall_sim.drift.checkout import PACKAGES, Checkout, Snapshot, package_of
+from toolcall_sim.drift.goparse import GoParseError, digest_of, parse
 from toolcall_sim.drift.manifest import REPO, Manifest, contract_sections, split_key
 
 ORDER = ("gone", "changed", "moved", "unverified", "unchanged")
@@ -73,7 +76,7 @@ def compare(m: Manifest, co: Checkout, since: str | None = None) -> dict:
     rule_counts = {s: sum(1 for r in rules if r["status"] == s) for s in ORDER + ("no code", "unmapped")}
     return {"since": since, "symbols": symbols, "rules": rules, "new": new, "not_inventoried": not_inventoried,
             "counts": {"symbols": counts, "rules": rule_counts, "new": len(new)},
-            "changed": bool(touched or new or any(v["status"] in CHANGES for v in symbols.values()))}
+            "changed": bool(touched or new)}  # (a changed symbol's rule is touched: a rule is its worst)
 
 
 def _baseline(key: str, m: Manifest, old: Snapshot | None) -> tuple[str, str, str] | None:
@@ -116,8 +119,6 @@ def _renamed(now: Snapshot, path: str, name: str, digest: str) -> str | None:
     """A gone symbol's likely new name: a declaration of its package whose normalized text,
     with its own name put back to the old one, has the old digest (a rename and nothing
     else; Rule 1's hint, never a status of its own)."""
-    from toolcall_sim.drift.goparse import digest_of
-
     short = name.rsplit(".", 1)[-1]
     receiver = name.rsplit(".", 1)[0] if "." in name else None
     for p, f in sorted(now.files.items()):
@@ -137,8 +138,6 @@ def _renamed(now: Snapshot, path: str, name: str, digest: str) -> str | None:
 
 def _diff(co: Checkout, commit: str, path: str, name: str, found) -> dict:
     """Rule 3: the unified diff of one changed symbol, or why there is none."""
-    from toolcall_sim.drift.goparse import GoParseError, parse
-
     if not commit:
         return {"diff": None, "no_diff": f"{path} was verified at no known commit"}
     if not co.git:
@@ -169,8 +168,9 @@ def _new_items(m: Manifest, now: Snapshot, old: Snapshot | None) -> tuple[list[d
     else:
         known = {(package_of(p), i) for p, f in m.files.items() for i in f.get("items", ())}
         complete = set(m.complete_packages)
-        watched = {p for p in now.files if p in m.files or package_of(p) in complete or _in_complete(p, complete)}
-        not_inventoried = sorted(p for p in now.files if p not in watched and _modelled_package(p))
+        watched = {p for p in now.files if p in m.files or _within(package_of(p), complete)}
+        # (every file read but a modelled one is a cited one, and a cited file is in m.files)
+        not_inventoried = sorted(p for p in now.files if p not in watched)
     new = []
     for path in sorted(watched):
         pkg = package_of(path)
@@ -182,13 +182,9 @@ def _new_items(m: Manifest, now: Snapshot, old: Snapshot | None) -> tuple[list[d
     return new, not_inventoried
 
 
-def _in_complete(path: str, complete: set[str]) -> bool:
-    return any(package_of(path) == c or package_of(path).startswith(c + "/") for c in complete)
-
-
-def _modelled_package(path: str) -> bool:
-    pkg = package_of(path)
-    return any(pkg == p or pkg.startswith(p + "/") for p in PACKAGES)
+def _within(pkg: str, packages) -> bool:
+    """``pkg`` is one of ``packages`` or a subpackage of one."""
+    return any(pkg == p or pkg.startswith(p + "/") for p in packages)
 
 
 # -- Rule 5: what covers a rule --------------------------------------------------------
@@ -227,13 +223,12 @@ def covered_by(rule: str, section: str, repo: Path = REPO) -> dict:
 
 # -- --update ------------------------------------------------------------------------
 
-def update(m: Manifest, co: Checkout, commit_of, partial: bool = False) -> tuple[Manifest, list[str]]:
+def update(m: Manifest, co: Checkout, commit: str, partial: bool = False) -> tuple[Manifest, list[str]]:
     """The manifest re-verified against ``co`` (``drift --update``): every cited symbol's
-    digest and file as they are now, every file's commit (``commit_of(path)``) and items.
-    A symbol no file declares is a refusal (returned as the list of them), unless
+    digest and file as they are now, every file's ``commit`` (the one the tree is) and
+    items. A symbol no file declares is a refusal (returned as the list of them), unless
     ``partial`` (the tree holds only some files, or versions of them other than the one
-    the rule follows): then it keeps what the manifest had. ``commit_of`` may return
-    ``(commit, note)``: a file with no known commit says why in its note."""
+    the rule follows): then it keeps what the manifest had."""
     cited = m.cited()
     now = co.snapshot(tuple(sorted({split_key(k)[0] for k in cited})))
     renamed: dict[str, str] = {}
@@ -257,16 +252,14 @@ def update(m: Manifest, co: Checkout, commit_of, partial: bool = False) -> tuple
                  else dict(e)) for r, e in m.rules.items()}
     files: dict[str, dict] = {}
     for path, f in now.files.items():
-        commit = commit_of(path)
-        commit, note = commit if isinstance(commit, tuple) else (commit, "")
-        files[path] = {"commit": commit, "items": sorted(f.items), **({"note": note} if note else {})}
+        files[path] = {"commit": commit, "items": sorted(f.items)}
     for key in symbols:  # a partial tree's absent file keeps its entry (and its unverified symbols)
         path = split_key(key)[0]
         if path not in files:
             files[path] = dict(m.files[path])
-        elif not symbols[key]["digest"] and m.files.get(path, {}).get("note") and "note" not in files[path]:
+        elif not symbols[key]["digest"] and m.files.get(path, {}).get("note"):
             files[path]["note"] = m.files[path]["note"]
     present = sorted({package_of(p) for p in now.files})
-    complete = [] if partial else sorted(p for p in PACKAGES if any(q == p or q.startswith(p + "/") for q in present))
+    complete = [] if partial else sorted(p for p in PACKAGES if any(_within(q, (p,)) for q in present))
     return Manifest(packages=list(PACKAGES), complete_packages=complete, rules=rules, symbols=symbols,
                     files=files), []

@@ -50,7 +50,6 @@ class GoParseError(Exception):
 
     def __init__(self, path: str, line: int, why: str):
         super().__init__(f"{path}:{line}: {why}")
-        self.path, self.line = path, line
 
 
 @dataclass(frozen=True)
@@ -139,7 +138,7 @@ def _spec_item(out: GoFile, kind: str, name: str, spec) -> None:
         type_name = _text(type_node) if type_node is not None else ""
         if name.endswith("Header"):
             out.items.add(f"header {name}")
-        elif type_name.endswith("ErrorCode") or type_name.endswith("Code"):
+        elif type_name.endswith("Code"):  # (ErrorCode too)
             out.items.add(f"error code {name}")
         else:
             out.items.add(f"const {name}")

@@ -24,7 +24,10 @@ Rule 3. ``[files."FILE"]``: the ``commit`` the file was last verified at (empty:
         package in ``[manifest] complete_packages`` was inventoried whole, so a file of it
         the manifest does not list is new; for any other package such a file is only
         counted as not inventoried.
-Rule 4. The file is written sorted and stable (``dump``): rules in the contract's order,
+Rule 4. ``[manifest]``: ``packages``, the modelled packages (sim/drift/checkout.py
+        ``PACKAGES``; a manifest of another set is refused, not read as if it were of this
+        one), and ``complete_packages``, those of them inventoried whole (Rule 3).
+Rule 5. The file is written sorted and stable (``dump``): rules in the contract's order,
         symbols and files by name, items sorted; loading then dumping gives the same
         bytes. Anything malformed is bad input (``ManifestError``, exit 2).
 """
@@ -105,12 +108,27 @@ def load(path: str | Path) -> Manifest:
     unknown = set(data) - {"manifest", "rules", "symbols", "files"}
     if unknown:
         raise ManifestError(f"--manifest {path}: unknown table(s) {', '.join(sorted(unknown))}")
-    head = data.get("manifest", {})
+    head = _head(data.get("manifest", {}), str(path))
     m = Manifest(packages=list(head.get("packages", [])), complete_packages=list(head.get("complete_packages", [])),
                  rules=dict(data.get("rules", {})), symbols=dict(data.get("symbols", {})),
                  files=dict(data.get("files", {})))
     _check(m, str(path))
     return m
+
+
+def _head(head, where: str) -> dict:
+    """Rule 4: ``[manifest]`` names this version's modelled packages and a few of them."""
+    from toolcall_sim.drift.checkout import PACKAGES
+
+    if not isinstance(head, dict) or set(head) - {"packages", "complete_packages"}:
+        raise ManifestError(f"{where}: [manifest]: packages and complete_packages only")
+    if head.get("packages", list(PACKAGES)) != list(PACKAGES):
+        raise ManifestError(f"{where}: [manifest] packages: this version models {', '.join(PACKAGES)}, "
+                            "not the packages the manifest names")
+    complete = head.get("complete_packages", [])
+    if not isinstance(complete, list) or any(p not in PACKAGES for p in complete):
+        raise ManifestError(f"{where}: [manifest] complete_packages: a list of the modelled packages")
+    return head
 
 
 def _check(m: Manifest, where: str) -> None:
@@ -151,9 +169,8 @@ def _array(values: list[str], indent: str = "") -> str:
 
 
 def dump(m: Manifest, order: list[str] | None = None) -> str:
-    """Rule 4: the manifest as its file's text (rules in ``order``, else as they are)."""
-    rules = sorted(m.rules, key=lambda r: (order.index(r) if order and r in order else len(order or ()), r)) \
-        if order else list(m.rules)
+    """Rule 5: the manifest as its file's text (rules in ``order``, else as they are)."""
+    rules = sorted(m.rules, key=lambda r: (order.index(r) if r in order else len(order), r)) if order else list(m.rules)
     out = [HEADER, "[manifest]", f"packages = {_array(m.packages)}",
            f"complete_packages = {_array(sorted(m.complete_packages))}", ""]
     for rule in rules:

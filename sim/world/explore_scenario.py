@@ -2,7 +2,7 @@
 
 Theory of operation
 -------------------
-A scenario describes one timed world (sim/world/run.py ``build``); the explorer searches
+A scenario describes one timed world (sim/world/build.py ``build``); the explorer searches
 every interleaving of a small world on its own clock (model/explore.py, model/worlds.py).
 ``build(scenario, variant)`` turns the one into the other and says what it did (``lines``),
 or refuses with one line (``ScenarioError``, exit 2) naming the part it cannot honour:
@@ -10,7 +10,7 @@ nothing a scenario says is accepted and then ignored.
 
 Rule 1 (what is kept). Replicas, chats, turns, tool calls, files, the agent kind, the
         workspace, ``replica_variants`` and ``message_ids_per_chat`` are the timed world's,
-        built by ``run.build`` itself from a copy of the scenario whose durations are
+        built by sim/world/build.py ``build`` itself from a copy of the scenario whose durations are
         already on the explorer's clock; only the rules (chatd's timing, the agent's
         durations, each replica's variant) are rebuilt on that clock, as model/worlds.py
         builds them (the planted bug's knobs on top: worlds.py Rule 1).
@@ -325,11 +325,11 @@ def _timing(scenario: Scenario, ratio: Fraction) -> Timing:
 
 
 def build(scenario: Scenario, variant: str, faults_mode: str = "anywhere", max_in_flight_ms: int | None = None,
-          horizon_ms: int | None = None, budgets: dict | None = None, symmetry: bool = True) -> Explorable:
+          horizon_ms: int | None = None, budgets: dict | None = None, reduction: bool = True) -> Explorable:
     """The scenario under ``variant`` as the explorer's world and bounds (Rules 1-8).
     ``max_in_flight_ms`` and ``horizon_ms`` (small ms) and ``budgets`` (budget -> count)
     are flags given on the command line: they win over what the scenario implies;
-    ``symmetry`` False is ``--no-reduction``."""
+    ``reduction`` False is ``--no-reduction`` (neither symmetry nor partial order)."""
     from toolcall_sim.world import build as timed
 
     if faults_mode not in FAULT_MODES:
@@ -421,7 +421,7 @@ def build(scenario: Scenario, variant: str, faults_mode: str = "anywhere", max_i
     if named:
         lines.append(f"symmetry: {', '.join(named)} named by the scenario, never folded with another replica")
     bounds = Bounds(max_in_flight_ms=in_flight, horizon_ms=horizon, scale=max(int(ratio), 1),
-                    pinned_replicas=named, symmetry=symmetry, partial_order=symmetry, fault_windows=tuple(windows), **counts)
+                    pinned_replicas=named, symmetry=reduction, partial_order=reduction, fault_windows=tuple(windows), **counts)
     return Explorable(config, bounds, ratio, tuple(lines))
 
 

@@ -80,5 +80,3 @@ def _not_offered(s: msys.System, action, horizon_ms: int) -> str | None:
     same = [a.label() for a in offered if type(a) is kind]
     return "the state offers " + (", ".join(same) if same else f"no {action.label().split()[0]} step")
 
-
-# -- writing (Rule 4) ----------------------------------------------------------------

@@ -1,7 +1,8 @@
 """Run a scenario in the simulated world and summarise it.
 
-``build(scenario, variant)`` turns a validated scenario into the pure model's
-``WorldConfig`` plus the world's options; ``run_scenario`` runs it in the simulated world, checks the
+``build(scenario, variant)`` gives the pure model's ``WorldConfig`` plus the world's options
+(sim/world/build.py's timed world, or a ``[replay]`` file's explorer world,
+sim/world/replay_world.py); ``run_scenario`` runs it in the simulated world, checks the
 properties and the scenario's expectations, and returns a ``RunResult`` that the command
 line prints as a story or as JSON.
 """
@@ -23,7 +24,6 @@ from toolcall_sim.world.scenario import Scenario, ScenarioError, ToolCallSpec, c
 from toolcall_sim.world.replay import trace_sha256
 from toolcall_sim.world.simulation import Simulation, WorldOptions
 
-from toolcall_sim.world.build import CHAT_NAMESPACE, _args_json, _tool_call, chat_uuid, world_timing  # noqa: F401
 from toolcall_sim.world.build import build as build_timed
 
 

@@ -7,7 +7,8 @@ The explorer's counterexample is a list of actions on its small clock (model/exp
 ``replay`` reads it as JSON. This module reads the same list from a scenario file
 (``read``, which the loader calls); sim/world/replay_world.py builds the world the steps
 run in and applies them, sim/world/replay_write.py writes such a file (three modules, so
-that the loader, the runner and the writer import one another in one direction only), so a violation found by the search is a story ``run`` tells (and the pytest plugin
+that the loader, the runner and the writer import one another in one direction only),
+so a violation found by the search is a story ``run`` tells (and the pytest plugin
 can pin): its world, then each step on a line, then what the run shows. Every driver
 has one ``system.apply``, and any failure replays as a list of actions: the steps are
 that list, applied through ``Simulation.step`` (sim/world/simulation.py), nothing else.
@@ -25,7 +26,8 @@ Rule 2 (the steps). Each step is one action of model/actions.py in the words of
         ``system.apply`` refuses (a message not in flight or not the one named, a timer
         not armed or not yet due), one the explorer would not take there (a message moved
         at another time than the current one, a timer fired off its due time, a tick or a
-        fault its state does not enable: ``_not_offered``), a fault that does nothing.
+        fault its state does not enable: sim/world/replay_world.py ``_not_offered``), a
+        fault that does nothing.
         So is a step after the horizon, ``until`` on the explorer's clock (moved by the
         chats' start as explore_scenario.py Rule 4 moves it; in a named world 1 small ms
         is 1 s, as ``explore --horizon`` reads it).
@@ -33,8 +35,9 @@ Rule 3 (nothing else decides). A replayed run draws nothing and no network times
         ``seed``, ``[network]``, ``[clocks]`` and ``[[faults]]`` (the faults that struck
         are steps) are refused in such a file, and ``run --seed`` and ``--until`` with it
         (sim/world/run.py). The run ends at its last step.
-Rule 4 (writing). ``document`` (sim/world/replay_write.py) writes a counterexample (its world as the counterexample
-        file records it: sim/drivers/counterexample.py) as such a file: the scenario's own
+Rule 4 (writing). ``document`` (sim/world/replay_write.py) writes a counterexample (its
+        world as the counterexample file records it: sim/drivers/counterexample.py) as
+        such a file: the scenario's own
         ``[world]`` and ``[[turns]]`` (or the small world's name), ``until`` giving the
         horizon the search had, the steps, and ``[expect.<variant>]`` with exactly the
         violations and residual risks that ``run`` of the file shows, found by running

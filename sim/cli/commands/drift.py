@@ -7,8 +7,8 @@ Only the flags and the exit code live here: reading the checkout is sim/drift/ch
 the judgement sim/drift/compare.py, the manifest sim/drift/manifest.py, the text and JSON
 reports/drift.py. Every flag is checked before a Go file is parsed (bad input: one line,
 exit 2): ``--coder`` must be a coder/coder checkout, ``--since`` a commit of it (so the
-checkout must be a git work tree), ``--commit`` only with ``--update``, and ``--since``
-never with ``--update``. A Go file that does not parse is bad input with its file and
+checkout must be a git work tree), ``--commit`` and ``--partial`` only with ``--update``,
+and ``--since`` and ``--json`` never with it (it prints its one line). A Go file that does not parse is bad input with its file and
 line. Exit code: 0 nothing changed, 1 a cited declaration changed, moved or is gone, or a
 new item appeared, 2 bad input.
 
@@ -52,23 +52,24 @@ def add_arguments(parser) -> None:
 
 
 def load_manifest(path: str | None):
+    """(the manifest, its path): ``--manifest``'s file, else this repository's."""
     from toolcall_sim.drift import manifest
 
     if path is None and not manifest.DEFAULT_MANIFEST.is_file():
         raise BadFlag("drift: no docs/drift-manifest.toml beside this installation: give --manifest FILE")
-    return manifest.load(path if path is not None else manifest.DEFAULT_MANIFEST)
+    path = path if path is not None else str(manifest.DEFAULT_MANIFEST)
+    return manifest.load(path), path
 
 
 def run_drift(coder: str, manifest_path: str | None = None, since: str | None = None):
     """(result, checkout, manifest path): the comparison ``drift`` and ``check --coder`` print.
     Bad input (the checkout, the manifest, ``since``, a Go file) raises ``BadFlag``."""
-    from toolcall_sim.drift import manifest as mf
     from toolcall_sim.drift.checkout import Checkout
     from toolcall_sim.drift.compare import compare
     from toolcall_sim.drift.goparse import GoParseError
 
     co = Checkout(coder)
-    m = load_manifest(manifest_path)
+    m, path = load_manifest(manifest_path)
     full = None
     if since is not None:
         if not co.git:
@@ -80,7 +81,7 @@ def run_drift(coder: str, manifest_path: str | None = None, since: str | None = 
         result = compare(m, co, full)
     except GoParseError as err:
         raise BadFlag(f"--coder {coder}: {err}") from None
-    return result, co, str(manifest_path or mf.DEFAULT_MANIFEST)
+    return result, co, path
 
 
 def main(args, out) -> int:
@@ -93,6 +94,8 @@ def main(args, out) -> int:
     if args.update:
         if args.since is not None:
             raise BadFlag("--since: not with --update (--update records the checkout as it is now)")
+        if args.json:
+            raise BadFlag("--json: not with --update (it writes the manifest and says so in one line)")
         return _update(args, out)
     result, co, path = run_drift(args.coder, args.manifest, args.since)
     out.write(drift_json(result) if args.json else format_drift(result, path, args.coder, co.head()))
@@ -113,10 +116,9 @@ def _update(args, out) -> int:
     commit = args.commit or co.head()
     if commit is None:
         raise BadFlag(f"--update: {args.coder} is not a git work tree: give --commit SHA, the commit its files are")
-    m = load_manifest(args.manifest)
-    path = args.manifest or str(mf.DEFAULT_MANIFEST)
+    m, path = load_manifest(args.manifest)
     try:
-        new, gone = update(m, co, lambda _path: commit, partial=args.partial)
+        new, gone = update(m, co, commit, partial=args.partial)
     except GoParseError as err:
         raise BadFlag(f"--coder {args.coder}: {err}") from None
     if gone:

@@ -25,7 +25,7 @@ Without ``--world`` the command runs the tour (``toolcall_sim.drivers.explore_to
 rounds of growing state caps, few fault kinds first), so a user need not know which
 world fits which race; ``--world NAME`` explores that one world as before. The tour
 sets each stage's time in flight and world, so ``--max-in-flight``, ``--second`` and
-``--graph`` need ``--world``.
+``--graph`` need ``--world``, and so does ``--report`` (it draws one search).
 
 ``--report DIR`` writes the search's report page as ``toolcall-sim check`` writes a
 suite's (sim/ci/check.py Rule 6): the states-per-depth chart with where each violation was
@@ -44,18 +44,18 @@ from toolcall_sim.reports.json_text import json_text
 from toolcall_sim.io.output import check_out_dir, check_out_file, default_out_dir, sigint_flag
 from toolcall_sim.io.progress import Progress, add_quiet_flag
 from toolcall_sim.cli.commands.check import add_report_flag, check_report_dir, write_one_run
-from toolcall_sim.cli.explore_search import (  # noqa: F401 (also this command's names)
+from toolcall_sim.cli.explore_search import (
     PROGRESS_STATES, check_sizes, save_counterexamples, save_one, search, stop_rule, write_graph)
 from toolcall_sim.world.inputs import (EXIT_INTERRUPTED, EXIT_OK, EXIT_VIOLATION, MAX_FAULT_BUDGET, MAX_STATES, MAX_WORKERS, BadFlag,
                      check_duration, check_variant)
 
 NAME = "explore"
 HELP = "exhaustive breadth-first search of a small world"
-BUDGET_FLAGS = ("agent-restarts", "ownership-changes", "interrupts", "lost-responses", "task-retries")
 
 
 def add_arguments(parser) -> None:
-    from toolcall_sim.model import worlds
+    from toolcall_sim.model import explore as ex
+    from toolcall_sim.model import vocabulary, worlds
     from toolcall_sim.world.explore_scenario import FAULT_MODES
 
     parser.add_argument("scenario", nargs="?", default=None, metavar="SCENARIO.toml",
@@ -74,7 +74,7 @@ def add_arguments(parser) -> None:
                         help="the one small world to explore (model/worlds.py): "
                         + "; ".join(f"{w.name}: {w.summary}" for w in worlds.WORLDS)
                         + ". Without it: the tour of every world, few faults first (sim/drivers/explore_tour.py)")
-    parser.add_argument("--second", choices=("background", "edit"), default=None,
+    parser.add_argument("--second", choices=vocabulary.REPLAY_SECONDS, default=None,
                         help="with --world default: the second parallel tool call (default background)")
     parser.add_argument("--max-in-flight", default=None,
                         help="with --world: how long a message may stay in flight, in real units (default 0s: "
@@ -86,8 +86,8 @@ def add_arguments(parser) -> None:
     parser.add_argument("--horizon", default=None,
                         help="explore no further than this (real units, above 0, at most 168h; default 30s, with a "
                              "scenario its until)")
-    for budget in BUDGET_FLAGS:
-        parser.add_argument(f"--{budget}", type=int, default=None,
+    for budget in ex.BUDGETS:  # (each flag's dest is the budget's own name, as main reads it)
+        parser.add_argument(f"--{budget.replace('_', '-')}", type=int, default=None,
                             help=f"0..{MAX_FAULT_BUDGET} (default 1; with a scenario, how often it names the fault)")
     parser.add_argument("--out", default=default_out_dir("explore"), metavar="DIR",
                         help="folder for counterexample files, each with its scenario file (.toml) that run replays "
@@ -186,7 +186,7 @@ def main(args, out) -> int:
     return code
 
 
-def one_run_report(args, bounds, max_in_flight_ms: int, horizon_ms: int, result, code: int, seconds: float = 0.0):
+def one_run_report(args, bounds, max_in_flight_ms: int, horizon_ms: int, result, code: int, seconds: float):
     """This search as one-run report data (sim/ci/check.py Rule 6): the suite's explorer job
     output of it, with the command that reproduces it as it ran."""
     from toolcall_sim.model import explore as ex
@@ -198,16 +198,9 @@ def one_run_report(args, bounds, max_in_flight_ms: int, horizon_ms: int, result,
     run = ExploreRun(args.world, args.world, args.variant, args.second, args.max_in_flight, args.horizon,
                      max_in_flight_ms, horizon_ms, args.max_states,
                      tuple((b, getattr(bounds, b)) for b in ex.BUDGETS), False)
-    flags = [f"--world {run.world}", f"--variant {run.variant}", f"--max-in-flight {run.max_in_flight}",
-             f"--horizon {run.horizon}", f"--max-states {run.max_states}",
-             *(f"--{b.replace('_', '-')} {n}" for b, n in run.budgets)]
-    if run.second != "background":
-        flags.insert(1, f"--second {run.second}")
-    if args.no_reduction:
-        flags.append("--no-reduction")  # (the same search: the states differ, the findings do not)
-    default = "toolcall-sim explore " + " ".join(flags)
-    actual = default + (" --stop-at-first" if args.stop_at_first else "") + "".join(
-        f" --property {p}" for p in args.stop_properties)
+    default = run.command()
+    actual = default + (" --no-reduction" if args.no_reduction else "") \
+        + (" --stop-at-first" if args.stop_at_first else "") + "".join(f" --property {p}" for p in args.stop_properties)
     reasons = [f"interrupted at {result.states} states: the report holds what was found by then"] \
         if code == EXIT_INTERRUPTED else None
     return one_run("explore", f"{args.world} world under {args.variant}", args.world,

@@ -99,7 +99,7 @@ def main(args, out) -> int:
     return code
 
 
-def one_run_report(args, scenario, result, code: int, seconds: float = 0.0):
+def one_run_report(args, scenario, result, code: int, seconds: float):
     """This run as one-run report data (sim/ci/check.py Rule 6): the suite's scenario job
     output of it, with the command that reproduces it as it ran."""
     from toolcall_sim.ci import check
