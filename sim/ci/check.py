@@ -358,18 +358,13 @@ def _fold_explore(state: _Fold, out: dict) -> dict:
     state.holds(run.variant, "holds exhaustively" if out["exhausted"] else "holds")
     eid = _file_stem(run.name, run.variant)
     budgets = dict(run.budgets)
-    flags = [f"--world {run.world}", f"--variant {run.variant}", f"--max-in-flight {run.max_in_flight}",
-             f"--horizon {run.horizon}", f"--max-states {run.max_states}",
-             *(f"--{b.replace('_', '-')} {n}" for b, n in run.budgets)]
-    if run.second != "background":
-        flags.insert(1, f"--second {run.second}")
     entry = {"id": eid, "name": run.name, "world": run.world, "variant": run.variant, "second": run.second,
              "bounds": {"max_in_flight": run.max_in_flight, "horizon": run.horizon,
                         "max_states": run.max_states, **budgets},
              "states": out["states"], "transitions": out["transitions"], "depth": out["depth"],
              "exhausted": out["exhausted"], "states_per_depth": out["states_per_depth"],
              "violations": [], "depth_chart": f"figures/depth-{eid}.svg",
-             "reproduce": ["toolcall-sim explore " + " ".join(flags)]}
+             "reproduce": [run.command()]}
     for f in out["findings"]:
         entry["violations"].append({"property": f["property"], "residual_risk": f["residual_risk"],
                                     "depth": f["depth"], "finding": f["id"]})

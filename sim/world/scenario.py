@@ -442,7 +442,7 @@ def _read_turns(c: _Checker, value: Any, replicas: tuple[str, ...], nodes: tuple
 
 def _one_script(c: _Checker, spec: ToolCallSpec, tw: str, scripts: dict[str, ToolCallSpec]) -> None:
     """The world runs one script per command (what the process does on the agent:
-    sim/world/run.py ``build``), so two execute calls with one command (copies sharing a
+    sim/world/build.py ``build``), so two execute calls with one command (copies sharing a
     provider ID often have one) must say the same ``runs_for``, ``exit_code``, ``output``
     and ``kill_fails``: a second script would be dropped in silence."""
     command = chattool.strip_trailing_ampersand(spec.command)[0].strip()
