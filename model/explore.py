@@ -152,7 +152,7 @@ from .system import Tick
 # The explored states and the search's context live in model/explore_context.py; what
 # drivers and tests name as ``explore.X`` is re-exported here.
 # What a state enables (Rules 1 and 2) is model/explore_actions.py; re-exported here too.
-from .explore_actions import LOSABLE_ROUTES, Bounds, _unnumbered, enabled  # noqa: F401
+from .explore_actions import LOSABLE_ROUTES, REDUCTIONS, Bounds, _unnumbered, enabled  # noqa: F401
 from .explore_context import (  # noqa: F401
     BUDGETS,
     Context,

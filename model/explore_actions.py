@@ -73,6 +73,12 @@ class Bounds:
     fault_windows: tuple = ()
 
 
+# ``explore --reduction``'s choices: which of the two reductions a search takes, as the
+# (symmetry, partial_order) fields of ``Bounds``. Both find the same violations; symmetry
+# alone is the faster of the reduced searches where messages wait in flight (the partial
+# order's proofs cost about the states they save: docs/performance.md).
+REDUCTIONS = {"all": (True, True), "symmetry": (True, False), "none": (False, False)}
+
 LOSABLE_ROUTES = ("start", "edit", "write", "cancel")  # the tool call answers whose loss matters
 
 

@@ -68,8 +68,7 @@ def summary(doc: dict, *, max_in_flight: str, horizon: str, budgets: dict[str, i
                  + (f" on {doc['workers']} processes" if doc.get("workers", 1) > 1 else ""))
     lines.append(f"  max in flight {max_in_flight}, horizon {horizon}, budgets: "
                  + ", ".join(f"{b} {n}" for b, n in budgets.items())
-                 + ("; no reduction: every replica acts (--no-reduction)"
-                    if doc.get("bounds", {}).get("symmetry") is False else ""))
+                 + _unreduced(doc.get("bounds", {})))
     violations = doc["violations"]
     if not violations:
         lines.append("  exhausted, no violation" if doc["exhausted"] else
@@ -89,6 +88,15 @@ def summary(doc: dict, *, max_in_flight: str, horizon: str, budgets: dict[str, i
         new = sum(1 for v in violations if v["residual_risk"] is None)
         lines.append(f"  exhausted: {new} new finding(s), {len(violations) - new} residual risk(s)")
     return "".join(line + "\n" for line in lines)
+
+
+def _unreduced(bounds: dict) -> str:
+    """What the summary says of a search that left a reduction out (``--reduction``)."""
+    if bounds.get("symmetry") is False:
+        return "; no reduction: every replica acts (--no-reduction)"
+    if bounds.get("partial_order") is False:
+        return "; symmetry only: every order of independent steps (--reduction symmetry)"
+    return ""
 
 
 def progress_line(states: int) -> str:

@@ -60,7 +60,7 @@ def test_the_default_world_in_numbers():
     """The default world at 0 s in flight, every budget at 1: 37,502 states without the
     reduction, 14,170 with it (and the same two residual risks)."""
     full, reduced = both(worlds.build("default", "contract"), ex.Bounds())
-    assert (full.states, reduced.states) == (37_502, 14_170)
+    assert (full.states, reduced.states) == (PINNED_UNREDUCED, PINNED_REDUCED)
     assert found(reduced) == found(full)
 
 
@@ -103,3 +103,42 @@ def test_the_parallel_search_takes_the_same_decisions():
     one = ex.explore(config, b, max_states=200_000)
     two = explore_parallel.explore(config, b, max_states=200_000, workers=2, head_start=50)
     assert (two.states, two.transitions, found(two)) == (one.states, one.transitions, found(one))
+
+
+def test_the_reduction_flag_chooses_the_reductions(tmp_path, capsys):
+    """``explore --reduction`` picks the reductions (model/explore_actions.py
+    ``REDUCTIONS``): symmetry alone takes every order of independent steps (the pinned
+    37,502 states of the default world), all of them the pinned 14,170; the summary and
+    the report's repeated command say which; ``--no-reduction`` is ``--reduction none``
+    and the two together are refused in one line with exit 2."""
+    import json
+
+    from toolcall_sim.cli.main import main
+
+    def explore(*flags):
+        code = main(["explore", "--world", "default", "--json", "--quiet", "--out", str(tmp_path / "cx"), *flags])
+        return code, json.loads(capsys.readouterr().out)
+
+    states = {}
+    for choice in ("all", "symmetry", "none"):
+        code, doc = explore("--reduction", choice)
+        assert code == 0
+        assert (doc["bounds"]["symmetry"], doc["bounds"]["partial_order"]) == ex.REDUCTIONS[choice]
+        states[choice] = doc["states"]
+    assert states == {"all": PINNED_REDUCED, "symmetry": PINNED_UNREDUCED, "none": PINNED_UNREDUCED}
+    assert explore("--no-reduction")[1]["bounds"]["symmetry"] is False
+    argv = ["explore", "--world", "default", "--reduction", "symmetry", "--max-states", "300", "--quiet",
+            "--out", str(tmp_path / "cx"), "--report", str(tmp_path / "r")]
+    assert main(argv) == 0
+    assert "symmetry only: every order of independent steps (--reduction symmetry)" in capsys.readouterr().out
+    (e,) = json.loads((tmp_path / "r" / "report.json").read_text())["explore"]
+    assert e["reproduce"][0].endswith(" --reduction symmetry")
+    try:  # (argparse refuses with SystemExit)
+        code = main(["explore", "--world", "default", "--reduction", "all", "--no-reduction"])
+    except SystemExit as exit_:
+        code = exit_.code
+    assert code == 2
+    assert "not allowed with argument --reduction" in capsys.readouterr().err
+
+
+PINNED_REDUCED, PINNED_UNREDUCED = 14_170, 37_502  # test_the_default_world_in_numbers's

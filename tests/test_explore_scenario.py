@@ -283,8 +283,10 @@ def test_a_replica_the_expectations_name_is_kept_apart_by_symmetry():
     assert e.bounds.pinned_replicas == ("replica-3",) and e.bounds.symmetry
     assert any("replica-3 named by the scenario" in line for line in e.lines)
     assert built(scenario(world={"replicas": 3})).bounds.pinned_replicas == ()
-    unreduced = built(data, reduction=False).bounds  # --no-reduction: neither reduction
+    unreduced = built(data, reduction="none").bounds  # --no-reduction: neither reduction
     assert not unreduced.symmetry and not unreduced.partial_order
+    symmetric = built(data, reduction="symmetry").bounds
+    assert symmetric.symmetry and not symmetric.partial_order
 
 
 # --- the small worlds as files -----------------------------------------------

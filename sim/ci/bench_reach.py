@@ -14,8 +14,9 @@ from toolcall_sim.ci.bench_process import WHOLE_SPACE, _ratio, _rss_bytes, _seco
 
 
 THREE_REPLICAS = ("replica-1", "replica-2", "replica-3")
-# The reductions ``Bounds`` switches (``--no-reduction`` switches both off); the row runs
-# each world without them, with symmetry alone, and with both.
+# The reductions ``Bounds`` switches (``explore --reduction none``, ``symmetry``, ``all``:
+# model/explore_actions.py ``REDUCTIONS``); the row runs each world without them, with
+# symmetry alone, and with both.
 REDUCTIONS = ("symmetry (model/explore_symmetry.py)", "partial-order reduction (model/explore_por.py)")
 SIDES = {"unreduced": (False, False), "symmetry": (True, False), "reduced": (True, True)}  # (symmetry, partial order)
 MEMORY_METHOD = "growth of a fresh process's peak resident set (1 process)"

@@ -47,7 +47,8 @@ TIMED_KEYS = (("tool_calls", "<tool call> rows"), ("sometimes", "sometimes"),
 
 def scenario_main(args, out) -> int:
     from toolcall_sim.cli.commands.check import check_report_dir, write_one_run
-    from toolcall_sim.cli.explore_search import check_sizes, save_counterexamples, search, stop_rule, write_graph
+    from toolcall_sim.cli.explore_search import (check_sizes, reduction_of, save_counterexamples, search, stop_rule,
+                                                 write_graph)
     from toolcall_sim.model import explore as ex
     from toolcall_sim.model.properties import KNOWN_FINDINGS
     from toolcall_sim.world import explore_scenario as es
@@ -82,7 +83,7 @@ def scenario_main(args, out) -> int:
         check_out_file(args.graph, "--graph")
     stop_on = stop_rule(args.stop_at_first, args.stop_properties)
     built = es.build(scenario, variant, args.faults or "anywhere", in_flight, horizon, budgets,
-                     reduction=not args.no_reduction)
+                     reduction=reduction_of(args))
     if not args.json:
         out.write(f"explore {variant} of {scenario.name} ({args.scenario}): counterexamples go to {out_dir}\n")
         out.write("".join(f"  {line}\n" for line in built.lines))
@@ -134,6 +135,7 @@ def one_run_report(args, name: str, variant: str, built, max_states: int, result
     from toolcall_sim.ci import check
     from toolcall_sim.ci.one_run import one_run
     from toolcall_sim.ci.suite import ExploreRun
+    from toolcall_sim.cli.explore_search import reduction_flag
     from toolcall_sim.model import explore as ex
     from toolcall_sim.world.scenario import format_duration
 
@@ -149,7 +151,7 @@ def one_run_report(args, name: str, variant: str, built, max_states: int, result
               + (f" --faults {args.faults}" if args.faults else "")
               + (f" --max-in-flight {args.max_in_flight}" if args.max_in_flight is not None else "")
               + (f" --horizon {args.horizon}" if args.horizon is not None else "")
-              + (" --no-reduction" if args.no_reduction else "")
+              + reduction_flag(args)
               + (" --stop-at-first" if args.stop_at_first else "") + "".join(f" --property {p}" for p in args.stop_properties))
     reasons = None
     if code == EXIT_INTERRUPTED:

@@ -4,7 +4,8 @@ Theory of operation
 -------------------
 ``explore --world NAME`` (sim/cli/commands/explore.py) and ``explore SCENARIO.toml``
 (sim/cli/explore_scenario.py) build different worlds and then do the same things, here
-once: check the integer flags (``check_sizes``) and the stopping rule (``stop_rule``),
+once: check the integer flags (``check_sizes``), the stopping rule (``stop_rule``) and
+the reductions (``reductions``, ``reduction_flag``),
 run the search with its progress bar and Ctrl-C recorded, not raised (``search``), save
 each violation's shortest path as a counterexample and as a scenario ``run`` replays
 (``save_counterexamples``, ``save_one``: the tour's too) and draw the state graph
@@ -103,6 +104,25 @@ def _ours_or_absent(path) -> bool:
             return path.is_file() and f.readline(len(MARKER) + 1).decode("utf-8", "replace").startswith(MARKER)
     except OSError:
         return False
+
+def reductions(args) -> dict:
+    """``--reduction`` (or ``--no-reduction``) as the ``Bounds`` fields it sets."""
+    from toolcall_sim.model.explore import REDUCTIONS
+
+    symmetry, partial_order = REDUCTIONS[reduction_of(args)]
+    return {"symmetry": symmetry, "partial_order": partial_order}
+
+
+def reduction_flag(args) -> str:
+    """The flag a repeated search needs to take the same reductions ("" for the default)."""
+    which = reduction_of(args)
+    return {"all": "", "none": " --no-reduction"}.get(which, f" --reduction {which}")
+
+
+def reduction_of(args) -> str:
+    """``--reduction``'s choice; "all" when neither it nor ``--no-reduction`` is given."""
+    return args.reduction or "all"
+
 
 def check_sizes(args, max_states: int) -> None:
     """The integer flags of one world and of the tour alike, each within its range

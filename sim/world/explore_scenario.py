@@ -98,7 +98,7 @@ from fractions import Fraction
 
 from toolcall_sim.model import agent, planted_bugs
 from toolcall_sim.model import system as msys
-from toolcall_sim.model.explore_actions import LOSABLE_ROUTES, Bounds
+from toolcall_sim.model.explore_actions import LOSABLE_ROUTES, REDUCTIONS, Bounds
 from toolcall_sim.model.explore_context import BUDGETS
 from toolcall_sim.model.timing import DEFAULT_TIMING, Timing
 from toolcall_sim.model import vocabulary
@@ -325,11 +325,11 @@ def _timing(scenario: Scenario, ratio: Fraction) -> Timing:
 
 
 def build(scenario: Scenario, variant: str, faults_mode: str = "anywhere", max_in_flight_ms: int | None = None,
-          horizon_ms: int | None = None, budgets: dict | None = None, reduction: bool = True) -> Explorable:
+          horizon_ms: int | None = None, budgets: dict | None = None, reduction: str = "all") -> Explorable:
     """The scenario under ``variant`` as the explorer's world and bounds (Rules 1-8).
     ``max_in_flight_ms`` and ``horizon_ms`` (small ms) and ``budgets`` (budget -> count)
     are flags given on the command line: they win over what the scenario implies;
-    ``reduction`` False is ``--no-reduction`` (neither symmetry nor partial order)."""
+    ``reduction`` is ``--reduction``'s choice (model/explore_actions.py ``REDUCTIONS``)."""
     from toolcall_sim.world import build as timed
 
     if faults_mode not in FAULT_MODES:
@@ -420,8 +420,10 @@ def build(scenario: Scenario, variant: str, faults_mode: str = "anywhere", max_i
     named = named_replicas(scenario, config.replicas)
     if named:
         lines.append(f"symmetry: {', '.join(named)} named by the scenario, never folded with another replica")
+    symmetry, partial_order = REDUCTIONS[reduction]
     bounds = Bounds(max_in_flight_ms=in_flight, horizon_ms=horizon, scale=max(int(ratio), 1),
-                    pinned_replicas=named, symmetry=reduction, partial_order=reduction, fault_windows=tuple(windows), **counts)
+                    pinned_replicas=named, symmetry=symmetry, partial_order=partial_order, fault_windows=tuple(windows),
+                    **counts)
     return Explorable(config, bounds, ratio, tuple(lines))
 
 

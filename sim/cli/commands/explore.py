@@ -45,7 +45,8 @@ from toolcall_sim.io.output import check_out_dir, check_out_file, default_out_di
 from toolcall_sim.io.progress import Progress, add_quiet_flag
 from toolcall_sim.cli.commands.check import add_report_flag, check_report_dir, write_one_run
 from toolcall_sim.cli.explore_search import (
-    PROGRESS_STATES, check_sizes, save_counterexamples, save_one, search, stop_rule, write_graph)
+    PROGRESS_STATES, check_sizes, reduction_flag, reductions, save_counterexamples, save_one, search, stop_rule,
+    write_graph)
 from toolcall_sim.world.inputs import (EXIT_INTERRUPTED, EXIT_OK, EXIT_VIOLATION, MAX_FAULT_BUDGET, MAX_STATES, MAX_WORKERS, BadFlag,
                      check_duration, check_variant)
 
@@ -104,11 +105,18 @@ def add_arguments(parser) -> None:
                         help=f"processes to search with (1..{MAX_WORKERS}, default 1); the result is the same for "
                              "any number, only the speed differs (sim/drivers/explore_parallel.py); a search that ends "
                              "before the workers would start runs in this one process, and says so")
-    parser.add_argument("--no-reduction", action="store_true",
-                        help="search without the reductions (docs/pages/explanation/reduction.md): every "
-                             "untouched replica acts, not only the first of those alike, and every order of "
-                             "independent steps is taken, not only one; the same violations are found in more "
-                             "states, a check of the reduced search")
+    which = parser.add_mutually_exclusive_group()
+    # (no default: argparse takes a value equal to the default as not given, so
+    # ``--reduction all --no-reduction`` would pass as if --reduction were absent)
+    which.add_argument("--reduction", choices=tuple(ex.REDUCTIONS),
+                       help="which reductions the search takes (docs/pages/explanation/reduction.md): all "
+                            "(default: symmetry of replicas and partial-order reduction), symmetry (the faster "
+                            "where messages wait in flight: the partial order's proofs cost about the states "
+                            "they save), or none (every state: a check of the reduced searches); each finds "
+                            "the same violations")
+    which.add_argument("--no-reduction", dest="reduction", action="store_const", const="none",
+                       help="the same as --reduction none: every untouched replica acts, not only the first "
+                            "of those alike, and every order of independent steps is taken")
     parser.add_argument("--json", action="store_true", help="print the verdicts and counterexamples as one JSON object")
     add_quiet_flag(parser)
     add_report_flag(parser)
@@ -157,7 +165,7 @@ def main(args, out) -> int:
     bounds = ex.Bounds(max_in_flight_ms=max_in_flight_ms, horizon_ms=horizon_ms,
                        agent_restarts=args.agent_restarts, ownership_changes=args.ownership_changes,
                        interrupts=args.interrupts, lost_responses=args.lost_responses, task_retries=args.task_retries,
-                       symmetry=not args.no_reduction, partial_order=not args.no_reduction)
+                       **reductions(args))
     if not args.json:
         out.write(report.first_line(args.variant, args.world, out_dir))
         out.flush()
@@ -199,7 +207,7 @@ def one_run_report(args, bounds, max_in_flight_ms: int, horizon_ms: int, result,
                      max_in_flight_ms, horizon_ms, args.max_states,
                      tuple((b, getattr(bounds, b)) for b in ex.BUDGETS), False)
     default = run.command()
-    actual = default + (" --no-reduction" if args.no_reduction else "") \
+    actual = default + reduction_flag(args) \
         + (" --stop-at-first" if args.stop_at_first else "") + "".join(f" --property {p}" for p in args.stop_properties)
     reasons = [f"interrupted at {result.states} states: the report holds what was found by then"] \
         if code == EXIT_INTERRUPTED else None
@@ -241,7 +249,7 @@ def tour_main(args, out) -> int:
     horizon_ms = horizon_of(args.horizon)
     out_dir = check_out_dir(args.out)
     stop_on = stop_rule(args.stop_at_first, args.stop_properties)
-    budgets = ex.Bounds(horizon_ms=horizon_ms, symmetry=not args.no_reduction, partial_order=not args.no_reduction,
+    budgets = ex.Bounds(horizon_ms=horizon_ms, **reductions(args),
                         **{b: getattr(args, b) for b in ex.BUDGETS})
     if not any(getattr(budgets, b) for b in ex.BUDGETS):
         raise BadFlag("the tour needs at least one fault budget above 0 (or explore one world with --world)")
