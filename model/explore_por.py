@@ -126,7 +126,13 @@ def persistent(ctx, node, d, enabled, bounds) -> bool:
         if _adds_records(ctx, x, own, xk, what_d):
             failed = x  # ``d`` would add a record here (Rule 3)
             break
-        xd = None
+        after_d = []  # ``d``'s child of ``x``, made once when a pair is compared in full
+
+        def in_full(e) -> bool:
+            if not after_d:
+                after_d.append(_after(ctx, x, own)[0])
+            return _commute(ctx, x, own, e, after_d[0], enabled, bounds)
+
         for e in choices:
             if e is own:
                 continue
@@ -134,31 +140,21 @@ def persistent(ctx, node, d, enabled, bounds) -> bool:
                 # Rule 2's common case, by the footprints: ``e`` reads and writes chatd's
                 # side and the messages other than ``d``'s, ``d`` the agent and its own
                 # answer (checked pair by pair under ``CHECK_MEMO``).
-                if ctx.check:
-                    if xd is None:
-                        xd = _after(ctx, x, own)[0]
-                    if not _commute(ctx, x, own, e, xd, enabled, bounds):
-                        raise AssertionError(f"{e!r} does not commute with the agent's {own!r}")
+                if ctx.check and not in_full(e):
+                    raise AssertionError(f"{e!r} does not commute with the agent's {own!r}")
             else:
                 pair = _pair_key(ctx, x, xk, what_d, e)
                 if pair is None:
-                    if xd is None:
-                        xd = _after(ctx, x, own)[0]
-                    known = _commute(ctx, x, own, e, xd, enabled, bounds)
+                    known = in_full(e)
                 else:
                     known = pairs.get(pair)
                     if known is None or ctx.check:
                         found = _agent_commute(ctx, x, own, e)
                         if known is not None and known != found:
                             raise AssertionError(f"the agent-side pair memo differs for {own!r} and {e!r}")
-                        if found and ctx.check:
-                            if xd is None:
-                                xd = _after(ctx, x, own)[0]
-                            if not _commute(ctx, x, own, e, xd, enabled, bounds):
-                                raise AssertionError(f"{e!r} commutes with {own!r} on the agent's side only")
-                        if len(pairs) >= FACTS_LIMIT:
-                            pairs.clear()
-                        pairs[pair] = known = found
+                        if found and ctx.check and not in_full(e):
+                            raise AssertionError(f"{e!r} commutes with {own!r} on the agent's side only")
+                        known = _keep(pairs, pair, found)
                 if not known:
                     failed = x
                     break
@@ -269,10 +265,17 @@ def _adds_records(ctx, x, d, xk: tuple, what_d) -> bool:
         found = bool(_after(ctx, x, d)[1])
         if known is not None and known != found:
             raise AssertionError(f"the agent-side record memo differs for {d!r}")
-        if key is not None:
-            ctx.por_pairs[key] = found
-        known = found
+        known = _keep(ctx.por_pairs, key, found) if key is not None else found
     return known
+
+
+def _keep(pairs: dict, key, value: bool) -> bool:
+    """``value`` kept under ``key`` in Rule 6's memo (emptied at ``FACTS_LIMIT``: it only
+    saves work), and returned."""
+    if len(pairs) >= FACTS_LIMIT:
+        pairs.clear()
+    pairs[key] = value
+    return value
 
 
 def _pair_key(ctx, x, xk: tuple, what_d, e) -> tuple | None:

@@ -11,6 +11,7 @@ import time
 from dataclasses import dataclass
 
 from toolcall_sim.ci.bench_process import WHOLE_SPACE, _ratio, _rss_bytes, _seconds, in_fresh_process
+from toolcall_sim.model.explore_actions import REDUCTIONS as CHOICES
 
 
 THREE_REPLICAS = ("replica-1", "replica-2", "replica-3")
@@ -18,7 +19,7 @@ THREE_REPLICAS = ("replica-1", "replica-2", "replica-3")
 # model/explore_actions.py ``REDUCTIONS``); the row runs each world without them, with
 # symmetry alone, and with both.
 REDUCTIONS = ("symmetry (model/explore_symmetry.py)", "partial-order reduction (model/explore_por.py)")
-SIDES = {"unreduced": (False, False), "symmetry": (True, False), "reduced": (True, True)}  # (symmetry, partial order)
+SIDES = {"unreduced": CHOICES["none"], "symmetry": CHOICES["symmetry"], "reduced": CHOICES["all"]}  # (symmetry, partial order)
 MEMORY_METHOD = "growth of a fresh process's peak resident set (1 process)"
 
 
